@@ -1,0 +1,52 @@
+#include "mechanisms/common/inputs.hpp"
+
+#include <random>
+
+#include "mechanisms/common/bf16.hpp"
+
+namespace arch_bench {
+
+namespace {
+void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  out.resize(count);
+  for (float& x : out) {
+    const float value = normal(rng);
+    x = dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
+  }
+}
+}  // namespace
+
+MatrixD AttentionInputs::head_matrix(const std::vector<float>& tensor, std::int64_t bh,
+                                     std::int64_t rows) const {
+  MatrixD m(rows, dim);
+  const float* base = tensor.data() + bh * tokens * dim;
+  for (std::int64_t i = 0; i < rows * dim; ++i) m.data[i] = base[i];
+  return m;
+}
+
+AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed) {
+  AttentionInputs inputs;
+  inputs.batch_heads = cell.batch_heads();
+  inputs.tokens = tokens;
+  inputs.dim = cell.head_dim;
+  // The stream depends on the seed and the shape only (not on the mechanism), so every mechanism
+  // of a run sees the same tokens.
+  std::seed_seq seq{seed, static_cast<std::uint64_t>(cell.batch), static_cast<std::uint64_t>(cell.heads),
+                    static_cast<std::uint64_t>(cell.head_dim), static_cast<std::uint64_t>(tokens)};
+  std::mt19937_64 rng(seq);
+  const std::size_t count = static_cast<std::size_t>(inputs.batch_heads * tokens * cell.head_dim);
+  fill_normal(inputs.q, count, rng, cell.dtype);
+  fill_normal(inputs.k, count, rng, cell.dtype);
+  fill_normal(inputs.v, count, rng, cell.dtype);
+  return inputs;
+}
+
+template <class T>
+void store(const float* source, std::int64_t count, T* destination) {
+  for (std::int64_t i = 0; i < count; ++i) destination[i] = from_float<T>(source[i]);
+}
+template void store<float>(const float*, std::int64_t, float*);
+template void store<bf16>(const float*, std::int64_t, bf16*);
+
+}  // namespace arch_bench

@@ -1,0 +1,34 @@
+#pragma once
+// Seeded q/k/v for a cell. Baseline and candidates of one run draw the same tokens (same seed and
+// shape), so their outputs and costs are compared on identical inputs. Values are already rounded
+// through the storage dtype: the fp64 reference sees exactly what the kernel sees.
+#include <cstdint>
+#include <vector>
+
+#include "mechanisms/common/matrix.hpp"
+#include "runner/core/cell.hpp"
+
+namespace arch_bench {
+
+struct AttentionInputs {
+  std::int64_t batch_heads = 0;
+  std::int64_t tokens = 0;  // decode: L + 1 (context plus the new token); prefill: L
+  std::int64_t dim = 0;
+  // Layout [batch_heads, tokens, dim], float values exactly representable in the storage dtype.
+  std::vector<float> q, k, v;
+
+  const float* q_at(std::int64_t bh, std::int64_t t) const { return q.data() + (bh * tokens + t) * dim; }
+  const float* k_at(std::int64_t bh, std::int64_t t) const { return k.data() + (bh * tokens + t) * dim; }
+  const float* v_at(std::int64_t bh, std::int64_t t) const { return v.data() + (bh * tokens + t) * dim; }
+  // One head's q/k/v rows [0, rows) widened to fp64, for the references.
+  MatrixD head_matrix(const std::vector<float>& tensor, std::int64_t bh, std::int64_t rows) const;
+};
+
+// Draws N(0, 1) q/k/v for `tokens` tokens of every (batch, head) of the cell.
+AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed);
+
+// Copies float values into storage of type T (values are representable, so this is exact).
+template <class T>
+void store(const float* source, std::int64_t count, T* destination);
+
+}  // namespace arch_bench

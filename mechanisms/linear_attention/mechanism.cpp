@@ -1,0 +1,202 @@
+#include "mechanisms/linear_attention/mechanism.hpp"
+
+#include <vector>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/linear_attention/cpu.hpp"
+#include "mechanisms/linear_attention/reference.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+LinearAttentionShape shape_of(const Cell& cell) {
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim,
+          parse_feature_map(cell.options.feature_map).value_or(FeatureMap::elu_plus_one)};
+}
+
+// Per head: the fp64 recurrent reference over the first `rows` tokens.
+LinearAttentionResult reference_for_head(const AttentionInputs& inputs, std::int64_t bh,
+                                         std::int64_t rows, FeatureMap map) {
+  return linear_attention_scan(inputs.head_matrix(inputs.q, bh, rows),
+                               inputs.head_matrix(inputs.k, bh, rows),
+                               inputs.head_matrix(inputs.v, bh, rows), map);
+}
+
+// Decode: (S, z) already hold the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class LinearDecodeCell final : public PreparedCell {
+ public:
+  LinearDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
+        normalizer_(allocator, shape_.batch_heads * shape_.dk),
+        q_(allocator, shape_.batch_heads * shape_.dk),
+        k_(allocator, q_.size()),
+        v_(allocator, shape_.batch_heads * shape_.dv),
+        out_(allocator, v_.size()) {
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    std::fill(normalizer_.span().begin(), normalizer_.span().end(), 0.0f);
+    build_context_state();
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
+      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
+      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
+    }
+  }
+
+  void run() override {
+    linear_attention_decode_step(shape_, q_.data(), k_.data(), v_.data(), state_.data(),
+                                 normalizer_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      const LinearAttentionResult ref = reference_for_head(inputs_, bh, length_ + 1, shape_.map);
+      errors.add_row(out_.data() + bh * shape_.dv, ref.outputs.row(length_), shape_.dv);
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(), normalizer_.byte_span(), q_.byte_span(),
+            k_.byte_span(),     v_.byte_span(),          out_.byte_span()};
+  }
+
+ private:
+  // Runs the chunkwise prefill over the L context tokens (staging memory outside the tracked
+  // allocator: it is set-up, not part of the decode cell) to leave their state in (S, z).
+  void build_context_state() {
+    if (length_ == 0) return;
+    std::vector<T> q(shape_.batch_heads * length_ * shape_.dk), k(q.size()),
+        v(shape_.batch_heads * length_ * shape_.dv), out(v.size());
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
+      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
+      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
+    }
+    linear_attention_prefill_chunkwise(shape_, length_, q.data(), k.data(), v.data(), state_.data(),
+                                       normalizer_.data(), out.data());
+  }
+
+  LinearAttentionShape shape_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  Buffer<float> state_, normalizer_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+template <class T>
+class LinearPrefillCell final : public PreparedCell {
+ public:
+  LinearPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        q_(allocator, inputs_.q.size()),
+        k_(allocator, inputs_.k.size()),
+        v_(allocator, inputs_.v.size()),
+        out_(allocator, inputs_.v.size()),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
+        normalizer_(allocator, shape_.batch_heads * shape_.dk) {
+    store(inputs_.q.data(), inputs_.q.size(), q_.data());
+    store(inputs_.k.data(), inputs_.k.size(), k_.data());
+    store(inputs_.v.data(), inputs_.v.size(), v_.data());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    std::fill(normalizer_.span().begin(), normalizer_.span().end(), 0.0f);
+    linear_attention_prefill_chunkwise(shape_, inputs_.tokens, q_.data(), k_.data(), v_.data(),
+                                       state_.data(), normalizer_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      const LinearAttentionResult ref = reference_for_head(inputs_, bh, inputs_.tokens, shape_.map);
+      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
+        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, ref.outputs.row(t), shape_.dv);
+      }
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {q_.byte_span(),   k_.byte_span(),     v_.byte_span(),
+            out_.byte_span(), state_.byte_span(), normalizer_.byte_span()};
+  }
+
+ private:
+  LinearAttentionShape shape_;
+  AttentionInputs inputs_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> state_, normalizer_;
+};
+
+class LinearAttention final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{
+        "linear_attention", "causal linear attention, phi = elu+1 (or relu+1), fixed state (S, z)",
+        StateKind::fixed_state, {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > 256) return "linear_attention takes head_dim up to 256";
+    if (!parse_feature_map(cell.options.feature_map)) {
+      return "unknown feature map '" + cell.options.feature_map + "' (use elu or relu)";
+    }
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    // S (dk x dv) and z (dk) per head, fp32 whatever the storage dtype (see cpu.hpp).
+    return cell.batch_heads() * (cell.head_dim * cell.head_dim + cell.head_dim) * 4;
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    return state_bytes(cell) + 4 * tokens * cell.batch_heads() * cell.head_dim * e;
+  }
+
+  Cost cost(const Cell& cell) const override {
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double state = static_cast<double>(state_bytes(cell));
+    if (cell.phase == Phase::decode) {
+      // Read and write the state once; q, k, v in and the output out.
+      return {2 * state + 4 * bh * d * e, bh * (4 * d * d + 4 * d)};
+    }
+    const double length = static_cast<double>(cell.sequence_length);
+    const double chunk = static_cast<double>(kLinearAttentionChunk);
+    // Per token: phi(q) S (2 d^2), state update (2 d^2), and the masked intra-chunk products,
+    // on average chunk/2 keys x (2d for the weight + 2d for the values).
+    return {4 * bh * length * d * e + state, bh * length * (4 * d * d + 2 * chunk * d)};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
+                                        Backend& backend) const override {
+    Allocator& allocator = backend.allocator();
+    if (cell.phase == Phase::decode) {
+      if (cell.dtype == DType::bfloat16) return std::make_unique<LinearDecodeCell<bf16>>(cell, seed, allocator);
+      return std::make_unique<LinearDecodeCell<float>>(cell, seed, allocator);
+    }
+    if (cell.dtype == DType::bfloat16) return std::make_unique<LinearPrefillCell<bf16>>(cell, seed, allocator);
+    return std::make_unique<LinearPrefillCell<float>>(cell, seed, allocator);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_linear_attention() { return std::make_unique<LinearAttention>(); }
+
+}  // namespace arch_bench

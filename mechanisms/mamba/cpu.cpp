@@ -1,0 +1,244 @@
+#include "mechanisms/mamba/cpu.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/fast_math.hpp"
+
+namespace arch_bench {
+
+namespace {
+constexpr std::int64_t kMaxN = kMambaMaxStateSize;  // Mechanism::unsupported() rejects larger N
+// Tokens of one row whose dt, dt*u and output gate are computed together in one vectorised pass
+// before the (sequential in time) state loop runs over them.
+constexpr std::int64_t kBlock = 64;
+// Below this many state elements a decode step takes a few microseconds, about what waking a
+// second thread costs.
+constexpr std::int64_t kParallelStateElements = 1 << 13;
+
+// softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|). With e = e^-|x| in (0, 1],
+// log1p(e) = 2 atanh(s), s = e / (2 + e) in (0, 1/3], whose odd series converges fast: seven
+// terms leave < 2e-8 relative error. Branch-free, so `#pragma omp simd` vectorises it; libm's
+// log1pf/expf are scalar calls that would cost as much as the whole state update of a token.
+#pragma omp declare simd
+inline float softplus(float x) {
+  const float e = exp_nonpositive(x > 0.0f ? -x : x);
+  const float s = e / (2.0f + e);
+  const float s2 = s * s;
+  float p = 1.0f / 13.0f;
+  p = p * s2 + 1.0f / 11.0f;
+  p = p * s2 + 1.0f / 9.0f;
+  p = p * s2 + 1.0f / 7.0f;
+  p = p * s2 + 1.0f / 5.0f;
+  p = p * s2 + 1.0f / 3.0f;
+  p = p * s2 + 1.0f;
+  return (x > 0.0f ? x : 0.0f) + 2.0f * s * p;
+}
+
+// silu(z) = z sigmoid(z), with the exponent kept <= 0 on both sides of zero.
+#pragma omp declare simd
+inline float silu(float z) {
+  const float e = exp_nonpositive(z > 0.0f ? -z : z);
+  const float r = 1.0f / (1.0f + e);
+  return z * (z >= 0.0f ? r : e * r);
+}
+
+// The per-channel pieces of one row.
+template <class T>
+struct RowView {
+  const float* A;  // [N]
+  float dt_bias, D;
+  const T* u;       // [tokens] (decode: the one token)
+  const T* dt_raw;
+  const T* z;
+  const T* B;       // [tokens, N] of this row's batch element
+  const T* C;
+};
+
+template <class T>
+RowView<T> row_view(const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
+                    std::int64_t r, std::int64_t tokens) {
+  const std::int64_t c = r % shape.channels, b = r / shape.channels, n = shape.state_size;
+  return {params.A + c * n, params.dt_bias[c], params.D[c], x.u + r * tokens, x.dt_raw + r * tokens,
+          x.z + r * tokens, x.B + b * tokens * n, x.C + b * tokens * n};
+}
+
+// One token of one row: h <- exp(dt A) h + dt B u, returns C.h. dt * A <= 0 always (dt > 0,
+// A < 0), which is what makes exp_nonpositive applicable.
+template <class T>
+inline float update_state(std::int64_t n, const float* __restrict A, float dt, float du,
+                          const T* __restrict B, const T* __restrict C, float* __restrict h) {
+  float y = 0.0f;
+#pragma omp simd reduction(+ : y)
+  for (std::int64_t s = 0; s < n; ++s) {
+    const float next = exp_nonpositive(dt * A[s]) * h[s] + du * to_float(B[s]);
+    h[s] = next;
+    y += to_float(C[s]) * next;
+  }
+  return y;
+}
+
+// The decode step of one row, also the body of the sequential prefill (token t of the row).
+template <class T>
+inline void step_row(std::int64_t n, const RowView<T>& row, std::int64_t t, float* h, T* out) {
+  const float u = to_float(row.u[t]);
+  const float dt = softplus(to_float(row.dt_raw[t]) + row.dt_bias);
+  const float y = update_state(n, row.A, dt, dt * u, row.B + t * n, row.C + t * n, h);
+  *out = from_float<T>((y + row.D * u) * silu(to_float(row.z[t])));
+}
+
+// Tokens [begin, end) of one row from the state in h (advanced in place), writing out[t]. Without
+// kOutputs (phase 1 of the chunked scan) it only advances h, skips C, and returns sum dt.
+template <class T, bool kOutputs>
+float scan_row(std::int64_t n, const RowView<T>& row, std::int64_t begin, std::int64_t end, float* h, T* out) {
+  alignas(64) float dt[kBlock], du[kBlock], y[kBlock];
+  float dt_sum = 0.0f;
+  for (std::int64_t t0 = begin; t0 < end; t0 += kBlock) {
+    const std::int64_t count = std::min(kBlock, end - t0);
+#pragma omp simd reduction(+ : dt_sum)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float step = softplus(to_float(row.dt_raw[t0 + i]) + row.dt_bias);
+      dt[i] = step;
+      du[i] = step * to_float(row.u[t0 + i]);
+      dt_sum += step;
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+      const T* __restrict B = row.B + (t0 + i) * n;
+      if constexpr (kOutputs) {
+        y[i] = update_state(n, row.A, dt[i], du[i], B, row.C + (t0 + i) * n, h);
+      } else {
+        const float step = dt[i], input = du[i];
+#pragma omp simd
+        for (std::int64_t s = 0; s < n; ++s) h[s] = exp_nonpositive(step * row.A[s]) * h[s] + input * to_float(B[s]);
+      }
+    }
+    if constexpr (kOutputs) {
+#pragma omp simd
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float u = to_float(row.u[t0 + i]);
+        out[t0 + i] = from_float<T>((y[i] + row.D * u) * silu(to_float(row.z[t0 + i])));
+      }
+    }
+  }
+  return dt_sum;
+}
+}  // namespace
+
+template <class T>
+void mamba_decode_step(const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
+                       float* state, T* out) {
+  const std::int64_t n = shape.state_size;
+#pragma omp parallel for schedule(static) if (shape.rows() * n >= kParallelStateElements)
+  for (std::int64_t r = 0; r < shape.rows(); ++r) {
+    // Decode layouts are the prefill layouts with tokens = 1.
+    step_row(n, row_view(shape, params, x, r, 1), 0, state + r * n, out + r);
+  }
+}
+
+std::int64_t mamba_prefill_chunk(const MambaShape& shape, std::int64_t tokens, int threads) {
+  const std::int64_t wanted = 4 * std::max(1, threads);  // rows x chunks that keep threads busy
+  const std::int64_t rows = std::max<std::int64_t>(1, shape.rows());
+  if (rows >= wanted || tokens <= kMambaMinChunk) return std::max<std::int64_t>(1, tokens);
+  const std::int64_t pieces = (wanted + rows - 1) / rows;
+  return std::max(kMambaMinChunk, (tokens + pieces - 1) / pieces);
+}
+
+std::int64_t mamba_prefill_workspace_floats(const MambaShape& shape, std::int64_t tokens,
+                                            std::int64_t chunk) {
+  const std::int64_t chunks = (tokens + chunk - 1) / chunk;
+  return chunks <= 1 ? 0 : shape.rows() * chunks * 2 * shape.state_size;
+}
+
+template <class T>
+void mamba_prefill_chunked(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
+                           std::int64_t chunk, const MambaTokens<T>& x, float* state, float* workspace,
+                           T* out) {
+  if (chunk < 1) throw std::invalid_argument("mamba prefill chunk must be >= 1, got " + std::to_string(chunk));
+  const std::int64_t n = shape.state_size, rows = shape.rows();
+  const std::int64_t chunks = (tokens + chunk - 1) / chunk;
+  if (chunks <= 1) {
+    // Nothing to split: every row is one independent sequential scan, in place on its state.
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      scan_row<T, true>(n, row_view(shape, params, x, r, tokens), 0, tokens, state + r * n, out + r * tokens);
+    }
+    return;
+  }
+  // workspace [rows, chunks, 2, N]: the chunk's element (a, b) of the scan; phase 2 replaces b
+  // with the state entering the chunk.
+  auto pair_at = [&](std::int64_t r, std::int64_t k) { return workspace + (r * chunks + k) * 2 * n; };
+#pragma omp parallel
+  {
+    // Phase 1: fold each chunk (except the last, whose element nobody needs) into (a, b): b is the
+    // chunk's recurrence run from h = 0, a = prod exp(dt_t A) = exp(A sum dt_t), computed from the
+    // sum so that a long chunk underflows smoothly instead of through denormal products.
+#pragma omp for collapse(2) schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t k = 0; k < chunks - 1; ++k) {
+        float* a = pair_at(r, k);
+        float* b = a + n;
+        std::fill(b, b + n, 0.0f);
+        const RowView<T> row = row_view(shape, params, x, r, tokens);
+        const float dt_sum = scan_row<T, false>(n, row, k * chunk, (k + 1) * chunk, b, nullptr);
+#pragma omp simd
+        for (std::int64_t s = 0; s < n; ++s) a[s] = exp_nonpositive(row.A[s] * dt_sum);
+      }
+    }
+    // Phase 2: the scan of chunk carries, sequential over the (few) chunks of a row. A GPU does
+    // this step as a parallel scan across blocks too; here rows already give the parallelism.
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      alignas(64) float carry[kMaxN];
+      std::copy(state + r * n, state + (r + 1) * n, carry);
+      for (std::int64_t k = 0; k < chunks; ++k) {
+        float* a = pair_at(r, k);
+        float* b = a + n;
+        const bool last = k + 1 == chunks;
+#pragma omp simd
+        for (std::int64_t s = 0; s < n; ++s) {
+          const float entering = carry[s];
+          if (!last) carry[s] = a[s] * entering + b[s];  // apply the chunk's element
+          b[s] = entering;
+        }
+      }
+    }
+    // Phase 3: the fix-up. Each chunk re-runs its recurrence from the true entering state, which
+    // gives exactly the sequential outputs (up to the rounding of the carries).
+#pragma omp for collapse(2) schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t k = 0; k < chunks; ++k) {
+        alignas(64) float h[kMaxN];
+        const float* entering = pair_at(r, k) + n;
+        std::copy(entering, entering + n, h);
+        const std::int64_t end = std::min(tokens, (k + 1) * chunk);
+        scan_row<T, true>(n, row_view(shape, params, x, r, tokens), k * chunk, end, h, out + r * tokens);
+        if (k + 1 == chunks) std::copy(h, h + n, state + r * n);
+      }
+    }
+  }
+}
+
+template <class T>
+void mamba_prefill_sequential(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
+                              const MambaTokens<T>& x, float* state, T* out) {
+  const std::int64_t n = shape.state_size;
+  for (std::int64_t r = 0; r < shape.rows(); ++r) {
+    const RowView<T> row = row_view(shape, params, x, r, tokens);
+    for (std::int64_t t = 0; t < tokens; ++t) step_row(n, row, t, state + r * n, out + r * tokens + t);
+  }
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                       \
+  template void mamba_decode_step<T>(const MambaShape&, const MambaParameters&, const MambaTokens<T>&, \
+                                     float*, T*);                                                      \
+  template void mamba_prefill_chunked<T>(const MambaShape&, const MambaParameters&, std::int64_t,      \
+                                         std::int64_t, const MambaTokens<T>&, float*, float*, T*);     \
+  template void mamba_prefill_sequential<T>(const MambaShape&, const MambaParameters&, std::int64_t,   \
+                                            const MambaTokens<T>&, float*, T*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench

@@ -1,0 +1,94 @@
+#include "mechanisms/mamba/inputs.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "mechanisms/common/bf16.hpp"
+
+namespace arch_bench {
+
+namespace {
+void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  out.resize(count);
+  for (float& x : out) {
+    const float value = normal(rng);
+    x = dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
+  }
+}
+
+// Mamba's dt initialisation: dt = exp(U(log 1e-3, log 1e-1)), stored as the bias that softplus
+// maps back onto it, dt_bias = dt + log(-expm1(-dt)) (the inverse of softplus).
+float inverse_softplus(double dt) { return static_cast<float>(dt + std::log(-std::expm1(-dt))); }
+}  // namespace
+
+std::vector<float> MambaInputs::A() const {
+  std::vector<float> a(A_log.size());
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = -std::exp(A_log[i]);
+  return a;
+}
+
+MambaSequenceD MambaInputs::reference_sequence(std::int64_t b, std::int64_t rows) const {
+  MambaSequenceD x{MatrixD(rows, channels), MatrixD(rows, channels), MatrixD(rows, channels),
+                   MatrixD(rows, state_size), MatrixD(rows, state_size)};
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const std::int64_t r = b * channels + c;
+    for (std::int64_t t = 0; t < rows; ++t) {
+      x.u(t, c) = row(u, r)[t];
+      x.dt_raw(t, c) = row(dt_raw, r)[t];
+      x.z(t, c) = row(z, r)[t];
+    }
+  }
+  for (std::int64_t t = 0; t < rows; ++t) {
+    for (std::int64_t s = 0; s < state_size; ++s) {
+      x.B(t, s) = token(B, b, t)[s];
+      x.C(t, s) = token(C, b, t)[s];
+    }
+  }
+  return x;
+}
+
+MambaParametersD MambaInputs::reference_parameters() const {
+  MambaParametersD p{MatrixD(channels, state_size), std::vector<double>(dt_bias.begin(), dt_bias.end()),
+                     std::vector<double>(D.begin(), D.end())};
+  for (std::size_t i = 0; i < A_log.size(); ++i) p.A_log.data[i] = A_log[i];
+  return p;
+}
+
+MambaInputs make_mamba_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed) {
+  MambaInputs inputs;
+  inputs.batch = cell.batch;
+  inputs.tokens = tokens;
+  inputs.channels = cell.heads * cell.head_dim;
+  inputs.state_size = cell.options.state_size;
+  // Depends on the seed and the shape only; the leading tag keeps the stream apart from the
+  // attention inputs of the same seed and shape.
+  std::seed_seq seq{std::uint64_t{0x6d616d6261}, seed, static_cast<std::uint64_t>(cell.batch),
+                    static_cast<std::uint64_t>(inputs.channels), static_cast<std::uint64_t>(inputs.state_size),
+                    static_cast<std::uint64_t>(tokens)};
+  std::mt19937_64 rng(seq);
+  const auto per_channel = static_cast<std::size_t>(inputs.rows() * tokens);
+  const auto per_token = static_cast<std::size_t>(inputs.batch * tokens * inputs.state_size);
+  fill_normal(inputs.u, per_channel, rng, cell.dtype);
+  fill_normal(inputs.dt_raw, per_channel, rng, cell.dtype);
+  fill_normal(inputs.z, per_channel, rng, cell.dtype);
+  fill_normal(inputs.B, per_token, rng, cell.dtype);
+  fill_normal(inputs.C, per_token, rng, cell.dtype);
+
+  const std::int64_t channels = inputs.channels, n = inputs.state_size;
+  inputs.A_log.resize(static_cast<std::size_t>(channels * n));
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (std::int64_t s = 0; s < n; ++s) inputs.A_log[c * n + s] = std::log(static_cast<float>(s + 1));
+  }
+  std::uniform_real_distribution<double> log_dt(std::log(1e-3), std::log(1e-1));
+  std::uniform_real_distribution<float> skip(0.5f, 1.5f);
+  inputs.dt_bias.resize(static_cast<std::size_t>(channels));
+  inputs.D.resize(static_cast<std::size_t>(channels));
+  for (std::int64_t c = 0; c < channels; ++c) {
+    inputs.dt_bias[c] = inverse_softplus(std::exp(log_dt(rng)));
+    inputs.D[c] = skip(rng);
+  }
+  return inputs;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,276 @@
+#include "mechanisms/mamba/mechanism.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/mamba/cpu.hpp"
+#include "mechanisms/mamba/inputs.hpp"
+#include "mechanisms/mamba/reference.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+MambaShape shape_of(const Cell& cell) {
+  return {cell.batch, cell.heads * cell.head_dim, cell.options.state_size};
+}
+
+// The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
+struct ParameterBuffers {
+  ParameterBuffers(const MambaInputs& inputs, Allocator& allocator)
+      : A(allocator, inputs.A_log.size()), dt_bias(allocator, inputs.dt_bias.size()), D(allocator, inputs.D.size()) {
+    const std::vector<float> a = inputs.A();
+    std::copy(a.begin(), a.end(), A.data());
+    std::copy(inputs.dt_bias.begin(), inputs.dt_bias.end(), dt_bias.data());
+    std::copy(inputs.D.begin(), inputs.D.end(), D.data());
+  }
+  MambaParameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
+  Buffer<float> A, dt_bias, D;
+};
+
+// Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class MambaDecodeCell final : public PreparedCell {
+ public:
+  MambaDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_mamba_inputs(cell, length_ + 1, seed)),
+        params_(inputs_, allocator),
+        state_(allocator, shape_.rows() * shape_.state_size),
+        u_(allocator, shape_.rows()),
+        dt_raw_(allocator, shape_.rows()),
+        z_(allocator, shape_.rows()),
+        B_(allocator, shape_.batch * shape_.state_size),
+        C_(allocator, B_.size()),
+        out_(allocator, shape_.rows()) {
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    build_context_state();
+    for (std::int64_t r = 0; r < shape_.rows(); ++r) {
+      store(inputs_.row(inputs_.u, r) + length_, 1, u_.data() + r);
+      store(inputs_.row(inputs_.dt_raw, r) + length_, 1, dt_raw_.data() + r);
+      store(inputs_.row(inputs_.z, r) + length_, 1, z_.data() + r);
+    }
+    const std::int64_t n = shape_.state_size;
+    for (std::int64_t b = 0; b < shape_.batch; ++b) {
+      store(inputs_.token(inputs_.B, b, length_), n, B_.data() + b * n);
+      store(inputs_.token(inputs_.C, b, length_), n, C_.data() + b * n);
+    }
+  }
+
+  void run() override {
+    mamba_decode_step(shape_, params_.view(), {u_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()},
+                      state_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    // The step's output for token L: row L of the reference over L + 1 tokens, per batch element.
+    ErrorAccumulator errors;
+    const MambaParametersD params = inputs_.reference_parameters();
+    for (std::int64_t b = 0; b < shape_.batch; ++b) {
+      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, length_ + 1), params);
+      errors.add_row(out_.data() + b * shape_.channels, ref.outputs.row(length_), shape_.channels);
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(),  params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(),
+            u_.byte_span(),      dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),
+            C_.byte_span(),      out_.byte_span()};
+  }
+
+ private:
+  // Runs the prefill over the L context tokens (staging memory outside the tracked allocator: it is
+  // set-up, not part of the decode cell) to leave their state in h.
+  void build_context_state() {
+    if (length_ == 0) return;
+    const std::int64_t n = shape_.state_size, rows = shape_.rows();
+    std::vector<T> u(rows * length_), dt_raw(u.size()), z(u.size()), out(u.size());
+    std::vector<T> B(shape_.batch * length_ * n), C(B.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      store(inputs_.row(inputs_.u, r), length_, u.data() + r * length_);
+      store(inputs_.row(inputs_.dt_raw, r), length_, dt_raw.data() + r * length_);
+      store(inputs_.row(inputs_.z, r), length_, z.data() + r * length_);
+    }
+    for (std::int64_t b = 0; b < shape_.batch; ++b) {
+      store(inputs_.token(inputs_.B, b, 0), length_ * n, B.data() + b * length_ * n);
+      store(inputs_.token(inputs_.C, b, 0), length_ * n, C.data() + b * length_ * n);
+    }
+    const std::int64_t chunk = mamba_prefill_chunk(shape_, length_, omp_get_max_threads());
+    std::vector<float> workspace(mamba_prefill_workspace_floats(shape_, length_, chunk));
+    mamba_prefill_chunked(shape_, params_.view(), length_, chunk,
+                          MambaTokens<T>{u.data(), dt_raw.data(), z.data(), B.data(), C.data()}, state_.data(),
+                          workspace.data(), out.data());
+  }
+
+  MambaShape shape_;
+  std::int64_t length_;
+  MambaInputs inputs_;
+  ParameterBuffers params_;
+  Buffer<float> state_;
+  Buffer<T> u_, dt_raw_, z_, B_, C_, out_;
+};
+
+template <class T>
+class MambaPrefillCell final : public PreparedCell {
+ public:
+  MambaPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
+        chunk_(mamba_prefill_chunk(shape_, inputs_.tokens, omp_get_max_threads())),
+        params_(inputs_, allocator),
+        u_(allocator, inputs_.u.size()),
+        dt_raw_(allocator, inputs_.dt_raw.size()),
+        z_(allocator, inputs_.z.size()),
+        B_(allocator, inputs_.B.size()),
+        C_(allocator, inputs_.C.size()),
+        out_(allocator, inputs_.u.size()),
+        state_(allocator, shape_.rows() * shape_.state_size),
+        workspace_(allocator, mamba_prefill_workspace_floats(shape_, inputs_.tokens, chunk_)) {
+    store(inputs_.u.data(), inputs_.u.size(), u_.data());
+    store(inputs_.dt_raw.data(), inputs_.dt_raw.size(), dt_raw_.data());
+    store(inputs_.z.data(), inputs_.z.size(), z_.data());
+    store(inputs_.B.data(), inputs_.B.size(), B_.data());
+    store(inputs_.C.data(), inputs_.C.size(), C_.data());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    mamba_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_,
+                          {u_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()}, state_.data(),
+                          workspace_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    // Every row: the reference is O(L d_inner N), as cheap as the scan itself.
+    ErrorAccumulator errors;
+    const MambaParametersD params = inputs_.reference_parameters();
+    const std::int64_t tokens = inputs_.tokens;
+    std::vector<T> gathered(static_cast<std::size_t>(shape_.channels));
+    for (std::int64_t b = 0; b < shape_.batch; ++b) {
+      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, tokens), params);
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        // Outputs are channel-major; the reference row t holds every channel of token t.
+        for (std::int64_t c = 0; c < shape_.channels; ++c) {
+          gathered[c] = out_[static_cast<std::size_t>((b * shape_.channels + c) * tokens + t)];
+        }
+        errors.add_row(gathered.data(), ref.outputs.row(t), shape_.channels);
+      }
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), u_.byte_span(),
+            dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),        C_.byte_span(),
+            out_.byte_span(),      state_.byte_span(),          workspace_.byte_span()};
+  }
+
+ private:
+  MambaShape shape_;
+  MambaInputs inputs_;
+  std::int64_t chunk_;
+  ParameterBuffers params_;
+  Buffer<T> u_, dt_raw_, z_, B_, C_, out_;
+  Buffer<float> state_, workspace_;
+};
+
+class Mamba final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{
+        "mamba", "Mamba selective scan (S6), fixed d_inner x N fp32 state, d_inner = heads * head_dim",
+        StateKind::fixed_state, {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    const std::int64_t n = cell.options.state_size;
+    if (n < 1 || n > kMambaMaxStateSize) {
+      return "mamba takes state_size (N) from 1 to " + std::to_string(kMambaMaxStateSize) + ", got " +
+             std::to_string(n);
+    }
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    // h [batch, d_inner, N] in fp32 whatever the storage dtype: fixed, independent of L.
+    return shape_of(cell).rows() * cell.options.state_size * 4;
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    const MambaShape shape = shape_of(cell);
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    std::int64_t workspace = 0;
+    if (cell.phase == Phase::prefill) {
+      const std::int64_t chunk = mamba_prefill_chunk(shape, tokens, omp_get_max_threads());
+      workspace = mamba_prefill_workspace_floats(shape, tokens, chunk) * 4;
+    }
+    // state + parameters + u, dt_raw, z, out per channel-token + B, C per token + workspace.
+    return state_bytes(cell) + parameter_bytes(shape) + 4 * shape.rows() * tokens * e +
+           2 * shape.batch * tokens * shape.state_size * e + workspace;
+  }
+
+  // Counting rules (transcendentals exp, softplus and the sigmoid of silu count as one FLOP each):
+  //   per channel-token and state entry: dt*A, exp, *h, du*B, +, C*h, += ........ 7 N
+  //   per channel-token: dt_raw + bias, softplus, dt*u, D*u, + y, silu (3), *gate .. 9
+  // Bytes: u, dt_raw, z read and out written per channel-token (storage dtype); B_t, C_t read per
+  // token (shared by the channels); the fp32 parameters A (d_inner x N), dt_bias, D read once; the
+  // fp32 state read and written once per decode step, written once per prefill (it starts at zero).
+  Cost cost(const Cell& cell) const override {
+    const MambaShape shape = shape_of(cell);
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double rows = static_cast<double>(shape.rows());
+    const double n = static_cast<double>(shape.state_size);
+    const double batch = static_cast<double>(shape.batch);
+    const double state = static_cast<double>(state_bytes(cell));
+    const double params = static_cast<double>(parameter_bytes(shape));
+    if (cell.phase == Phase::decode) {
+      return {2 * state + params + 4 * rows * e + 2 * batch * n * e, rows * (7 * n + 9)};
+    }
+    const double length = static_cast<double>(cell.sequence_length);
+    Cost cost{state + params + 4 * rows * length * e + 2 * batch * length * n * e, rows * length * (7 * n + 9)};
+    const std::int64_t chunk = mamba_prefill_chunk(shape, cell.sequence_length, omp_get_max_threads());
+    const std::int64_t workspace = mamba_prefill_workspace_floats(shape, cell.sequence_length, chunk);
+    if (workspace > 0) {
+      // Split time axis: phase 1 repeats the state update over all but the last chunk without the
+      // output (5 N + 3 per channel-token: dt*A, exp, *h, du*B, +; bias add, softplus, dt*u), and
+      // the (a, b) pairs are written, then read and rewritten by the carry scan and read back.
+      const std::int64_t chunks = (cell.sequence_length + chunk - 1) / chunk;
+      const double folded = static_cast<double>((chunks - 1) * chunk);
+      cost.flops += rows * folded * (5 * n + 3);
+      cost.bytes_moved += 3 * static_cast<double>(workspace) * 4;
+    }
+    return cost;
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+    Allocator& allocator = backend.allocator();
+    if (cell.phase == Phase::decode) {
+      if (cell.dtype == DType::bfloat16) return std::make_unique<MambaDecodeCell<bf16>>(cell, seed, allocator);
+      return std::make_unique<MambaDecodeCell<float>>(cell, seed, allocator);
+    }
+    if (cell.dtype == DType::bfloat16) return std::make_unique<MambaPrefillCell<bf16>>(cell, seed, allocator);
+    return std::make_unique<MambaPrefillCell<float>>(cell, seed, allocator);
+  }
+
+ private:
+  static std::int64_t parameter_bytes(const MambaShape& shape) {
+    return (shape.channels * shape.state_size + 2 * shape.channels) * 4;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_mamba() { return std::make_unique<Mamba>(); }
+
+}  // namespace arch_bench

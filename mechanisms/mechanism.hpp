@@ -1,0 +1,82 @@
+#pragma once
+// The mechanism contract (DESIGN.md, "Mechanism contract"): what a mechanism states about itself
+// and what it implements. A mechanism is one folder under mechanisms/ plus one line in
+// mechanisms/registry.cpp.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/backends/backend.hpp"
+#include "runner/core/cell.hpp"
+
+namespace arch_bench {
+
+enum class StateKind { explicit_history, fixed_state };
+std::string state_kind_name(StateKind kind);
+
+// Work of one timed unit (one decode step or one prefill), for roofline numbers: the minimum bytes
+// the unit must move to/from memory and the floating-point operations it performs.
+struct Cost {
+  double bytes_moved = 0;
+  double flops = 0;
+};
+
+// Outcome of comparing a mechanism's outputs with its fp64 reference on the same inputs.
+struct Accuracy {
+  bool output_finite = true;
+  double max_abs_error = 0;
+  double max_rel_error = 0;        // max |out - ref| / max |ref|, over the rows checked
+  std::int64_t rows_checked = 0;   // output rows (tokens x heads) compared
+  // Rows whose normaliser phi(q).z was <= 0 or not finite (performer's trig features can give
+  // one); such rows are counted, not trapped.
+  std::int64_t nonpositive_denominators = 0;
+  // Approximating mechanisms (performer): error of the outputs against exact softmax attention on
+  // the same inputs; relative L2 over the compared rows, and max |out - exact|.
+  std::optional<double> approx_rel_l2_vs_softmax;
+  std::optional<double> approx_max_abs_vs_softmax;
+};
+
+// A mechanism bound to one cell on one backend, with its inputs and state already in place
+// (for decode: the context of `sequence_length` tokens is in the KV cache / recurrent state).
+class PreparedCell {
+ public:
+  PreparedCell() = default;
+  PreparedCell(const PreparedCell&) = delete;  // owns device buffers
+  PreparedCell& operator=(const PreparedCell&) = delete;
+  virtual ~PreparedCell() = default;
+
+  // The timed unit: one decode_step (the token at position L) or one causal prefill.
+  virtual void run() = 0;
+  // Compares the outputs of the last run() with the fp64 reference. The harness calls it after
+  // exactly one run() on a freshly prepared cell, before warmup.
+  virtual Accuracy check() const = 0;
+  // The buffers the timed unit touches, so that a cold sample can evict them first.
+  virtual std::vector<ByteSpan> buffers() const = 0;
+};
+
+struct MechanismInfo {
+  std::string id;           // registry key, e.g. "softmax_kv"
+  std::string title;        // one line for `arch-bench list`
+  StateKind state_kind;
+  std::vector<std::string> backends;  // backends with an implementation
+};
+
+class Mechanism {
+ public:
+  virtual ~Mechanism() = default;
+  virtual const MechanismInfo& info() const = 0;
+  // Why this mechanism cannot run `cell` (e.g. a head_dim it cannot take), or nullopt.
+  virtual std::optional<std::string> unsupported(const Cell& cell) const = 0;
+  // Bytes of the state that carries the context (KV cache or recurrent state) for the cell.
+  virtual std::int64_t state_bytes(const Cell& cell) const = 0;
+  // Predicted peak bytes of all backend buffers for the cell (state + inputs + outputs +
+  // workspace); preflight compares it with free memory.
+  virtual std::int64_t predicted_peak_bytes(const Cell& cell) const = 0;
+  virtual Cost cost(const Cell& cell) const = 0;
+  virtual std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
+                                                Backend& backend) const = 0;
+};
+
+}  // namespace arch_bench

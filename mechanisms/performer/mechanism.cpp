@@ -1,0 +1,279 @@
+#include "mechanisms/performer/mechanism.hpp"
+
+#include <omp.h>
+
+#include <vector>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/performer/approximation.hpp"
+#include "mechanisms/performer/cpu.hpp"
+#include "mechanisms/performer/reference.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+// Exact softmax rows per head compared in a prefill check (as softmax_kv checks its own).
+constexpr std::int64_t kSoftmaxRowsChecked = 64;
+
+PerformerShape shape_of(const Cell& cell) {
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
+          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus)};
+}
+
+// The cell's projection (fp64 values, exactly the fp32 ones the kernel uses) and its packed copy.
+struct Projection {
+  MatrixD rows;
+  Buffer<float> packed;
+  Projection(const PerformerShape& shape, std::uint64_t seed, Allocator& allocator)
+      : rows(performer_projection(shape.kind, shape.features, shape.dk, seed)),
+        packed(allocator, performer_projection_floats(shape)) {
+    pack_performer_projection(rows, packed.data());
+  }
+};
+
+// The fp64 recurrent reference of every head over its first `tokens` tokens (heads in parallel:
+// at L = 8192 and m = 256 one head is ~10^9 flops).
+std::vector<PerformerResult> reference_per_head(const AttentionInputs& inputs, std::int64_t tokens,
+                                                const PerformerShape& shape, const MatrixD& projection) {
+  std::vector<PerformerResult> results(static_cast<std::size_t>(inputs.batch_heads));
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    results[bh] = performer_scan(inputs.head_matrix(inputs.q, bh, tokens),
+                                 inputs.head_matrix(inputs.k, bh, tokens),
+                                 inputs.head_matrix(inputs.v, bh, tokens), projection, shape.kind,
+                                 shape.features);
+  }
+  return results;
+}
+
+void add_approximation(Accuracy& accuracy, const SoftmaxApproximationError& error,
+                       std::int64_t nonpositive) {
+  accuracy.nonpositive_denominators = nonpositive;
+  accuracy.approx_rel_l2_vs_softmax = error.rel_l2;
+  accuracy.approx_max_abs_vs_softmax = error.max_abs;
+}
+
+// Decode: (S, z, M) already hold the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class PerformerDecodeCell final : public PreparedCell {
+ public:
+  PerformerDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        projection_(shape_, seed, allocator),
+        state_(allocator, shape_.batch_heads * shape_.features * shape_.dv),
+        normalizer_(allocator, shape_.batch_heads * shape_.features),
+        running_max_(allocator, shape_.batch_heads),
+        q_(allocator, shape_.batch_heads * shape_.dk),
+        k_(allocator, q_.size()),
+        v_(allocator, shape_.batch_heads * shape_.dv),
+        out_(allocator, v_.size()) {
+    performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data());
+    build_context_state();
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
+      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
+      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
+    }
+  }
+
+  void run() override {
+    nonpositive_ = performer_decode_step(shape_, projection_.packed.data(), q_.data(), k_.data(),
+                                         v_.data(), state_.data(), normalizer_.data(),
+                                         running_max_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    const std::vector<PerformerResult> refs = reference_per_head(inputs_, length_ + 1, shape_, projection_.rows);
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      errors.add_row(out_.data() + bh * shape_.dv, refs[bh].outputs.row(length_), shape_.dv);
+    }
+    Accuracy accuracy = errors.finish();
+    add_approximation(accuracy, approximation_vs_softmax_decode(inputs_, out_.data()), nonpositive_);
+    return accuracy;
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {projection_.packed.byte_span(), state_.byte_span(), normalizer_.byte_span(),
+            running_max_.byte_span(),       q_.byte_span(),     k_.byte_span(),
+            v_.byte_span(),                 out_.byte_span()};
+  }
+
+ private:
+  // Runs the chunkwise prefill over the L context tokens (staging memory outside the tracked
+  // allocator: it is set-up, not part of the decode cell) to leave their state in (S, z, M).
+  void build_context_state() {
+    if (length_ == 0) return;
+    const int threads = omp_get_max_threads();
+    std::vector<T> q(shape_.batch_heads * length_ * shape_.dk), k(q.size()),
+        v(shape_.batch_heads * length_ * shape_.dv), out(v.size());
+    std::vector<float> workspace(performer_prefill_workspace_floats(shape_, threads));
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
+      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
+      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
+    }
+    performer_prefill_chunkwise(shape_, length_, projection_.packed.data(), q.data(), k.data(),
+                                v.data(), state_.data(), normalizer_.data(), running_max_.data(),
+                                workspace.data(), threads, out.data());
+  }
+
+  PerformerShape shape_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  Projection projection_;
+  Buffer<float> state_, normalizer_, running_max_;
+  Buffer<T> q_, k_, v_, out_;
+  std::int64_t nonpositive_ = 0;
+};
+
+template <class T>
+class PerformerPrefillCell final : public PreparedCell {
+ public:
+  PerformerPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        threads_(omp_get_max_threads()),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        projection_(shape_, seed, allocator),
+        q_(allocator, inputs_.q.size()),
+        k_(allocator, inputs_.k.size()),
+        v_(allocator, inputs_.v.size()),
+        out_(allocator, inputs_.v.size()),
+        state_(allocator, shape_.batch_heads * shape_.features * shape_.dv),
+        normalizer_(allocator, shape_.batch_heads * shape_.features),
+        running_max_(allocator, shape_.batch_heads),
+        workspace_(allocator, performer_prefill_workspace_floats(shape_, threads_)) {
+    store(inputs_.q.data(), inputs_.q.size(), q_.data());
+    store(inputs_.k.data(), inputs_.k.size(), k_.data());
+    store(inputs_.v.data(), inputs_.v.size(), v_.data());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: emptying the state is part of the timed work.
+    performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data());
+    nonpositive_ = performer_prefill_chunkwise(shape_, inputs_.tokens, projection_.packed.data(),
+                                               q_.data(), k_.data(), v_.data(), state_.data(),
+                                               normalizer_.data(), running_max_.data(),
+                                               workspace_.data(), threads_, out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    const std::vector<PerformerResult> refs = reference_per_head(inputs_, inputs_.tokens, shape_, projection_.rows);
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
+        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, refs[bh].outputs.row(t), shape_.dv);
+      }
+    }
+    Accuracy accuracy = errors.finish();
+    add_approximation(accuracy, approximation_vs_softmax_prefill(inputs_, out_.data(), kSoftmaxRowsChecked),
+                      nonpositive_);
+    return accuracy;
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {projection_.packed.byte_span(), q_.byte_span(),     k_.byte_span(),
+            v_.byte_span(),                 out_.byte_span(),   state_.byte_span(),
+            normalizer_.byte_span(),        running_max_.byte_span(), workspace_.byte_span()};
+  }
+
+ private:
+  PerformerShape shape_;
+  int threads_;
+  AttentionInputs inputs_;
+  Projection projection_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> state_, normalizer_, running_max_, workspace_;
+  std::int64_t nonpositive_ = 0;
+};
+
+class Performer final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{
+        "performer",
+        "Performer: m random features (favor+ or trig) on the linear-attention recurrence, fixed state",
+        StateKind::fixed_state, {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > kPerformerMaxDim) return "performer takes head_dim up to 256";
+    const std::int64_t m = cell.options.features;
+    if (m < 1 || m > kPerformerMaxFeatures) {
+      return "performer takes features (m) from 1 to 4096, got " + std::to_string(m);
+    }
+    const auto kind = parse_performer_features(cell.options.feature_map);
+    if (!kind) {
+      return "performer feature map '" + cell.options.feature_map +
+             "' is unknown (use favor+ or trig; elu/relu are linear_attention's)";
+    }
+    if (*kind == PerformerFeatures::trig && m % 2 != 0) {
+      return "trig features come in sin/cos pairs: m must be even, got " + std::to_string(m);
+    }
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    // S (m x dv), z (m) and the running max (1) per head, fp32 whatever the storage dtype.
+    const std::int64_t m = cell.options.features;
+    return cell.batch_heads() * (m * cell.head_dim + m + 1) * 4;
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    const PerformerShape shape = shape_of(cell);
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    const std::int64_t workspace =
+        cell.phase == Phase::decode ? 0 : performer_prefill_workspace_floats(shape, omp_get_max_threads()) * 4;
+    return state_bytes(cell) + performer_projection_floats(shape) * 4 + workspace +
+           4 * tokens * cell.batch_heads() * cell.head_dim * e;
+  }
+
+  Cost cost(const Cell& cell) const override {
+    const PerformerShape shape = shape_of(cell);
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double m = static_cast<double>(shape.features);
+    const double rows = static_cast<double>(shape.projection_rows());
+    const double state = static_cast<double>(state_bytes(cell));
+    const double projection = static_cast<double>(performer_projection_floats(shape)) * 4;
+    // Per token and head: the projections of q and k (2 rows x dk flops each, per projection
+    // row), the features (~2 flops each besides the exp), and the state work: rescale + update +
+    // read-out of S, 4 m dv. None of it depends on L.
+    const double per_token = 2 * 2 * rows * d + 2 * 2 * m + 4 * m * d;
+    if (cell.phase == Phase::decode) {
+      // Read and write the state once, read W; q, k, v in and the output out.
+      return {2 * state + projection + 4 * bh * d * e, bh * per_token};
+    }
+    const double length = static_cast<double>(cell.sequence_length);
+    const double chunk = static_cast<double>(kPerformerChunk);
+    // Chunkwise: the same per-token work, plus the masked intra-chunk products, on average
+    // (chunk + 1)/2 keys x (2m for the weight + 2 dv for the values).
+    return {4 * bh * length * d * e + state + projection,
+            bh * length * (per_token + (chunk + 1) / 2 * (2 * m + 2 * d))};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
+                                        Backend& backend) const override {
+    Allocator& allocator = backend.allocator();
+    if (cell.phase == Phase::decode) {
+      if (cell.dtype == DType::bfloat16) return std::make_unique<PerformerDecodeCell<bf16>>(cell, seed, allocator);
+      return std::make_unique<PerformerDecodeCell<float>>(cell, seed, allocator);
+    }
+    if (cell.dtype == DType::bfloat16) return std::make_unique<PerformerPrefillCell<bf16>>(cell, seed, allocator);
+    return std::make_unique<PerformerPrefillCell<float>>(cell, seed, allocator);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_performer() { return std::make_unique<Performer>(); }
+
+}  // namespace arch_bench

@@ -1,0 +1,173 @@
+#include "mechanisms/softmax_kv/cpu.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/fast_math.hpp"
+
+namespace arch_bench {
+
+namespace {
+constexpr std::int64_t kMaxDim = 256;    // Mechanism::unsupported() rejects wider heads
+constexpr std::int64_t kKeyBlock = 64;   // scores kept in registers/L1 per block
+constexpr std::int64_t kQueryBlock = 64;
+constexpr std::int64_t kMinRowsPerSplit = 256;
+
+template <class T>
+float dot_scaled(const float* q, const T* k, std::int64_t dim) {
+  float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+  for (std::int64_t c = 0; c < dim; ++c) dot += q[c] * to_float(k[c]);
+  return dot;
+}
+
+// Online-softmax state of one query row: running max m, running sum l, unnormalised output acc.
+struct OnlineRow {
+  float m = -INFINITY;
+  float l = 0.0f;
+};
+
+// Folds one block of scores (already q.k/sqrt(d)) and value rows into the running state.
+template <class T>
+void fold_block(OnlineRow& row, float* acc, float* scores, std::int64_t count, const T* values,
+                std::int64_t dim) {
+  float block_max = -INFINITY;
+  for (std::int64_t j = 0; j < count; ++j) block_max = std::max(block_max, scores[j]);
+  const float new_max = std::max(row.m, block_max);
+  const float correction = exp_nonpositive(row.m - new_max);
+  float block_sum = 0.0f;
+#pragma omp simd reduction(+ : block_sum)
+  for (std::int64_t j = 0; j < count; ++j) {
+    scores[j] = exp_nonpositive(scores[j] - new_max);
+    block_sum += scores[j];
+  }
+  row.l = row.l * correction + block_sum;
+  row.m = new_max;
+#pragma omp simd
+  for (std::int64_t c = 0; c < dim; ++c) acc[c] *= correction;
+  for (std::int64_t j = 0; j < count; ++j) {
+    const T* value = values + j * dim;
+    const float weight = scores[j];
+#pragma omp simd
+    for (std::int64_t c = 0; c < dim; ++c) acc[c] += weight * to_float(value[c]);
+  }
+}
+}  // namespace
+
+SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim,
+                                      std::int64_t capacity, std::int64_t context, int threads) {
+  SoftmaxDecodePlan plan;
+  plan.batch_heads = batch_heads;
+  plan.dim = dim;
+  plan.capacity = capacity;
+  const std::int64_t wanted = (2 * std::max(threads, 1) + batch_heads - 1) / batch_heads;
+  const std::int64_t allowed = std::max<std::int64_t>(1, context / kMinRowsPerSplit);
+  plan.splits = std::clamp<std::int64_t>(wanted, 1, allowed);
+  return plan;
+}
+
+template <class T>
+void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_new, const T* v_new,
+                         T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out) {
+  const std::int64_t dim = plan.dim;
+  const std::int64_t context = position + 1;
+  const std::int64_t splits = plan.splits;
+  const std::int64_t rows_per_split = (context + splits - 1) / splits;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (std::int64_t bh = 0; bh < plan.batch_heads; ++bh) {
+    std::memcpy(k_cache + (bh * plan.capacity + position) * dim, k_new + bh * dim, dim * sizeof(T));
+    std::memcpy(v_cache + (bh * plan.capacity + position) * dim, v_new + bh * dim, dim * sizeof(T));
+  }
+
+#pragma omp parallel for schedule(static)
+  for (std::int64_t item = 0; item < plan.batch_heads * splits; ++item) {
+    const std::int64_t bh = item / splits;
+    const std::int64_t begin = (item % splits) * rows_per_split;
+    const std::int64_t end = std::min(context, begin + rows_per_split);
+    alignas(64) float query[kMaxDim];
+    alignas(64) float acc[kMaxDim] = {};
+    alignas(64) float scores[kKeyBlock];
+    for (std::int64_t c = 0; c < dim; ++c) query[c] = to_float(q[bh * dim + c]) * scale;
+    OnlineRow row;
+    const T* keys = k_cache + bh * plan.capacity * dim;
+    const T* values = v_cache + bh * plan.capacity * dim;
+    for (std::int64_t block = begin; block < end; block += kKeyBlock) {
+      const std::int64_t count = std::min(kKeyBlock, end - block);
+      for (std::int64_t j = 0; j < count; ++j) scores[j] = dot_scaled(query, keys + (block + j) * dim, dim);
+      fold_block(row, acc, scores, count, values + block * dim, dim);
+    }
+    float* partial = workspace + item * (dim + 2);
+    partial[0] = row.m;
+    partial[1] = row.l;
+    std::memcpy(partial + 2, acc, dim * sizeof(float));
+  }
+
+  // Merge the splits of each head: rescale every partial to the global max.
+  for (std::int64_t bh = 0; bh < plan.batch_heads; ++bh) {
+    const float* partials = workspace + bh * splits * (dim + 2);
+    float global_max = -INFINITY;
+    for (std::int64_t s = 0; s < splits; ++s) global_max = std::max(global_max, partials[s * (dim + 2)]);
+    alignas(64) float merged[kMaxDim] = {};
+    float denominator = 0.0f;
+    for (std::int64_t s = 0; s < splits; ++s) {
+      const float* partial = partials + s * (dim + 2);
+      const float weight = exp_nonpositive(partial[0] - global_max);
+      denominator += weight * partial[1];
+      for (std::int64_t c = 0; c < dim; ++c) merged[c] += weight * partial[2 + c];
+    }
+    for (std::int64_t c = 0; c < dim; ++c) out[bh * dim + c] = from_float<T>(merged[c] / denominator);
+  }
+}
+
+template <class T>
+void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
+                     const T* k, const T* v, T* out) {
+  const std::int64_t query_blocks = (tokens + kQueryBlock - 1) / kQueryBlock;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  // Later query blocks see more keys; dynamic scheduling balances the causal triangle.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t item = 0; item < batch_heads * query_blocks; ++item) {
+    const std::int64_t bh = item / query_blocks;
+    const std::int64_t q_begin = (item % query_blocks) * kQueryBlock;
+    const std::int64_t q_end = std::min(tokens, q_begin + kQueryBlock);
+    const T* keys = k + bh * tokens * dim;
+    const T* values = v + bh * tokens * dim;
+    const std::int64_t rows = q_end - q_begin;
+    // One query tile's running state; each key tile is loaded once and used by all its rows.
+    alignas(64) float query[kQueryBlock][kMaxDim];
+    alignas(64) float acc[kQueryBlock][kMaxDim] = {};
+    alignas(64) float scores[kKeyBlock];
+    OnlineRow state[kQueryBlock];
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* q_row = q + (bh * tokens + q_begin + r) * dim;
+      for (std::int64_t c = 0; c < dim; ++c) query[r][c] = to_float(q_row[c]) * scale;
+    }
+    for (std::int64_t block = 0; block < q_end; block += kKeyBlock) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t t = q_begin + r;
+        if (block > t) continue;
+        const std::int64_t count = std::min(kKeyBlock, t + 1 - block);  // causal mask
+        for (std::int64_t j = 0; j < count; ++j) scores[j] = dot_scaled(query[r], keys + (block + j) * dim, dim);
+        fold_block(state[r], acc[r], scores, count, values + block * dim, dim);
+      }
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      T* o_row = out + (bh * tokens + q_begin + r) * dim;
+      const float inverse = 1.0f / state[r].l;
+      for (std::int64_t c = 0; c < dim; ++c) o_row[c] = from_float<T>(acc[r][c] * inverse);
+    }
+  }
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                  \
+  template void softmax_decode_step<T>(const SoftmaxDecodePlan&, const T*, const T*, const T*, T*, \
+                                       T*, std::int64_t, float*, T*);                              \
+  template void softmax_prefill<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*,   \
+                                   const T*, T*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench

@@ -1,0 +1,36 @@
+#pragma once
+// CPU kernels of softmax attention with an explicit K/V cache. Layout: [batch_heads, tokens, dim],
+// storage T (float or bf16), fp32 accumulation.
+#include <cstdint>
+
+namespace arch_bench {
+
+// Flash-decoding split of the context: each (head, split) pair reduces its slice of the cache to
+// a partial (max, sum, accumulator) that a second pass merges. With batch*heads smaller than the
+// thread count, splitting L is what keeps every core streaming the cache.
+struct SoftmaxDecodePlan {
+  std::int64_t batch_heads = 0;
+  std::int64_t dim = 0;
+  std::int64_t capacity = 0;  // cache rows per head
+  std::int64_t splits = 1;    // slices of the context per head
+  // floats of workspace needed: batch_heads * splits * (dim + 2)
+  std::int64_t workspace_floats() const { return batch_heads * splits * (dim + 2); }
+};
+
+// Chooses the split count for `threads` threads so each split streams at least 256 rows.
+SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim,
+                                      std::int64_t capacity, std::int64_t context, int threads);
+
+// One decode step for the token at `position`: appends k_new/v_new to the cache at `position`,
+// then o = softmax(q K[0..position]^T / sqrt(dim)) V[0..position] for every head.
+template <class T>
+void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_new, const T* v_new,
+                         T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out);
+
+// Causal prefill over `tokens` tokens: tiled online softmax (FlashAttention); the L x L score
+// matrix never exists, only one 64 x 64 tile per thread.
+template <class T>
+void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
+                     const T* k, const T* v, T* out);
+
+}  // namespace arch_bench

@@ -1,0 +1,175 @@
+#include "mechanisms/softmax_kv/mechanism.hpp"
+
+#include <omp.h>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/check_rows.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/softmax_kv/cpu.hpp"
+#include "mechanisms/softmax_kv/reference.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+constexpr std::int64_t kPrefillRowsChecked = 64;  // per head
+
+// Decode: the cache holds the context of L tokens; the step appends token L and attends over
+// L + 1 rows. Re-running the step rewrites the same slot, so every sample does identical work.
+template <class T>
+class SoftmaxDecodeCell final : public PreparedCell {
+ public:
+  SoftmaxDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        plan_(plan_softmax_decode(cell.batch_heads(), cell.head_dim, length_ + 1, length_ + 1,
+                                  omp_get_max_threads())),
+        k_cache_(allocator, cell.batch_heads() * (length_ + 1) * cell.head_dim),
+        v_cache_(allocator, k_cache_.size()),
+        q_(allocator, cell.batch_heads() * cell.head_dim),
+        k_new_(allocator, q_.size()),
+        v_new_(allocator, q_.size()),
+        out_(allocator, q_.size()),
+        workspace_(allocator, plan_.workspace_floats()) {
+    const std::int64_t dim = cell.head_dim;
+    for (std::int64_t bh = 0; bh < cell.batch_heads(); ++bh) {
+      const std::int64_t base = bh * (length_ + 1) * dim;
+      store(inputs_.k.data() + base, length_ * dim, k_cache_.data() + base);
+      store(inputs_.v.data() + base, length_ * dim, v_cache_.data() + base);
+      store(inputs_.q_at(bh, length_), dim, q_.data() + bh * dim);
+      store(inputs_.k_at(bh, length_), dim, k_new_.data() + bh * dim);
+      store(inputs_.v_at(bh, length_), dim, v_new_.data() + bh * dim);
+    }
+  }
+
+  void run() override {
+    softmax_decode_step(plan_, q_.data(), k_new_.data(), v_new_.data(), k_cache_.data(),
+                        v_cache_.data(), length_, workspace_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    for (std::int64_t bh = 0; bh < inputs_.batch_heads; ++bh) {
+      const MatrixD q = inputs_.head_matrix(inputs_.q, bh, length_ + 1);
+      const MatrixD k = inputs_.head_matrix(inputs_.k, bh, length_ + 1);
+      const MatrixD v = inputs_.head_matrix(inputs_.v, bh, length_ + 1);
+      const std::vector<double> ref = softmax_attention_row(q, k, v, length_);
+      errors.add_row(out_.data() + bh * inputs_.dim, ref.data(), inputs_.dim);
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {k_cache_.byte_span(), v_cache_.byte_span(), q_.byte_span(), k_new_.byte_span(),
+            v_new_.byte_span(),   out_.byte_span(),     workspace_.byte_span()};
+  }
+
+ private:
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  SoftmaxDecodePlan plan_;
+  Buffer<T> k_cache_, v_cache_, q_, k_new_, v_new_, out_;
+  Buffer<float> workspace_;
+};
+
+template <class T>
+class SoftmaxPrefillCell final : public PreparedCell {
+ public:
+  SoftmaxPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        q_(allocator, inputs_.q.size()),
+        k_(allocator, inputs_.k.size()),
+        v_(allocator, inputs_.v.size()),
+        out_(allocator, inputs_.q.size()) {
+    store(inputs_.q.data(), inputs_.q.size(), q_.data());
+    store(inputs_.k.data(), inputs_.k.size(), k_.data());
+    store(inputs_.v.data(), inputs_.v.size(), v_.data());
+  }
+
+  void run() override {
+    softmax_prefill(inputs_.batch_heads, inputs_.tokens, inputs_.dim, q_.data(), k_.data(),
+                    v_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    for (std::int64_t bh = 0; bh < inputs_.batch_heads; ++bh) {
+      const MatrixD q = inputs_.head_matrix(inputs_.q, bh, inputs_.tokens);
+      const MatrixD k = inputs_.head_matrix(inputs_.k, bh, inputs_.tokens);
+      const MatrixD v = inputs_.head_matrix(inputs_.v, bh, inputs_.tokens);
+      for (std::int64_t t : rows_to_check(inputs_.tokens, kPrefillRowsChecked)) {
+        const std::vector<double> ref = softmax_attention_row(q, k, v, t);
+        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * inputs_.dim, ref.data(), inputs_.dim);
+      }
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};
+  }
+
+ private:
+  AttentionInputs inputs_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+class SoftmaxKv final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{"softmax_kv",
+                                    "softmax attention with an explicit K/V cache (grows with L)",
+                                    StateKind::explicit_history,
+                                    {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > 256) return "softmax_kv takes head_dim up to 256";
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    return 2 * cell.sequence_length * cell.batch_heads() * cell.head_dim *
+           static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t bhd = cell.batch_heads() * cell.head_dim;
+    if (cell.phase == Phase::prefill) return 4 * cell.sequence_length * bhd * e;
+    const std::int64_t workspace = cell.batch_heads() * 64 * (cell.head_dim + 2) * 4;  // splits <= 64
+    return 2 * (cell.sequence_length + 1) * bhd * e + 4 * bhd * e + workspace;
+  }
+
+  Cost cost(const Cell& cell) const override {
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double length = static_cast<double>(cell.sequence_length);
+    if (cell.phase == Phase::decode) {
+      // Read the whole cache (context + new row), read q, write the new k/v row and the output.
+      return {bh * d * e * (2 * (length + 1) + 4), bh * (length + 1) * 4 * d};
+    }
+    // q, k, v read once and the output written once; QK^T and PV over the causal triangle.
+    return {bh * d * e * 4 * length, bh * 2 * d * length * (length + 1)};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
+                                        Backend& backend) const override {
+    Allocator& allocator = backend.allocator();
+    if (cell.phase == Phase::decode) {
+      if (cell.dtype == DType::bfloat16) return std::make_unique<SoftmaxDecodeCell<bf16>>(cell, seed, allocator);
+      return std::make_unique<SoftmaxDecodeCell<float>>(cell, seed, allocator);
+    }
+    if (cell.dtype == DType::bfloat16) return std::make_unique<SoftmaxPrefillCell<bf16>>(cell, seed, allocator);
+    return std::make_unique<SoftmaxPrefillCell<float>>(cell, seed, allocator);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_softmax_kv() { return std::make_unique<SoftmaxKv>(); }
+
+}  // namespace arch_bench

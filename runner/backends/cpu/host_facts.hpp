@@ -1,0 +1,16 @@
+#pragma once
+// Facts about the host that make a report self-describing: CPU model, cores, caches, memory,
+// OS, compiler, build type, git commit, frequency governor.
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+namespace arch_bench {
+
+nlohmann::json host_facts();
+// Size of the last-level cache in bytes (0 when unknown).
+std::int64_t last_level_cache_bytes();
+// The process's resident-set high-water mark (VmHWM) in bytes, 0 when unreadable.
+std::int64_t process_peak_rss_bytes();
+
+}  // namespace arch_bench

@@ -1,0 +1,82 @@
+// `arch-bench list`: the modes, mechanisms and backends this build has.
+#include <fmt/format.h>
+
+#include "mechanisms/registry.hpp"
+#include "runner/backends/cuda/device_probe.hpp"
+#include "runner/cli/commands.hpp"
+#include "runner/modes/mode.hpp"
+
+namespace arch_bench {
+
+namespace {
+nlohmann::json listing() {
+  nlohmann::json modes = nlohmann::json::array();
+  for (const auto& mode : all_modes()) {
+    const ModeDefaults defaults = mode->defaults();
+    nlohmann::json arms = nlohmann::json::array();
+    for (const Arm& arm : mode->arms(defaults.workload)) {
+      arms.push_back({{"mechanism", arm.mechanism}, {"role", role_name(arm.role)}, {"variant", arm.variant}});
+    }
+    modes.push_back({{"id", mode->id()},
+                     {"title", mode->title()},
+                     {"experiment", defaults.experiment},
+                     {"semantic_id", defaults.semantic_id},
+                     {"workload_id", defaults.workload_id},
+                     {"sequence_lengths", defaults.workload.sequence_lengths},
+                     {"arms", arms}});
+  }
+  nlohmann::json mechanisms = nlohmann::json::array();
+  for (const auto& mechanism : all_mechanisms()) {
+    const MechanismInfo& info = mechanism->info();
+    mechanisms.push_back({{"id", info.id},
+                          {"title", info.title},
+                          {"state_kind", state_kind_name(info.state_kind)},
+                          {"backends", info.backends}});
+  }
+  const CudaProbe cuda = probe_cuda();
+  nlohmann::json backends = nlohmann::json::array();
+  backends.push_back({{"id", "cpu"}, {"usable", true}, {"detail", "always available"}});
+  backends.push_back({{"id", "cuda"},
+                      {"usable", cuda.usable},
+                      {"detail", cuda.usable ? fmt::format("{} device(s)", cuda.device_count) : cuda.reason}});
+  return {{"modes", modes}, {"mechanisms", mechanisms}, {"backends", backends}};
+}
+}  // namespace
+
+void register_list_command(CLI::App& app, CommandContext& context) {
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* command = app.add_subcommand("list", "List the modes, mechanisms and backends of this build");
+  command->add_flag("--json", *as_json, "Print the listing as JSON");
+  command->callback([as_json, &context]() {
+    const nlohmann::json all = listing();
+    context.exit_code = 0;
+    if (*as_json) {
+      fmt::print("{}\n", all.dump(2));
+      return;
+    }
+    fmt::print("modes:\n");
+    for (const auto& mode : all["modes"]) {
+      fmt::print("  {:<20} {}\n", mode["id"].get<std::string>(), mode["title"].get<std::string>());
+      std::string arms;
+      for (const auto& arm : mode["arms"]) {
+        arms += fmt::format("{}{} ({}{})", arms.empty() ? "" : ", ", arm["mechanism"].get<std::string>(),
+                            arm["role"].get<std::string>(),
+                            arm["variant"].get<std::string>().empty() ? "" : ", " + arm["variant"].get<std::string>());
+      }
+      fmt::print("  {:<20} arms: {}\n", "", arms);
+    }
+    fmt::print("mechanisms:\n");
+    for (const auto& m : all["mechanisms"]) {
+      fmt::print("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
+                 m["state_kind"].get<std::string>(), fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
+                 m["title"].get<std::string>());
+    }
+    fmt::print("backends:\n");
+    for (const auto& b : all["backends"]) {
+      fmt::print("  {:<20} {:<17} {}\n", b["id"].get<std::string>(), b["usable"].get<bool>() ? "usable" : "not usable",
+                 b["detail"].get<std::string>());
+    }
+  });
+}
+
+}  // namespace arch_bench

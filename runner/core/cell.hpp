@@ -1,0 +1,36 @@
+#pragma once
+// One point of the workload matrix for one mechanism: the unit that is planned, measured and
+// reported as one row.
+#include <cstdint>
+#include <string>
+
+#include "runner/core/dtype.hpp"
+
+namespace arch_bench {
+
+enum class Phase { decode, prefill };
+std::string phase_name(Phase phase);
+
+// Knobs that only some mechanisms read. Each is a workload axis recorded in the report, so two
+// runs with different options are never paired by `arch-bench diff`.
+struct MechanismOptions {
+  std::string feature_map = "elu";  // linear_attention: "elu" (elu+1) or "relu" (relu+1)
+  std::int64_t features = 256;      // performer: number of random features m
+  std::int64_t state_size = 16;     // mamba: N, the state size per channel
+};
+
+struct Cell {
+  std::string mechanism;
+  Phase phase = Phase::decode;
+  std::int64_t sequence_length = 0;  // decode: tokens already in context; prefill: tokens processed
+  std::int64_t batch = 1;
+  std::int64_t heads = 8;
+  std::int64_t head_dim = 64;
+  DType dtype = DType::bfloat16;
+  MechanismOptions options;
+
+  // batch * heads: the number of independent (sequence, head) problems.
+  std::int64_t batch_heads() const { return batch * heads; }
+};
+
+}  // namespace arch_bench

@@ -1,0 +1,23 @@
+#pragma once
+// Runs a plan on a backend: for each cell, prepare (inputs and context in place), one run and the
+// fp64 check, then warmup and timed repeats; returns one Row per cell.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runner/backends/backend.hpp"
+#include "runner/core/plan.hpp"
+#include "runner/core/run_result.hpp"
+
+namespace arch_bench {
+
+// Progress lines for a human (stderr); may be empty.
+using ProgressSink = std::function<void(const std::string& line)>;
+
+std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backend& backend,
+                              const Ceilings& ceilings, const ProgressSink& progress);
+
+// Fills achieved rates and fractions of the ceilings from the row's cost and median.
+void attach_rates(Row& row, const Ceilings& ceilings);
+
+}  // namespace arch_bench

@@ -1,0 +1,31 @@
+#pragma once
+// The plan: every (arm, phase, length) cell of the workload matrix, checked against what each
+// mechanism can take, with its predicted state and peak bytes. Building it is where bad input is
+// refused (UsageError), before any measurement or file.
+#include <cstdint>
+#include <vector>
+
+#include "mechanisms/mechanism.hpp"
+#include "runner/modes/mode.hpp"
+
+namespace arch_bench {
+
+struct PlannedCell {
+  Arm arm;
+  Cell cell;
+  const Mechanism* mechanism = nullptr;
+  std::int64_t state_bytes = 0;
+  std::int64_t predicted_peak_bytes = 0;
+};
+
+struct Plan {
+  std::vector<PlannedCell> cells;  // ordered: phase, then length, then arm (baseline first)
+  std::int64_t max_predicted_peak_bytes() const;
+};
+
+// Throws UsageError naming the option at fault (empty or non-positive lengths/sizes, repeats 0,
+// unknown mechanism, a head_dim a mechanism cannot take, ...).
+void validate_workload(const Workload& workload);
+Plan build_plan(const Mode& mode, const Workload& workload, const std::string& backend);
+
+}  // namespace arch_bench

@@ -1,0 +1,32 @@
+#pragma once
+// The workload matrix and measurement settings of one run, after defaults, profile and command
+// line have been merged.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runner/core/cell.hpp"
+
+namespace arch_bench {
+
+enum class CacheState { cold, hot };
+std::string cache_state_name(CacheState state);
+
+struct Workload {
+  std::vector<std::int64_t> sequence_lengths;
+  std::int64_t batch = 1;
+  std::int64_t heads = 8;
+  std::int64_t head_dim = 64;
+  DType dtype = DType::bfloat16;
+  std::vector<Phase> phases{Phase::decode};
+  std::int64_t warmup = 10;
+  std::int64_t repeats = 100;
+  CacheState cache_state = CacheState::cold;
+  int threads = 1;
+  std::uint64_t seed = 0;
+  MechanismOptions options;           // feature map, state size, ...
+  std::vector<std::int64_t> features; // performer: m values swept (a workload axis)
+  std::string feature_kind = "positive";  // performer candidates: "positive", "trig" or "both"
+};
+
+}  // namespace arch_bench

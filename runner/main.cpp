@@ -1,0 +1,52 @@
+// arch-bench: benchmark and profiling harness for sequence-mixing mechanisms.
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runner/cli/commands.hpp"
+#include "runner/core/errors.hpp"
+
+namespace {
+// The design card's form `arch-bench --mode linear_recurrence ...` means `arch-bench run ...`.
+std::vector<std::string> with_default_subcommand(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (!words.empty() && words.front().size() > 1 && words.front()[0] == '-' && words.front() != "-h" &&
+      words.front() != "--help" && words.front() != "--version") {
+    words.insert(words.begin(), "run");
+  }
+  return words;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace arch_bench;
+  CLI::App app{
+      "arch-bench: measures what a sequence-mixing mechanism costs per token (time, state bytes, peak memory) "
+      "and how faithful it is, and writes a schema-validated JSON evidence report.\n"
+      "Exit codes: 0 success, 1 failure or regression, 2 bad input (nothing written).",
+      "arch-bench"};
+  app.set_version_flag("--version", "arch-bench 0.1.0");
+  app.require_subcommand(1);
+  CommandContext context;
+  context.argv = with_default_subcommand(argc, argv);
+  register_run_command(app, context);
+  register_list_command(app, context);
+  register_validate_command(app, context);
+
+  std::vector<std::string> reversed(context.argv.rbegin(), context.argv.rend());  // CLI11 wants them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  } catch (const UsageError& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "internal error: {}\n", error.what());
+    return 3;
+  }
+  return context.exit_code;
+}

@@ -1,0 +1,228 @@
+#include "runner/measure/ceilings.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "runner/backends/cpu/host_facts.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+// One register's worth of fp32 lanes at the width -march=native gives the hot path.
+#if defined(__AVX512F__)
+constexpr std::size_t kLanes = 16;
+#else
+constexpr std::size_t kLanes = 8;  // AVX2; narrower targets split it into two registers
+#endif
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+
+// Independent accumulators: one add/FMA chain is latency-bound (3-4 cycles) while the core can
+// issue two per cycle, so a single chain would measure latency instead of throughput.
+constexpr int kReadChains = 4;
+constexpr int kFmaChains = 12;  // >= FMA latency x FMA ports (4 x 2 on Zen 3 / Skylake)
+constexpr std::size_t kGranule = kReadChains * kLanes;  // floats per read-loop iteration
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+// Floors for when the LLC is small or unknown: far beyond any per-core cache, while a pass stays
+// tens of milliseconds.
+constexpr std::int64_t kReadFloorBytes = 256 * kMiB;
+constexpr std::int64_t kTriadArrayFloorBytes = 128 * kMiB;
+constexpr int kBandwidthPasses = 5;
+constexpr int kFmaPasses = 3;
+constexpr std::int64_t kFmaIterations = std::int64_t{1} << 23;  // ~15-30 ms per pass per thread
+
+// Results land here so the compiler must compute them.
+volatile float g_sink = 0;
+// Read through a volatile so the FMA operands are not compile-time constants.
+volatile float g_fma_multiplier = 0.999999f;
+volatile float g_fma_addend = 1e-6f;
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using FloatArray = std::unique_ptr<float[], FreeDeleter>;
+
+// Plain 4 KiB pages on purpose: MADV_HUGEPAGE made the first touch stall in kernel compaction
+// for over a second on a fragmented host, while the streaming rate was the same either way.
+FloatArray allocate_stream(std::size_t floats) {
+  constexpr std::size_t kAlignment = 4096;
+  const std::size_t bytes = (floats * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+  auto* data = static_cast<float*>(std::aligned_alloc(kAlignment, bytes));
+  if (data == nullptr) throw std::bad_alloc();
+  return FloatArray(data);
+}
+
+// The calling OpenMP thread's contiguous share of [0, floats), in whole granules. Every pass and
+// the first touch use the same split, so each thread streams pages it placed (NUMA first touch).
+struct Slice {
+  std::size_t begin, end;
+};
+Slice thread_slice(std::size_t floats) {
+  const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+  const auto team = static_cast<std::size_t>(omp_get_num_threads());
+  const std::size_t granules = floats / kGranule;
+  return {granules * thread / team * kGranule, granules * (thread + 1) / team * kGranule};
+}
+
+Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+float horizontal_sum(Vec v) {
+  float sum = 0;
+  for (std::size_t lane = 0; lane < kLanes; ++lane) sum += v[lane];
+  return sum;
+}
+
+float read_slice(const float* data, Slice slice) {
+  Vec acc[kReadChains] = {};
+  for (std::size_t i = slice.begin; i < slice.end; i += kGranule) {
+    for (int chain = 0; chain < kReadChains; ++chain) acc[chain] += load(data + i + chain * kLanes);
+  }
+  Vec total = {};
+  for (const Vec& a : acc) total += a;
+  return horizontal_sum(total);
+}
+
+// Three arrays (a, b, c), each at least 4x the LLC, so that no pass is served from cache.
+struct StreamArrays {
+  std::size_t floats;
+  FloatArray a, b, c;
+};
+
+StreamArrays make_stream_arrays(int threads) {
+  const std::int64_t four_llc = 4 * last_level_cache_bytes();
+  // The read sweeps all three arrays, so it covers max(4 x LLC, 256 MiB) with room to spare.
+  const std::int64_t array_bytes =
+      std::max({four_llc, kTriadArrayFloorBytes, (kReadFloorBytes + 2) / 3});
+  const std::size_t floats =
+      static_cast<std::size_t>(array_bytes) / sizeof(float) / kGranule * kGranule;
+  StreamArrays arrays{floats, allocate_stream(floats), allocate_stream(floats),
+                      allocate_stream(floats)};
+#pragma omp parallel num_threads(threads)
+  {
+    const Slice slice = thread_slice(floats);
+    for (std::size_t i = slice.begin; i < slice.end; ++i) {
+      arrays.a[i] = 0.0f;
+      arrays.b[i] = 1.0f;
+      arrays.c[i] = 2.0f;
+    }
+  }
+  return arrays;
+}
+
+double read_gbps(const StreamArrays& arrays, int threads) {
+  double best_seconds = 1e300;
+  float sum = 0;
+  for (int pass = 0; pass < kBandwidthPasses; ++pass) {
+    const auto start = Clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+    {
+      const Slice slice = thread_slice(arrays.floats);
+      sum += read_slice(arrays.a.get(), slice) + read_slice(arrays.b.get(), slice) +
+             read_slice(arrays.c.get(), slice);
+    }
+    best_seconds = std::min(best_seconds, seconds_since(start));
+  }
+  g_sink = g_sink + sum;
+  const double bytes = 3.0 * static_cast<double>(arrays.floats) * sizeof(float);
+  return bytes / best_seconds / 1e9;
+}
+
+double triad_gbps(StreamArrays& arrays, int threads) {
+  const float scalar = g_fma_multiplier;
+  double best_seconds = 1e300;
+  for (int pass = 0; pass < kBandwidthPasses; ++pass) {
+    float* a = arrays.a.get();
+    const float* b = arrays.b.get();
+    const float* c = arrays.c.get();
+    const auto start = Clock::now();
+#pragma omp parallel num_threads(threads)
+    {
+      const Slice slice = thread_slice(arrays.floats);
+#pragma omp simd
+      for (std::size_t i = slice.begin; i < slice.end; ++i) a[i] = b[i] + scalar * c[i];
+    }
+    best_seconds = std::min(best_seconds, seconds_since(start));
+  }
+  // Reading the output back keeps the stores from being dead before free().
+  g_sink = g_sink + arrays.a[0] + arrays.a[arrays.floats - 1];
+  // STREAM convention: 3 arrays counted; the write-allocate read of `a` is real traffic that is
+  // not counted, so this is what a kernel doing the same stores would be credited with.
+  const double bytes = 3.0 * static_cast<double>(arrays.floats) * sizeof(float);
+  return bytes / best_seconds / 1e9;
+}
+
+// acc = acc * m + a compiles to one FMA per vector on FMA targets (and mul + add elsewhere): two
+// flops per lane either way. m < 1 keeps every chain bounded, so no inf or denormal slows it.
+float fma_chains(std::int64_t iterations) {
+  const Vec multiplier = Vec{} + static_cast<float>(g_fma_multiplier);
+  const Vec addend = Vec{} + static_cast<float>(g_fma_addend);
+  Vec acc[kFmaChains];
+  for (int chain = 0; chain < kFmaChains; ++chain) acc[chain] = Vec{} + 0.01f * chain;
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    for (int chain = 0; chain < kFmaChains; ++chain) acc[chain] = acc[chain] * multiplier + addend;
+  }
+  Vec total = {};
+  for (const Vec& a : acc) total += a;
+  return horizontal_sum(total);
+}
+
+double fma_gflops(int threads) {
+  double best_seconds = 1e300;
+  float sum = 0;
+  for (int pass = 0; pass < kFmaPasses; ++pass) {
+    const auto start = Clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+    sum += fma_chains(kFmaIterations);
+    best_seconds = std::min(best_seconds, seconds_since(start));
+  }
+  g_sink = g_sink + sum;
+  const double flops =
+      2.0 * static_cast<double>(kLanes) * kFmaChains * static_cast<double>(kFmaIterations) * threads;
+  return flops / best_seconds / 1e9;
+}
+
+}  // namespace
+
+Ceilings measure_ceilings(int threads) {
+  if (threads < 1) {
+    throw std::invalid_argument("ceilings need threads >= 1 (got " + std::to_string(threads) + ")");
+  }
+  Ceilings ceilings;
+  ceilings.threads = threads;
+  ceilings.peak_gflops = fma_gflops(threads);
+  {
+    StreamArrays arrays = make_stream_arrays(threads);
+    ceilings.memory_read_gbps = read_gbps(arrays, threads);
+    ceilings.memory_triad_gbps = triad_gbps(arrays, threads);
+    ceilings.method = fmt::format(
+        "{} OpenMP threads; read: fp32 streaming sum over 3 x {} MiB, best of {}; triad: STREAM "
+        "a=b+s*c over the same arrays (3 counted), best of {}; peak: {} independent {}-lane fp32 "
+        "FMA chains per thread, best of {}",
+        threads, static_cast<std::int64_t>(arrays.floats * sizeof(float)) / kMiB,
+        kBandwidthPasses, kBandwidthPasses, kFmaChains, kLanes, kFmaPasses);
+  }
+  return ceilings;
+}
+
+}  // namespace arch_bench

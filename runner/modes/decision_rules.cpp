@@ -1,0 +1,85 @@
+#include "runner/modes/decision_rules.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace arch_bench {
+
+std::vector<const Row*> arm_rows(std::span<const Row> rows, const std::string& mechanism,
+                                 const std::string& variant, Phase phase) {
+  std::vector<const Row*> selected;
+  for (const Row& row : rows) {
+    if (row.cell.mechanism == mechanism && row.variant == variant && row.cell.phase == phase) {
+      selected.push_back(&row);
+    }
+  }
+  std::sort(selected.begin(), selected.end(), [](const Row* a, const Row* b) {
+    return a->cell.sequence_length < b->cell.sequence_length;
+  });
+  return selected;
+}
+
+std::string row_label(const Row& row) {
+  std::string label = fmt::format("{} {} L={}", row.cell.mechanism, phase_name(row.cell.phase),
+                                  row.cell.sequence_length);
+  if (!row.variant.empty()) label += fmt::format(" [{}]", row.variant);
+  return label;
+}
+
+std::vector<std::string> unhealthy_row_reasons(std::span<const Row> rows) {
+  std::vector<std::string> reasons;
+  for (const Row& row : rows) {
+    if (row.status != RowStatus::ok) {
+      reasons.push_back(fmt::format("{} {}: {}", row_label(row), row_status_name(row.status), row.reason));
+    } else if (!row.accuracy.output_finite) {
+      reasons.push_back(fmt::format("{}: output has non-finite values", row_label(row)));
+    } else if (!row.within_tolerance()) {
+      reasons.push_back(fmt::format("{}: max_rel_error {:.3g} exceeds the {} tolerance {:.3g}", row_label(row),
+                                    row.accuracy.max_rel_error, dtype_name(row.cell.dtype), row.tolerance));
+    }
+  }
+  return reasons;
+}
+
+bool state_is_fixed(const std::vector<const Row*>& rows) {
+  if (rows.empty()) return false;
+  return std::all_of(rows.begin(), rows.end(),
+                     [&](const Row* row) { return row->state_bytes == rows.front()->state_bytes; });
+}
+
+bool state_grows_with_length(const std::vector<const Row*>& rows) {
+  if (rows.size() < 2) return false;
+  const Row* first = rows.front();
+  if (rows.back()->cell.sequence_length == first->cell.sequence_length) return false;
+  // Integer cross-multiplication: bytes_a / L_a == bytes_b / L_b without rounding.
+  return std::all_of(rows.begin(), rows.end(), [&](const Row* row) {
+    return row->state_bytes * first->cell.sequence_length == first->state_bytes * row->cell.sequence_length &&
+           row->state_bytes > 0;
+  });
+}
+
+std::map<std::int64_t, double> time_ratio_by_length(const std::vector<const Row*>& baseline,
+                                                    const std::vector<const Row*>& candidate) {
+  std::map<std::int64_t, double> ratios;
+  for (const Row* b : baseline) {
+    for (const Row* c : candidate) {
+      if (c->cell.sequence_length != b->cell.sequence_length) continue;
+      if (b->status != RowStatus::ok || c->status != RowStatus::ok || b->stats.median <= 0) continue;
+      ratios[b->cell.sequence_length] = c->stats.median / b->stats.median;
+    }
+  }
+  return ratios;
+}
+
+std::optional<std::int64_t> crossover_length(const std::map<std::int64_t, double>& ratio_by_length) {
+  std::optional<std::int64_t> crossover;
+  // Walk from the longest length down while the candidate stays cheaper.
+  for (auto it = ratio_by_length.rbegin(); it != ratio_by_length.rend(); ++it) {
+    if (it->second >= 1.0) break;
+    crossover = it->first;
+  }
+  return crossover;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,38 @@
+#pragma once
+// Building blocks of the modes' decision rules, shared so that every mode judges "fixed state",
+// "correct" and "crossover" the same way.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runner/core/run_result.hpp"
+
+namespace arch_bench {
+
+// Rows of one arm (mechanism + variant) in one phase, ordered by sequence length.
+std::vector<const Row*> arm_rows(std::span<const Row> rows, const std::string& mechanism,
+                                 const std::string& variant, Phase phase);
+
+// Rows whose status is not ok, or whose outputs are not finite or outside tolerance: one reason
+// string each (empty when every row is healthy).
+std::vector<std::string> unhealthy_row_reasons(std::span<const Row> rows);
+
+// True when every row has the same state_bytes.
+bool state_is_fixed(const std::vector<const Row*>& rows);
+// True when state_bytes / sequence_length is the same for every row (exact proportionality, as
+// for a KV cache) and the lengths are not all equal.
+bool state_grows_with_length(const std::vector<const Row*>& rows);
+
+// median(candidate) / median(baseline) per sequence length (lengths present in both).
+std::map<std::int64_t, double> time_ratio_by_length(const std::vector<const Row*>& baseline,
+                                                    const std::vector<const Row*>& candidate);
+// The smallest length from which the candidate's median step is below the baseline's at that and
+// every larger measured length; nullopt when the candidate never becomes (and stays) cheaper.
+std::optional<std::int64_t> crossover_length(const std::map<std::int64_t, double>& ratio_by_length);
+
+std::string row_label(const Row& row);  // "linear_attention decode L=2048" (+ variant)
+
+}  // namespace arch_bench

@@ -1,0 +1,111 @@
+#include "runner/modes/linear_recurrence.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "runner/modes/decision_rules.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+class LinearRecurrenceMode final : public Mode {
+ public:
+  std::string id() const override { return "linear_recurrence"; }
+  std::string title() const override {
+    return "explicit K/V history (softmax_kv) vs fixed recurrent state (linear_attention)";
+  }
+
+  ModeDefaults defaults() const override {
+    ModeDefaults defaults;
+    defaults.experiment = "45_linear_recurrent_state";
+    defaults.semantic_id = "ARCH-RECURRENT-STATE-MECHANISM";
+    defaults.workload_id = "arch-linear-recurrence-v2";
+    defaults.workload.sequence_lengths = {512, 2048, 8192};
+    defaults.workload.heads = 8;
+    defaults.workload.head_dim = 64;
+    defaults.workload.dtype = DType::bfloat16;
+    defaults.workload.warmup = 10;
+    defaults.workload.repeats = 100;
+    defaults.workload.phases = {Phase::decode};
+    return defaults;
+  }
+
+  std::vector<Arm> arms(const Workload& workload) const override {
+    return {Arm{"softmax_kv", Role::baseline, "", workload.options},
+            Arm{"linear_attention", Role::candidate, "", workload.options}};
+  }
+
+  Decision decide(std::span<const Row> rows, const Workload& workload) const override {
+    const std::vector<Arm> both = arms(workload);
+    return decide_fixed_state(rows, workload, both[0], both[1], "accept_fixed_state_growth_mechanism");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_linear_recurrence_mode() { return std::make_unique<LinearRecurrenceMode>(); }
+
+Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload, const Arm& baseline,
+                            const Arm& candidate, const std::string& accept_verdict) {
+  Decision decision;
+  bool growth_shown = true;
+  bool candidate_fixed = true;
+  for (Phase phase : workload.phases) {
+    const auto base = arm_rows(rows, baseline.mechanism, baseline.variant, phase);
+    const auto cand = arm_rows(rows, candidate.mechanism, candidate.variant, phase);
+    const std::string phase_id = phase_name(phase);
+    if (!state_is_fixed(cand)) {
+      candidate_fixed = false;
+      decision.reasons.push_back(fmt::format("{} state bytes change with sequence length in {}",
+                                             candidate.mechanism, phase_id));
+    }
+    if (!state_grows_with_length(base)) {
+      growth_shown = false;
+      decision.reasons.push_back(fmt::format(
+          "{} state bytes do not grow in proportion to L in {} (needs at least two distinct lengths)",
+          baseline.mechanism, phase_id));
+    }
+    const auto ratios = time_ratio_by_length(base, cand);
+    const auto crossover = crossover_length(ratios);
+    nlohmann::json ratio_json = nlohmann::json::object();
+    for (const auto& [length, ratio] : ratios) ratio_json[std::to_string(length)] = ratio;
+    decision.details["time_ratio_candidate_over_baseline"][phase_id] = ratio_json;
+    decision.details["crossover_length"][phase_id] =
+        crossover ? nlohmann::json(*crossover) : nlohmann::json(nullptr);
+    if (phase == workload.phases.front()) decision.crossover_length = crossover;
+  }
+  const std::vector<std::string> unhealthy = unhealthy_row_reasons(rows);
+  decision.reasons.insert(decision.reasons.end(), unhealthy.begin(), unhealthy.end());
+
+  if (!unhealthy.empty()) {
+    const bool candidate_at_fault = std::any_of(rows.begin(), rows.end(), [&](const Row& row) {
+      return row.cell.mechanism == candidate.mechanism && row.status == RowStatus::ok && !row.within_tolerance();
+    });
+    decision.verdict = candidate_at_fault ? "reject_candidate_outputs_incorrect" : "inconclusive";
+    decision.next_action = candidate_at_fault
+                               ? "fix the candidate kernel: its outputs disagree with the fp64 reference"
+                               : "re-run the failed or skipped cells (see reasons) before deciding";
+  } else if (!candidate_fixed) {
+    decision.verdict = "reject_state_grows_with_length";
+    decision.next_action = "the candidate does not keep a fixed state; it is not a recurrent-state mechanism";
+  } else if (!growth_shown) {
+    decision.verdict = "inconclusive";
+    decision.next_action = "measure at least two distinct sequence lengths so that history growth can be shown";
+  } else {
+    decision.verdict = accept_verdict;
+    decision.reasons.insert(decision.reasons.begin(),
+                            fmt::format("{} state is fixed while the {} history grows in proportion to L; "
+                                        "all outputs are finite and within the dtype tolerance",
+                                        candidate.mechanism, baseline.mechanism));
+    decision.next_action = decision.crossover_length
+                               ? "keep the fixed-state path for lengths from the crossover on; validate task "
+                                 "quality and a dedicated kernel separately"
+                               : "the state is fixed but the step is not cheaper at any measured length: "
+                                 "measure longer contexts or optimise the recurrent kernel";
+  }
+  return decision;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,19 @@
+#pragma once
+#include <memory>
+#include <span>
+
+#include "runner/modes/mode.hpp"
+
+namespace arch_bench {
+
+// The project's default experiment (seed 003, 45_linear_recurrent_state): explicit K/V history
+// (softmax_kv, baseline) against a fixed-size recurrent state (linear_attention, candidate).
+std::unique_ptr<Mode> make_linear_recurrence_mode();
+
+// The fixed-state decision shared by modes whose question is "does the candidate's state stay
+// fixed while the baseline's grows, with correct outputs?" (linear_recurrence, mamba_scan).
+// `accept_verdict` is returned when it does; details carry per-phase time ratios and crossovers.
+Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload, const Arm& baseline,
+                            const Arm& candidate, const std::string& accept_verdict);
+
+}  // namespace arch_bench

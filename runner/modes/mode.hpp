@@ -1,0 +1,45 @@
+#pragma once
+// A mode is a named comparison preset: its baseline and candidates ("arms"), its default workload
+// matrix and identity, and its decision rule. Modes are listed in runner/modes/registry.cpp.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runner/core/run_result.hpp"
+#include "runner/core/workload.hpp"
+
+namespace arch_bench {
+
+// One mechanism configuration measured over the whole matrix.
+struct Arm {
+  std::string mechanism;
+  Role role = Role::candidate;
+  std::string variant;       // e.g. "m=64"; empty when the mechanism appears once
+  MechanismOptions options;  // the workload's options with this arm's overrides applied
+};
+
+struct ModeDefaults {
+  std::string experiment;   // result file stem: results/<experiment>_<run_label>.json
+  std::string semantic_id;
+  std::string workload_id;
+  Workload workload;        // default matrix and measurement settings
+};
+
+class Mode {
+ public:
+  virtual ~Mode() = default;
+  virtual std::string id() const = 0;
+  virtual std::string title() const = 0;  // one line for `arch-bench list`
+  virtual ModeDefaults defaults() const = 0;
+  virtual std::vector<Arm> arms(const Workload& workload) const = 0;
+  // The verdict over all rows of the run (rows of every arm, phase and length).
+  virtual Decision decide(std::span<const Row> rows, const Workload& workload) const = 0;
+};
+
+std::span<const std::unique_ptr<Mode>> all_modes();
+const Mode* find_mode(std::string_view id);
+
+}  // namespace arch_bench

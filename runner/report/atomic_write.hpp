@@ -1,0 +1,18 @@
+#pragma once
+// Writing result files so that a reader never sees half a file and an existing result is never
+// replaced by accident: the content goes to a temporary file in the same folder, is flushed, and
+// is then linked into place (which fails if the name exists) or renamed over it (--overwrite).
+#include <filesystem>
+#include <string>
+
+namespace arch_bench {
+
+// Throws UsageError (with what to do instead) when the folder cannot be written or the file
+// exists and `overwrite` is false.
+void write_file_atomically(const std::filesystem::path& path, const std::string& content, bool overwrite);
+
+// Fails early, before any measurement: the folder must exist or be creatable and writable, and
+// the file must not exist unless `overwrite`. `existing_hint` is appended to the "exists" error.
+void check_output_path(const std::filesystem::path& path, bool overwrite, const std::string& existing_hint);
+
+}  // namespace arch_bench

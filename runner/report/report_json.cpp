@@ -1,0 +1,190 @@
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "mechanisms/registry.hpp"
+#include "runner/core/errors.hpp"
+#include "runner/report/report.hpp"
+#include "build_info.hpp"
+
+namespace arch_bench {
+
+namespace {
+using nlohmann::json;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+json optional_number(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+json options_json(const MechanismOptions& options) {
+  return {{"feature_map", options.feature_map},
+          {"features", options.features},
+          {"state_size", options.state_size}};
+}
+
+json cell_json(const Cell& cell) {
+  return {{"mechanism", cell.mechanism},
+          {"phase", phase_name(cell.phase)},
+          {"sequence_length", cell.sequence_length},
+          {"batch", cell.batch},
+          {"heads", cell.heads},
+          {"head_dim", cell.head_dim},
+          {"dtype", dtype_name(cell.dtype)}};
+}
+
+json arm_json(const Arm& arm) {
+  const Mechanism* mechanism = find_mechanism(arm.mechanism);
+  return {{"mechanism", arm.mechanism},
+          {"role", role_name(arm.role)},
+          {"variant", arm.variant},
+          {"state_kind", mechanism ? state_kind_name(mechanism->info().state_kind) : "unknown"},
+          {"title", mechanism ? mechanism->info().title : ""},
+          {"options", options_json(arm.options)}};
+}
+
+json workload_json(const Workload& w) {
+  json phases = json::array();
+  for (Phase phase : w.phases) phases.push_back(phase_name(phase));
+  return {{"sequence_lengths", w.sequence_lengths},
+          {"batch", w.batch},
+          {"heads", w.heads},
+          {"head_dim", w.head_dim},
+          {"dtype", dtype_name(w.dtype)},
+          {"phases", phases},
+          {"warmup", w.warmup},
+          {"repeats", w.repeats},
+          {"cache_state", cache_state_name(w.cache_state)},
+          {"threads", w.threads},
+          {"seed", w.seed},
+          {"options", options_json(w.options)},
+          {"features", w.features},
+          {"timing_method", "steady_clock around each sample; cold samples evict the cell's buffers "
+                            "(clflush) outside the timed region"}};
+}
+
+json ceilings_json(const Ceilings& c) {
+  return {{"memory_read_gbps", c.memory_read_gbps},
+          {"memory_triad_gbps", c.memory_triad_gbps},
+          {"peak_gflops", c.peak_gflops},
+          {"threads", c.threads},
+          {"method", c.method}};
+}
+
+json failure_json(const std::optional<Failure>& failure) {
+  if (!failure) return nullptr;
+  return {{"kind", failure->kind},
+          {"message", failure->message},
+          {"cell", failure->cell ? cell_json(*failure->cell) : json(nullptr)}};
+}
+
+json decision_json(const Decision& d) {
+  return {{"verdict", d.verdict},
+          {"reasons", d.reasons},
+          {"crossover_length", d.crossover_length ? json(*d.crossover_length) : json(nullptr)},
+          {"next_action", d.next_action},
+          {"details", d.details}};
+}
+}  // namespace
+
+json to_json(const Row& row) {
+  const bool measured = row.status == RowStatus::ok && !row.samples_ms.empty();
+  auto stat = [&](double value) { return measured ? json(value) : json(nullptr); };
+  json out = cell_json(row.cell);
+  out.update({{"role", role_name(row.role)},
+              {"variant", row.variant},
+              {"backend", row.backend},
+              {"options", options_json(row.cell.options)},
+              {"state_kind", state_kind_name(row.state_kind)},
+              {"state_bytes", row.state_bytes},
+              {"state_mb", row.state_bytes / kMiB},
+              {"predicted_peak_bytes", row.predicted_peak_bytes},
+              {"status", row_status_name(row.status)},
+              {"reason", row.reason.empty() ? json(nullptr) : json(row.reason)},
+              {"warmup", row.warmup},
+              {"repeats", static_cast<std::int64_t>(row.samples_ms.size())},
+              {"samples_ms", row.samples_ms},
+              {"mean_step_ms", stat(row.stats.mean)},
+              {"median_step_ms", stat(row.stats.median)},
+              {"p05_step_ms", stat(row.stats.p05)},
+              {"p95_step_ms", stat(row.stats.p95)},
+              {"stdev_step_ms", stat(row.stats.stdev)},
+              {"rel_stdev", stat(row.stats.rel_stdev)},
+              {"min_step_ms", stat(row.stats.min)},
+              {"max_step_ms", stat(row.stats.max)},
+              {"peak_memory_bytes", row.peak_memory_bytes},
+              {"peak_memory_mb", row.peak_memory_bytes / kMiB},
+              {"allocations_during_timing", row.allocations_during_timing},
+              {"output_finite", row.accuracy.output_finite},
+              {"max_abs_error", row.accuracy.max_abs_error},
+              {"max_rel_error", row.accuracy.max_rel_error},
+              {"rows_checked", row.accuracy.rows_checked},
+              {"tolerance", row.tolerance},
+              {"within_tolerance", row.within_tolerance()},
+              {"bytes_moved", row.cost.bytes_moved},
+              {"flops", row.cost.flops},
+              {"achieved_gbps", stat(row.achieved_gbps)},
+              {"achieved_gflops", stat(row.achieved_gflops)},
+              {"fraction_of_memory_bandwidth", stat(row.fraction_of_memory_bandwidth)},
+              {"fraction_of_peak_flops", stat(row.fraction_of_peak_flops)}});
+  return out;
+}
+
+json to_json(const RunReport& r) {
+  json candidates = json::array();
+  json baseline = nullptr;
+  for (const Arm& arm : r.arms) {
+    if (arm.role == Role::baseline && baseline.is_null()) {
+      baseline = arm_json(arm);
+    } else {
+      candidates.push_back(arm_json(arm));
+    }
+  }
+  json rows = json::array();
+  for (const Row& row : r.rows) rows.push_back(to_json(row));
+  json hardware = {{"backend", r.backend},
+                   {"host", r.host},
+                   {"gpu", r.gpu},
+                   {"ceilings", r.ceilings ? ceilings_json(*r.ceilings) : json(nullptr)},
+                   {"timer_overhead_ms", optional_number(r.timer_overhead_ms)}};
+  return {{"schema_version", kResultSchemaVersion},
+          {"identity",
+           {{"semantic_id", r.identity.semantic_id},
+            {"workload_id", r.identity.workload_id},
+            {"run_label", r.identity.run_label},
+            {"profile_id", r.identity.profile_id},
+            {"mode", r.identity.mode},
+            {"created_at", r.identity.created_at},
+            {"tool", "arch-bench"},
+            {"tool_version", build_info::tool_version},
+            {"git_commit", build_info::git_commit},
+            {"build_type", build_info::build_type},
+            {"seed", r.identity.seed},
+            {"command_line", r.identity.command_line}}},
+          {"workload", workload_json(r.workload)},
+          {"hardware", hardware},
+          {"baseline", baseline},
+          {"candidates", candidates},
+          {"metrics",
+           {{"rows", rows},
+            {"process_peak_rss_bytes", r.process_peak_rss_bytes},
+            {"timer_overhead_ms", optional_number(r.timer_overhead_ms)}}},
+          {"evidence_level", r.evidence_level},
+          {"failure", failure_json(r.failure)},
+          {"decision", decision_json(r.decision)},
+          {"notes", r.notes},
+          {"settings_sources", r.settings_sources}};
+}
+
+std::string utc_timestamp_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+}  // namespace arch_bench

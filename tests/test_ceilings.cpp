@@ -1,0 +1,100 @@
+// Machine ceilings and host facts: properties that hold on any host (positive, finite, sane order
+// of magnitude, every key present), never a speed threshold.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "build_info.hpp"
+#include "runner/backends/cpu/host_facts.hpp"
+#include "runner/measure/ceilings.hpp"
+
+namespace arch_bench {
+namespace {
+
+class Ceilings : public ::testing::Test {
+ protected:
+  // Measured once for the suite: about a second of streaming over arrays beyond the LLC.
+  static void SetUpTestSuite() { measured_ = std::make_unique<arch_bench::Ceilings>(measure_ceilings(1)); }
+  static void TearDownTestSuite() { measured_.reset(); }
+  static const arch_bench::Ceilings& measured() { return *measured_; }
+
+ private:
+  static inline std::unique_ptr<arch_bench::Ceilings> measured_;
+};
+
+TEST_F(Ceilings, RatesArePositiveAndFinite) {
+  for (double rate : {measured().memory_read_gbps, measured().memory_triad_gbps,
+                      measured().peak_gflops}) {
+    EXPECT_TRUE(std::isfinite(rate));
+    EXPECT_GT(rate, 0.0);
+  }
+}
+
+TEST_F(Ceilings, BandwidthIsInAPhysicallySaneRange) {
+  // Below 0.1 GB/s the read was optimised away or never ran; above 10 TB/s it came from cache.
+  EXPECT_GT(measured().memory_read_gbps, 0.1);
+  EXPECT_LT(measured().memory_read_gbps, 10000.0);
+  EXPECT_GT(measured().memory_triad_gbps, 0.1);
+  EXPECT_LT(measured().memory_triad_gbps, 10000.0);
+}
+
+TEST_F(Ceilings, RecordsThreadsAndMethod) {
+  EXPECT_EQ(measured().threads, 1);
+  EXPECT_FALSE(measured().method.empty());
+  EXPECT_EQ(measured().method.find('\n'), std::string::npos);  // one line
+}
+
+TEST(CeilingsArguments, RejectsZeroThreads) {
+  EXPECT_THROW(measure_ceilings(0), std::invalid_argument);
+}
+
+TEST(HostFacts, HasEveryKeyWithItsType) {
+  const nlohmann::json facts = host_facts();
+  ASSERT_TRUE(facts.is_object());
+  EXPECT_TRUE(facts.at("cpu_model").is_string());
+  EXPECT_FALSE(facts.at("cpu_model").get<std::string>().empty());
+  EXPECT_GE(facts.at("logical_cores").get<std::int64_t>(), 1);
+  const nlohmann::json& caches = facts.at("caches");
+  for (const char* key : {"l1d_bytes", "l2_bytes", "l3_bytes"}) {
+    ASSERT_TRUE(caches.contains(key)) << key;
+    EXPECT_TRUE(caches.at(key).is_null() || caches.at(key).get<std::int64_t>() > 0) << key;
+  }
+  EXPECT_GT(facts.at("memory_bytes").get<std::int64_t>(), 0);
+  EXPECT_TRUE(facts.at("os").is_string());
+  EXPECT_TRUE(facts.at("frequency_governor").is_string() || facts.at("frequency_governor").is_null());
+  EXPECT_TRUE(facts.at("hypervisor").is_boolean());
+}
+
+TEST(HostFacts, CarriesTheBuildInfo) {
+  const nlohmann::json facts = host_facts();
+  EXPECT_EQ(facts.at("compiler"), build_info::cxx_compiler);
+  EXPECT_EQ(facts.at("build_type"), build_info::build_type);
+  EXPECT_EQ(facts.at("git_commit"), build_info::git_commit);
+  EXPECT_EQ(facts.at("tool_version"), build_info::tool_version);
+}
+
+TEST(HostFacts, LastLevelCacheIsTheLargestReportedLevel) {
+  const nlohmann::json caches = host_facts().at("caches");
+  std::int64_t largest = 0;
+  for (const auto& [key, value] : caches.items()) {
+    if (!value.is_null()) largest = std::max(largest, value.get<std::int64_t>());
+  }
+  EXPECT_EQ(last_level_cache_bytes(), largest);
+}
+
+TEST(HostFacts, PeakRssIsPositiveAndCoversTouchedMemory) {
+  EXPECT_GT(process_peak_rss_bytes(), 0);
+  constexpr std::size_t kBytes = std::size_t{64} << 20;
+  auto block = std::make_unique<char[]>(kBytes);
+  std::memset(block.get(), 1, kBytes);  // resident only once touched
+  EXPECT_GE(process_peak_rss_bytes(), static_cast<std::int64_t>(kBytes));
+  EXPECT_EQ(block[kBytes - 1], 1);
+}
+
+}  // namespace
+}  // namespace arch_bench
