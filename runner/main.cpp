@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   register_run_command(app, context);
   register_list_command(app, context);
   register_validate_command(app, context);
+  register_diff_command(app, context);
+  register_preflight_command(app, context);
 
   std::vector<std::string> reversed(context.argv.rbegin(), context.argv.rend());  // CLI11 wants them reversed
   try {

@@ -16,18 +16,18 @@
 namespace arch_bench {
 namespace {
 
-class Ceilings : public ::testing::Test {
+class CeilingsMeasured : public ::testing::Test {
  protected:
   // Measured once for the suite: about a second of streaming over arrays beyond the LLC.
-  static void SetUpTestSuite() { measured_ = std::make_unique<arch_bench::Ceilings>(measure_ceilings(1)); }
+  static void SetUpTestSuite() { measured_ = std::make_unique<Ceilings>(measure_ceilings(1)); }
   static void TearDownTestSuite() { measured_.reset(); }
-  static const arch_bench::Ceilings& measured() { return *measured_; }
+  static const Ceilings& measured() { return *measured_; }
 
  private:
-  static inline std::unique_ptr<arch_bench::Ceilings> measured_;
+  static inline std::unique_ptr<Ceilings> measured_;
 };
 
-TEST_F(Ceilings, RatesArePositiveAndFinite) {
+TEST_F(CeilingsMeasured, RatesArePositiveAndFinite) {
   for (double rate : {measured().memory_read_gbps, measured().memory_triad_gbps,
                       measured().peak_gflops}) {
     EXPECT_TRUE(std::isfinite(rate));
@@ -35,7 +35,7 @@ TEST_F(Ceilings, RatesArePositiveAndFinite) {
   }
 }
 
-TEST_F(Ceilings, BandwidthIsInAPhysicallySaneRange) {
+TEST_F(CeilingsMeasured, BandwidthIsInAPhysicallySaneRange) {
   // Below 0.1 GB/s the read was optimised away or never ran; above 10 TB/s it came from cache.
   EXPECT_GT(measured().memory_read_gbps, 0.1);
   EXPECT_LT(measured().memory_read_gbps, 10000.0);
@@ -43,7 +43,7 @@ TEST_F(Ceilings, BandwidthIsInAPhysicallySaneRange) {
   EXPECT_LT(measured().memory_triad_gbps, 10000.0);
 }
 
-TEST_F(Ceilings, RecordsThreadsAndMethod) {
+TEST_F(CeilingsMeasured, RecordsThreadsAndMethod) {
   EXPECT_EQ(measured().threads, 1);
   EXPECT_FALSE(measured().method.empty());
   EXPECT_EQ(measured().method.find('\n'), std::string::npos);  // one line

@@ -384,13 +384,30 @@ TEST(MambaDecode, StateDecaysMonotonicallyWithoutInput) {
                       state.data(), out.data());
     for (std::size_t i = 0; i < state.size(); ++i) {
       ASSERT_LE(std::fabs(state[i]), std::fabs(previous[i])) << "step " << step << " entry " << i;
-      if (state[i] != 0.0f) ASSERT_EQ(std::signbit(state[i]), std::signbit(previous[i]));  // no overshoot
+      if (state[i] != 0.0f) {
+        ASSERT_EQ(std::signbit(state[i]), std::signbit(previous[i])) << "step " << step;  // no overshoot
+      }
     }
     previous = state;
   }
   double end_norm = 0;
   for (float h : state) end_norm += double(h) * h;
   EXPECT_LT(end_norm, start_norm);
+}
+
+TEST(MambaPrefill, PlanSplitsTimeOnlyWhenRowsAreFew) {
+  // 512 channels on 2 threads: one chunk per row, no workspace.
+  const MambaShape wide{1, 512, 16};
+  EXPECT_EQ(mamba_prefill_chunk(wide, 8192, 2), 8192);
+  EXPECT_EQ(mamba_prefill_workspace_floats(wide, 8192, 8192), 0);
+  // 2 channels on 2 threads: each row cut into 4 chunks so that rows x chunks >= 4 x threads.
+  const MambaShape narrow{1, 2, 16};
+  EXPECT_EQ(mamba_prefill_chunk(narrow, 8192, 2), 2048);
+  EXPECT_EQ(mamba_prefill_workspace_floats(narrow, 8192, 2048), 2 * 4 * 2 * 16);
+  // Never below kMambaMinChunk, and a short sequence stays whole.
+  EXPECT_EQ(mamba_prefill_chunk(MambaShape{1, 1, 16}, 300, 16), kMambaMinChunk);
+  EXPECT_EQ(mamba_prefill_chunk(narrow, 40, 2), 40);
+  EXPECT_THROW(Problem<float>(mamba_cell(1, 1, 2, DType::float32), 10).chunked(0), std::invalid_argument);
 }
 
 // --- mechanism --------------------------------------------------------------------------------
@@ -445,6 +462,24 @@ TEST(MambaMechanism, PreparedCellsCheckWithinToleranceAndDecodeAllocatesNothing)
       }
     }
   }
+}
+
+TEST(MambaMechanism, NarrowCellsTakeTheTimeSplitPathAndStillCheck) {
+  // 2 channels on this machine's threads: the timed prefill (and the decode context) go through
+  // all three phases of the chunked scan.
+  const Mechanism* mamba = find_mechanism("mamba");
+  ASSERT_NE(mamba, nullptr);
+  CpuBackend backend;
+  for (Phase phase : {Phase::decode, Phase::prefill}) {
+    const Cell cell = mamba_cell(1, 1, 2, DType::float32, 16, phase, 700);
+    std::unique_ptr<PreparedCell> prepared = mamba->prepare(cell, 5, backend);
+    prepared->run();
+    const Accuracy a = prepared->check();
+    EXPECT_TRUE(a.output_finite);
+    EXPECT_LT(a.max_rel_error, 2e-6) << phase_name(phase);
+  }
+  EXPECT_GT(mamba->predicted_peak_bytes(mamba_cell(1, 1, 2, DType::float32, 16, Phase::prefill, 700)),
+            mamba->predicted_peak_bytes(mamba_cell(1, 1, 2, DType::float32, 16, Phase::decode, 700)));
 }
 
 }  // namespace

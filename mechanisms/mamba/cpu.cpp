@@ -1,8 +1,10 @@
 #include "mechanisms/mamba/cpu.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/fast_math.hpp"
@@ -20,8 +22,9 @@ constexpr std::int64_t kParallelStateElements = 1 << 13;
 
 // softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|). With e = e^-|x| in (0, 1],
 // log1p(e) = 2 atanh(s), s = e / (2 + e) in (0, 1/3], whose odd series converges fast: seven
-// terms leave < 2e-8 relative error. Branch-free, so `#pragma omp simd` vectorises it; libm's
-// log1pf/expf are scalar calls that would cost as much as the whole state update of a token.
+// terms truncate at < 2e-8, and the float result stays within 3e-7 (relative) of the fp64
+// softplus on [-30, 30]. Branch-free, so `#pragma omp simd` vectorises it; libm's log1pf/expf are
+// scalar calls that would cost as much as the whole state update of a token.
 #pragma omp declare simd
 inline float softplus(float x) {
   const float e = exp_nonpositive(x > 0.0f ? -x : x);
@@ -37,12 +40,18 @@ inline float softplus(float x) {
   return (x > 0.0f ? x : 0.0f) + 2.0f * s * p;
 }
 
+// `a` when take_a, else `b`, as a bit select: gcc 12 turns some float ?: into branches, and a
+// branch keeps the whole loop scalar.
+inline float select(bool take_a, float a, float b) {
+  const std::uint32_t mask = -static_cast<std::uint32_t>(take_a);
+  return std::bit_cast<float>((mask & std::bit_cast<std::uint32_t>(a)) | (~mask & std::bit_cast<std::uint32_t>(b)));
+}
+
 // silu(z) = z sigmoid(z), with the exponent kept <= 0 on both sides of zero.
 #pragma omp declare simd
 inline float silu(float z) {
   const float e = exp_nonpositive(z > 0.0f ? -z : z);
-  const float r = 1.0f / (1.0f + e);
-  return z * (z >= 0.0f ? r : e * r);
+  return z * select(z >= 0.0f, 1.0f, e) / (1.0f + e);
 }
 
 // The per-channel pieces of one row.
@@ -67,8 +76,8 @@ RowView<T> row_view(const MambaShape& shape, const MambaParameters& params, cons
 
 // One token of one row: h <- exp(dt A) h + dt B u, returns C.h. dt * A <= 0 always (dt > 0,
 // A < 0), which is what makes exp_nonpositive applicable.
-template <class T>
-inline float update_state(std::int64_t n, const float* __restrict A, float dt, float du,
+template <class T, class N>
+inline float update_state(N n, const float* __restrict A, float dt, float du,
                           const T* __restrict B, const T* __restrict C, float* __restrict h) {
   float y = 0.0f;
 #pragma omp simd reduction(+ : y)
@@ -80,9 +89,27 @@ inline float update_state(std::int64_t n, const float* __restrict A, float dt, f
   return y;
 }
 
-// The decode step of one row, also the body of the sequential prefill (token t of the row).
+// update_state without the output: phase 1 of the chunked scan only needs the state.
+template <class T, class N>
+inline void advance_state(N n, const float* __restrict A, float dt, float du, const T* __restrict B,
+                          float* __restrict h) {
+#pragma omp simd
+  for (std::int64_t s = 0; s < n; ++s) h[s] = exp_nonpositive(dt * A[s]) * h[s] + du * to_float(B[s]);
+}
+
+// out_t = (y_t + D u_t) silu(z_t) for `count` tokens of one row.
 template <class T>
-inline void step_row(std::int64_t n, const RowView<T>& row, std::int64_t t, float* h, T* out) {
+inline void write_outputs(std::int64_t count, const float* __restrict y, float D, const T* __restrict u,
+                          const T* __restrict z, T* __restrict out) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < count; ++i) {
+    out[i] = from_float<T>((y[i] + D * to_float(u[i])) * silu(to_float(z[i])));
+  }
+}
+
+// The decode step of one row, also the body of the sequential prefill (token t of the row).
+template <class T, class N>
+inline void step_row(N n, const RowView<T>& row, std::int64_t t, float* h, T* out) {
   const float u = to_float(row.u[t]);
   const float dt = softplus(to_float(row.dt_raw[t]) + row.dt_bias);
   const float y = update_state(n, row.A, dt, dt * u, row.B + t * n, row.C + t * n, h);
@@ -91,8 +118,8 @@ inline void step_row(std::int64_t n, const RowView<T>& row, std::int64_t t, floa
 
 // Tokens [begin, end) of one row from the state in h (advanced in place), writing out[t]. Without
 // kOutputs (phase 1 of the chunked scan) it only advances h, skips C, and returns sum dt.
-template <class T, bool kOutputs>
-float scan_row(std::int64_t n, const RowView<T>& row, std::int64_t begin, std::int64_t end, float* h, T* out) {
+template <class T, bool kOutputs, class N>
+float scan_row(N n, const RowView<T>& row, std::int64_t begin, std::int64_t end, float* h, T* out) {
   alignas(64) float dt[kBlock], du[kBlock], y[kBlock];
   float dt_sum = 0.0f;
   for (std::int64_t t0 = begin; t0 < end; t0 += kBlock) {
@@ -105,31 +132,37 @@ float scan_row(std::int64_t n, const RowView<T>& row, std::int64_t begin, std::i
       dt_sum += step;
     }
     for (std::int64_t i = 0; i < count; ++i) {
-      const T* __restrict B = row.B + (t0 + i) * n;
+      const T* B = row.B + (t0 + i) * n;
       if constexpr (kOutputs) {
         y[i] = update_state(n, row.A, dt[i], du[i], B, row.C + (t0 + i) * n, h);
       } else {
-        const float step = dt[i], input = du[i];
-#pragma omp simd
-        for (std::int64_t s = 0; s < n; ++s) h[s] = exp_nonpositive(step * row.A[s]) * h[s] + input * to_float(B[s]);
+        advance_state(n, row.A, dt[i], du[i], B, h);
       }
     }
-    if constexpr (kOutputs) {
-#pragma omp simd
-      for (std::int64_t i = 0; i < count; ++i) {
-        const float u = to_float(row.u[t0 + i]);
-        out[t0 + i] = from_float<T>((y[i] + row.D * u) * silu(to_float(row.z[t0 + i])));
-      }
-    }
+    if constexpr (kOutputs) write_outputs(count, y, row.D, row.u + t0, row.z + t0, out + t0);
   }
   return dt_sum;
 }
-}  // namespace
 
-template <class T>
-void mamba_decode_step(const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
-                       float* state, T* out) {
-  const std::int64_t n = shape.state_size;
+void check_chunk(std::int64_t chunk) {
+  if (chunk < 1) throw std::invalid_argument("mamba prefill chunk must be >= 1, got " + std::to_string(chunk));
+}
+
+// Calls f(n) with N as a compile-time constant for Mamba's default N = 16 (the state loops then
+// unroll into two AVX2 vectors with no remainder handling) and as a runtime
+// value otherwise.
+template <class F>
+void with_state_size(std::int64_t n, F&& f) {
+  if (n == 16) {
+    f(std::integral_constant<std::int64_t, 16>{});
+  } else {
+    f(n);
+  }
+}
+
+template <class T, class N>
+void decode_rows(N n, const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
+                 float* state, T* out) {
 #pragma omp parallel for schedule(static) if (shape.rows() * n >= kParallelStateElements)
   for (std::int64_t r = 0; r < shape.rows(); ++r) {
     // Decode layouts are the prefill layouts with tokens = 1.
@@ -137,26 +170,10 @@ void mamba_decode_step(const MambaShape& shape, const MambaParameters& params, c
   }
 }
 
-std::int64_t mamba_prefill_chunk(const MambaShape& shape, std::int64_t tokens, int threads) {
-  const std::int64_t wanted = 4 * std::max(1, threads);  // rows x chunks that keep threads busy
-  const std::int64_t rows = std::max<std::int64_t>(1, shape.rows());
-  if (rows >= wanted || tokens <= kMambaMinChunk) return std::max<std::int64_t>(1, tokens);
-  const std::int64_t pieces = (wanted + rows - 1) / rows;
-  return std::max(kMambaMinChunk, (tokens + pieces - 1) / pieces);
-}
-
-std::int64_t mamba_prefill_workspace_floats(const MambaShape& shape, std::int64_t tokens,
-                                            std::int64_t chunk) {
-  const std::int64_t chunks = (tokens + chunk - 1) / chunk;
-  return chunks <= 1 ? 0 : shape.rows() * chunks * 2 * shape.state_size;
-}
-
-template <class T>
-void mamba_prefill_chunked(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
-                           std::int64_t chunk, const MambaTokens<T>& x, float* state, float* workspace,
-                           T* out) {
-  if (chunk < 1) throw std::invalid_argument("mamba prefill chunk must be >= 1, got " + std::to_string(chunk));
-  const std::int64_t n = shape.state_size, rows = shape.rows();
+template <class T, class N>
+void prefill_chunked(N n, const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
+                     std::int64_t chunk, const MambaTokens<T>& x, float* state, float* workspace, T* out) {
+  const std::int64_t rows = shape.rows();
   const std::int64_t chunks = (tokens + chunk - 1) / chunk;
   if (chunks <= 1) {
     // Nothing to split: every row is one independent sequential scan, in place on its state.
@@ -219,15 +236,48 @@ void mamba_prefill_chunked(const MambaShape& shape, const MambaParameters& param
     }
   }
 }
+}  // namespace
+
+template <class T>
+void mamba_decode_step(const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
+                       float* state, T* out) {
+  with_state_size(shape.state_size, [&](auto n) { decode_rows(n, shape, params, x, state, out); });
+}
+
+std::int64_t mamba_prefill_chunk(const MambaShape& shape, std::int64_t tokens, int threads) {
+  const std::int64_t wanted = 4 * std::max(1, threads);  // rows x chunks that keep threads busy
+  const std::int64_t rows = std::max<std::int64_t>(1, shape.rows());
+  if (rows >= wanted || tokens <= kMambaMinChunk) return std::max<std::int64_t>(1, tokens);
+  const std::int64_t pieces = (wanted + rows - 1) / rows;
+  return std::max(kMambaMinChunk, (tokens + pieces - 1) / pieces);
+}
+
+std::int64_t mamba_prefill_workspace_floats(const MambaShape& shape, std::int64_t tokens,
+                                            std::int64_t chunk) {
+  check_chunk(chunk);
+  const std::int64_t chunks = (tokens + chunk - 1) / chunk;
+  return chunks <= 1 ? 0 : shape.rows() * chunks * 2 * shape.state_size;
+}
+
+template <class T>
+void mamba_prefill_chunked(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
+                           std::int64_t chunk, const MambaTokens<T>& x, float* state, float* workspace,
+                           T* out) {
+  check_chunk(chunk);
+  with_state_size(shape.state_size, [&](auto n) {
+    prefill_chunked(n, shape, params, tokens, chunk, x, state, workspace, out);
+  });
+}
 
 template <class T>
 void mamba_prefill_sequential(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
                               const MambaTokens<T>& x, float* state, T* out) {
-  const std::int64_t n = shape.state_size;
-  for (std::int64_t r = 0; r < shape.rows(); ++r) {
-    const RowView<T> row = row_view(shape, params, x, r, tokens);
-    for (std::int64_t t = 0; t < tokens; ++t) step_row(n, row, t, state + r * n, out + r * tokens + t);
-  }
+  with_state_size(shape.state_size, [&](auto n) {
+    for (std::int64_t r = 0; r < shape.rows(); ++r) {
+      const RowView<T> row = row_view(shape, params, x, r, tokens);
+      for (std::int64_t t = 0; t < tokens; ++t) step_row(n, row, t, state + r * n, out + r * tokens + t);
+    }
+  });
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                       \

@@ -32,33 +32,77 @@ float half_scaled_norm(const T* x, std::int64_t dk) {
   return sum * (0.5f / std::sqrt(static_cast<float>(dk)));
 }
 
-// proj[r][i] = w_i . x~_r for `count` tokens (x rows of dk, proj rows of `n`), W packed [dk, n].
-// Four tokens per pass over W: W (64 KiB at m=256, dk=64) streams from L2 once per four tokens,
-// while the four accumulator rows stay in L1.
-template <class T>
-void project_rows(const T* x, std::int64_t count, std::int64_t dk, const float* packed,
-                  std::int64_t n, float* proj) {
-  constexpr std::int64_t kBlock = 4;
-  for (std::int64_t r0 = 0; r0 < count; r0 += kBlock) {
-    const std::int64_t rows = std::min(kBlock, count - r0);
-    std::fill(proj + r0 * n, proj + (r0 + rows) * n, 0.0f);
-    for (std::int64_t d = 0; d < dk; ++d) {
-      const float* w = packed + d * n;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float xd = to_float(x[(r0 + r) * dk + d]);
-        float* p = proj + (r0 + r) * n;
+// C[rows x 16] (+)= A[rows x depth] B[depth x 16] with the 16 x `Rows` accumulators in registers:
+// each step broadcasts one element of A per row against two 8-wide rows of B (AVX2: 2*Rows FMAs
+// per 2 loads of B).
+template <int Rows>
+void gemm_tile(std::int64_t depth, const float* __restrict a, std::int64_t lda,
+               const float* __restrict b, std::int64_t ldb, float* __restrict c, std::int64_t ldc,
+               bool accumulate) {
+  constexpr int kWidth = 16;
+  float acc[Rows][kWidth];
+  for (int r = 0; r < Rows; ++r) {
 #pragma omp simd
-        for (std::int64_t i = 0; i < n; ++i) p[i] += xd * w[i];
+    for (int j = 0; j < kWidth; ++j) acc[r][j] = accumulate ? c[r * ldc + j] : 0.0f;
+  }
+  for (std::int64_t i = 0; i < depth; ++i) {
+    const float* bi = b + i * ldb;
+    for (int r = 0; r < Rows; ++r) {
+      const float ai = a[r * lda + i];
+#pragma omp simd
+      for (int j = 0; j < kWidth; ++j) acc[r][j] += ai * bi[j];
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+#pragma omp simd
+    for (int j = 0; j < kWidth; ++j) c[r * ldc + j] = acc[r][j];
+  }
+}
+
+// C[rows x cols] (+)= A[rows x depth] B[depth x cols], all row-major with leading dimensions
+// lda/ldb/ldc. Every stage of the chunkwise prefill is one of these (projections, inter-chunk
+// read-out, intra-chunk scores and values, state fold). `causal` skips the 4 x 16 tiles whose
+// columns all lie above the diagonal (c > r): the masked half of the intra-chunk scores.
+void gemm(std::int64_t rows, std::int64_t cols, std::int64_t depth, const float* a, std::int64_t lda,
+          const float* b, std::int64_t ldb, float* c, std::int64_t ldc, bool accumulate,
+          bool causal = false) {
+  constexpr std::int64_t kRows = 4, kWidth = 16;
+  const std::int64_t full_cols = cols / kWidth * kWidth;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kRows) {
+    const std::int64_t block = std::min(kRows, rows - r0);
+    const float* ar = a + r0 * lda;
+    float* cr = c + r0 * ldc;
+    for (std::int64_t j0 = 0; j0 < full_cols; j0 += kWidth) {
+      if (causal && j0 >= r0 + block) break;
+      switch (block) {
+        case 4: gemm_tile<4>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
+        case 3: gemm_tile<3>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
+        case 2: gemm_tile<2>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
+        default: gemm_tile<1>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
+      }
+    }
+    // Columns past the last multiple of 16 (odd m/2, a partial last chunk).
+    for (std::int64_t r = 0; r < block; ++r) {
+      for (std::int64_t j = full_cols; j < cols; ++j) {
+        float sum = accumulate ? cr[r * ldc + j] : 0.0f;
+        for (std::int64_t i = 0; i < depth; ++i) sum += ar[r * lda + i] * b[i * ldb + j];
+        cr[r * ldc + j] = sum;
       }
     }
   }
+}
+
+template <class T>
+void widen(const T* x, std::int64_t count, float* out) {
+  for (std::int64_t i = 0; i < count; ++i) out[i] = to_float(x[i]);
 }
 
 // favor+: f_i = m^(-1/2) (exp(p_i - max p) + eps). For a query this is the whole stabilised
 // feature (the |q~|^2/2 term and the max are per-token constants); returns max p.
 float favor_features(const float* proj, std::int64_t m, float* f) {
   float top = -std::numeric_limits<float>::infinity();
-  for (std::int64_t i = 0; i < m; ++i) top = std::max(top, proj[i]);
+#pragma omp simd reduction(max : top)
+  for (std::int64_t i = 0; i < m; ++i) top = proj[i] > top ? proj[i] : top;
   const float ratio = 1.0f / std::sqrt(static_cast<float>(m));
 #pragma omp simd
   for (std::int64_t i = 0; i < m; ++i) f[i] = ratio * (exp_nonpositive(proj[i] - top) + kEps);
@@ -76,7 +120,9 @@ void trig_features(const float* proj, std::int64_t m, float* f) {
 #pragma omp simd
   for (std::int64_t i = 0; i < half; ++i) {
     const float x = proj[i];
-    const float n = __builtin_roundevenf(x * 0.636619772367581343f);  // x / (pi/2)
+    // rint rounds to nearest even under the default rounding mode, and unlike roundeven it has
+    // a vector form (GCC 12 leaves a loop calling roundevenf scalar).
+    const float n = __builtin_rintf(x * 0.636619772367581343f);  // x / (pi/2)
     const float r = ((x - n * 1.5703125f) - n * 4.837512969970703125e-4f) - n * 7.54978995489188216e-8f;
     const float z = r * r;
     const float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
@@ -114,16 +160,19 @@ float key_features(const PerformerShape& shape, const float* proj, const T* k, f
 template <class T>
 bool decode_one_head(const PerformerShape& shape, const float* projection, const T* q, const T* k,
                      const T* v, float* state, float* normalizer, float* running_max, T* out) {
-  const std::int64_t m = shape.features, dv = shape.dv, n = shape.projection_rows();
-  alignas(64) float proj[kMaxFeatures];
+  const std::int64_t m = shape.features, dk = shape.dk, dv = shape.dv, n = shape.projection_rows();
+  alignas(64) float x[2][kMaxDim];
+  alignas(64) float proj[2][kMaxFeatures];
   alignas(64) float phi_q[kMaxFeatures], phi_k[kMaxFeatures];
   alignas(64) float value[kMaxDim];
   alignas(64) float numerator[kMaxDim] = {};
-  project_rows(q, 1, shape.dk, projection, n, proj);
-  query_features(shape, proj, phi_q);
-  project_rows(k, 1, shape.dk, projection, n, proj);
-  const float key_scale = key_features(shape, proj, k, phi_k);
-  for (std::int64_t j = 0; j < dv; ++j) value[j] = to_float(v[j]);
+  // q and k projected together: one pass over W for both.
+  widen(q, dk, x[0]);
+  widen(k, dk, x[1]);
+  gemm(2, n, dk, x[0], kMaxDim, projection, n, proj[0], kMaxFeatures, false);
+  query_features(shape, proj[0], phi_q);
+  const float key_scale = key_features(shape, proj[1], k, phi_k);
+  widen(v, dv, value);
   // Running max: a key above M rescales the state by exp(M_old - M_new) <= 1 (0 on the first key,
   // when M = -inf); the key itself enters with weight exp(c_k - M_new) <= 1.
   const float new_max = std::max(*running_max, key_scale);
@@ -150,27 +199,36 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
 
 // Per-thread workspace of the chunkwise prefill, carved from one slice.
 struct ChunkWorkspace {
-  float* proj;        // [kChunk, n]
-  float* phi_q;       // [kChunk, m]
-  float* phi_k;       // [kChunk, m]
-  float* values;      // [kChunk, dv]
-  float* numerator;   // [kChunk, dv]
-  float* denominator; // [kChunk]
-  float* key_scale;   // [kChunk] the keys' log-scales c_j
-  float* row_max;     // [kChunk] running max M at each row's token
+  float* x;            // [kChunk, dk]   q or k rows widened to fp32
+  float* proj;         // [kChunk, n]    their projections
+  float* phi_q;        // [kChunk, m]
+  float* phi_k_t;      // [m, kChunk]    key features, transposed (the B of the scores, the A of the fold)
+  float* phi_row;      // [m]            one key's features before the transpose
+  float* values;       // [kChunk, dv]
+  float* numerator;    // [kChunk, dv]
+  float* scores;       // [kChunk, kChunk] intra-chunk weights
+  float* denominator;  // [kChunk]
+  float* key_scale;    // [kChunk]       the keys' log-scales c_j
+  float* row_max;      // [kChunk]       running max M at each row's token
+  float* fold_weight;  // [kChunk]       exp(c_j - M_end)
 
   static std::int64_t floats(const PerformerShape& shape) {
-    return kChunk * (shape.projection_rows() + 2 * shape.features + 2 * shape.dv + 3);
+    return kChunk * (shape.dk + shape.projection_rows() + 2 * shape.features + 2 * shape.dv + kChunk + 4) +
+           shape.features;
   }
   ChunkWorkspace(const PerformerShape& shape, float* base) {
-    proj = base;
+    x = base;
+    proj = x + kChunk * shape.dk;
     phi_q = proj + kChunk * shape.projection_rows();
-    phi_k = phi_q + kChunk * shape.features;
-    values = phi_k + kChunk * shape.features;
+    phi_k_t = phi_q + kChunk * shape.features;
+    phi_row = phi_k_t + kChunk * shape.features;
+    values = phi_row + shape.features;
     numerator = values + kChunk * shape.dv;
-    denominator = numerator + kChunk * shape.dv;
+    scores = numerator + kChunk * shape.dv;
+    denominator = scores + kChunk * kChunk;
     key_scale = denominator + kChunk;
     row_max = key_scale + kChunk;
+    fold_weight = row_max + kChunk;
   }
 };
 
@@ -178,66 +236,61 @@ template <class T>
 std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
                               const float* projection, const T* q, const T* k, const T* v,
                               float* state, float* normalizer, float* running_max,
-                              ChunkWorkspace w, T* out) {
+                              const ChunkWorkspace& w, T* out) {
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features, n = shape.projection_rows();
   std::int64_t nonpositive_rows = 0;
   for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
     const std::int64_t rows = std::min(kChunk, tokens - begin);
-    // Features of the chunk's queries and keys.
-    project_rows(q + begin * dk, rows, dk, projection, n, w.proj);
+    // Features of the chunk's queries and keys: [rows, dk] x [dk, n] projections.
+    widen(q + begin * dk, rows * dk, w.x);
+    gemm(rows, n, dk, w.x, dk, projection, n, w.proj, n, false);
     for (std::int64_t r = 0; r < rows; ++r) query_features(shape, w.proj + r * n, w.phi_q + r * m);
-    project_rows(k + begin * dk, rows, dk, projection, n, w.proj);
+    widen(k + begin * dk, rows * dk, w.x);
+    gemm(rows, n, dk, w.x, dk, projection, n, w.proj, n, false);
     for (std::int64_t r = 0; r < rows; ++r) {
-      w.key_scale[r] = key_features(shape, w.proj + r * n, k + (begin + r) * dk, w.phi_k + r * m);
-      for (std::int64_t j = 0; j < dv; ++j) w.values[r * dv + j] = to_float(v[(begin + r) * dv + j]);
+      w.key_scale[r] = key_features(shape, w.proj + r * n, k + (begin + r) * dk, w.phi_row);
+      for (std::int64_t i = 0; i < m; ++i) w.phi_k_t[i * kChunk + r] = w.phi_row[i];
     }
+    widen(v + begin * dv, rows * dv, w.values);
     // Running max at every row: row r's sum is taken relative to M_r, exactly as the recurrence
     // would have it after token r.
     const float carried_max = *running_max;
     float current = carried_max;
     for (std::int64_t r = 0; r < rows; ++r) w.row_max[r] = current = std::max(current, w.key_scale[r]);
 
-    // Inter-chunk: phi(q_r) against the carried (S, z), brought from M_carried to M_r.
-    std::fill(w.numerator, w.numerator + rows * dv, 0.0f);
-    std::fill(w.denominator, w.denominator + rows, 0.0f);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float* row = state + i * dv;
-      const float z = normalizer[i];
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float a = w.phi_q[r * m + i];
-        w.denominator[r] += a * z;
-        float* num = w.numerator + r * dv;
-#pragma omp simd
-        for (std::int64_t j = 0; j < dv; ++j) num[j] += a * row[j];
-      }
-    }
+    // Inter-chunk: phi(Q) against the carried (S, z), brought from M_carried to each M_r.
+    gemm(rows, dv, m, w.phi_q, m, state, dv, w.numerator, dv, false);
     for (std::int64_t r = 0; r < rows; ++r) {
+      const float* fq = w.phi_q + r * m;
+      float denominator = 0.0f;
+#pragma omp simd reduction(+ : denominator)
+      for (std::int64_t i = 0; i < m; ++i) denominator += fq[i] * normalizer[i];
       const float rescale = exp_nonpositive(carried_max - w.row_max[r]);
-      w.denominator[r] *= rescale;
+      w.denominator[r] = denominator * rescale;
       float* num = w.numerator + r * dv;
 #pragma omp simd
       for (std::int64_t j = 0; j < dv; ++j) num[j] *= rescale;
     }
 
-    // Intra-chunk: keys c <= r with weight exp(c_c - M_r) phi(q_r).phi(k_c); c_c <= M_r, so the
-    // exponent is never positive.
+    // Intra-chunk: scores phi(q_r).phi(k_c), weighted by exp(c_c - M_r) (c_c <= M_r, so never
+    // above 1) and masked to c <= r, then applied to the chunk's values.
+    gemm(rows, rows, m, w.phi_q, m, w.phi_k_t, kChunk, w.scores, kChunk, false, /*causal=*/true);
     for (std::int64_t r = 0; r < rows; ++r) {
-      const float* fq = w.phi_q + r * m;
-      float* num = w.numerator + r * dv;
-      float denominator = w.denominator[r];
+      float* score = w.scores + r * kChunk;
+      float sum = 0.0f;
       for (std::int64_t c = 0; c <= r; ++c) {
-        const float* fk = w.phi_k + c * m;
-        float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-        for (std::int64_t i = 0; i < m; ++i) dot += fq[i] * fk[i];
-        const float weight = exp_nonpositive(w.key_scale[c] - w.row_max[r]) * dot;
-        denominator += weight;
-        const float* value = w.values + c * dv;
-#pragma omp simd
-        for (std::int64_t j = 0; j < dv; ++j) num[j] += weight * value[j];
+        score[c] *= exp_nonpositive(w.key_scale[c] - w.row_max[r]);
+        sum += score[c];
       }
+      std::fill(score + r + 1, score + rows, 0.0f);
+      w.denominator[r] += sum;
+    }
+    gemm(rows, dv, rows, w.scores, kChunk, w.values, dv, w.numerator, dv, true);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float denominator = w.denominator[r];
       if (nonpositive(denominator)) ++nonpositive_rows;
       const float inverse = 1.0f / denominator;
+      const float* num = w.numerator + r * dv;
       T* o = out + (begin + r) * dv;
       for (std::int64_t j = 0; j < dv; ++j) o[j] = from_float<T>(num[j] * inverse);
     }
@@ -246,21 +299,20 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
     // S = S exp(M_carried - M_end) + sum_c exp(c_c - M_end) phi(k_c) v_c^T (and z likewise).
     const float end_max = w.row_max[rows - 1];
     const float rescale = exp_nonpositive(carried_max - end_max);
-    for (std::int64_t c = 0; c < rows; ++c) w.key_scale[c] = exp_nonpositive(w.key_scale[c] - end_max);
+    for (std::int64_t c = 0; c < rows; ++c) w.fold_weight[c] = exp_nonpositive(w.key_scale[c] - end_max);
     for (std::int64_t i = 0; i < m; ++i) {
-      float* row = state + i * dv;
-      float z = normalizer[i] * rescale;
-#pragma omp simd
-      for (std::int64_t j = 0; j < dv; ++j) row[j] *= rescale;
+      float* fk = w.phi_k_t + i * kChunk;
+      float z = 0.0f;
+#pragma omp simd reduction(+ : z)
       for (std::int64_t c = 0; c < rows; ++c) {
-        const float a = w.key_scale[c] * w.phi_k[c * m + i];
-        z += a;
-        const float* value = w.values + c * dv;
-#pragma omp simd
-        for (std::int64_t j = 0; j < dv; ++j) row[j] += a * value[j];
+        fk[c] *= w.fold_weight[c];
+        z += fk[c];
       }
-      normalizer[i] = z;
+      normalizer[i] = normalizer[i] * rescale + z;
     }
+#pragma omp simd
+    for (std::int64_t e = 0; e < m * dv; ++e) state[e] *= rescale;
+    gemm(m, dv, rows, w.phi_k_t, kChunk, w.values, dv, state, dv, true);
     *running_max = end_max;
   }
   return nonpositive_rows;

@@ -14,6 +14,8 @@ constexpr std::int64_t kMaxDim = 256;    // Mechanism::unsupported() rejects wid
 constexpr std::int64_t kKeyBlock = 64;   // scores kept in registers/L1 per block
 constexpr std::int64_t kQueryBlock = 64;
 constexpr std::int64_t kMinRowsPerSplit = 256;
+// Below this many cache elements a step takes a few microseconds, less than waking the team.
+constexpr std::int64_t kParallelCacheElements = 1 << 16;
 
 template <class T>
 float dot_scaled(const float* q, const T* k, std::int64_t dim) {
@@ -81,7 +83,7 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
     std::memcpy(v_cache + (bh * plan.capacity + position) * dim, v_new + bh * dim, dim * sizeof(T));
   }
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (plan.batch_heads * context * dim >= kParallelCacheElements)
   for (std::int64_t item = 0; item < plan.batch_heads * splits; ++item) {
     const std::int64_t bh = item / splits;
     const std::int64_t begin = (item % splits) * rows_per_split;

@@ -16,5 +16,7 @@ struct CommandContext {
 void register_run_command(CLI::App& app, CommandContext& context);
 void register_list_command(CLI::App& app, CommandContext& context);
 void register_validate_command(CLI::App& app, CommandContext& context);
+void register_diff_command(CLI::App& app, CommandContext& context);
+void register_preflight_command(CLI::App& app, CommandContext& context);
 
 }  // namespace arch_bench

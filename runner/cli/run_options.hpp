@@ -1,12 +1,17 @@
 #pragma once
-// The options of `arch-bench run` and how they become a Workload.
+// The options of `arch-bench run` (and the plan options `preflight` shares with it) and how mode
+// defaults, a profile and the command line merge into one Workload.
 #include <cstdint>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "runner/core/workload.hpp"
+#include "runner/modes/mode.hpp"
+#include "runner/profiles/profile.hpp"
 
 namespace arch_bench {
 
@@ -21,17 +26,38 @@ struct RunOptions {
   std::uint64_t seed = 0;
   int threads = 0;  // 0: every hardware thread
   std::string semantic_id, workload_id, profile_id;
+  std::string profile;  // --profile: id or file of the profile to apply (empty: none)
   std::string feature_map, features;
   std::int64_t state_size = 0;
+  bool dry_run = false;
   bool overwrite = false;
   bool quiet = false;
+  std::set<std::string> given;  // options typed on the command line, as "sequence_lengths", "query_heads", ...
+};
+
+// The options that shape the plan and its measurement settings (--mode, --sequence-lengths, ...,
+// --warmup, --repeats, --cache); `preflight` takes these too.
+void add_plan_options(CLI::App& command, RunOptions& options);
+// add_plan_options plus what only `run` takes (--profile, --dry-run, --device, output, identity).
+void add_run_options(CLI::App& command, RunOptions& options);
+// The command line as typed, quoted for a POSIX shell, after "arch-bench": what a report records.
+std::string quoted_command_line(const std::vector<std::string>& argv);
+// Names of the options given explicitly, '-' written '_' ("--query-heads" -> "query_heads").
+std::set<std::string> given_options(const CLI::App& command);
+
+struct ResolvedSettings {
+  Workload workload;
+  std::string device;  // "cpu" | "cuda" | "auto"
+  // Every workload setting (named as in the report's workload: "warmup", "cache_state", "heads",
+  // ...) and "mode", "device" -> "mode_default" | "profile" | "command_line".
   nlohmann::json sources = nlohmann::json::object();
 };
 
-void add_run_options(CLI::App& command, RunOptions& options);
-// The mode's default workload with every option the user gave applied; throws UsageError.
-Workload workload_from_options(const RunOptions& options, const Workload& defaults);
-// {"option": "command_line"} for every option given explicitly (the rest are mode defaults).
-nlohmann::json settings_sources(const CLI::App& command);
+// The mode named by --mode; throws UsageError listing the known modes.
+const Mode& find_mode_or_throw(const std::string& id);
+
+// Mode defaults, then the profile's measurement settings and backend (when `profile` is given),
+// then every option typed on the command line. Throws UsageError naming the option at fault.
+ResolvedSettings resolve_settings(const RunOptions& options, const Workload& mode_defaults, const Profile* profile);
 
 }  // namespace arch_bench

@@ -50,7 +50,7 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
     const PlannedCell& planned = plan.cells[index];
     Row row = row_for(planned, workload, backend.name());
     const std::string name = cell_name(planned);
-    if (progress) progress(fmt::format("[{}/{}] {}: preparing", index + 1, total, name));
+    if (progress) progress(fmt::format("[{}/{}] {}: preparing", index + 1, total, name), true);
     Allocator& allocator = backend.allocator();
     allocator.reset_peak();
     try {
@@ -58,7 +58,7 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
       prepared->run();
       row.accuracy = prepared->check();
       auto report_progress = [&](std::int64_t done, std::int64_t all) {
-        if (progress) progress(fmt::format("[{}/{}] {}: {}/{} samples", index + 1, total, name, done, all));
+        if (progress) progress(fmt::format("[{}/{}] {}: {}/{} samples", index + 1, total, name, done, all), true);
       };
       MeasuredSamples measured = measure_cell(*prepared, backend, workload.warmup, workload.repeats,
                                               workload.cache_state, report_progress);
@@ -69,7 +69,8 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
       attach_rates(row, ceilings);
       if (progress) {
         progress(fmt::format("[{}/{}] {}: median {:.4f} ms, max_rel_error {:.2e}", index + 1, total, name,
-                             row.stats.median, row.accuracy.max_rel_error));
+                             row.stats.median, row.accuracy.max_rel_error),
+                 false);
       }
     } catch (const std::exception& error) {
       // One failing cell does not lose the others: the row records why and the decision sees it.
@@ -77,7 +78,7 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
       row.reason = error.what();
       row.samples_ms.clear();
       row.peak_memory_bytes = allocator.peak_bytes();
-      if (progress) progress(fmt::format("[{}/{}] {}: FAILED: {}", index + 1, total, name, error.what()));
+      if (progress) progress(fmt::format("[{}/{}] {}: FAILED: {}", index + 1, total, name, error.what()), false);
     }
     rows.push_back(std::move(row));
   }

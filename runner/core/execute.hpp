@@ -11,8 +11,9 @@
 
 namespace arch_bench {
 
-// Progress lines for a human (stderr); may be empty.
-using ProgressSink = std::function<void(const std::string& line)>;
+// Progress lines for a human (stderr); may be empty. A transient line (sample counts) is replaced
+// by the next line on a terminal and may be dropped elsewhere.
+using ProgressSink = std::function<void(const std::string& line, bool transient)>;
 
 std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backend& backend,
                               const Ceilings& ceilings, const ProgressSink& progress);

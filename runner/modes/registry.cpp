@@ -6,11 +6,16 @@
 
 namespace arch_bench {
 
+std::unique_ptr<Mode> make_performer_mode();  // runner/modes/performer_mode.cpp
+std::unique_ptr<Mode> make_mamba_scan_mode();  // runner/modes/mamba_scan_mode.cpp
+
 namespace {
 std::vector<std::unique_ptr<Mode>> make_modes() {
   std::vector<std::unique_ptr<Mode>> modes;
   // The one list of modes: add a line here for a new runner/modes/<id>_mode.cpp.
   modes.push_back(make_linear_recurrence_mode());
+  modes.push_back(make_mamba_scan_mode());
+  modes.push_back(make_performer_mode());
   return modes;
 }
 }  // namespace

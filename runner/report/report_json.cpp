@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -14,6 +15,9 @@ namespace {
 using nlohmann::json;
 
 constexpr double kMiB = 1024.0 * 1024.0;
+
+// JSON has no NaN or infinity; a non-finite value is written as null (output_finite says why).
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json optional_number(const std::optional<double>& value) {
   return value ? json(*value) : json(nullptr);
@@ -91,7 +95,7 @@ json decision_json(const Decision& d) {
 
 json to_json(const Row& row) {
   const bool measured = row.status == RowStatus::ok && !row.samples_ms.empty();
-  auto stat = [&](double value) { return measured ? json(value) : json(nullptr); };
+  auto stat = [&](double value) { return measured ? finite_or_null(value) : json(nullptr); };
   json out = cell_json(row.cell);
   out.update({{"role", role_name(row.role)},
               {"variant", row.variant},
@@ -118,8 +122,8 @@ json to_json(const Row& row) {
               {"peak_memory_mb", row.peak_memory_bytes / kMiB},
               {"allocations_during_timing", row.allocations_during_timing},
               {"output_finite", row.accuracy.output_finite},
-              {"max_abs_error", row.accuracy.max_abs_error},
-              {"max_rel_error", row.accuracy.max_rel_error},
+              {"max_abs_error", finite_or_null(row.accuracy.max_abs_error)},
+              {"max_rel_error", finite_or_null(row.accuracy.max_rel_error)},
               {"rows_checked", row.accuracy.rows_checked},
               {"tolerance", row.tolerance},
               {"within_tolerance", row.within_tolerance()},

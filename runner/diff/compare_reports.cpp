@@ -1,0 +1,150 @@
+// compare_reports(): pair -> timing verdict + structural checks per pair -> summary and exit code.
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runner/diff/diff.hpp"
+#include "runner/measure/statistics.hpp"
+
+namespace arch_bench {
+
+namespace {
+std::string string_at(const nlohmann::json& document, const char* pointer) {
+  try {
+    const nlohmann::json& value = document.at(nlohmann::json::json_pointer(pointer));
+    return value.is_string() ? value.get<std::string>() : std::string();
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  }
+}
+
+ReportSide side_of(const LoadedReport& report) {
+  const nlohmann::json& d = report.document;
+  return {report.file,
+          string_at(d, "/schema_version"),
+          string_at(d, "/identity/workload_id"),
+          string_at(d, "/identity/run_label"),
+          string_at(d, "/identity/mode"),
+          string_at(d, "/identity/created_at"),
+          string_at(d, "/identity/git_commit"),
+          string_at(d, "/evidence_level"),
+          string_at(d, "/decision/verdict")};
+}
+
+std::vector<double> samples_of(const nlohmann::json& row) {
+  std::vector<double> samples;
+  if (const auto it = row.find("samples_ms"); it != row.end() && it->is_array()) {
+    for (const nlohmann::json& value : *it) {
+      if (value.is_number()) samples.push_back(value.get<double>());
+    }
+  }
+  return samples;
+}
+
+std::optional<double> median_of(const nlohmann::json& row) {
+  const std::vector<double> samples = samples_of(row);
+  return samples.empty() ? std::nullopt : std::optional<double>(summarize(samples).median);
+}
+
+RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
+  RowDiff row;
+  row.key = pair.key;
+  if (pair.old_row) row.old_status = pair.old_row->value("status", "");
+  if (pair.new_row) row.new_status = pair.new_row->value("status", "");
+  if (!pair.new_row) {
+    row.verdict = Verdict::removed;
+    row.reason = "only in the old report";
+    row.timing.old_median_ms = median_of(*pair.old_row);
+    return row;
+  }
+  if (!pair.old_row) {
+    row.verdict = Verdict::added;
+    row.reason = "only in the new report";
+    row.timing.new_median_ms = median_of(*pair.new_row);
+    return row;
+  }
+  row.structural = row_structural_changes(*pair.old_row, *pair.new_row, settings.memory);
+  row.timing = judge_timing(samples_of(*pair.old_row), samples_of(*pair.new_row), settings.timing);
+  if (*row.old_status != "ok" || *row.new_status != "ok") {
+    // The medians stay for the reader; a failed or skipped row's samples are not judged.
+    row.timing.verdict = Verdict::unsure;
+    row.timing.change.reset();
+    row.timing.p_value.reset();
+    // A status change is already a structural change of the row; the reason need not repeat it.
+    row.timing.reason = *row.old_status == *row.new_status
+                            ? fmt::format("not timed: status {} in both reports", *row.old_status)
+                            : "not timed in both reports";
+  }
+  row.verdict = row.timing.verdict;
+  row.reason = row.timing.reason;
+  return row;
+}
+
+DiffSummary summarize_diff(const DiffResult& diff) {
+  DiffSummary summary;
+  for (Verdict verdict : kAllVerdicts) summary.verdicts[verdict] = 0;
+  double log_sum = 0;
+  auto count = [&summary](const StructuralChange& change) {
+    switch (change.kind) {
+      case ChangeKind::regression: ++summary.structural_regressions; break;
+      case ChangeKind::improvement: ++summary.structural_improvements; break;
+      case ChangeKind::neutral: ++summary.structural_neutral; break;
+    }
+  };
+  for (const RowDiff& row : diff.rows) {
+    ++summary.verdicts[row.verdict];
+    for (const StructuralChange& change : row.structural) count(change);
+    if (row.old_status == "ok" && row.new_status == "ok" && row.timing.old_median_ms && row.timing.new_median_ms &&
+        *row.timing.old_median_ms > 0 && *row.timing.new_median_ms > 0) {
+      log_sum += std::log(*row.timing.new_median_ms / *row.timing.old_median_ms);
+      ++summary.geomean_rows;
+    }
+  }
+  for (const StructuralChange& change : diff.report_changes) count(change);
+  if (summary.geomean_rows > 0) summary.geomean_ratio = std::exp(log_sum / summary.geomean_rows);
+
+  const int slower = summary.verdicts[Verdict::slower];
+  if (slower > 0 && diff.settings.fail_on_slower) {
+    summary.failing.push_back(fmt::format("{} SLOWER row(s)", slower));
+  }
+  if (summary.structural_regressions > 0) {
+    summary.failing.push_back(fmt::format("{} structural regression(s)", summary.structural_regressions));
+  }
+  summary.exit_code = summary.failing.empty() ? 0 : 1;
+  return summary;
+}
+}  // namespace
+
+DiffResult compare_reports(const LoadedReport& old_report, const LoadedReport& new_report,
+                           const DiffSettings& settings, std::vector<std::string> notes) {
+  DiffResult diff;
+  diff.old_report = side_of(old_report);
+  diff.new_report = side_of(new_report);
+  diff.settings = settings;
+  diff.notes = std::move(notes);
+
+  static const nlohmann::json kNoRows = nlohmann::json::array();
+  auto rows_of = [](const nlohmann::json& document) -> const nlohmann::json& {
+    try {
+      const nlohmann::json& rows = document.at("metrics").at("rows");
+      return rows.is_array() ? rows : kNoRows;
+    } catch (const nlohmann::json::exception&) {
+      return kNoRows;
+    }
+  };
+  const std::vector<RowPair> pairs = pair_rows(rows_of(old_report.document), rows_of(new_report.document));
+  std::vector<RowKey> keys;
+  for (const RowPair& pair : pairs) {
+    diff.rows.push_back(diff_pair(pair, settings));
+    keys.push_back(pair.key);
+  }
+  const std::vector<std::string> labels = row_labels(keys);
+  for (std::size_t i = 0; i < diff.rows.size(); ++i) diff.rows[i].label = labels[i];
+
+  diff.report_changes = report_structural_changes(old_report.document, new_report.document);
+  diff.summary = summarize_diff(diff);
+  return diff;
+}
+
+}  // namespace arch_bench

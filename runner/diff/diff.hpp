@@ -1,0 +1,76 @@
+#pragma once
+// `arch-bench diff OLD.json NEW.json` (DESIGN.md, "Diff"): pairs the rows of two result reports and
+// says, per row, whether the new run is SAME, FASTER, SLOWER or UNSURE (a rank test on the raw
+// samples plus a minimum effect on the ratio of medians), and which structural facts changed
+// (state bytes, peak memory, finiteness, error, status; decision and evidence level per report).
+//
+// Data flow: load_report (read, compare identities, validate) -> pair_rows -> judge_timing and
+// structural checks per pair -> DiffResult -> one printer per format (text, markdown, json).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/diff/load_report.hpp"
+#include "runner/diff/pair_rows.hpp"
+#include "runner/diff/structural_checks.hpp"
+#include "runner/diff/timing_verdict.hpp"
+
+namespace arch_bench {
+
+inline constexpr const char* kDiffSchemaVersion = "1.0.0";
+
+struct DiffSettings {
+  TimingSettings timing;
+  MemoryTolerance memory;
+  // false (--fail-on never): SLOWER rows are reported but do not fail; structural regressions
+  // still do, because a noisy shared CI machine excuses timing, not broken outputs or grown state.
+  bool fail_on_slower = true;
+  bool allow_workload_change = false;
+};
+
+// One row of the diff: a pair, or a row present in one report only (ADDED / REMOVED).
+struct RowDiff {
+  RowKey key;
+  std::string label;  // key as people read it; only the parts that vary between rows
+  Verdict verdict = Verdict::unsure;
+  std::string reason;
+  std::optional<std::string> old_status, new_status;  // absent on the side without the row
+  TimingComparison timing;                             // empty for ADDED / REMOVED
+  std::vector<StructuralChange> structural;
+};
+
+// What is said about each report in the diff's header.
+struct ReportSide {
+  std::string file, schema_version, workload_id, run_label, mode, created_at, git_commit, evidence_level,
+      decision_verdict;
+};
+
+struct DiffSummary {
+  std::map<Verdict, int> verdicts;  // every Verdict present, zero counts included
+  int structural_regressions = 0, structural_improvements = 0, structural_neutral = 0;
+  // Geometric mean of new/old median ratios over rows paired with status ok and samples on both
+  // sides: one number for "did this change make things faster overall".
+  std::optional<double> geomean_ratio;
+  int geomean_rows = 0;
+  std::vector<std::string> failing;  // why the exit code is 1; empty when it is 0
+  int exit_code = 0;                 // 0 no regression, 1 regression
+};
+
+struct DiffResult {
+  ReportSide old_report, new_report;
+  DiffSettings settings;
+  std::vector<RowDiff> rows;                    // old report's row order, then added rows
+  std::vector<StructuralChange> report_changes; // decision verdict, evidence level
+  std::vector<std::string> notes;               // e.g. the workload change that was allowed
+  DiffSummary summary;
+};
+
+// Both reports must already be loaded (load_report) and found comparable (check_comparable).
+DiffResult compare_reports(const LoadedReport& old_report, const LoadedReport& new_report,
+                           const DiffSettings& settings, std::vector<std::string> notes = {});
+
+}  // namespace arch_bench

@@ -1,0 +1,99 @@
+#include "runner/diff/load_report.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "runner/core/errors.hpp"
+#include "runner/report/report.hpp"
+#include "runner/report/schema_validation.hpp"
+
+namespace arch_bench {
+
+namespace {
+constexpr std::size_t kErrorsShown = 5;
+
+std::string string_at(const nlohmann::json& document, const char* pointer) {
+  // Runs before validation, so any shape must be survivable: a missing or odd field reads as "".
+  try {
+    const nlohmann::json& value = document.at(nlohmann::json::json_pointer(pointer));
+    return value.is_string() ? value.get<std::string>() : std::string();
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  }
+}
+
+std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
+}  // namespace
+
+LoadedReport read_report(const std::string& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) {
+    throw UsageError(fmt::format("{}: is a folder, not a result report", file));
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{}: cannot be read: {}", file, std::strerror(errno)));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw UsageError(fmt::format("{}: cannot be read", file));
+  LoadedReport report{file, nullptr};
+  try {
+    report.document = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& parse_error) {
+    throw UsageError(fmt::format("{}: not valid JSON: {}", file, parse_error.what()));
+  }
+  return report;
+}
+
+std::vector<std::string> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,
+                                          bool allow_workload_change) {
+  std::vector<std::string> differences;
+  const std::string old_workload = string_at(old_report.document, "/identity/workload_id");
+  const std::string new_workload = string_at(new_report.document, "/identity/workload_id");
+  if (!old_workload.empty() && !new_workload.empty() && old_workload != new_workload) {
+    differences.push_back(fmt::format("identity.workload_id differs: '{}' in {} vs '{}' in {}", old_workload,
+                                      old_report.file, new_workload, new_report.file));
+  }
+  const std::string old_version = string_at(old_report.document, "/schema_version");
+  const std::string new_version = string_at(new_report.document, "/schema_version");
+  if (!old_version.empty() && !new_version.empty() && major_of(old_version) != major_of(new_version)) {
+    differences.push_back(fmt::format("schema_version major differs: {} in {} vs {} in {}", old_version,
+                                      old_report.file, new_version, new_report.file));
+  }
+  if (differences.empty() || allow_workload_change) return differences;
+  std::string message = "refusing to compare different workloads: " + differences.front();
+  for (std::size_t i = 1; i < differences.size(); ++i) message += "; " + differences[i];
+  throw UsageError(message + ". Rows of different workloads are not comparable evidence; pass "
+                             "--allow-workload-change to diff them anyway");
+}
+
+void validate_report(const LoadedReport& report) {
+  const std::string version = string_at(report.document, "/schema_version");
+  const std::string supported = major_of(kResultSchemaVersion);
+  if (!version.empty() && major_of(version) != supported) {
+    throw UsageError(fmt::format("{}: schema_version {} is not readable by this arch-bench, which reads result "
+                                 "reports {}.x",
+                                 report.file, version, supported));
+  }
+  std::vector<std::string> errors = schema_errors(report.document, "result");
+  if (errors.empty()) return;
+  // valijson adds "Failed to validate ..." for every enclosing object of a violation; the
+  // violations themselves are what the user has to fix.
+  std::vector<std::string> leaves;
+  for (const std::string& error : errors) {
+    if (error.find(": Failed to validate") == std::string::npos) leaves.push_back(error);
+  }
+  if (!leaves.empty()) errors = std::move(leaves);
+  std::string message = fmt::format("{}: not a valid arch-bench result report (schemas/result.schema.json), {} "
+                                    "problem(s):",
+                                    report.file, errors.size());
+  for (std::size_t i = 0; i < errors.size() && i < kErrorsShown; ++i) message += "\n  " + errors[i];
+  if (errors.size() > kErrorsShown) message += fmt::format("\n  ... and {} more", errors.size() - kErrorsShown);
+  throw UsageError(message);
+}
+
+}  // namespace arch_bench

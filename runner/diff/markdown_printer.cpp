@@ -1,0 +1,68 @@
+// The diff as GitHub-flavoured Markdown, for a CI job summary ($GITHUB_STEP_SUMMARY) or a PR comment.
+#include <fmt/format.h>
+
+#include "runner/diff/cell_format.hpp"
+#include "runner/diff/printers.hpp"
+
+namespace arch_bench {
+
+namespace {
+// A table cell must not contain a pipe or a line break.
+std::string cell(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '|') escaped += "\\|";
+    else if (c == '\n') escaped += ' ';
+    else escaped += c;
+  }
+  return escaped;
+}
+
+std::string code(const std::string& text) { return text.empty() ? "" : "`" + cell(text) + "`"; }
+}  // namespace
+
+std::string format_diff_markdown(const DiffResult& diff) {
+  namespace f = diff_format;
+  std::string out;
+  out += fmt::format("### arch-bench diff: {} → {}\n\n", code(diff.old_report.run_label),
+                     code(diff.new_report.run_label));
+  out += fmt::format("**Result: {}**\n\n", f::result(diff));
+  out += fmt::format("- old: {}\n- new: {}\n- {}\n", cell(f::side(diff.old_report)), cell(f::side(diff.new_report)),
+                     f::settings(diff.settings));
+  for (const std::string& note : diff.notes) out += fmt::format("- note: {}\n", cell(note));
+  out += "\n";
+
+  if (diff.rows.empty()) {
+    out += "_Neither report has rows._\n";
+  } else {
+    out += "| row | old median ms | new median ms | change | p | verdict | notes |\n";
+    out += "|---|---:|---:|---:|---:|---|---|\n";
+    for (const RowDiff& row : diff.rows) {
+      const std::string verdict = verdict_name(row.verdict);
+      const bool loud = row.verdict == Verdict::slower || !row.structural.empty();
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", code(row.label),
+                         f::milliseconds(row.timing.old_median_ms), f::milliseconds(row.timing.new_median_ms),
+                         f::change(row.timing.change), f::p_value(row.timing.p_value),
+                         loud ? "**" + verdict + "**" : verdict, cell(f::row_notes(row)));
+    }
+  }
+
+  bool any_structural = !diff.report_changes.empty();
+  for (const RowDiff& row : diff.rows) any_structural = any_structural || !row.structural.empty();
+  if (any_structural) {
+    out += "\n**Structural changes**\n\n";
+    for (const StructuralChange& change : diff.report_changes) {
+      out += fmt::format("- {}: report: {}\n", change_kind_name(change.kind), cell(change.message));
+    }
+    for (const RowDiff& row : diff.rows) {
+      for (const StructuralChange& change : row.structural) {
+        out += fmt::format("- {}: {}: {}\n", change_kind_name(change.kind), code(row.label), cell(change.message));
+      }
+    }
+  }
+  out += fmt::format("\nVerdicts: {}. Structural: {}. {}.\n", f::verdict_counts(diff.summary),
+                     f::structural_counts(diff.summary), f::geomean(diff.summary));
+  return out;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,117 @@
+#include "runner/diff/pair_rows.hpp"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace arch_bench {
+
+namespace {
+std::string string_or_empty(const nlohmann::json& row, const char* name) {
+  const auto it = row.find(name);
+  return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::int64_t integer_or_zero(const nlohmann::json& row, const char* name) {
+  const auto it = row.find(name);
+  return it != row.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
+std::string compact_options(const nlohmann::json& options) {
+  std::string text;
+  for (const auto& [name, value] : options.items()) {
+    text += fmt::format("{}{}={}", text.empty() ? "" : ",", name,
+                        value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return text;
+}
+
+// Keys by id, with their occurrence, in order of first appearance.
+std::vector<RowKey> keys_of(const nlohmann::json& rows) {
+  std::vector<RowKey> keys;
+  std::map<std::string, int> seen;
+  for (const nlohmann::json& row : rows) {
+    const std::string base = row_key(row).id();
+    keys.push_back(row_key(row, seen[base]++));
+  }
+  return keys;
+}
+}  // namespace
+
+std::string RowKey::id() const {
+  // json::dump writes object members in sorted order, so equal options give equal text.
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", mechanism, variant, phase, sequence_length, batch, heads,
+                     head_dim, dtype, options.dump(), occurrence);
+}
+
+RowKey row_key(const nlohmann::json& row, int occurrence) {
+  RowKey key;
+  key.mechanism = string_or_empty(row, "mechanism");
+  key.variant = string_or_empty(row, "variant");
+  key.phase = string_or_empty(row, "phase");
+  key.sequence_length = integer_or_zero(row, "sequence_length");
+  key.batch = integer_or_zero(row, "batch");
+  key.heads = integer_or_zero(row, "heads");
+  key.head_dim = integer_or_zero(row, "head_dim");
+  key.dtype = string_or_empty(row, "dtype");
+  if (const auto it = row.find("options"); it != row.end() && it->is_object()) key.options = *it;
+  key.occurrence = occurrence;
+  return key;
+}
+
+std::vector<RowPair> pair_rows(const nlohmann::json& old_rows, const nlohmann::json& new_rows) {
+  const std::vector<RowKey> old_keys = keys_of(old_rows);
+  const std::vector<RowKey> new_keys = keys_of(new_rows);
+  std::map<std::string, std::size_t> new_index;
+  for (std::size_t i = 0; i < new_keys.size(); ++i) new_index.emplace(new_keys[i].id(), i);
+
+  std::vector<RowPair> pairs;
+  std::set<std::size_t> paired_new;
+  for (std::size_t i = 0; i < old_keys.size(); ++i) {
+    RowPair pair{old_keys[i], &old_rows[i], nullptr};
+    if (const auto it = new_index.find(old_keys[i].id()); it != new_index.end()) {
+      pair.new_row = &new_rows[it->second];
+      paired_new.insert(it->second);
+    }
+    pairs.push_back(std::move(pair));
+  }
+  for (std::size_t i = 0; i < new_keys.size(); ++i) {
+    if (!paired_new.contains(i)) pairs.push_back(RowPair{new_keys[i], nullptr, &new_rows[i]});
+  }
+  return pairs;
+}
+
+std::vector<std::string> row_labels(const std::vector<RowKey>& keys) {
+  std::set<std::int64_t> batches, heads, head_dims;
+  std::set<std::string> dtypes;
+  for (const RowKey& key : keys) {
+    batches.insert(key.batch);
+    heads.insert(key.heads);
+    head_dims.insert(key.head_dim);
+    dtypes.insert(key.dtype);
+  }
+  // Options are shown only where they tell apart keys that would otherwise read the same.
+  std::map<std::string, std::set<std::string>> options_per_label;
+  auto base_label = [&](const RowKey& key) {
+    std::string label = key.mechanism + (key.variant.empty() ? "" : "[" + key.variant + "]");
+    label += fmt::format(" {} L={}", key.phase, key.sequence_length);
+    if (batches.size() > 1) label += fmt::format(" B={}", key.batch);
+    if (heads.size() > 1) label += fmt::format(" H={}", key.heads);
+    if (head_dims.size() > 1) label += fmt::format(" d={}", key.head_dim);
+    if (dtypes.size() > 1) label += " " + key.dtype;
+    return label;
+  };
+  for (const RowKey& key : keys) options_per_label[base_label(key)].insert(key.options.dump());
+
+  std::vector<std::string> labels;
+  for (const RowKey& key : keys) {
+    std::string label = base_label(key);
+    if (options_per_label[label].size() > 1) label += " {" + compact_options(key.options) + "}";
+    if (key.occurrence > 0) label += fmt::format(" #{}", key.occurrence + 1);
+    labels.push_back(std::move(label));
+  }
+  return labels;
+}
+
+}  // namespace arch_bench

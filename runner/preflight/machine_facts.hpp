@@ -1,0 +1,22 @@
+#pragma once
+// What preflight reads from the machine, gathered once so that the checks themselves are pure
+// functions of (profile, plan, facts) and can be tested with made-up machines.
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/backends/cuda/device_probe.hpp"
+
+namespace arch_bench {
+
+struct MachineFacts {
+  nlohmann::json host = nlohmann::json::object();  // host_facts(): cores, governor, hypervisor, ...
+  std::optional<std::int64_t> host_available_bytes;  // MemAvailable; nullopt when unreadable
+  CudaProbe cuda;
+};
+
+MachineFacts read_machine_facts();
+nlohmann::json to_json(const CudaProbe& probe);
+
+}  // namespace arch_bench

@@ -1,0 +1,49 @@
+#pragma once
+// Shared helpers for mechanism tests: seeded inputs in storage dtype, comparisons.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/inputs.hpp"
+
+namespace arch_bench::testing {
+
+inline Cell small_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType dtype,
+                       Phase phase = Phase::decode) {
+  Cell cell;
+  cell.mechanism = "test";
+  cell.phase = phase;
+  cell.sequence_length = length;
+  cell.batch = 1;
+  cell.heads = heads;
+  cell.head_dim = dim;
+  cell.dtype = dtype;
+  return cell;
+}
+
+template <class T>
+std::vector<T> to_storage(const std::vector<float>& values) {
+  std::vector<T> out(values.size());
+  store(values.data(), static_cast<std::int64_t>(values.size()), out.data());
+  return out;
+}
+
+template <class T>
+std::vector<float> to_floats(const std::vector<T>& values) {
+  std::vector<float> out(values.size());
+  std::transform(values.begin(), values.end(), out.begin(), [](T x) { return to_float(x); });
+  return out;
+}
+
+// max |a - b| / max |b|
+inline double relative_max_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double max_diff = 0, max_ref = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(double(a[i]) - double(b[i])));
+    max_ref = std::max(max_ref, std::fabs(double(b[i])));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+}  // namespace arch_bench::testing

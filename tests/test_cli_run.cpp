@@ -1,0 +1,145 @@
+// `arch-bench run` end to end through the real executable: bad input gets a clear error, exit 2
+// and no file; a good run writes a valid report; results are never overwritten.
+#include <gtest/gtest.h>
+
+#include "runner/report/schema_validation.hpp"
+#include "support/cli.hpp"
+
+namespace arch_bench {
+namespace {
+using testing::CliResult;
+using testing::run_cli;
+using testing::TempFolder;
+
+// Small, fast settings every CLI run in this file shares.
+const std::string kTiny = " --sequence-lengths 64,128 --repeats 3 --warmup 1 --query-heads 2 --head-dim 16 -q";
+
+struct BadInput {
+  std::string arguments;
+  std::string message;  // must appear in stderr
+};
+
+class CliRejects : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliRejects, WithExitCode2AClearMessageAndNoFile) {
+  TempFolder folder;
+  const auto output = folder / "out.json";
+  const CliResult result = run_cli("run --output '" + output.string() + "' " + GetParam().arguments);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find(GetParam().message), std::string::npos) << "stderr was: " << result.err;
+  EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInputs, CliRejects,
+    ::testing::Values(BadInput{"--sequence-lengths 0,512", "--sequence-lengths: 0 is not positive"},
+                      BadInput{"--sequence-lengths -5", "--sequence-lengths"},
+                      BadInput{"--sequence-lengths abc", "'abc' is not an integer"},
+                      BadInput{"--sequence-lengths ''", "--sequence-lengths is empty"},
+                      BadInput{"--sequence-lengths 512,,1024", "empty item"},
+                      BadInput{"--batch 0", "--batch must be a positive integer"},
+                      BadInput{"--query-heads -1", "--query-heads must be a positive integer"},
+                      BadInput{"--head-dim x", "--head-dim"},
+                      BadInput{"--head-dim 512", "head_dim up to 256"},
+                      BadInput{"--repeats 0", "--repeats must be a positive integer"},
+                      BadInput{"--dtype float16", "unknown dtype 'float16'"},
+                      BadInput{"--mode quadratic", "unknown mode 'quadratic'"},
+                      BadInput{"--phase sideways", "unknown phase 'sideways'"},
+                      BadInput{"--feature-map tanh", "unknown feature map 'tanh'"},
+                      BadInput{"--run-label 'a/b'", "--run-label"},
+                      BadInput{"--device tpu", "--device"},
+                      BadInput{"--no-such-option 1", "no-such-option"}));
+
+TEST(CliRun, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
+  TempFolder folder;
+  const auto blocker = folder / "file";
+  std::ofstream(blocker) << "not a folder";
+  const CliResult result = run_cli("run --output '" + (blocker / "out.json").string() + "'" + kTiny);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("output folder"), std::string::npos) << result.err;
+}
+
+TEST(CliRun, ExistingResultIsNeverOverwritten) {
+  TempFolder folder;
+  const auto output = folder / "out.json";
+  std::ofstream(output) << "precious";
+  const CliResult result = run_cli("run --output '" + output.string() + "'" + kTiny);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--run-label"), std::string::npos) << result.err;
+  EXPECT_EQ(testing::read_text(output), "precious");
+}
+
+TEST(CliRun, SeedInvocationWritesAValidReportUnderTheRunLabel) {
+  TempFolder folder;
+  // Seed 003 cell 5.2, verbatim apart from the tiny sizes, without the `run` subcommand.
+  const CliResult result = run_cli(
+      "--mode linear_recurrence --semantic-id ARCH-RECURRENT-STATE-MECHANISM --workload-id arch-linear-recurrence-v2 "
+      "--run-label seedcheck --profile-id ARCH-CUDA-MECHANISM --sequence-lengths 64,128 --query-heads 2 --head-dim 16 "
+      "--dtype bfloat16 --warmup 1 --repeats 3",
+      folder.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto path = folder / "results/45_linear_recurrent_state_seedcheck.json";
+  ASSERT_TRUE(std::filesystem::exists(path));
+  const nlohmann::json report = testing::read_json(path);
+  EXPECT_TRUE(schema_errors(report, "result").empty());
+  EXPECT_EQ(report["identity"]["profile_id"], "ARCH-CUDA-MECHANISM");
+  EXPECT_EQ(report["evidence_level"], "cpu_measured");
+  EXPECT_EQ(report["hardware"]["backend"], "cpu");
+  EXPECT_NE(result.err.find("CPU"), std::string::npos);  // the run says where it measured
+  EXPECT_EQ(report["metrics"]["rows"].size(), 4u);
+  for (const auto& row : report["metrics"]["rows"]) {
+    EXPECT_EQ(row["samples_ms"].size(), 3u);
+    EXPECT_EQ(row["dtype"], "bfloat16");
+    EXPECT_TRUE(row["within_tolerance"].get<bool>());
+  }
+  EXPECT_EQ(report["decision"]["verdict"], "accept_fixed_state_growth_mechanism");
+  EXPECT_NE(result.out.find("decision: accept_fixed_state_growth_mechanism"), std::string::npos);
+
+  // Same label again: refused, and the first report is untouched.
+  const std::string before = testing::read_text(path);
+  const CliResult again = run_cli("--mode linear_recurrence --run-label seedcheck" + kTiny, folder.path());
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(testing::read_text(path), before);
+}
+
+TEST(CliRun, ValidateAcceptsGoodReportsAndRejectsBrokenOnes) {
+  TempFolder folder;
+  const auto good = folder / "good.json";
+  ASSERT_EQ(run_cli("run --output '" + good.string() + "'" + kTiny).exit_code, 0);
+  EXPECT_EQ(run_cli("validate '" + good.string() + "'").exit_code, 0);
+
+  nlohmann::json broken = testing::read_json(good);
+  broken.erase("decision");
+  const auto missing = folder / "missing.json";
+  std::ofstream(missing) << broken.dump();
+  const CliResult invalid = run_cli("validate '" + missing.string() + "'");
+  EXPECT_EQ(invalid.exit_code, 1);
+  EXPECT_NE(invalid.out.find("decision"), std::string::npos) << invalid.out;
+
+  const auto garbage = folder / "garbage.json";
+  std::ofstream(garbage) << "{ not json";
+  EXPECT_EQ(run_cli("validate '" + garbage.string() + "'").exit_code, 2);
+}
+
+TEST(CliRun, HelpExplainsEveryRunOption) {
+  const CliResult help = run_cli("run --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* option : {"--sequence-lengths", "--batch", "--query-heads", "--head-dim", "--dtype", "--warmup",
+                             "--repeats", "--run-label", "--output", "--seed", "--threads", "--device", "--phase",
+                             "--cache", "--overwrite"}) {
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
+  }
+}
+
+TEST(CliRun, ListNamesModesMechanismsAndBackends) {
+  const CliResult list = run_cli("list");
+  EXPECT_EQ(list.exit_code, 0);
+  for (const char* word : {"linear_recurrence", "softmax_kv", "linear_attention", "cpu", "cuda"}) {
+    EXPECT_NE(list.out.find(word), std::string::npos) << word;
+  }
+  const nlohmann::json listing = nlohmann::json::parse(run_cli("list --json").out);
+  EXPECT_FALSE(listing["mechanisms"].empty());
+}
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,105 @@
+// The linear_recurrence decision rule and its shared building blocks.
+#include <gtest/gtest.h>
+
+#include "runner/modes/decision_rules.hpp"
+#include "runner/modes/mode.hpp"
+
+namespace arch_bench {
+namespace {
+
+Row make_row(const std::string& mechanism, Role role, std::int64_t length, std::int64_t state_bytes,
+             double median_ms) {
+  Row row;
+  row.cell.mechanism = mechanism;
+  row.cell.phase = Phase::decode;
+  row.cell.sequence_length = length;
+  row.role = role;
+  row.state_bytes = state_bytes;
+  row.stats.median = median_ms;
+  row.samples_ms = {median_ms};
+  row.tolerance = 1e-2;
+  row.accuracy.max_rel_error = 1e-3;
+  return row;
+}
+
+std::vector<Row> healthy_rows() {
+  std::vector<Row> rows;
+  for (std::int64_t length : {512, 2048, 8192}) {
+    rows.push_back(make_row("softmax_kv", Role::baseline, length, length * 256, length * 1e-4));
+    rows.push_back(make_row("linear_attention", Role::candidate, length, 133120, 0.1));
+  }
+  return rows;
+}
+
+Workload decode_workload() {
+  Workload workload;
+  workload.sequence_lengths = {512, 2048, 8192};
+  workload.phases = {Phase::decode};
+  return workload;
+}
+
+const Mode& linear_recurrence() {
+  const Mode* mode = find_mode("linear_recurrence");
+  EXPECT_NE(mode, nullptr);
+  return *mode;
+}
+
+TEST(Decision, AcceptsFixedStateAgainstGrowingHistory) {
+  const Decision decision = linear_recurrence().decide(healthy_rows(), decode_workload());
+  EXPECT_EQ(decision.verdict, "accept_fixed_state_growth_mechanism");
+  // candidate 0.1 ms vs baseline 0.0512, 0.2048, 0.8192 ms: cheaper from 2048 on.
+  ASSERT_TRUE(decision.crossover_length.has_value());
+  EXPECT_EQ(*decision.crossover_length, 2048);
+  EXPECT_NEAR(decision.details["time_ratio_candidate_over_baseline"]["decode"]["8192"].get<double>(), 0.1 / 0.8192,
+              1e-12);
+}
+
+TEST(Decision, FabricatedGrowingCandidateIsNotAccepted) {
+  std::vector<Row> rows = healthy_rows();
+  for (Row& row : rows) {
+    if (row.role == Role::candidate) row.state_bytes = row.cell.sequence_length * 16;  // grows with L
+  }
+  const Decision decision = linear_recurrence().decide(rows, decode_workload());
+  EXPECT_EQ(decision.verdict, "reject_state_grows_with_length");
+  EXPECT_FALSE(decision.reasons.empty());
+}
+
+TEST(Decision, NonFiniteOrInaccurateCandidateIsRejected) {
+  std::vector<Row> rows = healthy_rows();
+  rows[3].accuracy.output_finite = false;
+  EXPECT_EQ(linear_recurrence().decide(rows, decode_workload()).verdict, "reject_candidate_outputs_incorrect");
+  rows = healthy_rows();
+  rows[5].accuracy.max_rel_error = 0.5;
+  EXPECT_EQ(linear_recurrence().decide(rows, decode_workload()).verdict, "reject_candidate_outputs_incorrect");
+}
+
+TEST(Decision, FailedRowOrSingleLengthIsInconclusive) {
+  std::vector<Row> rows = healthy_rows();
+  rows[0].status = RowStatus::failed;
+  rows[0].reason = "out of memory";
+  EXPECT_EQ(linear_recurrence().decide(rows, decode_workload()).verdict, "inconclusive");
+
+  Workload one_length = decode_workload();
+  one_length.sequence_lengths = {512};
+  const std::vector<Row> two = {healthy_rows()[0], healthy_rows()[1]};
+  EXPECT_EQ(linear_recurrence().decide(two, one_length).verdict, "inconclusive");
+}
+
+TEST(Decision, CrossoverRequiresTheCandidateToStayCheaper) {
+  EXPECT_EQ(crossover_length({{512, 0.5}, {2048, 0.4}, {8192, 0.3}}), 512);
+  EXPECT_EQ(crossover_length({{512, 0.5}, {2048, 1.2}, {8192, 0.3}}), 8192);
+  EXPECT_EQ(crossover_length({{512, 0.5}, {2048, 0.4}, {8192, 1.1}}), std::nullopt);
+  EXPECT_EQ(crossover_length({}), std::nullopt);
+}
+
+TEST(Decision, StateGrowthNeedsExactProportionality) {
+  std::vector<Row> rows = {make_row("a", Role::baseline, 512, 1000, 1), make_row("a", Role::baseline, 1024, 2000, 1)};
+  std::vector<const Row*> pointers = {&rows[0], &rows[1]};
+  EXPECT_TRUE(state_grows_with_length(pointers));
+  rows[1].state_bytes = 2001;
+  EXPECT_FALSE(state_grows_with_length(pointers));
+  EXPECT_FALSE(state_is_fixed(pointers));
+}
+
+}  // namespace
+}  // namespace arch_bench

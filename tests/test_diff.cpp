@@ -1,0 +1,623 @@
+// `arch-bench diff`: timing verdicts, structural checks and pairing in process, then the real
+// executable for exit codes, messages and output formats. Fixtures are result reports made by the
+// report code itself (to_json of a RunReport), so they have exactly the shape `arch-bench run`
+// writes; each test changes the samples or fields it is about.
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "runner/diff/diff.hpp"
+#include "runner/diff/printers.hpp"
+#include "runner/measure/statistics.hpp"
+#include "runner/report/report.hpp"
+#include "runner/report/schema_validation.hpp"
+
+namespace arch_bench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+// Samples around `median_ms` with multiplicative noise of relative spread `spread`, deterministic
+// for a seed.
+std::vector<double> noisy_samples(double median_ms, double spread, std::size_t n, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::vector<double> samples;
+  for (std::size_t i = 0; i < n; ++i) samples.push_back(median_ms * (1 + spread * unit(generator)));
+  return samples;
+}
+
+// Keeps the row's statistics consistent with its samples, as the runner writes them.
+void set_samples(json& row, const std::vector<double>& samples) {
+  row["samples_ms"] = samples;
+  row["repeats"] = samples.size();
+  if (samples.empty()) return;
+  const SampleStats s = summarize(samples);
+  row["mean_step_ms"] = s.mean;
+  row["median_step_ms"] = s.median;
+  row["p05_step_ms"] = s.p05;
+  row["p95_step_ms"] = s.p95;
+  row["stdev_step_ms"] = s.stdev;
+  row["rel_stdev"] = s.rel_stdev;
+  row["min_step_ms"] = s.min;
+  row["max_step_ms"] = s.max;
+}
+
+Row make_row(const std::string& mechanism, Role role, std::int64_t length, StateKind kind, std::int64_t state_bytes,
+             double median_ms, unsigned seed) {
+  Row row;
+  row.cell.mechanism = mechanism;
+  row.cell.sequence_length = length;
+  row.role = role;
+  row.state_kind = kind;
+  row.state_bytes = state_bytes;
+  row.predicted_peak_bytes = state_bytes + 4096;
+  row.warmup = 2;
+  row.samples_ms = noisy_samples(median_ms, 0.03, 20, seed);
+  row.stats = summarize(row.samples_ms);
+  row.peak_memory_bytes = state_bytes + 8192;
+  row.accuracy = {true, 1e-4, 2e-3, 8, 0, std::nullopt, std::nullopt};
+  row.tolerance = dtype_tolerance(DType::bfloat16);
+  row.cost = {1e6, 2e6};
+  row.achieved_gbps = 10;
+  row.achieved_gflops = 20;
+  row.fraction_of_memory_bandwidth = 0.5;
+  row.fraction_of_peak_flops = 0.1;
+  return row;
+}
+
+// Two mechanisms (explicit K/V history against a fixed state) at L = 256 and 512, 20 samples each.
+json make_report() {
+  RunReport report;
+  report.identity = {"arch-linear-recurrence", "arch-linear-recurrence-v2", "test", "ARCH-CPU-MECHANISM",
+                     "linear_recurrence", "2024-01-01T00:00:00Z", "arch-bench run", 7};
+  report.workload.sequence_lengths = {256, 512};
+  report.workload.repeats = 20;
+  report.workload.warmup = 2;
+  report.arms = {{"softmax_kv", Role::baseline, "", {}}, {"linear_attention", Role::candidate, "", {}}};
+  report.ceilings = Ceilings{10, 12, 100, 1, "test"};
+  report.timer_overhead_ms = 0.0001;
+  report.rows = {make_row("softmax_kv", Role::baseline, 256, StateKind::explicit_history, 524288, 0.040, 1),
+                 make_row("linear_attention", Role::candidate, 256, StateKind::fixed_state, 133120, 0.012, 2),
+                 make_row("softmax_kv", Role::baseline, 512, StateKind::explicit_history, 1048576, 0.080, 3),
+                 make_row("linear_attention", Role::candidate, 512, StateKind::fixed_state, 133120, 0.013, 4)};
+  report.decision.verdict = "accept_fixed_state_growth_mechanism";
+  report.decision.reasons = {"state fixed"};
+  report.decision.crossover_length = 256;
+  report.decision.next_action = "keep";
+  report.process_peak_rss_bytes = 1 << 20;
+  return to_json(report);
+}
+
+json& rows_of(json& report) { return report["metrics"]["rows"]; }
+
+void scale_samples(json& report, double factor) {
+  for (json& row : rows_of(report)) {
+    std::vector<double> samples = row["samples_ms"].get<std::vector<double>>();
+    for (double& sample : samples) sample *= factor;
+    set_samples(row, samples);
+  }
+}
+
+void jitter_samples(json& report, double spread, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (json& row : rows_of(report)) {
+    std::vector<double> samples = row["samples_ms"].get<std::vector<double>>();
+    for (double& sample : samples) sample *= 1 + spread * unit(generator);
+    set_samples(row, samples);
+  }
+}
+
+DiffResult diff_of(const json& old_report, const json& new_report, DiffSettings settings = {}) {
+  return compare_reports({"old.json", old_report}, {"new.json", new_report}, settings);
+}
+
+// A unique folder under the system temp folder, removed with everything in it.
+class TempFolder {
+ public:
+  TempFolder() {
+    std::string pattern = (fs::temp_directory_path() / "arch-bench-diff-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+
+  std::string write(const std::string& name, const std::string& text) const {
+    const fs::path file = path_ / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+  std::string write(const std::string& name, const json& document) const { return write(name, document.dump(1)); }
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_text(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs the real executable with `args` (already shell-quoted where needed).
+CommandResult run_cli(const TempFolder& folder, const std::string& args) {
+  const std::string out = folder.path("stdout.txt");
+  const std::string err = folder.path("stderr.txt");
+  const std::string command = fmt::format("'{}' {} > '{}' 2> '{}'", ARCH_BENCH_EXECUTABLE, args, out, err);
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = read_text(out);
+  result.err = read_text(err);
+  return result;
+}
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+// ---------------------------------------------------------------------------------------------
+// Timing verdicts
+
+TEST(DiffTiming, FewerThanEightSamplesIsUnsureEvenForALargeChange) {
+  const std::vector<double> old_samples(7, 1.0);
+  const std::vector<double> new_samples(20, 3.0);
+  const TimingComparison t = judge_timing(old_samples, new_samples, {});
+  EXPECT_EQ(t.verdict, Verdict::unsure);
+  EXPECT_NE(t.reason.find("too few samples"), std::string::npos);
+  EXPECT_FALSE(t.p_value.has_value());
+  ASSERT_TRUE(t.change.has_value());
+  EXPECT_DOUBLE_EQ(*t.change, 2.0);
+}
+
+TEST(DiffTiming, TwiceTheTimeIsSlowerAndHalfIsFaster) {
+  const std::vector<double> base = noisy_samples(1.0, 0.05, 20, 11);
+  std::vector<double> doubled = base;
+  for (double& sample : doubled) sample *= 2;
+  const TimingComparison slower = judge_timing(base, doubled, {});
+  EXPECT_EQ(slower.verdict, Verdict::slower) << slower.reason;
+  EXPECT_NEAR(*slower.change, 1.0, 1e-12);
+  EXPECT_LT(*slower.p_value, 1e-6);
+  EXPECT_EQ(judge_timing(doubled, base, {}).verdict, Verdict::faster);
+}
+
+TEST(DiffTiming, SignificantButBelowTheMinimumEffectIsSame) {
+  // 2% slower with 0.1% noise: the test is sure, but 2% is below the 5% minimum effect.
+  const std::vector<double> old_samples = noisy_samples(1.0, 0.001, 30, 5);
+  const std::vector<double> new_samples = noisy_samples(1.02, 0.001, 30, 6);
+  const TimingComparison t = judge_timing(old_samples, new_samples, {});
+  EXPECT_LT(*t.p_value, 0.01);
+  EXPECT_EQ(t.verdict, Verdict::same) << t.reason;
+  EXPECT_NE(t.reason.find("significant"), std::string::npos);
+}
+
+TEST(DiffTiming, LargeButNotSignificantIsUnsure) {
+  // Medians 1.0 -> 1.2, but the samples overlap almost entirely.
+  const std::vector<double> old_samples{0.5, 0.6, 0.9, 1.0, 1.0, 1.1, 1.9, 2.0};
+  const std::vector<double> new_samples{0.5, 0.7, 1.0, 1.2, 1.2, 1.3, 1.8, 2.1};
+  const TimingComparison t = judge_timing(old_samples, new_samples, {});
+  EXPECT_GE(*t.p_value, 0.01);
+  EXPECT_GE(std::abs(*t.change), 0.05);
+  EXPECT_EQ(t.verdict, Verdict::unsure) << t.reason;
+}
+
+TEST(DiffTiming, MinimumEffectAndAlphaAreSettings) {
+  const std::vector<double> old_samples = noisy_samples(1.0, 0.001, 30, 5);
+  const std::vector<double> new_samples = noisy_samples(1.02, 0.001, 30, 6);
+  TimingSettings settings;
+  settings.min_effect = 0.01;
+  EXPECT_EQ(judge_timing(old_samples, new_samples, settings).verdict, Verdict::slower);
+  settings.alpha = 1e-30;  // nothing is that significant with 30 samples
+  EXPECT_EQ(judge_timing(old_samples, new_samples, settings).verdict, Verdict::unsure);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structural checks
+
+TEST(DiffStructural, IdenticalRowsHaveNoChanges) {
+  const json report = make_report();
+  EXPECT_TRUE(row_structural_changes(report["metrics"]["rows"][0], report["metrics"]["rows"][0], {}).empty());
+  EXPECT_TRUE(report_structural_changes(report, report).empty());
+}
+
+TEST(DiffStructural, StateBytesGrowingIsARegressionAndShrinkingAnImprovement) {
+  const json old_row = make_report()["metrics"]["rows"][1];
+  json new_row = old_row;
+  new_row["state_bytes"] = 2 * old_row["state_bytes"].get<std::int64_t>();
+  auto changes = row_structural_changes(old_row, new_row, {});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].field, "state_bytes");
+  EXPECT_EQ(changes[0].kind, ChangeKind::regression);
+  changes = row_structural_changes(new_row, old_row, {});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind, ChangeKind::improvement);
+}
+
+TEST(DiffStructural, PeakMemoryNeedsBothTenPercentAndSixtyFourKiB) {
+  const json old_row = make_report()["metrics"]["rows"][1];  // peak 141312 bytes
+  json new_row = old_row;
+  new_row["peak_memory_bytes"] = old_row["peak_memory_bytes"].get<std::int64_t>() + 60 * 1024;  // > 10%, < 64 KiB
+  EXPECT_TRUE(row_structural_changes(old_row, new_row, {}).empty());
+  new_row["peak_memory_bytes"] = old_row["peak_memory_bytes"].get<std::int64_t>() + 80 * 1024;
+  const auto changes = row_structural_changes(old_row, new_row, {});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].field, "peak_memory_bytes");
+  EXPECT_EQ(changes[0].kind, ChangeKind::regression);
+}
+
+TEST(DiffStructural, NonFiniteOutputIsOneRegression) {
+  const json old_row = make_report()["metrics"]["rows"][0];
+  json new_row = old_row;
+  new_row["output_finite"] = false;
+  new_row["within_tolerance"] = false;
+  const auto changes = row_structural_changes(old_row, new_row, {});
+  ASSERT_EQ(changes.size(), 1u);  // the lost tolerance follows from it and is not said twice
+  EXPECT_EQ(changes[0].field, "output_finite");
+  EXPECT_EQ(changes[0].kind, ChangeKind::regression);
+}
+
+TEST(DiffStructural, ErrorBeyondToleranceIsARegression) {
+  const json old_row = make_report()["metrics"]["rows"][0];
+  json new_row = old_row;
+  new_row["max_rel_error"] = 0.5;
+  new_row["within_tolerance"] = false;
+  const auto changes = row_structural_changes(old_row, new_row, {});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].field, "within_tolerance");
+  EXPECT_EQ(changes[0].kind, ChangeKind::regression);
+  EXPECT_NE(changes[0].message.find("0.5"), std::string::npos);
+}
+
+TEST(DiffStructural, StatusOkToFailedIsARegression) {
+  const json old_row = make_report()["metrics"]["rows"][0];
+  json new_row = old_row;
+  new_row["status"] = "failed";
+  new_row["reason"] = "out of memory";
+  const auto changes = row_structural_changes(old_row, new_row, {});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind, ChangeKind::regression);
+  EXPECT_NE(changes[0].message.find("out of memory"), std::string::npos);
+  EXPECT_EQ(row_structural_changes(new_row, old_row, {})[0].kind, ChangeKind::improvement);
+}
+
+TEST(DiffStructural, DecisionAndEvidenceLevelRankedChanges) {
+  const json old_report = make_report();
+  json new_report = old_report;
+  new_report["decision"]["verdict"] = "reject_state_grows_with_length";
+  new_report["evidence_level"] = "gpu_measured";
+  const auto changes = report_structural_changes(old_report, new_report);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].field, "evidence_level");
+  EXPECT_EQ(changes[0].kind, ChangeKind::improvement);
+  EXPECT_EQ(changes[1].field, "decision.verdict");
+  EXPECT_EQ(changes[1].kind, ChangeKind::regression);
+  new_report["decision"]["verdict"] = "something_new";
+  EXPECT_EQ(report_structural_changes(old_report, new_report)[1].kind, ChangeKind::regression);
+}
+
+TEST(DiffStructural, DecisionNextToADryRunIsNeutral) {
+  json dry_run = make_report();
+  dry_run["evidence_level"] = "dry_run";
+  dry_run["decision"]["verdict"] = "dry_run";
+  rows_of(dry_run) = json::array();
+  const auto changes = report_structural_changes(dry_run, make_report());
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].kind, ChangeKind::improvement);  // dry_run -> cpu_measured
+  EXPECT_EQ(changes[1].kind, ChangeKind::neutral);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pairing and the whole comparison
+
+TEST(DiffPairing, RowsPairByKeyNotByPosition) {
+  const json old_report = make_report();
+  json new_report = old_report;
+  std::swap(rows_of(new_report)[0], rows_of(new_report)[3]);
+  const DiffResult diff = diff_of(old_report, new_report);
+  ASSERT_EQ(diff.rows.size(), 4u);
+  for (const RowDiff& row : diff.rows) EXPECT_EQ(row.verdict, Verdict::same) << row.label;
+  EXPECT_EQ(diff.rows[0].label, "softmax_kv decode L=256");
+}
+
+TEST(DiffPairing, OptionsAreIdentityAndUnpairedRowsAreAddedOrRemoved) {
+  const json old_report = make_report();
+  json new_report = old_report;
+  rows_of(new_report)[1]["options"]["feature_map"] = "relu";
+  const DiffResult diff = diff_of(old_report, new_report);
+  ASSERT_EQ(diff.rows.size(), 5u);
+  EXPECT_EQ(diff.rows[1].verdict, Verdict::removed);
+  EXPECT_EQ(diff.rows[4].verdict, Verdict::added);
+  // Options appear in a label only where they tell two rows apart.
+  EXPECT_NE(diff.rows[4].label.find("feature_map=relu"), std::string::npos) << diff.rows[4].label;
+  EXPECT_EQ(diff.rows[0].label.find("feature_map"), std::string::npos);
+  EXPECT_EQ(diff.summary.exit_code, 0);  // ADDED and REMOVED are reported, never failing
+}
+
+TEST(DiffPairing, RepeatedKeysPairInOrder) {
+  json old_report = make_report();
+  rows_of(old_report).push_back(rows_of(old_report)[0]);
+  const DiffResult diff = diff_of(old_report, old_report);
+  ASSERT_EQ(diff.rows.size(), 5u);
+  EXPECT_EQ(diff.rows[4].key.occurrence, 1);
+  EXPECT_EQ(diff.rows[4].verdict, Verdict::same);
+  EXPECT_NE(diff.rows[4].label.find("#2"), std::string::npos);
+}
+
+TEST(DiffCompare, GeomeanOfMedianRatios) {
+  const json old_report = make_report();
+  json new_report = old_report;
+  scale_samples(new_report, 2.0);
+  const DiffResult diff = diff_of(old_report, new_report);
+  ASSERT_TRUE(diff.summary.geomean_ratio.has_value());
+  EXPECT_NEAR(*diff.summary.geomean_ratio, 2.0, 1e-12);
+  EXPECT_EQ(diff.summary.geomean_rows, 4);
+  EXPECT_EQ(diff.summary.verdicts.at(Verdict::slower), 4);
+  EXPECT_EQ(diff.summary.exit_code, 1);
+  DiffSettings never;
+  never.fail_on_slower = false;
+  EXPECT_EQ(diff_of(old_report, new_report, never).summary.exit_code, 0);
+}
+
+TEST(DiffCompare, FailedRowGetsNoTimingVerdictButAStructuralRegression) {
+  const json old_report = make_report();
+  json new_report = old_report;
+  rows_of(new_report)[2]["status"] = "failed";
+  rows_of(new_report)[2]["reason"] = "kernel threw";
+  set_samples(rows_of(new_report)[2], {});
+  DiffSettings never;
+  never.fail_on_slower = false;
+  const DiffResult diff = diff_of(old_report, new_report, never);
+  EXPECT_EQ(diff.rows[2].verdict, Verdict::unsure);
+  EXPECT_EQ(diff.summary.structural_regressions, 1);
+  EXPECT_EQ(diff.summary.geomean_rows, 3);
+  EXPECT_EQ(diff.summary.exit_code, 1);  // structural regressions fail even with --fail-on never
+}
+
+TEST(DiffCompare, JsonOfAStructuralDiffMatchesTheDiffSchema) {
+  const json old_report = make_report();
+  json new_report = old_report;
+  rows_of(new_report)[0]["state_bytes"] = 1;
+  rows_of(new_report)[1]["status"] = "skipped";
+  rows_of(new_report).erase(3);
+  new_report["decision"]["verdict"] = "inconclusive";
+  const json document = diff_to_json(diff_of(old_report, new_report));
+  const std::vector<std::string> errors = schema_errors(document, "diff");
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(document["summary"]["exit_code"], 1);
+  EXPECT_EQ(document["summary"]["verdicts"]["REMOVED"], 1);
+}
+
+TEST(DiffCompare, FixtureIsAValidResultReport) {
+  const std::vector<std::string> errors = schema_errors(make_report(), "result");
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The executable: exit codes, messages, formats
+
+class DiffCli : public ::testing::Test {
+ protected:
+  TempFolder folder;
+  json base = make_report();
+
+  CommandResult diff(const json& old_report, const json& new_report, const std::string& extra = "") {
+    const std::string a = folder.write("old.json", old_report);
+    const std::string b = folder.write("new.json", new_report);
+    return run_cli(folder, fmt::format("diff {} {} {}", quoted(a), quoted(b), extra));
+  }
+};
+
+TEST_F(DiffCli, IdenticalFilesAreAllSameExitZero) {
+  const CommandResult r = diff(base, base);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdicts: 4 SAME\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("geomean new/old median ratio 1.000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: no regression (exit 0)"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, TwiceSlowerIsSlowerExitOneUnlessFailOnNever) {
+  json slower = base;
+  scale_samples(slower, 2.0);
+  CommandResult r = diff(base, slower);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdicts: 4 SLOWER"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+100.0%"), std::string::npos) << r.out;
+  r = diff(base, slower, "--fail-on never");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("not counted (--fail-on never)"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, TwiceFasterIsFasterExitZero) {
+  json faster = base;
+  scale_samples(faster, 0.5);
+  const CommandResult r = diff(base, faster);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdicts: 4 FASTER"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, OnePercentJitterIsSameOrUnsureExitZero) {
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    json jittered = base;
+    jitter_samples(jittered, 0.01, seed);
+    const CommandResult r = diff(base, jittered, "--format json");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json document = json::parse(r.out);
+    for (const json& row : document["rows"]) {
+      EXPECT_TRUE(row["verdict"] == "SAME" || row["verdict"] == "UNSURE") << row.dump();
+    }
+  }
+}
+
+TEST_F(DiffCli, ChangedStateBytesIsAStructuralRegressionEvenWithFailOnNever) {
+  json changed = base;
+  rows_of(changed)[1]["state_bytes"] = 2 * rows_of(changed)[1]["state_bytes"].get<std::int64_t>();
+  const CommandResult r = diff(base, changed, "--fail-on never");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("state_bytes grew (regression)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 structural regression(s)"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, NonFiniteOutputIsAStructuralRegression) {
+  json broken = base;
+  rows_of(broken)[3]["output_finite"] = false;
+  rows_of(broken)[3]["within_tolerance"] = false;
+  const CommandResult r = diff(base, broken);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("output_finite true -> false (regression)"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, RemovedRowIsReportedButDoesNotFail) {
+  json fewer = base;
+  rows_of(fewer).erase(3);
+  const CommandResult r = diff(base, fewer);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("REMOVED"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, MalformedJsonIsExitTwoNamingTheFile) {
+  const std::string good = folder.write("good.json", base);
+  const std::string bad = folder.write("bad.json", std::string("{\"schema_version\": \"1.0.0\", "));
+  const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(bad)));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(bad + ": not valid JSON"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(DiffCli, MissingRequiredFieldIsExitTwoNamingFileAndField) {
+  json incomplete = base;
+  rows_of(incomplete)[0].erase("state_bytes");
+  const CommandResult r = diff(base, incomplete);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("new.json: not a valid arch-bench result report"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("state_bytes"), std::string::npos) << r.err;
+}
+
+TEST_F(DiffCli, UnreadableFileIsExitTwo) {
+  const std::string good = folder.write("good.json", base);
+  const std::string missing = folder.path("missing.json");
+  const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(missing)));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(missing + ": cannot be read"), std::string::npos) << r.err;
+}
+
+TEST_F(DiffCli, DifferentWorkloadIsRefusedUnlessAllowed) {
+  json other = base;
+  other["identity"]["workload_id"] = "another-workload";
+  CommandResult r = diff(base, other);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("arch-linear-recurrence-v2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("another-workload"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--allow-workload-change"), std::string::npos) << r.err;
+  r = diff(base, other, "--allow-workload-change");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: identity.workload_id differs"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, DifferentSchemaMajorIsRefused) {
+  json future = base;
+  future["schema_version"] = "2.0.0";
+  const CommandResult r = diff(base, future);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("1.0.0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2.0.0"), std::string::npos) << r.err;
+}
+
+TEST_F(DiffCli, BadOptionsAreExitTwo) {
+  EXPECT_EQ(diff(base, base, "--alpha 1.5").exit_code, 2);
+  EXPECT_EQ(diff(base, base, "--min-effect 5").exit_code, 2);  // ambiguous: 5% or 500%?
+  EXPECT_EQ(diff(base, base, "--format csv").exit_code, 2);
+  EXPECT_EQ(diff(base, base, "--fail-on sometimes").exit_code, 2);
+}
+
+TEST_F(DiffCli, MinEffectAcceptsPercentAndFraction) {
+  json slower = base;
+  scale_samples(slower, 1.3);
+  EXPECT_EQ(diff(base, slower, "--min-effect 50%").exit_code, 0);
+  EXPECT_EQ(diff(base, slower, "--min-effect 0.5").exit_code, 0);
+  EXPECT_EQ(diff(base, slower, "--min-effect 10%").exit_code, 1);
+}
+
+TEST_F(DiffCli, JsonFormatValidatesAgainstTheDiffSchema) {
+  json slower = base;
+  scale_samples(slower, 2.0);
+  rows_of(slower)[0]["state_bytes"] = 1;
+  const CommandResult r = diff(base, slower, "--format json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json document = json::parse(r.out);
+  const std::vector<std::string> errors = schema_errors(document, "diff");
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(document["summary"]["verdicts"]["SLOWER"], 4);
+  EXPECT_EQ(document["summary"]["structural_improvements"], 1);
+  EXPECT_EQ(document["rows"][0]["key"]["mechanism"], "softmax_kv");
+}
+
+TEST_F(DiffCli, MarkdownHasATableHeader) {
+  const CommandResult r = diff(base, base, "--format markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| row | old median ms | new median ms | change | p | verdict | notes |\n"
+                       "|---|---:|---:|---:|---:|---|---|\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| `softmax_kv decode L=256` |"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, OutputIsWrittenOnceAndNeverOverwritten) {
+  const std::string a = folder.write("a.json", base);
+  const std::string target = folder.path("diff.json");
+  CommandResult r = run_cli(folder, fmt::format("diff {} {} --format json --output {}", quoted(a), quoted(a),
+                                                quoted(target)));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(schema_errors(json::parse(read_text(target)), "diff").empty());
+  EXPECT_NE(r.out.find("wrote " + target), std::string::npos) << r.out;
+  r = run_cli(folder, fmt::format("diff {} {} --output {}", quoted(a), quoted(a), quoted(target)));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+TEST_F(DiffCli, HelpDocumentsTheExitCodes) {
+  const CommandResult r = run_cli(folder, "diff --help");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Exit codes: 0 no regression; 1 regression"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 bad input"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--fail-on never"), std::string::npos) << r.out;
+}
+
+TEST_F(DiffCli, RealRunReportAgainstItself) {
+  // A report from the real `arch-bench run`, so the diff keeps reading what the runner writes.
+  const std::string report = folder.path("run.json");
+  CommandResult r = run_cli(folder, fmt::format("run --sequence-lengths 64 --repeats 8 --warmup 1 -q --output {}",
+                                                quoted(report)));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_cli(folder, fmt::format("diff {} {}", quoted(report), quoted(report)));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SAME"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("UNSURE"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,148 @@
+// linear_attention: recurrent vs chunkwise, decode vs prefill, kernels vs the fp64 reference.
+#include <gtest/gtest.h>
+
+#include "mechanisms/linear_attention/cpu.hpp"
+#include "mechanisms/linear_attention/reference.hpp"
+#include "mechanisms/registry.hpp"
+#include "runner/backends/cpu/cpu_backend.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+using testing::relative_max_error;
+using testing::small_cell;
+
+struct PrefillResult {
+  std::vector<float> out, state, normalizer;
+};
+
+template <class T>
+PrefillResult prefill(const AttentionInputs& in, FeatureMap map, bool chunkwise) {
+  const LinearAttentionShape shape{in.batch_heads, in.dim, in.dim, map};
+  const auto q = testing::to_storage<T>(in.q), k = testing::to_storage<T>(in.k), v = testing::to_storage<T>(in.v);
+  std::vector<T> out(q.size());
+  PrefillResult r{{}, std::vector<float>(in.batch_heads * in.dim * in.dim, 0.0f),
+                  std::vector<float>(in.batch_heads * in.dim, 0.0f)};
+  if (chunkwise) {
+    linear_attention_prefill_chunkwise(shape, in.tokens, q.data(), k.data(), v.data(), r.state.data(),
+                                       r.normalizer.data(), out.data());
+  } else {
+    linear_attention_prefill_recurrent(shape, in.tokens, q.data(), k.data(), v.data(), r.state.data(),
+                                       r.normalizer.data(), out.data());
+  }
+  r.out = testing::to_floats(out);
+  return r;
+}
+
+std::vector<float> reference_outputs(const AttentionInputs& in, FeatureMap map) {
+  std::vector<float> out;
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    const LinearAttentionResult ref =
+        linear_attention_scan(in.head_matrix(in.q, h, in.tokens), in.head_matrix(in.k, h, in.tokens),
+                              in.head_matrix(in.v, h, in.tokens), map);
+    out.insert(out.end(), ref.outputs.data.begin(), ref.outputs.data.end());
+  }
+  return out;
+}
+
+class LinearAttentionMaps : public ::testing::TestWithParam<FeatureMap> {};
+
+TEST_P(LinearAttentionMaps, RecurrentEqualsChunkwisePrefillOutputsAndStates) {
+  // 200 tokens: three full chunks of 64 and a partial one.
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 32, 0, DType::float32), 200, 21);
+  const PrefillResult chunked = prefill<float>(in, GetParam(), true);
+  const PrefillResult recurrent = prefill<float>(in, GetParam(), false);
+  EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5);
+  EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5);
+  EXPECT_LT(relative_max_error(chunked.normalizer, recurrent.normalizer), 1e-5);
+}
+
+TEST_P(LinearAttentionMaps, ChunkwiseMatchesFp64ReferenceFloat32) {
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::float32), 300, 22);
+  EXPECT_LT(relative_max_error(prefill<float>(in, GetParam(), true).out, reference_outputs(in, GetParam())), 1e-5);
+}
+
+TEST_P(LinearAttentionMaps, Bfloat16StaysWithinToleranceOfFp64) {
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 1000, 23);
+  const double chunked = relative_max_error(prefill<bf16>(in, GetParam(), true).out, reference_outputs(in, GetParam()));
+  const double recurrent = relative_max_error(prefill<bf16>(in, GetParam(), false).out, reference_outputs(in, GetParam()));
+  EXPECT_LT(chunked, dtype_tolerance(DType::bfloat16));
+  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
+  EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
+}
+
+INSTANTIATE_TEST_SUITE_P(FeatureMaps, LinearAttentionMaps,
+                         ::testing::Values(FeatureMap::elu_plus_one, FeatureMap::relu_plus_one));
+
+TEST(LinearAttention, DecodeAtPositionTEqualsRowTOfPrefill) {
+  const std::int64_t length = 130;
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 32, length, DType::float32), length + 1, 31);
+  const PrefillResult full = prefill<float>(in, FeatureMap::elu_plus_one, true);
+  // Context of `length` tokens via prefill, then one decode step for token `length`.
+  AttentionInputs context = in;
+  context.tokens = length;
+  context.q.clear(), context.k.clear(), context.v.clear();
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    context.q.insert(context.q.end(), in.q_at(h, 0), in.q_at(h, length));
+    context.k.insert(context.k.end(), in.k_at(h, 0), in.k_at(h, length));
+    context.v.insert(context.v.end(), in.v_at(h, 0), in.v_at(h, length));
+  }
+  PrefillResult state = prefill<float>(context, FeatureMap::elu_plus_one, true);
+  const LinearAttentionShape shape{in.batch_heads, in.dim, in.dim, FeatureMap::elu_plus_one};
+  std::vector<float> q, k, v, out(in.batch_heads * in.dim), expected;
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    q.insert(q.end(), in.q_at(h, length), in.q_at(h, length) + in.dim);
+    k.insert(k.end(), in.k_at(h, length), in.k_at(h, length) + in.dim);
+    v.insert(v.end(), in.v_at(h, length), in.v_at(h, length) + in.dim);
+    const float* row = full.out.data() + (h * in.tokens + length) * in.dim;
+    expected.insert(expected.end(), row, row + in.dim);
+  }
+  linear_attention_decode_step(shape, q.data(), k.data(), v.data(), state.state.data(), state.normalizer.data(),
+                               out.data());
+  EXPECT_LT(relative_max_error(out, expected), 1e-5);
+  EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
+}
+
+TEST(LinearAttention, PrefillContinuesFromCarriedState) {
+  const AttentionInputs in = make_attention_inputs(small_cell(1, 16, 0, DType::float32), 160, 41);
+  const PrefillResult whole = prefill<float>(in, FeatureMap::elu_plus_one, true);
+  // Same tokens in two calls: [0, 100) then [100, 160), carrying (S, z).
+  const LinearAttentionShape shape{1, 16, 16, FeatureMap::elu_plus_one};
+  std::vector<float> state(256, 0.0f), z(16, 0.0f), out(160 * 16);
+  linear_attention_prefill_chunkwise(shape, 100, in.q.data(), in.k.data(), in.v.data(), state.data(), z.data(),
+                                     out.data());
+  linear_attention_prefill_chunkwise(shape, 60, in.q.data() + 1600, in.k.data() + 1600, in.v.data() + 1600,
+                                     state.data(), z.data(), out.data() + 1600);
+  EXPECT_LT(relative_max_error(out, whole.out), 1e-5);
+}
+
+TEST(LinearAttention, StateBytesAreFixedAcrossLengths) {
+  const Mechanism* linear = find_mechanism("linear_attention");
+  ASSERT_NE(linear, nullptr);
+  Cell cell = small_cell(8, 64, 512, DType::bfloat16);
+  const std::int64_t at_512 = linear->state_bytes(cell);
+  cell.sequence_length = 8192;
+  EXPECT_EQ(linear->state_bytes(cell), at_512);
+  EXPECT_EQ(at_512, 8 * (64 * 64 + 64) * 4);  // fp32 S and z per head
+}
+
+TEST(LinearAttention, DecodeStepAllocatesNothingAndPassesItsCheck) {
+  const Mechanism* linear = find_mechanism("linear_attention");
+  CpuBackend backend;
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      Cell cell = small_cell(4, 64, 257, dtype, phase);
+      cell.mechanism = "linear_attention";
+      auto prepared = linear->prepare(cell, 5, backend);
+      const std::int64_t allocations_before = backend.allocator().allocation_count();
+      prepared->run();
+      EXPECT_EQ(backend.allocator().allocation_count(), allocations_before);
+      const Accuracy accuracy = prepared->check();
+      EXPECT_TRUE(accuracy.output_finite);
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype) << " " << phase_name(phase);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace arch_bench
