@@ -11,9 +11,15 @@ namespace arch_bench {
 // [-87, 0], and underflows smoothly to ~0 below -87 (including -inf).
 #pragma omp declare simd
 inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
+  // Branch-free clamp (a select on the bit patterns): gcc 12 turns `x < -87 ? -87 : x` into a
+  // branch here, which keeps the calling loop scalar. NaN compares false and stays NaN.
+  const std::uint32_t below = -static_cast<std::uint32_t>(x < -87.0f);
+  x = std::bit_cast<float>((below & std::bit_cast<std::uint32_t>(-87.0f)) |
+                           (~below & std::bit_cast<std::uint32_t>(x)));
   // x = n ln2 + r with |r| <= ln2/2; e^x = 2^n e^r.
-  const float n = __builtin_roundevenf(x * 1.44269504088896341f);
+  // rint rounds to nearest even in the default rounding mode and, unlike roundeven, has a vector
+  // form in gcc 12.
+  const float n = __builtin_rintf(x * 1.44269504088896341f);
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in hi + lo parts
   // Minimax polynomial of e^r on [-ln2/2, ln2/2] (the Cephes expf coefficients).
   float p = 1.9875691500e-4f;
