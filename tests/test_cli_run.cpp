@@ -15,9 +15,12 @@ using testing::TempFolder;
 const std::string kTiny = " --sequence-lengths 64,128 --repeats 3 --warmup 1 --query-heads 2 --head-dim 16 -q";
 
 struct BadInput {
+  std::string name;       // test name suffix
   std::string arguments;
-  std::string message;  // must appear in stderr
+  std::string message;    // must appear in stderr
 };
+// Readable, stable test names (ctest discovers tests by name).
+void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
 
 class CliRejects : public ::testing::TestWithParam<BadInput> {};
 
@@ -32,23 +35,24 @@ TEST_P(CliRejects, WithExitCode2AClearMessageAndNoFile) {
 
 INSTANTIATE_TEST_SUITE_P(
     BadInputs, CliRejects,
-    ::testing::Values(BadInput{"--sequence-lengths 0,512", "--sequence-lengths: 0 is not positive"},
-                      BadInput{"--sequence-lengths -5", "--sequence-lengths"},
-                      BadInput{"--sequence-lengths abc", "'abc' is not an integer"},
-                      BadInput{"--sequence-lengths ''", "--sequence-lengths is empty"},
-                      BadInput{"--sequence-lengths 512,,1024", "empty item"},
-                      BadInput{"--batch 0", "--batch must be a positive integer"},
-                      BadInput{"--query-heads -1", "--query-heads must be a positive integer"},
-                      BadInput{"--head-dim x", "--head-dim"},
-                      BadInput{"--head-dim 512", "head_dim up to 256"},
-                      BadInput{"--repeats 0", "--repeats must be a positive integer"},
-                      BadInput{"--dtype float16", "unknown dtype 'float16'"},
-                      BadInput{"--mode quadratic", "unknown mode 'quadratic'"},
-                      BadInput{"--phase sideways", "unknown phase 'sideways'"},
-                      BadInput{"--feature-map tanh", "unknown feature map 'tanh'"},
-                      BadInput{"--run-label 'a/b'", "--run-label"},
-                      BadInput{"--device tpu", "--device"},
-                      BadInput{"--no-such-option 1", "no-such-option"}));
+    ::testing::Values(BadInput{"zero_length", "--sequence-lengths 0,512", "--sequence-lengths: 0 is not positive"},
+                      BadInput{"negative_length", "--sequence-lengths -5", "--sequence-lengths"},
+                      BadInput{"non_numeric_length", "--sequence-lengths abc", "'abc' is not an integer"},
+                      BadInput{"empty_lengths", "--sequence-lengths ''", "--sequence-lengths is empty"},
+                      BadInput{"empty_length_item", "--sequence-lengths 512,,1024", "empty item"},
+                      BadInput{"zero_batch", "--batch 0", "--batch must be a positive integer"},
+                      BadInput{"negative_heads", "--query-heads -1", "--query-heads must be a positive integer"},
+                      BadInput{"non_numeric_head_dim", "--head-dim x", "--head-dim"},
+                      BadInput{"head_dim_too_wide", "--head-dim 512", "head_dim up to 256"},
+                      BadInput{"zero_repeats", "--repeats 0", "--repeats must be a positive integer"},
+                      BadInput{"unknown_dtype", "--dtype float16", "unknown dtype 'float16'"},
+                      BadInput{"unknown_mode", "--mode quadratic", "unknown mode 'quadratic'"},
+                      BadInput{"unknown_phase", "--phase sideways", "unknown phase 'sideways'"},
+                      BadInput{"unknown_feature_map", "--feature-map tanh", "unknown feature map 'tanh'"},
+                      BadInput{"run_label_with_slash", "--run-label 'a/b'", "--run-label"},
+                      BadInput{"unknown_device", "--device tpu", "--device"},
+                      BadInput{"unknown_option", "--no-such-option 1", "no-such-option"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
 TEST(CliRun, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
   TempFolder folder;

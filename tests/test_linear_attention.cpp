@@ -72,7 +72,8 @@ TEST_P(LinearAttentionMaps, Bfloat16StaysWithinToleranceOfFp64) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FeatureMaps, LinearAttentionMaps,
-                         ::testing::Values(FeatureMap::elu_plus_one, FeatureMap::relu_plus_one));
+                         ::testing::Values(FeatureMap::elu_plus_one, FeatureMap::relu_plus_one),
+                         [](const ::testing::TestParamInfo<FeatureMap>& info) { return feature_map_name(info.param); });
 
 TEST(LinearAttention, DecodeAtPositionTEqualsRowTOfPrefill) {
   const std::int64_t length = 130;
