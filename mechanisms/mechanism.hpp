@@ -13,6 +13,8 @@
 
 namespace arch_bench {
 
+class ConformanceAdapter;  // runner/conformance/adapter.hpp
+
 enum class StateKind { explicit_history, fixed_state };
 std::string state_kind_name(StateKind kind);
 
@@ -77,6 +79,9 @@ class Mechanism {
   virtual Cost cost(const Cell& cell) const = 0;
   virtual std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                                 Backend& backend) const = 0;
+  // What runs this mechanism's kernels and reference on inputs read from .npy files
+  // (`arch-bench conformance`), or nullptr when it has no adapter yet.
+  virtual const ConformanceAdapter* conformance() const { return nullptr; }
 };
 
 }  // namespace arch_bench

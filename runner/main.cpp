@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   register_validate_command(app, context);
   register_diff_command(app, context);
   register_preflight_command(app, context);
+  register_conformance_command(app, context);
 
   std::vector<std::string> reversed(context.argv.rbegin(), context.argv.rend());  // CLI11 wants them reversed
   try {

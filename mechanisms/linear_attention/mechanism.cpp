@@ -7,6 +7,7 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
+#include "runner/conformance/adapters.hpp"
 
 namespace arch_bench {
 
@@ -193,6 +194,7 @@ class LinearAttention final : public Mechanism {
     if (cell.dtype == DType::bfloat16) return std::make_unique<LinearPrefillCell<bf16>>(cell, seed, allocator);
     return std::make_unique<LinearPrefillCell<float>>(cell, seed, allocator);
   }
+  const ConformanceAdapter* conformance() const override { return &linear_attention_conformance(); }
 };
 
 }  // namespace

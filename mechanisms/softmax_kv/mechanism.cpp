@@ -8,6 +8,7 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
+#include "runner/conformance/adapters.hpp"
 
 namespace arch_bench {
 
@@ -166,6 +167,7 @@ class SoftmaxKv final : public Mechanism {
     if (cell.dtype == DType::bfloat16) return std::make_unique<SoftmaxPrefillCell<bf16>>(cell, seed, allocator);
     return std::make_unique<SoftmaxPrefillCell<float>>(cell, seed, allocator);
   }
+  const ConformanceAdapter* conformance() const override { return &softmax_kv_conformance(); }
 };
 
 }  // namespace

@@ -18,5 +18,6 @@ void register_list_command(CLI::App& app, CommandContext& context);
 void register_validate_command(CLI::App& app, CommandContext& context);
 void register_diff_command(CLI::App& app, CommandContext& context);
 void register_preflight_command(CLI::App& app, CommandContext& context);
+void register_conformance_command(CLI::App& app, CommandContext& context);
 
 }  // namespace arch_bench

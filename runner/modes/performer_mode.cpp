@@ -111,8 +111,8 @@ class PerformerMode final : public Mode {
   }
 
   // Accept when the chosen arm (favor+ at the largest m; trig's when only trig is measured) is
-  // within kMaxRelL2VsSoftmax of exact attention at every length and phase AND is cheaper than
-  // the baseline from some measured length on in at least one phase. The other arms inform:
+  // within kMaxRelL2VsSoftmax of exact attention at every length and phase AND, in every measured
+  // phase, cheaper than the baseline from some length on (through the longest). The other arms inform:
   // their errors and crossovers are in details, so the report shows what m buys.
   Decision decide(std::span<const Row> rows, const Workload& workload) const override {
     const std::vector<Arm> all = arms(workload);
@@ -131,7 +131,10 @@ class PerformerMode final : public Mode {
     Decision decision;
     decision.details["max_rel_l2_vs_softmax"] = kMaxRelL2VsSoftmax;
     decision.details["chosen_variant"] = chosen ? chosen->variant : "";
-    bool any_crossover = false;
+    // Top-level crossover: the length from which the chosen arm is cheaper in EVERY measured phase
+    // (the largest per-phase crossover; none when some phase has none). Per phase in details.
+    std::optional<std::int64_t> all_phases_crossover;
+    bool every_phase_crosses = true;
     for (Phase phase : workload.phases) {
       const std::string phase_id = phase_name(phase);
       const auto base = arm_rows(rows, baseline.mechanism, baseline.variant, phase);
@@ -156,11 +159,12 @@ class PerformerMode final : public Mode {
         });
         if (&arm == chosen) {
           decision.details["crossover_length"][phase_id] = entry["crossover_length"];
-          if (crossover) any_crossover = true;
-          if (phase == workload.phases.front()) decision.crossover_length = crossover;
+          if (!crossover) every_phase_crosses = false;
+          else all_phases_crossover = std::max(all_phases_crossover.value_or(*crossover), *crossover);
         }
       }
     }
+    if (every_phase_crosses) decision.crossover_length = all_phases_crossover;
     if (chosen == nullptr) {
       decision.verdict = "inconclusive";
       decision.reasons.push_back("the workload gives the mode no performer arm (check --features)");
@@ -207,19 +211,20 @@ class PerformerMode final : public Mode {
                                           "worst, above the {:.3g} bound",
                                           chosen->variant, *error, kMaxRelL2VsSoftmax));
       decision.next_action = "raise m (details.variants shows the error falling with m) or keep exact attention";
-    } else if (!any_crossover) {
+    } else if (!decision.crossover_length) {
       decision.verdict = "reject_performer_not_cheaper";
       decision.reasons.insert(decision.reasons.begin(),
                               fmt::format("performer [{}] is within {:.3g} of exact softmax but not cheaper than "
-                                          "softmax_kv at the longest measured length in any phase",
+                                          "softmax_kv through the longest measured length in every phase "
+                                          "(details.crossover_length per phase)",
                                           chosen->variant, kMaxRelL2VsSoftmax));
       decision.next_action = "measure longer contexts, or optimise the feature projection (it dominates at small L)";
     } else {
       decision.verdict = "accept_performer_approximation";
       decision.reasons.insert(decision.reasons.begin(),
                               fmt::format("performer [{}] is within {:.3g} (relative L2 {:.3g}) of exact softmax "
-                                          "attention and cheaper than softmax_kv from the crossover length on",
-                                          chosen->variant, kMaxRelL2VsSoftmax, *error));
+                                          "attention and, in every phase, cheaper than softmax_kv from L={} on",
+                                          chosen->variant, kMaxRelL2VsSoftmax, *error, *decision.crossover_length));
       decision.next_action = "use the approximation from the crossover length on; validate task quality separately";
     }
     return decision;

@@ -22,9 +22,15 @@ void print_run_table(std::FILE* out, const RunReport& report) {
   for (const Row& row : report.rows) {
     std::string name = row.cell.mechanism + (row.variant.empty() ? "" : " [" + row.variant + "]");
     const bool ok = row.status == RowStatus::ok;
-    const std::string status = !ok ? row_status_name(row.status)
-                               : row.within_tolerance() ? "ok"
-                                                        : "out of tolerance";
+    std::string status = !ok ? row_status_name(row.status)
+                         : row.within_tolerance() ? "ok"
+                                                  : "out of tolerance";
+    if (row.accuracy.approx_rel_l2_vs_softmax) {
+      status += fmt::format(" (rel L2 vs softmax {:.3g})", *row.accuracy.approx_rel_l2_vs_softmax);
+    }
+    if (row.accuracy.nonpositive_denominators > 0) {
+      status += fmt::format(" ({} denominators <= 0)", row.accuracy.nonpositive_denominators);
+    }
     fmt::print(out, "{:<28} {:>7} {:>7} {:>10.4f} {:>10} {:>10} {:>7} {:>9.3f} {:>8} {:>6} {:>9.2e}  {}\n", name,
                phase_name(row.cell.phase), row.cell.sequence_length, row.state_bytes / kMiB,
                ok ? fmt::format("{:.4f}", row.stats.median) : "-", ok ? fmt::format("{:.4f}", row.stats.mean) : "-",

@@ -133,6 +133,17 @@ json to_json(const Row& row) {
               {"achieved_gflops", stat(row.achieved_gflops)},
               {"fraction_of_memory_bandwidth", stat(row.fraction_of_memory_bandwidth)},
               {"fraction_of_peak_flops", stat(row.fraction_of_peak_flops)}});
+  // Approximating mechanisms (performer) also carry their distance from exact softmax attention
+  // and how many normalisers were not positive.
+  if (row.accuracy.approx_rel_l2_vs_softmax) {
+    out["approx_rel_l2_vs_softmax"] = finite_or_null(*row.accuracy.approx_rel_l2_vs_softmax);
+  }
+  if (row.accuracy.approx_max_abs_vs_softmax) {
+    out["approx_max_abs_vs_softmax"] = finite_or_null(*row.accuracy.approx_max_abs_vs_softmax);
+  }
+  if (row.accuracy.nonpositive_denominators > 0 || row.accuracy.approx_rel_l2_vs_softmax) {
+    out["nonpositive_denominators"] = row.accuracy.nonpositive_denominators;
+  }
   return out;
 }
 

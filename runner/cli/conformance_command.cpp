@@ -1,0 +1,146 @@
+// `arch-bench conformance`: a mechanism's kernels and fp64 reference on inputs from .npy files,
+// so that a port to another framework can be checked against them (runner/conformance/).
+#include <fmt/format.h>
+
+#include "runner/cli/commands.hpp"
+#include "runner/conformance/conformance.hpp"
+#include "runner/core/errors.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+struct ConformanceOptions {
+  std::string mechanism;
+  std::string inputs, outputs, generate;
+  std::string dtype = "float32";
+  std::string feature_map;
+  std::int64_t features = MechanismOptions{}.features;
+  std::int64_t state_size = MechanismOptions{}.state_size;
+  ConformanceShape shape;
+  std::uint64_t seed = 0;
+  bool overwrite = false;
+  bool describe = false;
+};
+
+DType dtype_or_throw(const std::string& name) {
+  const auto dtype = parse_dtype(name);
+  if (!dtype) throw UsageError(fmt::format("--dtype {}: use float32 (fp32) or bfloat16 (bf16)", name));
+  return *dtype;
+}
+
+void print_comparison(const std::string& label, const nlohmann::json& entry, double tolerance) {
+  const nlohmann::json& error = entry["max_rel_error"];
+  fmt::print("  {:<44} max_rel_error {:<12} {}\n", label, error.is_null() ? "non-finite" : fmt::format("{:.3e}", error.get<double>()),
+             entry["within_tolerance"].get<bool>() ? "ok" : fmt::format("ABOVE tolerance {:.0e}", tolerance));
+}
+
+int run(const ConformanceOptions& o, const CLI::App& command) {
+  MechanismOptions options;
+  options.feature_map = o.feature_map;
+  options.features = o.features;
+  options.state_size = o.state_size;
+  const DType dtype = dtype_or_throw(o.dtype);
+  const auto given = [&](const char* name) { return command.get_option(name)->count() > 0; };
+
+  if (o.describe) {
+    fmt::print("{}", describe_conformance_layout(o.mechanism, options));
+    return 0;
+  }
+
+  if (!o.generate.empty()) {
+    if (!o.inputs.empty() || !o.outputs.empty()) {
+      throw UsageError("--generate writes inputs only; run the mechanism on them in a second call with --inputs and "
+                       "--outputs");
+    }
+    if (o.overwrite) throw UsageError("--generate never replaces input files (no --overwrite): choose an empty folder");
+    if (o.mechanism.empty() && given("--feature-map")) {
+      throw UsageError("--feature-map with --generate needs --mechanism (each mechanism has its own maps)");
+    }
+    GenerateRequest request{o.generate, o.mechanism, o.shape, options, o.seed, dtype};
+    const auto written = generate_conformance_inputs(request);
+    for (const auto& path : written) fmt::print("wrote {}\n", path.string());
+    const std::string mechanism = o.mechanism.empty() ? "ID" : o.mechanism;
+    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}\n", mechanism,
+               o.generate, dtype_name(dtype));
+    return 0;
+  }
+
+  if (o.mechanism.empty()) throw UsageError("--mechanism is required (see `arch-bench list`)");
+  if (o.inputs.empty() || o.outputs.empty()) {
+    throw UsageError("give --inputs DIR and --outputs DIR (or --generate DIR to write seeded inputs first)");
+  }
+  for (const char* shaping : {"--batch", "--heads", "--length", "--dim", "--seed", "--features", "--state-size"}) {
+    if (given(shaping)) {
+      throw UsageError(fmt::format("{} shapes --generate only; a run takes every size from the input files (m from "
+                                   "w.npy, N from A_log.npy)",
+                                   shaping));
+    }
+  }
+  ConformanceRequest request{o.mechanism, o.inputs, o.outputs, dtype, options, o.overwrite};
+  const ConformanceResult result = run_conformance(request);
+  const nlohmann::json& m = result.manifest;
+  const double tolerance = m["tolerance"].get<double>();
+  std::vector<std::string> axes;
+  for (const auto& [axis, size] : m["axes"].items()) axes.push_back(fmt::format("{}={}", axis, size.get<std::int64_t>()));
+  fmt::print("conformance {} {} ({})\n", o.mechanism, dtype_name(dtype), fmt::join(axes, " "));
+  print_comparison("prefill_out vs reference_out", m["prefill_out"]["vs_reference"], tolerance);
+  print_comparison("decode_out vs reference_out", m["decode_out"]["vs_reference"], tolerance);
+  print_comparison("decode_out vs prefill_out", m["decode_out"]["vs_prefill"], tolerance);
+  for (const auto& [name, state] : m["states"].items()) {
+    if (state.contains("vs_reference")) {
+      print_comparison(fmt::format("{} vs {}", name, state["reference_file"].get<std::string>()),
+                       state["vs_reference"], tolerance);
+    }
+    if (state.contains("decode_vs_prefill")) {
+      print_comparison(fmt::format("{} (decode vs prefill)", name), state["decode_vs_prefill"], tolerance);
+    }
+  }
+  fmt::print("wrote {} files to {} ({})\n", result.written.size(), o.outputs, kConformanceManifest);
+  if (!result.passed) {
+    fmt::print(stderr, "conformance FAILED: an output is not finite or above the {} tolerance {:.0e}\n",
+               dtype_name(dtype), tolerance);
+  }
+  return result.passed ? 0 : 1;
+}
+
+}  // namespace
+
+void register_conformance_command(CLI::App& app, CommandContext& context) {
+  auto o = std::make_shared<ConformanceOptions>();
+  CLI::App* command = app.add_subcommand(
+      "conformance",
+      "Run a mechanism's CPU kernels (causal prefill, and decode token by token) and its fp64 reference on inputs "
+      "read from .npy files, and write the outputs and final states as .npy plus conformance.json, so that a port "
+      "to another framework can be checked against them. --generate DIR writes seeded inputs; --describe prints "
+      "the file layout. Exit codes: 0 every output within the dtype tolerance of the reference, 1 outputs written "
+      "but one is not (or is not finite), 2 bad input (nothing written).");
+  command->add_option("--mechanism", o->mechanism, "Mechanism id (see `arch-bench list`)");
+  command->add_option("--inputs", o->inputs, "Folder with the input .npy files ('<f4' or '<f8', C order)");
+  command->add_option("--outputs", o->outputs, "Folder for the output .npy files and conformance.json");
+  command->add_option("--dtype", o->dtype,
+                      "Storage dtype: float32|fp32 or bfloat16|bf16; inputs are rounded to it first (fp32 "
+                      "accumulation)")
+      ->capture_default_str();
+  command->add_option("--feature-map", o->feature_map,
+                      "linear_attention: elu (default) or relu; performer: favor+ (default) or trig");
+  command->add_flag("--overwrite", o->overwrite, "Replace existing output files (never done otherwise)");
+  command->add_option("--generate", o->generate,
+                      "Write seeded inputs for --mechanism (or for every mechanism with an adapter) into this "
+                      "folder, as '<f4'; never replaces a file");
+  command->add_option("--batch", o->shape.batch, "--generate: sequences")->capture_default_str();
+  command->add_option("--heads,--query-heads", o->shape.heads, "--generate: heads")->capture_default_str();
+  command->add_option("--length", o->shape.length, "--generate: tokens")->capture_default_str();
+  command->add_option("--dim,--head-dim", o->shape.dim, "--generate: features per head (dk = dv); mamba: d_inner = "
+                                                         "heads x dim")
+      ->capture_default_str();
+  command->add_option("--features", o->features, "--generate, performer: random features m")->capture_default_str();
+  command->add_option("--state-size", o->state_size, "--generate, mamba: state size N")->capture_default_str();
+  command->add_option("--seed", o->seed, "--generate: seed (the same tokens `arch-bench run --seed` draws)")
+      ->capture_default_str();
+  command->add_flag("--describe", o->describe,
+                    "Print the file layout (names, shapes, dtypes) of --mechanism, or of every mechanism, as Markdown");
+  command->callback([o, command, &context]() { context.exit_code = run(*o, *command); });
+}
+
+}  // namespace arch_bench

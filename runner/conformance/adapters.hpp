@@ -1,0 +1,14 @@
+#pragma once
+// The conformance adapter of each mechanism, defined in mechanisms/<id>/conformance.cpp and
+// returned by that mechanism's Mechanism::conformance(). A new mechanism adds one line here, its
+// conformance.cpp, and the one-line override in its class.
+#include "runner/conformance/adapter.hpp"
+
+namespace arch_bench {
+
+const ConformanceAdapter& softmax_kv_conformance();
+const ConformanceAdapter& linear_attention_conformance();
+const ConformanceAdapter& performer_conformance();
+const ConformanceAdapter& mamba_conformance();
+
+}  // namespace arch_bench

@@ -1,0 +1,206 @@
+// `arch-bench conformance --mechanism ID --inputs DIR --outputs DIR`: run, compare, write.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "mechanisms/registry.hpp"
+#include "runner/conformance/conformance.hpp"
+#include "runner/report/atomic_write.hpp"
+#include "build_info.hpp"
+
+namespace arch_bench {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+// max |a - b| / max |b| (as the harness's check() measures it); infinite when a holds a non-finite
+// value, so a NaN never passes.
+struct Difference {
+  double max_abs = 0;
+  double max_rel = 0;
+  bool finite = true;
+};
+
+Difference difference(const NpyArray& a, const NpyArray& b) {
+  if (a.shape != b.shape) {
+    throw std::logic_error(fmt::format("conformance: comparing shapes {} and {}", shape_text(a.shape),
+                                       shape_text(b.shape)));
+  }
+  Difference d;
+  double max_ref = 0;
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    if (!std::isfinite(a.values[i])) d.finite = false;
+    const double diff = std::fabs(a.values[i] - b.values[i]);
+    d.max_abs = std::isnan(diff) ? INFINITY : std::fmax(d.max_abs, diff);
+    max_ref = std::fmax(max_ref, std::fabs(b.values[i]));
+  }
+  if (!d.finite) d.max_abs = INFINITY;
+  d.max_rel = max_ref > 0 ? d.max_abs / max_ref : d.max_abs;
+  return d;
+}
+
+json file_json(const std::string& file, const NpyArray& array) {
+  return {{"file", file}, {"shape", array.shape}, {"dtype", npy_descr(array.dtype)}};
+}
+
+// Adds the comparison of `a` against `b` to `entry` under `key`; returns whether it is within tolerance.
+bool add_comparison(json& entry, const std::string& key, const NpyArray& a, const NpyArray& b, double tolerance) {
+  const Difference d = difference(a, b);
+  const bool ok = d.finite && d.max_rel <= tolerance;
+  entry[key] = {{"max_rel_error", finite_or_null(d.max_rel)},
+                {"max_abs_error", finite_or_null(d.max_abs)},
+                {"finite", d.finite},
+                {"within_tolerance", ok}};
+  return ok;
+}
+
+// The output files must not exist (unless overwrite) and their folder must be creatable: checked
+// before the run so that bad input leaves nothing behind.
+void check_outputs(const fs::path& folder, const std::vector<std::string>& files, bool overwrite) {
+  std::error_code error;
+  if (fs::exists(folder, error) && !fs::is_directory(folder, error)) {
+    throw UsageError(fmt::format("--outputs {} exists and is not a folder", folder.string()));
+  }
+  if (!overwrite) {
+    std::vector<std::string> existing;
+    for (const std::string& file : files) {
+      if (fs::exists(folder / file, error)) existing.push_back(file);
+    }
+    if (!existing.empty()) {
+      throw UsageError(fmt::format("{} already holds {}; outputs are never overwritten: choose another --outputs "
+                                   "folder (or pass --overwrite)",
+                                   folder.string(), fmt::join(existing, ", ")));
+    }
+  }
+  fs::path existing_parent = fs::absolute(folder, error);
+  while (!existing_parent.empty() && !fs::exists(existing_parent, error)) {
+    if (existing_parent == existing_parent.parent_path()) break;
+    existing_parent = existing_parent.parent_path();
+  }
+  if (::access(existing_parent.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("--outputs {}: {} is not writable", folder.string(), existing_parent.string()));
+  }
+}
+
+std::string reference_name(const std::string& state) { return "reference_" + state; }
+
+}  // namespace
+
+std::vector<std::string> conformance_mechanisms() {
+  std::vector<std::string> ids;
+  for (const auto& mechanism : all_mechanisms()) {
+    if (mechanism->conformance()) ids.push_back(mechanism->info().id);
+  }
+  return ids;
+}
+
+const ConformanceAdapter& find_conformance_adapter(const std::string& id) {
+  const Mechanism* mechanism = find_mechanism(id);
+  if (!mechanism) {
+    std::vector<std::string> known;
+    for (const auto& m : all_mechanisms()) known.push_back(m->info().id);
+    throw UsageError(fmt::format("--mechanism: no mechanism named '{}' (known: {})", id, fmt::join(known, ", ")));
+  }
+  const ConformanceAdapter* adapter = mechanism->conformance();
+  if (!adapter) {
+    throw UsageError(fmt::format("--mechanism {}: this mechanism has no conformance adapter yet (mechanisms with "
+                                 "one: {})",
+                                 id, fmt::join(conformance_mechanisms(), ", ")));
+  }
+  return *adapter;
+}
+
+ConformanceResult run_conformance(const ConformanceRequest& request) {
+  const ConformanceAdapter& adapter = find_conformance_adapter(request.mechanism);
+  const ConformanceSpec spec = adapter.spec(request.options);
+  if (request.outputs.empty()) throw UsageError("--outputs is empty");
+  const ConformanceInputs inputs = read_conformance_inputs(spec, request.inputs, request.mechanism);
+
+  std::vector<std::string> output_files;
+  for (const ConformanceOutputSpec& output : spec.outputs) output_files.push_back(output.name + ".npy");
+  output_files.push_back(kConformanceManifest);
+  check_outputs(request.outputs, output_files, request.overwrite);
+
+  const ConformanceOutputs out = adapter.run(inputs, request.dtype, request.options);
+
+  // What will be written, in order; every name must be one the spec announced (and checked above).
+  std::vector<std::pair<std::string, const NpyArray*>> files = {
+      {"prefill_out", &out.prefill_out}, {"decode_out", &out.decode_out}, {"reference_out", &out.reference_out}};
+  for (const ConformanceState& state : out.states) {
+    files.emplace_back(state.name, &state.value);
+    if (state.reference) files.emplace_back(reference_name(state.name), &*state.reference);
+  }
+  for (const auto& [name, array] : files) {
+    if (std::find(output_files.begin(), output_files.end(), name + ".npy") == output_files.end()) {
+      throw std::logic_error(fmt::format("conformance adapter of {} wrote {}.npy, which its spec does not list",
+                                         request.mechanism, name));
+    }
+  }
+
+  const double tolerance = dtype_tolerance(request.dtype);
+  json manifest;
+  manifest["tool"] = fmt::format("arch-bench {}", build_info::tool_version);
+  manifest["git_commit"] = build_info::git_commit;
+  manifest["mechanism"] = request.mechanism;
+  manifest["dtype"] = dtype_name(request.dtype);
+  manifest["options"] = out.options_json;
+  manifest["tolerance"] = tolerance;
+  manifest["axes"] = inputs.axes;
+  json input_files = json::object();
+  for (const ConformanceInputSpec& input : spec.inputs) {
+    input_files[input.name] = file_json(input.name + ".npy", inputs.at(input.name));
+    input_files[input.name]["axes"] = input.axes;
+  }
+  manifest["inputs_folder"] = fs::absolute(request.inputs).lexically_normal().string();
+  manifest["inputs"] = input_files;
+
+  bool passed = true;
+  json prefill = file_json("prefill_out.npy", out.prefill_out);
+  passed &= add_comparison(prefill, "vs_reference", out.prefill_out, out.reference_out, tolerance);
+  json decode = file_json("decode_out.npy", out.decode_out);
+  passed &= add_comparison(decode, "vs_reference", out.decode_out, out.reference_out, tolerance);
+  const bool decode_matches = add_comparison(decode, "vs_prefill", out.decode_out, out.prefill_out, tolerance);
+  passed &= decode_matches;
+  manifest["prefill_out"] = prefill;
+  manifest["decode_out"] = decode;
+  manifest["reference_out"] = file_json("reference_out.npy", out.reference_out);
+  manifest["max_rel_error"] = {{"prefill_out", prefill["vs_reference"]["max_rel_error"]},
+                               {"decode_out", decode["vs_reference"]["max_rel_error"]}};
+  manifest["decode_matches_prefill"] = decode_matches;
+
+  json states = json::object();
+  for (const ConformanceState& state : out.states) {
+    json entry = file_json(state.name + ".npy", state.value);
+    if (state.reference) {
+      entry["reference_file"] = reference_name(state.name) + ".npy";
+      passed &= add_comparison(entry, "vs_reference", state.value, *state.reference, tolerance);
+    }
+    if (state.decode_value) passed &= add_comparison(entry, "decode_vs_prefill", *state.decode_value, state.value, tolerance);
+    states[state.name] = entry;
+  }
+  manifest["states"] = states;
+  manifest["details"] = out.details;
+  manifest["passed"] = passed;
+
+  ConformanceResult result;
+  for (const auto& [name, array] : files) {
+    const fs::path path = request.outputs / (name + ".npy");
+    write_npy(path, *array, request.overwrite);
+    result.written.push_back(path);
+  }
+  const fs::path manifest_path = request.outputs / kConformanceManifest;
+  write_file_atomically(manifest_path, manifest.dump(2) + "\n", request.overwrite);
+  result.written.push_back(manifest_path);
+  result.manifest = std::move(manifest);
+  result.passed = passed;
+  return result;
+}
+
+}  // namespace arch_bench

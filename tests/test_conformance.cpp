@@ -1,0 +1,392 @@
+// `arch-bench conformance`: for every mechanism with an adapter, generated inputs run through the
+// kernels agree with the fp64 reference and decode agrees with prefill at the dtype tolerance; bad
+// input files are exit 2 with a message naming the files and nothing written; the CLI end to end.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/registry.hpp"
+#include "runner/conformance/conformance.hpp"
+#include "support/cli.hpp"
+
+namespace arch_bench {
+namespace {
+using testing::CliResult;
+using testing::read_json;
+using testing::run_cli;
+using testing::TempFolder;
+namespace fs = std::filesystem;
+
+// Small but past one prefill chunk (64 tokens), with more than one batch element and head.
+ConformanceShape small_shape() { return {2, 2, 80, 16}; }
+
+MechanismOptions small_options() {
+  MechanismOptions options;
+  options.feature_map = "";  // each mechanism's default
+  options.features = 32;
+  options.state_size = 8;
+  return options;
+}
+
+void generate(const fs::path& folder, const std::string& mechanism, DType dtype = DType::float32,
+              MechanismOptions options = small_options()) {
+  generate_conformance_inputs({folder, mechanism, small_shape(), options, 7, dtype});
+}
+
+std::string message_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+bool empty_or_missing(const fs::path& folder) { return !fs::exists(folder) || fs::is_empty(folder); }
+
+struct MechanismDtype {
+  std::string mechanism;
+  DType dtype;
+};
+void PrintTo(const MechanismDtype& p, std::ostream* out) { *out << p.mechanism << "_" << dtype_name(p.dtype); }
+
+std::vector<MechanismDtype> every_adapter_and_dtype() {
+  std::vector<MechanismDtype> params;
+  for (const std::string& id : conformance_mechanisms()) {
+    for (DType dtype : {DType::float32, DType::bfloat16}) params.push_back({id, dtype});
+  }
+  return params;
+}
+
+class ConformanceRoundTrip : public ::testing::TestWithParam<MechanismDtype> {};
+
+TEST_P(ConformanceRoundTrip, PrefillMatchesReferenceAndDecodeMatchesPrefill) {
+  const auto [mechanism, dtype] = GetParam();
+  TempFolder folder;
+  const fs::path inputs = folder / "in", outputs = folder / "out";
+  generate(inputs, mechanism, dtype);
+  const ConformanceResult result =
+      run_conformance({mechanism, inputs, outputs, dtype, small_options(), /*overwrite=*/false});
+  const nlohmann::json& m = result.manifest;
+  const double tolerance = dtype_tolerance(dtype);
+  EXPECT_TRUE(result.passed) << m.dump(2);
+  EXPECT_LE(m["prefill_out"]["vs_reference"]["max_rel_error"].get<double>(), tolerance);
+  EXPECT_LE(m["decode_out"]["vs_reference"]["max_rel_error"].get<double>(), tolerance);
+  EXPECT_LE(m["decode_out"]["vs_prefill"]["max_rel_error"].get<double>(), tolerance);
+  EXPECT_TRUE(m["decode_matches_prefill"].get<bool>());
+  for (const auto& [name, state] : m["states"].items()) {
+    if (state.contains("vs_reference")) EXPECT_TRUE(state["vs_reference"]["within_tolerance"].get<bool>()) << name;
+  }
+  ::testing::Test::RecordProperty("prefill_max_rel_error",
+                                  std::to_string(m["prefill_out"]["vs_reference"]["max_rel_error"].get<double>()));
+
+  // The files: outputs '<f4' holding storage-dtype values, the reference '<f8', the manifest.
+  const NpyArray prefill = read_npy(outputs / "prefill_out.npy");
+  const NpyArray decode = read_npy(outputs / "decode_out.npy");
+  const NpyArray reference = read_npy(outputs / "reference_out.npy");
+  EXPECT_EQ(prefill.dtype, NpyDtype::float32);
+  EXPECT_EQ(decode.dtype, NpyDtype::float32);
+  EXPECT_EQ(reference.dtype, NpyDtype::float64);
+  EXPECT_EQ(prefill.shape, reference.shape);
+  EXPECT_EQ(decode.shape, reference.shape);
+  if (dtype == DType::bfloat16) {
+    for (double x : prefill.values) ASSERT_EQ(x, round_through<bf16>(static_cast<float>(x)));
+    for (double x : decode.values) ASSERT_EQ(x, round_through<bf16>(static_cast<float>(x)));
+  }
+  const nlohmann::json manifest = read_json(outputs / kConformanceManifest);
+  EXPECT_EQ(manifest["mechanism"], mechanism);
+  EXPECT_EQ(manifest["dtype"], dtype_name(dtype));
+  EXPECT_EQ(manifest["axes"]["length"], 80);
+  for (const fs::path& path : result.written) EXPECT_TRUE(fs::exists(path)) << path;
+  for (const auto& [name, state] : manifest["states"].items()) {
+    EXPECT_TRUE(fs::exists(outputs / state["file"].get<std::string>())) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ConformanceMechanisms, ConformanceRoundTrip, ::testing::ValuesIn(every_adapter_and_dtype()),
+                         [](const ::testing::TestParamInfo<MechanismDtype>& info) {
+                           return info.param.mechanism + "_" + dtype_name(info.param.dtype);
+                         });
+
+TEST(ConformanceInputs, AnInputFileOfAnotherLengthIsRejectedNamingBothFiles) {
+  TempFolder folder;
+  generate(folder / "in", "softmax_kv");
+  NpyArray k = read_npy(folder / "in" / "k.npy");
+  k.shape[2] = 40;
+  k.values.resize(static_cast<std::size_t>(k.size()));
+  write_npy(folder / "in" / "k.npy", k, /*overwrite=*/true);
+  const std::string message = message_of([&] {
+    run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
+  });
+  EXPECT_NE(message.find("q.npy and k.npy disagree on length"), std::string::npos) << message;
+  EXPECT_NE(message.find("80"), std::string::npos) << message;
+  EXPECT_NE(message.find("40"), std::string::npos) << message;
+  EXPECT_TRUE(empty_or_missing(folder / "out"));
+}
+
+TEST(ConformanceInputs, WrongNumberOfDimensionsIsRejected) {
+  TempFolder folder;
+  generate(folder / "in", "linear_attention");
+  write_npy(folder / "in" / "v.npy", NpyArray{{2, 80}, std::vector<double>(160, 0.5), NpyDtype::float32}, true);
+  const std::string message = message_of([&] {
+    run_conformance({"linear_attention", folder / "in", folder / "out", DType::float32, small_options(), false});
+  });
+  EXPECT_NE(message.find("v.npy: shape (2, 80) has 2 dimension(s)"), std::string::npos) << message;
+  EXPECT_NE(message.find("[batch, heads, length, dv]"), std::string::npos) << message;
+}
+
+TEST(ConformanceInputs, NonFiniteValuesAreRejected) {
+  TempFolder folder;
+  generate(folder / "in", "softmax_kv");
+  NpyArray q = read_npy(folder / "in" / "q.npy");
+  q.values[17] = NAN;
+  write_npy(folder / "in" / "q.npy", q, true);
+  const std::string message = message_of([&] {
+    run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
+  });
+  EXPECT_NE(message.find("q.npy: element (0, 0, 1, 1) is nan"), std::string::npos) << message;
+}
+
+TEST(ConformanceInputs, MissingFilesAreAllNamed) {
+  TempFolder folder;
+  generate(folder / "in", "softmax_kv");
+  fs::remove(folder / "in" / "k.npy");
+  fs::remove(folder / "in" / "v.npy");
+  const std::string message = message_of([&] {
+    run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
+  });
+  EXPECT_NE(message.find("missing input file(s) for softmax_kv: k.npy [batch, heads, length, dim], v.npy"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(empty_or_missing(folder / "out"));
+}
+
+TEST(ConformanceInputs, ValuesAreRoundedToTheStorageDtype) {
+  // Inputs that are not bf16-representable: a bf16 run must give exactly what it gives on the same
+  // values rounded to bf16 first.
+  TempFolder folder;
+  generate(folder / "raw", "linear_attention");
+  fs::create_directories(folder / "rounded");
+  for (const char* name : {"q", "k", "v"}) {
+    NpyArray array = read_npy(folder / "raw" / (std::string(name) + ".npy"));
+    for (double& x : array.values) x = round_through<bf16>(static_cast<float>(x));
+    write_npy(folder / "rounded" / (std::string(name) + ".npy"), array, false);
+  }
+  const auto raw = run_conformance({"linear_attention", folder / "raw", folder / "a", DType::bfloat16, {}, false});
+  const auto rounded =
+      run_conformance({"linear_attention", folder / "rounded", folder / "b", DType::bfloat16, {}, false});
+  EXPECT_EQ(read_npy(folder / "a" / "prefill_out.npy").values, read_npy(folder / "b" / "prefill_out.npy").values);
+  EXPECT_EQ(read_npy(folder / "a" / "reference_out.npy").values, read_npy(folder / "b" / "reference_out.npy").values);
+  EXPECT_TRUE(raw.passed);
+  EXPECT_TRUE(rounded.passed);
+}
+
+TEST(ConformanceInputs, LinearAttentionTakesAValueWidthOtherThanTheKeyWidth) {
+  TempFolder folder;
+  generate(folder / "in", "linear_attention");
+  NpyArray v{{2, 2, 80, 24}, {}, NpyDtype::float64};
+  for (std::int64_t i = 0; i < v.size(); ++i) v.values.push_back(std::sin(0.37 * static_cast<double>(i)));
+  write_npy(folder / "in" / "v.npy", v, true);
+  const auto result = run_conformance({"linear_attention", folder / "in", folder / "out", DType::float32, {}, false});
+  EXPECT_TRUE(result.passed) << result.manifest.dump(2);
+  EXPECT_EQ(read_npy(folder / "out" / "prefill_out.npy").shape, (std::vector<std::int64_t>{2, 2, 80, 24}));
+  EXPECT_EQ(read_npy(folder / "out" / "final_state.npy").shape, (std::vector<std::int64_t>{2, 2, 16, 24}));
+}
+
+TEST(ConformanceInputs, GenerateWithoutAMechanismServesEveryMechanism) {
+  TempFolder folder;
+  generate(folder / "in", "");
+  for (const std::string& id : conformance_mechanisms()) {
+    const auto result = run_conformance({id, folder / "in", folder / ("out_" + id), DType::float32, small_options(), false});
+    EXPECT_TRUE(result.passed) << id << ": " << result.manifest.dump(2);
+  }
+}
+
+TEST(ConformanceInputs, GeneratedAttentionInputsAreTheTokensOfARunWithTheSameSeed) {
+  TempFolder folder;
+  generate(folder / "in", "softmax_kv");
+  Cell cell;
+  cell.phase = Phase::prefill;
+  cell.sequence_length = 80;
+  cell.batch = 2;
+  cell.heads = 2;
+  cell.head_dim = 16;
+  cell.dtype = DType::float32;
+  const AttentionInputs drawn = make_attention_inputs(cell, 80, 7);
+  const NpyArray k = read_npy(folder / "in" / "k.npy");
+  ASSERT_EQ(k.values.size(), drawn.k.size());
+  for (std::size_t i = 0; i < drawn.k.size(); ++i) ASSERT_EQ(k.values[i], drawn.k[i]);
+}
+
+TEST(ConformanceOutputs, ExistingOutputsAreNeverOverwrittenUnlessAsked) {
+  TempFolder folder;
+  generate(folder / "in", "softmax_kv");
+  const ConformanceRequest request{"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false};
+  run_conformance(request);
+  const auto before = fs::last_write_time(folder / "out" / "prefill_out.npy");
+  const std::string message = message_of([&] { run_conformance(request); });
+  EXPECT_NE(message.find("already holds prefill_out.npy"), std::string::npos) << message;
+  EXPECT_EQ(fs::last_write_time(folder / "out" / "prefill_out.npy"), before);
+  ConformanceRequest again = request;
+  again.overwrite = true;
+  EXPECT_TRUE(run_conformance(again).passed);
+}
+
+TEST(ConformanceOutputs, GenerateNeverReplacesInputs) {
+  TempFolder folder;
+  generate(folder / "in", "softmax_kv");
+  const std::string message = message_of([&] { generate(folder / "in", "linear_attention"); });
+  EXPECT_NE(message.find("--generate never replaces input files"), std::string::npos) << message;
+}
+
+TEST(ConformanceOptions, UnknownMechanismAndFeatureMapAreUsageErrors) {
+  TempFolder folder;
+  EXPECT_NE(message_of([&] { generate(folder / "in", "quadratic"); }).find("no mechanism named 'quadratic'"),
+            std::string::npos);
+  MechanismOptions options = small_options();
+  options.feature_map = "tanh";
+  EXPECT_NE(message_of([&] { generate(folder / "in", "linear_attention", DType::float32, options); })
+                .find("--feature-map tanh"),
+            std::string::npos);
+  EXPECT_TRUE(empty_or_missing(folder / "in"));
+}
+
+TEST(ConformanceDescribe, ListsEveryFileOfEveryAdapter) {
+  const std::string text = describe_conformance_layout("", small_options());
+  for (const std::string& id : conformance_mechanisms()) {
+    EXPECT_NE(text.find("#### `" + id + "`"), std::string::npos) << id;
+    for (const auto& input : find_conformance_adapter(id).spec(small_options()).inputs) {
+      EXPECT_NE(text.find("`" + input.name + ".npy` (in)"), std::string::npos) << id << " " << input.name;
+    }
+  }
+  EXPECT_NE(text.find("`reference_out.npy` (out)"), std::string::npos);
+}
+
+// --- through the real executable --------------------------------------------------------------
+
+std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
+
+TEST(ConformanceCli, GenerateThenRunWritesOutputsAndAManifest) {
+  TempFolder folder;
+  const CliResult generated = run_cli("conformance --generate " + quoted(folder / "in") +
+                                      " --mechanism linear_attention --batch 1 --heads 2 --length 70 --dim 8 --seed 3");
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_NE(generated.out.find("q.npy"), std::string::npos) << generated.out;
+  const CliResult result = run_cli("conformance --mechanism linear_attention --inputs " + quoted(folder / "in") +
+                                   " --outputs " + quoted(folder / "out") + " --dtype bf16 --feature-map relu");
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  EXPECT_NE(result.out.find("prefill_out vs reference_out"), std::string::npos) << result.out;
+  const nlohmann::json manifest = read_json(folder / "out" / kConformanceManifest);
+  EXPECT_TRUE(manifest["passed"].get<bool>());
+  EXPECT_EQ(manifest["dtype"], "bfloat16");
+  EXPECT_EQ(manifest["options"]["feature_map"], "relu");
+  EXPECT_EQ(manifest["axes"]["length"], 70);
+  for (const char* file : {"prefill_out.npy", "decode_out.npy", "reference_out.npy", "final_state.npy",
+                           "reference_final_state.npy", "final_normalizer.npy", "reference_final_normalizer.npy"}) {
+    EXPECT_TRUE(fs::exists(folder / "out" / file)) << file;
+  }
+}
+
+struct CliBadInput {
+  std::string name;
+  std::function<void(const fs::path& inputs)> spoil;  // applied to generated softmax_kv inputs
+  std::string extra_arguments;
+  std::vector<std::string> messages;  // each must appear in stderr
+};
+void PrintTo(const CliBadInput& input, std::ostream* out) { *out << input.name; }
+
+class ConformanceCliRejects : public ::testing::TestWithParam<CliBadInput> {};
+
+TEST_P(ConformanceCliRejects, WithExitCode2AMessageNamingTheFileAndNoOutput) {
+  TempFolder folder;
+  const fs::path inputs = folder / "in", outputs = folder / "out";
+  generate(inputs, "softmax_kv");
+  GetParam().spoil(inputs);
+  const CliResult result = run_cli("conformance --mechanism softmax_kv --inputs " + quoted(inputs) + " --outputs " +
+                                   quoted(outputs) + " " + GetParam().extra_arguments);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  for (const std::string& message : GetParam().messages) {
+    EXPECT_NE(result.err.find(message), std::string::npos) << "'" << message << "' not in: " << result.err;
+  }
+  EXPECT_TRUE(empty_or_missing(outputs));
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ConformanceBadInputs, ConformanceCliRejects,
+    ::testing::Values(
+        CliBadInput{"missing_file", [](const fs::path& in) { fs::remove(in / "v.npy"); }, "", {"missing input file", "v.npy"}},
+        CliBadInput{"shape_mismatch",
+                    [](const fs::path& in) {
+                      NpyArray v = read_npy(in / "v.npy");
+                      v.shape[1] = 1;
+                      v.values.resize(static_cast<std::size_t>(v.size()));
+                      write_npy(in / "v.npy", v, true);
+                    },
+                    "",
+                    {"q.npy and v.npy disagree on heads"}},
+        CliBadInput{"truncated",
+                    [](const fs::path& in) {
+                      const std::string bytes = testing::read_text(in / "k.npy");
+                      write_bytes(in / "k.npy", bytes.substr(0, bytes.size() - 10));
+                    },
+                    "",
+                    {"k.npy: truncated"}},
+        CliBadInput{"wrong_dtype",
+                    [](const fs::path& in) {
+                      std::string bytes = encode_npy(read_npy(in / "q.npy"));
+                      bytes.replace(bytes.find("<f4"), 3, "<i4");
+                      write_bytes(in / "q.npy", bytes);
+                    },
+                    "",
+                    {"q.npy: dtype '<i4' is not supported"}},
+        CliBadInput{"fortran_order",
+                    [](const fs::path& in) {
+                      std::string bytes = encode_npy(read_npy(in / "q.npy"));
+                      bytes.replace(bytes.find("False"), 5, "True ");
+                      write_bytes(in / "q.npy", bytes);
+                    },
+                    "",
+                    {"q.npy: is stored in Fortran order"}},
+        CliBadInput{"bad_magic", [](const fs::path& in) { write_bytes(in / "k.npy", "1,2,3\n"); }, "",
+                    {"k.npy: not a .npy file"}},
+        CliBadInput{"unknown_dtype", [](const fs::path&) {}, "--dtype float16", {"--dtype float16"}},
+        CliBadInput{"generate_shape_on_a_run", [](const fs::path&) {}, "--length 12", {"--length shapes --generate only"}},
+        CliBadInput{"feature_map_for_softmax", [](const fs::path&) {}, "--feature-map relu", {"softmax_kv takes no --feature-map"}}),
+    [](const ::testing::TestParamInfo<CliBadInput>& info) { return info.param.name; });
+
+TEST(ConformanceCli, UsageErrorsWithoutInputs) {
+  TempFolder folder;
+  CliResult result = run_cli("conformance --mechanism nope --inputs " + quoted(folder.path()) + " --outputs " +
+                             quoted(folder / "out"));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("no mechanism named 'nope'"), std::string::npos) << result.err;
+  result = run_cli("conformance --mechanism softmax_kv");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--inputs DIR and --outputs DIR"), std::string::npos) << result.err;
+  result = run_cli("conformance --mechanism softmax_kv --inputs " + quoted(folder / "none") + " --outputs " +
+                   quoted(folder / "out"));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("is not a folder"), std::string::npos) << result.err;
+  ASSERT_EQ(run_cli("conformance --generate " + quoted(folder / "in") + " --mechanism softmax_kv --length 8").exit_code, 0);
+  result = run_cli("conformance --generate " + quoted(folder / "in") + " --mechanism softmax_kv --length 8");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("never replaces input files"), std::string::npos) << result.err;
+}
+
+TEST(ConformanceCli, DescribePrintsTheLayout) {
+  const CliResult result = run_cli("conformance --describe --mechanism softmax_kv");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("| `q.npy` (in) | [batch, heads, length, dim] |"), std::string::npos) << result.out;
+}
+
+}  // namespace
+}  // namespace arch_bench
