@@ -80,7 +80,9 @@ TEST_P(ConformanceRoundTrip, PrefillMatchesReferenceAndDecodeMatchesPrefill) {
   EXPECT_LE(m["decode_out"]["vs_prefill"]["max_rel_error"].get<double>(), tolerance);
   EXPECT_TRUE(m["decode_matches_prefill"].get<bool>());
   for (const auto& [name, state] : m["states"].items()) {
-    if (state.contains("vs_reference")) EXPECT_TRUE(state["vs_reference"]["within_tolerance"].get<bool>()) << name;
+    if (state.contains("vs_reference")) {
+      EXPECT_TRUE(state["vs_reference"]["within_tolerance"].get<bool>()) << name;
+    }
   }
   ::testing::Test::RecordProperty("prefill_max_rel_error",
                                   std::to_string(m["prefill_out"]["vs_reference"]["max_rel_error"].get<double>()));
@@ -265,6 +267,142 @@ TEST(ConformanceDescribe, ListsEveryFileOfEveryAdapter) {
     }
   }
   EXPECT_NE(text.find("`reference_out.npy` (out)"), std::string::npos);
+}
+
+TEST(ConformanceRegistry, EveryRegisteredMechanismHasAnAdapter) {
+  for (const auto& mechanism : all_mechanisms()) {
+    EXPECT_NE(mechanism->conformance(), nullptr)
+        << mechanism->info().id << " has no conformance adapter (mechanisms/<id>/conformance.cpp)";
+  }
+}
+
+// The layout, pinned by hand-computed outputs (independent of the adapters' index arithmetic).
+TEST(ConformanceLayout, SoftmaxKvReadsBatchHeadsLengthDim) {
+  TempFolder folder;
+  const std::int64_t heads = 2, length = 3, dim = 2;
+  NpyArray q{{1, heads, length, dim}, {}, NpyDtype::float64}, k = q, v = q;
+  for (std::int64_t i = 0; i < heads * length * dim; ++i) {
+    q.values.push_back(0.5 * std::sin(1.0 + i));
+    k.values.push_back(0.7 * std::cos(2.0 + 3 * i));
+    v.values.push_back(static_cast<double>(i));
+  }
+  for (const auto& [name, array] : {std::pair{"q", q}, std::pair{"k", k}, std::pair{"v", v}}) {
+    write_npy(folder / "in" / (std::string(name) + ".npy"), array, false);
+  }
+  run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
+  const NpyArray reference = read_npy(folder / "out" / "reference_out.npy");
+  const NpyArray prefill = read_npy(folder / "out" / "prefill_out.npy");
+  const auto at = [&](const NpyArray& a, std::int64_t h, std::int64_t t, std::int64_t c) {
+    return a.values[(h * length + t) * dim + c];
+  };
+  for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t t = 0; t < length; ++t) {
+      double weights[3], sum = 0;
+      for (std::int64_t i = 0; i <= t; ++i) {
+        double dot = 0;
+        for (std::int64_t c = 0; c < dim; ++c) dot += at(q, h, t, c) * at(k, h, i, c);
+        weights[i] = std::exp(dot / std::sqrt(2.0));
+        sum += weights[i];
+      }
+      for (std::int64_t c = 0; c < dim; ++c) {
+        double expected = 0;
+        for (std::int64_t i = 0; i <= t; ++i) expected += weights[i] / sum * at(v, h, i, c);
+        EXPECT_NEAR(at(reference, h, t, c), expected, 1e-6) << h << " " << t << " " << c;
+        EXPECT_NEAR(at(prefill, h, t, c), expected, 1e-4) << h << " " << t << " " << c;
+      }
+    }
+  }
+}
+
+TEST(ConformanceLayout, MambaReadsTheSelectiveScanFnLayout) {
+  if (!find_mechanism("mamba") || !find_mechanism("mamba")->conformance()) GTEST_SKIP() << "no mamba adapter";
+  TempFolder folder;
+  const std::int64_t channels = 2, n = 2, length = 3;
+  // u, dt, z [batch, d_inner, length]; B, C [batch, N, length]; A_log [d_inner, N]; dt_bias, D [d_inner].
+  const NpyArray u{{1, channels, length}, {0.5, -1.0, 2.0, 1.5, 0.25, -0.75}, NpyDtype::float64};
+  const NpyArray dt{{1, channels, length}, {0.1, 0.2, -0.3, 0.4, -0.5, 0.6}, NpyDtype::float64};
+  const NpyArray z{{1, channels, length}, {1.0, -0.5, 0.3, 0.7, 2.0, -1.2}, NpyDtype::float64};
+  const NpyArray B{{1, n, length}, {0.3, -0.6, 0.9, 1.1, 0.2, -0.4}, NpyDtype::float64};
+  const NpyArray C{{1, n, length}, {-0.2, 0.8, 0.5, 0.6, -1.0, 0.35}, NpyDtype::float64};
+  const NpyArray A_log{{channels, n}, {0.0, 0.7, -0.3, 0.2}, NpyDtype::float64};
+  const NpyArray dt_bias{{channels}, {-1.0, 0.5}, NpyDtype::float64};
+  const NpyArray D{{channels}, {0.9, 1.3}, NpyDtype::float64};
+  for (const auto& [name, array] : {std::pair{"u", u}, std::pair{"dt", dt}, std::pair{"z", z}, std::pair{"B", B},
+                                    std::pair{"C", C}, std::pair{"A_log", A_log}, std::pair{"dt_bias", dt_bias},
+                                    std::pair{"D", D}}) {
+    write_npy(folder / "in" / (std::string(name) + ".npy"), array, false);
+  }
+  const auto result = run_conformance({"mamba", folder / "in", folder / "out", DType::float32, small_options(), false});
+  EXPECT_TRUE(result.passed) << result.manifest.dump(2);
+  const NpyArray reference = read_npy(folder / "out" / "reference_out.npy");
+  const NpyArray state = read_npy(folder / "out" / "final_state.npy");
+  ASSERT_EQ(reference.shape, (std::vector<std::int64_t>{1, channels, length}));
+  ASSERT_EQ(state.shape, (std::vector<std::int64_t>{1, channels, n}));
+  // Each value rounded to fp32 first, as the run does.
+  const auto f = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+  for (std::int64_t c = 0; c < channels; ++c) {
+    double h[2] = {0, 0};
+    for (std::int64_t t = 0; t < length; ++t) {
+      const double x = f(u.values[c * length + t]);
+      const double delta = std::log1p(std::exp(f(dt.values[c * length + t]) + f(dt_bias.values[c])));
+      double y = f(D.values[c]) * x;
+      for (std::int64_t s = 0; s < n; ++s) {
+        const double a = -std::exp(f(A_log.values[c * n + s]));
+        h[s] = std::exp(delta * a) * h[s] + delta * f(B.values[s * length + t]) * x;
+        y += f(C.values[s * length + t]) * h[s];
+      }
+      const double gate = f(z.values[c * length + t]);
+      EXPECT_NEAR(reference.values[c * length + t], y * gate / (1 + std::exp(-gate)), 1e-9) << c << " " << t;
+    }
+    for (std::int64_t s = 0; s < n; ++s) EXPECT_NEAR(state.values[c * n + s], h[s], 1e-5) << c << " " << s;
+  }
+}
+
+TEST(ConformanceInputs, PerformerTakesMFromWAndItsFeatureMap) {
+  if (!find_mechanism("performer") || !find_mechanism("performer")->conformance()) GTEST_SKIP() << "no adapter";
+  TempFolder folder;
+  MechanismOptions options = small_options();
+  options.feature_map = "trig";
+  options.features = 24;
+  generate(folder / "in", "performer", DType::float32, options);
+  EXPECT_EQ(read_npy(folder / "in" / "w.npy").shape, (std::vector<std::int64_t>{12, 16}));
+  options.features = MechanismOptions{}.features;  // a run reads m from w.npy
+  const auto result = run_conformance({"performer", folder / "in", folder / "out", DType::float32, options, false});
+  EXPECT_EQ(result.manifest["options"]["features"], 24);
+  EXPECT_EQ(result.manifest["options"]["feature_map"], "trig");
+  EXPECT_EQ(read_npy(folder / "out" / "final_state.npy").shape, (std::vector<std::int64_t>{2, 2, 24, 16}));
+  // Trig denominators phi(q).z come close to 0 at unit-scale inputs, which magnifies fp32 rounding
+  // (tests/test_performer.cpp holds trig to 1e-3 there too).
+  EXPECT_LE(result.manifest["prefill_out"]["vs_reference"]["max_rel_error"].get<double>(), 1e-3)
+      << result.manifest.dump(2);
+  EXPECT_TRUE(result.manifest["details"].contains("nonpositive_denominators"));
+  // A favor+ run on the same folder reads the 12 rows as m = 12.
+  options.feature_map = "favor+";
+  const auto favor = run_conformance({"performer", folder / "in", folder / "out2", DType::float32, options, false});
+  EXPECT_EQ(favor.manifest["options"]["features"], 12);
+  EXPECT_TRUE(favor.passed) << favor.manifest.dump(2);
+}
+
+TEST(ConformanceInputs, MambaWithFewChannelsRunsTheTimeSplitScan) {
+  if (!find_mechanism("mamba") || !find_mechanism("mamba")->conformance()) GTEST_SKIP() << "no mamba adapter";
+  TempFolder folder;
+  // d_inner = 2 rows: fewer than the threads x 4, so the prefill cuts the time axis into chunks.
+  generate_conformance_inputs({folder / "in", "mamba", {1, 1, 300, 2}, small_options(), 5, DType::float32});
+  const auto result = run_conformance({"mamba", folder / "in", folder / "out", DType::float32, small_options(), false});
+  EXPECT_TRUE(result.passed) << result.manifest.dump(2);
+  EXPECT_LT(result.manifest["details"]["prefill_chunk"].get<std::int64_t>(), 300);
+}
+
+TEST(ConformanceInputs, MambaParametersMustAgreeWithTheSequence) {
+  if (!find_mechanism("mamba") || !find_mechanism("mamba")->conformance()) GTEST_SKIP() << "no mamba adapter";
+  TempFolder folder;
+  generate(folder / "in", "mamba");
+  write_npy(folder / "in" / "A_log.npy", NpyArray{{32, 4}, std::vector<double>(128, 0.0), NpyDtype::float32}, true);
+  const std::string message = message_of([&] {
+    run_conformance({"mamba", folder / "in", folder / "out", DType::float32, small_options(), false});
+  });
+  EXPECT_NE(message.find("B.npy and A_log.npy disagree on N"), std::string::npos) << message;
+  EXPECT_TRUE(empty_or_missing(folder / "out"));
 }
 
 // --- through the real executable --------------------------------------------------------------

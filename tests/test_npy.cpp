@@ -85,7 +85,7 @@ TEST(Npy, WritesVersion1And2HeadersThatAlignTheData) {
   // What NumPy writes for np.zeros((2, 3), '<f4'): a 118-byte 1.0 header, data at offset 128.
   const std::string bytes = encode_npy(NpyArray{{2, 3}, std::vector<double>(6, 0.0), NpyDtype::float32});
   EXPECT_EQ(bytes.substr(0, 10), std::string("\x93NUMPY\x01\x00\x76\x00", 10));
-  EXPECT_EQ(bytes.substr(10, 60), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }");
+  EXPECT_EQ(bytes.substr(10, 59), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }");
   EXPECT_EQ(bytes.size(), 128u + 24u);
 }
 

@@ -7,11 +7,12 @@
 namespace arch_bench {
 
 namespace {
-void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype) {
+void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype,
+                 float scale = 1.0f) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   out.resize(count);
   for (float& x : out) {
-    const float value = normal(rng);
+    const float value = scale * normal(rng);
     x = dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
   }
 }
@@ -36,8 +37,9 @@ AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std
                     static_cast<std::uint64_t>(cell.head_dim), static_cast<std::uint64_t>(tokens)};
   std::mt19937_64 rng(seq);
   const std::size_t count = static_cast<std::size_t>(inputs.batch_heads * tokens * cell.head_dim);
-  fill_normal(inputs.q, count, rng, cell.dtype);
-  fill_normal(inputs.k, count, rng, cell.dtype);
+  const float qk_scale = static_cast<float>(cell.options.qk_scale);
+  fill_normal(inputs.q, count, rng, cell.dtype, qk_scale);
+  fill_normal(inputs.k, count, rng, cell.dtype, qk_scale);
   fill_normal(inputs.v, count, rng, cell.dtype);
   return inputs;
 }

@@ -12,6 +12,7 @@
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
+#include "runner/conformance/adapters.hpp"
 
 namespace arch_bench {
 
@@ -262,6 +263,7 @@ class Mamba final : public Mechanism {
     if (cell.dtype == DType::bfloat16) return std::make_unique<MambaPrefillCell<bf16>>(cell, seed, allocator);
     return std::make_unique<MambaPrefillCell<float>>(cell, seed, allocator);
   }
+  const ConformanceAdapter* conformance() const override { return &mamba_conformance(); }
 
  private:
   static std::int64_t parameter_bytes(const MambaShape& shape) {

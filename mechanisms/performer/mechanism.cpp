@@ -10,6 +10,7 @@
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
+#include "runner/conformance/adapters.hpp"
 
 namespace arch_bench {
 
@@ -270,6 +271,7 @@ class Performer final : public Mechanism {
     if (cell.dtype == DType::bfloat16) return std::make_unique<PerformerPrefillCell<bf16>>(cell, seed, allocator);
     return std::make_unique<PerformerPrefillCell<float>>(cell, seed, allocator);
   }
+  const ConformanceAdapter* conformance() const override { return &performer_conformance(); }
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ DType dtype_or_throw(const std::string& name) {
 
 void print_comparison(const std::string& label, const nlohmann::json& entry, double tolerance) {
   const nlohmann::json& error = entry["max_rel_error"];
-  fmt::print("  {:<44} max_rel_error {:<12} {}\n", label, error.is_null() ? "non-finite" : fmt::format("{:.3e}", error.get<double>()),
+  fmt::print("  {:<56} max_rel_error {:<12} {}\n", label, error.is_null() ? "non-finite" : fmt::format("{:.3e}", error.get<double>()),
              entry["within_tolerance"].get<bool>() ? "ok" : fmt::format("ABOVE tolerance {:.0e}", tolerance));
 }
 

@@ -1,5 +1,6 @@
 #include "runner/cli/run_options.hpp"
 
+#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
@@ -32,6 +33,8 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
   c.add_option("--feature-map", o.feature_map, "linear_attention feature map: elu (elu+1, default) or relu (relu+1)");
   c.add_option("--features", o.features, "performer: comma-separated random feature counts m (default 64,128,256)");
   c.add_option("--state-size", o.state_size, "mamba: state size N per channel (default 16)");
+  c.add_option("--qk-scale", o.qk_scale,
+               "Scale of the N(0,1) q and k inputs (default 1); FAVOR+ error grows with |q|, |k| (see README)");
 }
 
 void add_run_options(CLI::App& c, RunOptions& o) {
@@ -112,7 +115,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   nlohmann::json& sources = resolved.sources;
   for (const char* key : {"mode", "sequence_lengths", "batch", "heads", "head_dim", "dtype", "phases", "warmup",
                           "repeats", "cache_state", "threads", "seed", "feature_map", "features", "state_size",
-                          "device"}) {
+                          "qk_scale", "device"}) {
     sources[key] = "mode_default";
   }
   resolved.device = o.device;
@@ -173,6 +176,12 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   }
   if (given("features", "features")) w.features = parse_positive_list("--features", o.features);
   if (given("state_size", "state_size")) w.options.state_size = positive("--state-size", o.state_size);
+  if (given("qk_scale", "qk_scale")) {
+    if (!(o.qk_scale > 0) || !std::isfinite(o.qk_scale)) {
+      throw UsageError(fmt::format("--qk-scale must be a positive number (got {})", o.qk_scale));
+    }
+    w.options.qk_scale = o.qk_scale;
+  }
 
   if (o.device != "cpu" && o.device != "cuda" && o.device != "auto") {
     throw UsageError(fmt::format("--device: '{}' is not cpu, cuda or auto", o.device));

@@ -29,6 +29,7 @@ struct RunOptions {
   std::string profile;  // --profile: id or file of the profile to apply (empty: none)
   std::string feature_map, features;
   std::int64_t state_size = 0;
+  double qk_scale = 1.0;
   bool dry_run = false;
   bool overwrite = false;
   bool quiet = false;

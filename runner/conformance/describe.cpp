@@ -7,6 +7,16 @@ namespace arch_bench {
 
 namespace {
 
+// A '|' inside a cell (|x~|^2) would end it.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::string layout(const std::string& id, const ConformanceSpec& spec) {
   std::string text = fmt::format("#### `{}`\n\n", id);
   if (!spec.options.empty()) text += fmt::format("Options: {}\n\n", spec.options);
@@ -14,11 +24,11 @@ std::string layout(const std::string& id, const ConformanceSpec& spec) {
   text += "| file | shape | dtype | meaning |\n| --- | --- | --- | --- |\n";
   for (const ConformanceInputSpec& input : spec.inputs) {
     text += fmt::format("| `{}.npy` (in) | [{}] | `<f4` or `<f8`; {} | {} |\n", input.name, fmt::join(input.axes, ", "),
-                        input.parameter ? "used as fp32" : "rounded to the storage dtype", input.meaning);
+                        input.parameter ? "used as fp32" : "rounded to the storage dtype", cell(input.meaning));
   }
   for (const ConformanceOutputSpec& output : spec.outputs) {
     text += fmt::format("| `{}.npy` (out) | [{}] | `{}` | {} |\n", output.name, fmt::join(output.axes, ", "),
-                        npy_descr(output.dtype), output.meaning);
+                        npy_descr(output.dtype), cell(output.meaning));
   }
   return text;
 }

@@ -17,6 +17,9 @@ struct MechanismOptions {
   std::string feature_map = "elu";  // linear_attention: "elu" (elu+1) or "relu" (relu+1)
   std::int64_t features = 256;      // performer: number of random features m
   std::int64_t state_size = 16;     // mamba: N, the state size per channel
+  // Multiplies the N(0,1) q and k draws. Attention logits q.k/sqrt(d) have unit spread at 1; the
+  // norms |q|^2/sqrt(d) that FAVOR+'s variance grows with (as e^(|q~|^2+|k~|^2)/m) shrink as scale^2.
+  double qk_scale = 1.0;
 };
 
 struct Cell {

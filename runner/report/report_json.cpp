@@ -26,7 +26,8 @@ json optional_number(const std::optional<double>& value) {
 json options_json(const MechanismOptions& options) {
   return {{"feature_map", options.feature_map},
           {"features", options.features},
-          {"state_size", options.state_size}};
+          {"state_size", options.state_size},
+          {"qk_scale", options.qk_scale}};
 }
 
 json cell_json(const Cell& cell) {

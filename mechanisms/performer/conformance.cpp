@@ -1,0 +1,187 @@
+// performer on inputs from .npy files (`arch-bench conformance`): the chunkwise prefill, the decode
+// step token by token from an empty (S, z, M), and the fp64 recurrent reference, all with the
+// projection W read from w.npy (in a run W comes from the seed; here the user supplies it).
+#include <omp.h>
+
+#include <fmt/format.h>
+
+#include "mechanisms/performer/cpu.hpp"
+#include "mechanisms/performer/reference.hpp"
+#include "runner/conformance/adapters.hpp"
+#include "runner/core/errors.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
+const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
+
+PerformerFeatures features_of(const MechanismOptions& options) {
+  if (options.feature_map.empty()) return PerformerFeatures::favor_plus;
+  const auto kind = parse_performer_features(options.feature_map);
+  if (!kind) {
+    throw UsageError(fmt::format("--feature-map {}: performer takes favor+ (positive random features, the default) "
+                                 "or trig (sin/cos)",
+                                 options.feature_map));
+  }
+  return *kind;
+}
+
+// W's rows: one per feature for favor+, one per sin/cos pair for trig.
+std::string w_rows_axis(PerformerFeatures kind) { return kind == PerformerFeatures::trig ? "m/2" : "m"; }
+
+template <class T>
+ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, PerformerFeatures kind) {
+  const std::int64_t batch = inputs.axis("batch"), heads = inputs.axis("heads"), length = inputs.axis("length");
+  const std::int64_t dk = inputs.axis("dim"), dv = inputs.axis("dv");
+  const std::int64_t rows = inputs.axis(w_rows_axis(kind));
+  const std::int64_t m = kind == PerformerFeatures::trig ? 2 * rows : rows;
+  const PerformerShape shape{batch * heads, dk, dv, m, kind};
+  const std::int64_t bh = shape.batch_heads;
+  const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
+  const std::vector<float> q = to_storage_values(inputs.at("q"), dtype);
+  const std::vector<float> k = to_storage_values(inputs.at("k"), dtype);
+  const std::vector<float> v = to_storage_values(inputs.at("v"), dtype);
+  const std::vector<T> qs = to_storage<T>(q), ks = to_storage<T>(k), vs = to_storage<T>(v);
+  // W in fp32 (what the kernels store), widened back for the reference: both use the same values.
+  const std::vector<float> w = to_fp32_values(inputs.at("w"));
+  const MatrixD projection = slice_matrix(w, 0, rows, dk);
+  std::vector<float> packed(performer_projection_floats(shape));
+  pack_performer_projection(projection, packed.data());
+
+  ConformanceOutputs out;
+  const int threads = omp_get_max_threads();
+  std::vector<float> state(bh * m * dv), normalizer(bh * m), running_max(bh);
+  std::vector<float> workspace(performer_prefill_workspace_floats(shape, threads));
+  std::vector<T> prefill(vs.size());
+  performer_reset_state(shape, state.data(), normalizer.data(), running_max.data());
+  const std::int64_t prefill_nonpositive =
+      performer_prefill_chunkwise(shape, length, packed.data(), qs.data(), ks.data(), vs.data(), state.data(),
+                                  normalizer.data(), running_max.data(), workspace.data(), threads, prefill.data());
+  out.prefill_out = storage_array(out_shape, prefill);
+
+  std::vector<float> decode_state(state.size()), decode_normalizer(normalizer.size()), decode_max(bh);
+  performer_reset_state(shape, decode_state.data(), decode_normalizer.data(), decode_max.data());
+  std::vector<T> decode(vs.size()), q_t(bh * dk), k_t(bh * dk), v_t(bh * dv), o_t(bh * dv);
+  std::int64_t decode_nonpositive = 0;
+  for (std::int64_t t = 0; t < length; ++t) {
+    gather_token(qs.data(), bh, length, dk, t, q_t.data());
+    gather_token(ks.data(), bh, length, dk, t, k_t.data());
+    gather_token(vs.data(), bh, length, dv, t, v_t.data());
+    decode_nonpositive += performer_decode_step(shape, packed.data(), q_t.data(), k_t.data(), v_t.data(),
+                                                decode_state.data(), decode_normalizer.data(), decode_max.data(),
+                                                o_t.data());
+    scatter_token(o_t.data(), bh, length, dv, t, decode.data());
+  }
+  out.decode_out = storage_array(out_shape, decode);
+
+  std::vector<double> reference(v.size()), reference_state(state.size()), reference_normalizer(normalizer.size()),
+      reference_max(bh);
+  std::int64_t reference_nonpositive = 0;
+#pragma omp parallel for schedule(dynamic) reduction(+ : reference_nonpositive)
+  for (std::int64_t h = 0; h < bh; ++h) {
+    const PerformerResult r = performer_scan(slice_matrix(q, h, length, dk), slice_matrix(k, h, length, dk),
+                                             slice_matrix(v, h, length, dv), projection, kind, m);
+    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
+    std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * m * dv);
+    std::copy(r.normalizer.begin(), r.normalizer.end(), reference_normalizer.begin() + h * m);
+    reference_max[h] = r.running_max;
+    reference_nonpositive += r.nonpositive_denominators;
+  }
+  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
+
+  const std::vector<std::int64_t> state_shape = {batch, heads, m, dv}, normalizer_shape = {batch, heads, m};
+  const std::vector<std::int64_t> max_shape = {batch, heads};
+  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
+                        make_array(state_shape, decode_state, NpyDtype::float32),
+                        make_array(state_shape, reference_state, NpyDtype::float64)});
+  out.states.push_back({"final_normalizer", make_array(normalizer_shape, normalizer, NpyDtype::float32),
+                        make_array(normalizer_shape, decode_normalizer, NpyDtype::float32),
+                        make_array(normalizer_shape, reference_normalizer, NpyDtype::float64)});
+  out.states.push_back({"final_running_max", make_array(max_shape, running_max, NpyDtype::float32),
+                        make_array(max_shape, decode_max, NpyDtype::float32),
+                        make_array(max_shape, reference_max, NpyDtype::float64)});
+  out.options.feature_map = performer_features_name(kind);
+  out.options.features = m;
+  out.options_json = {{"feature_map", performer_features_name(kind)}, {"features", m}};
+  // Rows whose normaliser phi(q).z was <= 0 or not finite (trig features only can give one).
+  out.details = {{"nonpositive_denominators",
+                  {{"prefill", prefill_nonpositive}, {"decode", decode_nonpositive}, {"reference", reference_nonpositive}}}};
+  return out;
+}
+
+class PerformerConformance final : public ConformanceAdapter {
+ public:
+  ConformanceSpec spec(const MechanismOptions& options) const override {
+    const PerformerFeatures kind = features_of(options);
+    const std::vector<std::string> state_axes = {"batch", "heads", "m", "dv"};
+    ConformanceSpec spec;
+    spec.inputs = {{"q", kQkAxes, "queries"},
+                   {"k", kQkAxes, "keys"},
+                   {"v", kVAxes, "values"},
+                   {"w", {w_rows_axis(kind), "dim"},
+                    kind == PerformerFeatures::trig
+                        ? "projection W: row i gives the features sin(w_i.x~) and cos(w_i.x~), x~ = x dim^(-1/4)"
+                        : "projection W: feature i is exp(w_i.x~ - |x~|^2/2), x~ = x dim^(-1/4)",
+                    /*parameter=*/true}};
+    spec.outputs = standard_outputs(kVAxes, "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)");
+    spec.outputs.push_back({"final_state", state_axes, NpyDtype::float32,
+                            "S after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t) v_t^T, fp32"});
+    spec.outputs.push_back({"reference_final_state", state_axes, NpyDtype::float64, "S from the fp64 reference"});
+    spec.outputs.push_back({"final_normalizer", {"batch", "heads", "m"}, NpyDtype::float32,
+                            "z after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t), fp32"});
+    spec.outputs.push_back(
+        {"reference_final_normalizer", {"batch", "heads", "m"}, NpyDtype::float64, "z from the fp64 reference"});
+    spec.outputs.push_back({"final_running_max", {"batch", "heads"}, NpyDtype::float32,
+                            "M = max_t c_t, the largest key log-scale seen, fp32"});
+    spec.outputs.push_back(
+        {"reference_final_running_max", {"batch", "heads"}, NpyDtype::float64, "M from the fp64 reference"});
+    spec.options = "`--feature-map favor+` (the default) or `trig`; m is read from w.npy (m rows for favor+, m/2 for "
+                   "trig).";
+    spec.notes =
+        "Features are stabilised (mechanisms/performer/reference.hpp): phi(x) = exp(c) f(x) with f = m^(-1/2) "
+        "[exp(w_i.x~ - |x~|^2/2 - c) + 1e-6], c = max_i (w_i.x~ - |x~|^2/2) for favor+ (f = sqrt(2/m) [sin, cos], "
+        "c = |x~|^2/2 for trig). A query's exp(c) cancels; a key's is kept relative to the running max M, so the "
+        "absolute state is final_state * exp(final_running_max). Trig denominators phi(q).z can come close to 0 "
+        "(or below it: counted in the manifest's details) at unit-scale inputs, which magnifies fp32 rounding past "
+        "the tolerance; scale q and k down (x0.3) to compare trig ports. dim and dv are at most 256, m at most 4096.";
+    return spec;
+  }
+
+  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
+    const PerformerFeatures kind = features_of(options);
+    require_axis_at_most(inputs, "dim", kPerformerMaxDim, "performer");
+    require_axis_at_most(inputs, "dv", kPerformerMaxDim, "performer");
+    require_axis_at_most(inputs, w_rows_axis(kind), kind == PerformerFeatures::trig ? kPerformerMaxFeatures / 2
+                                                                                    : kPerformerMaxFeatures,
+                         "performer");
+    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype, kind) : run_typed<float>(inputs, dtype, kind);
+  }
+
+  // q, k, v as `arch-bench run --seed` draws them, and the W a run with that seed uses.
+  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
+                                           std::uint64_t seed, DType dtype) const override {
+    const PerformerFeatures kind = features_of(options);
+    const std::int64_t m = options.features;
+    if (m < 1 || m > kPerformerMaxFeatures) {
+      throw UsageError(fmt::format("--features {}: performer takes m from 1 to {}", m, kPerformerMaxFeatures));
+    }
+    if (kind == PerformerFeatures::trig && m % 2 != 0) {
+      throw UsageError(fmt::format("--features {}: trig features come in sin/cos pairs, m must be even", m));
+    }
+    std::map<std::string, NpyArray> tensors = generate_attention_inputs(shape, seed, dtype);
+    const MatrixD w = performer_projection(kind, m, shape.dim, seed);
+    tensors.emplace("w", make_array({w.rows, w.cols}, w.data, NpyDtype::float32));
+    return tensors;
+  }
+};
+
+}  // namespace
+
+const ConformanceAdapter& performer_conformance() {
+  static const PerformerConformance adapter;
+  return adapter;
+}
+
+}  // namespace arch_bench
