@@ -383,6 +383,28 @@ TEST(ConformanceInputs, PerformerTakesMFromWAndItsFeatureMap) {
   EXPECT_TRUE(favor.passed) << favor.manifest.dump(2);
 }
 
+TEST(ConformanceCli, QkScaleShapesGeneratedQueriesAndKeys) {
+  TempFolder folder;
+  ASSERT_EQ(run_cli("conformance --generate " + (folder / "a").string() + " --mechanism performer --length 8 --dim 4 "
+                    "--features 8")
+                .exit_code,
+            0);
+  const CliResult scaled = run_cli("conformance --generate " + (folder / "b").string() +
+                                   " --mechanism performer --length 8 --dim 4 --features 8 --feature-map trig "
+                                   "--qk-scale 0.3");
+  ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
+  const NpyArray q1 = read_npy(folder / "a" / "q.npy"), q2 = read_npy(folder / "b" / "q.npy");
+  const NpyArray v1 = read_npy(folder / "a" / "v.npy"), v2 = read_npy(folder / "b" / "v.npy");
+  for (std::size_t i = 0; i < q1.values.size(); ++i) {
+    EXPECT_FLOAT_EQ(q2.values[i], 0.3 * q1.values[i]);
+    EXPECT_EQ(v2.values[i], v1.values[i]);
+  }
+  const CliResult run = run_cli("conformance --mechanism performer --feature-map trig --inputs " +
+                                (folder / "b").string() + " --outputs " + (folder / "out").string());
+  EXPECT_EQ(run.exit_code, 0) << run.err << run.out;
+  EXPECT_EQ(run_cli("conformance --generate " + (folder / "c").string() + " --qk-scale 0").exit_code, 2);
+}
+
 TEST(ConformanceInputs, MambaWithFewChannelsRunsTheTimeSplitScan) {
   if (!find_mechanism("mamba") || !find_mechanism("mamba")->conformance()) GTEST_SKIP() << "no mamba adapter";
   TempFolder folder;

@@ -111,7 +111,7 @@ class LinearAttentionConformance final : public ConformanceAdapter {
   std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
                                            std::uint64_t seed, DType dtype) const override {
     feature_map_of(options);
-    return generate_attention_inputs(shape, seed, dtype);
+    return generate_attention_inputs(shape, options, seed, dtype);
   }
 };
 

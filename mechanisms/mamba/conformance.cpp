@@ -156,6 +156,7 @@ class MambaConformance final : public ConformanceAdapter {
       throw UsageError(fmt::format("--state-size {}: mamba takes N from 1 to {}", n, kMambaMaxStateSize));
     }
     Cell cell;
+    cell.options = options;
     cell.phase = Phase::prefill;
     cell.sequence_length = shape.length;
     cell.batch = shape.batch;

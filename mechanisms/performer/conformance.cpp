@@ -145,7 +145,7 @@ class PerformerConformance final : public ConformanceAdapter {
         "c = |x~|^2/2 for trig). A query's exp(c) cancels; a key's is kept relative to the running max M, so the "
         "absolute state is final_state * exp(final_running_max). Trig denominators phi(q).z can come close to 0 "
         "(or below it: counted in the manifest's details) at unit-scale inputs, which magnifies fp32 rounding past "
-        "the tolerance; scale q and k down (x0.3) to compare trig ports. dim and dv are at most 256, m at most 4096.";
+        "the tolerance; scale q and k down (`--generate ... --qk-scale 0.3`) to compare trig ports. dim and dv are at most 256, m at most 4096.";
     return spec;
   }
 
@@ -170,7 +170,7 @@ class PerformerConformance final : public ConformanceAdapter {
     if (kind == PerformerFeatures::trig && m % 2 != 0) {
       throw UsageError(fmt::format("--features {}: trig features come in sin/cos pairs, m must be even", m));
     }
-    std::map<std::string, NpyArray> tensors = generate_attention_inputs(shape, seed, dtype);
+    std::map<std::string, NpyArray> tensors = generate_attention_inputs(shape, options, seed, dtype);
     const MatrixD w = performer_projection(kind, m, shape.dim, seed);
     tensors.emplace("w", make_array({w.rows, w.cols}, w.data, NpyDtype::float32));
     return tensors;

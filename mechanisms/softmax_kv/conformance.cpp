@@ -86,7 +86,7 @@ class SoftmaxKvConformance final : public ConformanceAdapter {
   std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
                                            std::uint64_t seed, DType dtype) const override {
     spec(options);
-    return generate_attention_inputs(shape, seed, dtype);
+    return generate_attention_inputs(shape, options, seed, dtype);
   }
 };
 

@@ -1,5 +1,7 @@
 // `arch-bench conformance`: a mechanism's kernels and fp64 reference on inputs from .npy files,
 // so that a port to another framework can be checked against them (runner/conformance/).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
@@ -17,6 +19,7 @@ struct ConformanceOptions {
   std::string feature_map;
   std::int64_t features = MechanismOptions{}.features;
   std::int64_t state_size = MechanismOptions{}.state_size;
+  double qk_scale = MechanismOptions{}.qk_scale;
   ConformanceShape shape;
   std::uint64_t seed = 0;
   bool overwrite = false;
@@ -40,6 +43,7 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
   options.feature_map = o.feature_map;
   options.features = o.features;
   options.state_size = o.state_size;
+  options.qk_scale = o.qk_scale;
   const DType dtype = dtype_or_throw(o.dtype);
   const auto given = [&](const char* name) { return command.get_option(name)->count() > 0; };
 
@@ -54,6 +58,9 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
                        "--outputs");
     }
     if (o.overwrite) throw UsageError("--generate never replaces input files (no --overwrite): choose an empty folder");
+    if (!(o.qk_scale > 0) || !std::isfinite(o.qk_scale)) {
+      throw UsageError(fmt::format("--qk-scale must be a positive number (got {})", o.qk_scale));
+    }
     if (o.mechanism.empty() && given("--feature-map")) {
       throw UsageError("--feature-map with --generate needs --mechanism (each mechanism has its own maps)");
     }
@@ -70,7 +77,8 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
   if (o.inputs.empty() || o.outputs.empty()) {
     throw UsageError("give --inputs DIR and --outputs DIR (or --generate DIR to write seeded inputs first)");
   }
-  for (const char* shaping : {"--batch", "--heads", "--length", "--dim", "--seed", "--features", "--state-size"}) {
+  for (const char* shaping : {"--batch", "--heads", "--length", "--dim", "--seed", "--features", "--state-size",
+                              "--qk-scale"}) {
     if (given(shaping)) {
       throw UsageError(fmt::format("{} shapes --generate only; a run takes every size from the input files (m from "
                                    "w.npy, N from A_log.npy)",
@@ -136,6 +144,9 @@ void register_conformance_command(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   command->add_option("--features", o->features, "--generate, performer: random features m")->capture_default_str();
   command->add_option("--state-size", o->state_size, "--generate, mamba: state size N")->capture_default_str();
+  command->add_option("--qk-scale", o->qk_scale,
+                      "--generate: multiplies the N(0,1) q and k draws (as `arch-bench run --qk-scale`)")
+      ->capture_default_str();
   command->add_option("--seed", o->seed, "--generate: seed (the same tokens `arch-bench run --seed` draws)")
       ->capture_default_str();
   command->add_flag("--describe", o->describe,

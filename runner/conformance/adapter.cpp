@@ -82,9 +82,11 @@ MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64
   return m;
 }
 
-std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape, std::uint64_t seed,
+std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape,
+                                                          const MechanismOptions& options, std::uint64_t seed,
                                                           DType dtype) {
   Cell cell;
+  cell.options = options;
   cell.phase = Phase::prefill;
   cell.sequence_length = shape.length;
   cell.batch = shape.batch;

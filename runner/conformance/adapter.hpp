@@ -162,8 +162,9 @@ void scatter_token(const T* x, std::int64_t rows, std::int64_t tokens, std::int6
 MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64_t rows, std::int64_t cols);
 
 // q, k, v [batch, heads, length, dim] for --generate: the tokens `arch-bench run --seed seed`
-// draws for a prefill cell of this shape and dtype (mechanisms/common/inputs.hpp).
-std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape, std::uint64_t seed,
+// draws for a prefill cell of this shape, dtype and options (mechanisms/common/inputs.hpp).
+std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape,
+                                                          const MechanismOptions& options, std::uint64_t seed,
                                                           DType dtype);
 
 // prefill_out, decode_out (f4) and reference_out (f8), all of `axes`: the outputs every adapter has.
