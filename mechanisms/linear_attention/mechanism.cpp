@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
@@ -186,13 +187,7 @@ class LinearAttention final : public Mechanism {
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
-    Allocator& allocator = backend.allocator();
-    if (cell.phase == Phase::decode) {
-      if (cell.dtype == DType::bfloat16) return std::make_unique<LinearDecodeCell<bf16>>(cell, seed, allocator);
-      return std::make_unique<LinearDecodeCell<float>>(cell, seed, allocator);
-    }
-    if (cell.dtype == DType::bfloat16) return std::make_unique<LinearPrefillCell<bf16>>(cell, seed, allocator);
-    return std::make_unique<LinearPrefillCell<float>>(cell, seed, allocator);
+    return prepare_cell<LinearDecodeCell, LinearPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &linear_attention_conformance(); }
 };

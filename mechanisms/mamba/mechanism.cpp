@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
@@ -255,13 +256,7 @@ class Mamba final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-    Allocator& allocator = backend.allocator();
-    if (cell.phase == Phase::decode) {
-      if (cell.dtype == DType::bfloat16) return std::make_unique<MambaDecodeCell<bf16>>(cell, seed, allocator);
-      return std::make_unique<MambaDecodeCell<float>>(cell, seed, allocator);
-    }
-    if (cell.dtype == DType::bfloat16) return std::make_unique<MambaPrefillCell<bf16>>(cell, seed, allocator);
-    return std::make_unique<MambaPrefillCell<float>>(cell, seed, allocator);
+    return prepare_cell<MambaDecodeCell, MambaPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &mamba_conformance(); }
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
@@ -263,13 +264,7 @@ class Performer final : public Mechanism {
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
-    Allocator& allocator = backend.allocator();
-    if (cell.phase == Phase::decode) {
-      if (cell.dtype == DType::bfloat16) return std::make_unique<PerformerDecodeCell<bf16>>(cell, seed, allocator);
-      return std::make_unique<PerformerDecodeCell<float>>(cell, seed, allocator);
-    }
-    if (cell.dtype == DType::bfloat16) return std::make_unique<PerformerPrefillCell<bf16>>(cell, seed, allocator);
-    return std::make_unique<PerformerPrefillCell<float>>(cell, seed, allocator);
+    return prepare_cell<PerformerDecodeCell, PerformerPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &performer_conformance(); }
 };

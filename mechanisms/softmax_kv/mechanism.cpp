@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/common/compare.hpp"
@@ -159,13 +160,7 @@ class SoftmaxKv final : public Mechanism {
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
-    Allocator& allocator = backend.allocator();
-    if (cell.phase == Phase::decode) {
-      if (cell.dtype == DType::bfloat16) return std::make_unique<SoftmaxDecodeCell<bf16>>(cell, seed, allocator);
-      return std::make_unique<SoftmaxDecodeCell<float>>(cell, seed, allocator);
-    }
-    if (cell.dtype == DType::bfloat16) return std::make_unique<SoftmaxPrefillCell<bf16>>(cell, seed, allocator);
-    return std::make_unique<SoftmaxPrefillCell<float>>(cell, seed, allocator);
+    return prepare_cell<SoftmaxDecodeCell, SoftmaxPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &softmax_kv_conformance(); }
 };
