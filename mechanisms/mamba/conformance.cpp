@@ -155,14 +155,7 @@ class MambaConformance final : public ConformanceAdapter {
     if (n < 1 || n > kMambaMaxStateSize) {
       throw UsageError(fmt::format("--state-size {}: mamba takes N from 1 to {}", n, kMambaMaxStateSize));
     }
-    Cell cell;
-    cell.options = options;
-    cell.phase = Phase::prefill;
-    cell.sequence_length = shape.length;
-    cell.batch = shape.batch;
-    cell.heads = shape.heads;
-    cell.head_dim = shape.dim;
-    cell.dtype = dtype;
+    Cell cell = generated_cell(shape, options, dtype);
     cell.options.state_size = n;
     const MambaInputs drawn = make_mamba_inputs(cell, shape.length, seed);
     const std::int64_t d_inner = drawn.channels;

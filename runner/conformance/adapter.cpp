@@ -82,9 +82,7 @@ MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64
   return m;
 }
 
-std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape,
-                                                          const MechanismOptions& options, std::uint64_t seed,
-                                                          DType dtype) {
+Cell generated_cell(const ConformanceShape& shape, const MechanismOptions& options, DType dtype) {
   Cell cell;
   cell.options = options;
   cell.phase = Phase::prefill;
@@ -93,6 +91,13 @@ std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape
   cell.heads = shape.heads;
   cell.head_dim = shape.dim;
   cell.dtype = dtype;
+  return cell;
+}
+
+std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape,
+                                                          const MechanismOptions& options, std::uint64_t seed,
+                                                          DType dtype) {
+  const Cell cell = generated_cell(shape, options, dtype);
   const AttentionInputs drawn = make_attention_inputs(cell, shape.length, seed);
   const std::vector<std::int64_t> dims = {shape.batch, shape.heads, shape.length, shape.dim};
   return {{"q", make_array(dims, drawn.q, NpyDtype::float32)},

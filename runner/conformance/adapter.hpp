@@ -163,6 +163,9 @@ MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64
 
 // q, k, v [batch, heads, length, dim] for --generate: the tokens `arch-bench run --seed seed`
 // draws for a prefill cell of this shape, dtype and options (mechanisms/common/inputs.hpp).
+// The prefill cell `arch-bench run` would draw inputs for, for this generated shape.
+Cell generated_cell(const ConformanceShape& shape, const MechanismOptions& options, DType dtype);
+
 std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape,
                                                           const MechanismOptions& options, std::uint64_t seed,
                                                           DType dtype);
