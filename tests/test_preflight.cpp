@@ -74,6 +74,18 @@ TEST(PreflightChecks, PowersaveOrUnreadableGovernorWarnsButDoesNotFail) {
   EXPECT_FALSE(any_failed(checks));
 }
 
+TEST(PreflightChecks, BusyMachineWarnsButDoesNotFail) {
+  const Profile cpu = load_profile("ARCH-CPU-MECHANISM");
+  MachineFacts busy = host_only();  // 8 logical cores
+  busy.load_average = 7.5;
+  const auto checks = run_checks(cpu, small_plan(), busy);
+  EXPECT_EQ(find_check(checks, "load").status, CheckStatus::warn);
+  EXPECT_FALSE(any_failed(checks));
+  MachineFacts quiet = host_only();
+  quiet.load_average = 0.3;
+  EXPECT_EQ(find_check(run_checks(cpu, small_plan(), quiet), "load").status, CheckStatus::pass);
+}
+
 TEST(PreflightChecks, TooLittleFreeMemoryForThePlanFails) {
   MachineFacts facts = host_only();
   facts.host_available_bytes = 20 * (std::int64_t{1} << 20);  // 20 MiB < 2 x 16 MiB

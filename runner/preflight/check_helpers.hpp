@@ -29,6 +29,7 @@ Check host_memory_check(const Profile& profile, const PlanFacts& plan, const Mac
 Check dtype_in_profile(const Profile& profile, const PlanFacts& plan);
 Check cpu_governor_check(const MachineFacts& machine);
 Check hypervisor_check(const MachineFacts& machine);
+Check load_check(const MachineFacts& machine);
 
 void cpu_checks(const Profile& profile, const PlanFacts& plan, const MachineFacts& machine, std::vector<Check>& checks);
 void cuda_checks(const Profile& profile, const PlanFacts& plan, const MachineFacts& machine, std::vector<Check>& checks);

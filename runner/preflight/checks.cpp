@@ -2,6 +2,7 @@
 // point that picks the backend's check set.
 #include "runner/preflight/checks.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -105,6 +106,26 @@ Check hypervisor_check(const MachineFacts& machine) {
                 true, false);
   }
   return make("hypervisor", CheckStatus::pass, "bare metal (no hypervisor flag in /proc/cpuinfo)", false, false);
+}
+
+// Other work on the cores makes a multi-threaded sample wait for a scheduler slice (milliseconds on
+// a 2-core VM), which shows up as huge rel_stdev and as false SLOWER verdicts in `arch-bench diff`.
+Check load_check(const MachineFacts& machine) {
+  if (!machine.load_average) {
+    return make("load", CheckStatus::warn, "the load average cannot be read (/proc/loadavg)");
+  }
+  const double cores = std::max(1.0, machine.host.value("logical_cores", 1.0));
+  const double limit = 0.5 * cores;
+  if (*machine.load_average > limit) {
+    return make("load", CheckStatus::warn,
+                fmt::format("1-minute load {:.2f} on {:.0f} logical cores: other processes compete with the benchmark, "
+                            "so multi-threaded samples include scheduler waits; measure on a quiet machine",
+                            *machine.load_average, cores),
+                *machine.load_average, limit);
+  }
+  return make("load", CheckStatus::pass,
+              fmt::format("1-minute load {:.2f} <= {:.1f} (half the logical cores)", *machine.load_average, limit),
+              *machine.load_average, limit);
 }
 
 }  // namespace preflight_detail

@@ -32,6 +32,7 @@ void cpu_checks(const Profile& profile, const PlanFacts& plan, const MachineFact
   checks.push_back(std::move(dtype));
   checks.push_back(cpu_governor_check(machine));
   checks.push_back(hypervisor_check(machine));
+  checks.push_back(load_check(machine));
 }
 
 }  // namespace arch_bench::preflight_detail

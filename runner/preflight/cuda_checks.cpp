@@ -185,6 +185,7 @@ void cuda_checks(const Profile& profile, const PlanFacts& plan, const MachineFac
   // The host thread launches every kernel: its clock shows up in launch overhead.
   checks.push_back(cpu_governor_check(machine));
   checks.push_back(hypervisor_check(machine));
+  checks.push_back(load_check(machine));
 }
 
 }  // namespace arch_bench::preflight_detail

@@ -28,6 +28,10 @@ MachineFacts read_machine_facts() {
   MachineFacts facts;
   facts.host = host_facts();
   facts.host_available_bytes = mem_available_bytes();
+  if (std::ifstream loadavg("/proc/loadavg"); loadavg) {
+    double one_minute = 0;
+    if (loadavg >> one_minute) facts.load_average = one_minute;
+  }
   facts.cuda = probe_cuda();
   return facts;
 }

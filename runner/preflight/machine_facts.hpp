@@ -13,6 +13,7 @@ namespace arch_bench {
 struct MachineFacts {
   nlohmann::json host = nlohmann::json::object();  // host_facts(): cores, governor, hypervisor, ...
   std::optional<std::int64_t> host_available_bytes;  // MemAvailable; nullopt when unreadable
+  std::optional<double> load_average;  // 1-minute load from /proc/loadavg; nullopt when unreadable
   CudaProbe cuda;
 };
 
