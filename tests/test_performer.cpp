@@ -3,6 +3,8 @@
 // reference, the approximation error against exact softmax, and the mechanism contract.
 #include <gtest/gtest.h>
 
+#include "support/mechanism_fixtures.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,14 +25,8 @@ namespace {
 
 Cell performer_cell(Phase phase, std::int64_t length, std::int64_t features, DType dtype,
                     std::string map = "favor+", std::int64_t heads = 2, std::int64_t head_dim = 32) {
-  Cell cell;
+  Cell cell = testing::small_cell(heads, head_dim, length, dtype, phase);
   cell.mechanism = "performer";
-  cell.phase = phase;
-  cell.sequence_length = length;
-  cell.batch = 1;
-  cell.heads = heads;
-  cell.head_dim = head_dim;
-  cell.dtype = dtype;
   cell.options.features = features;
   cell.options.feature_map = map;
   return cell;

@@ -5,19 +5,12 @@
 #include <fmt/format.h>
 
 #include "runner/diff/diff.hpp"
+#include "runner/diff/load_report.hpp"
 #include "runner/measure/statistics.hpp"
 
 namespace arch_bench {
 
 namespace {
-std::string string_at(const nlohmann::json& document, const char* pointer) {
-  try {
-    const nlohmann::json& value = document.at(nlohmann::json::json_pointer(pointer));
-    return value.is_string() ? value.get<std::string>() : std::string();
-  } catch (const nlohmann::json::exception&) {
-    return {};
-  }
-}
 
 ReportSide side_of(const LoadedReport& report) {
   const nlohmann::json& d = report.document;

@@ -17,6 +17,10 @@ namespace arch_bench {
 namespace {
 constexpr std::size_t kErrorsShown = 5;
 
+
+std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
+}  // namespace
+
 std::string string_at(const nlohmann::json& document, const char* pointer) {
   // Runs before validation, so any shape must be survivable: a missing or odd field reads as "".
   try {
@@ -26,9 +30,6 @@ std::string string_at(const nlohmann::json& document, const char* pointer) {
     return {};
   }
 }
-
-std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
-}  // namespace
 
 LoadedReport read_report(const std::string& file) {
   std::error_code error;

@@ -16,6 +16,9 @@ struct LoadedReport {
 // Reads and parses `file`; does not validate it.
 LoadedReport read_report(const std::string& file);
 
+// The string at a JSON pointer, or "" when it is missing or not a string (safe on any document).
+std::string string_at(const nlohmann::json& document, const char* pointer);
+
 // Two reports are comparable when they measured the same workload (identity.workload_id) and their
 // schema_version majors agree. Otherwise throws a UsageError naming both values, unless
 // `allow_workload_change`; then returns one note per allowed difference for the diff's output.
