@@ -71,6 +71,13 @@ class Mechanism {
   virtual const MechanismInfo& info() const = 0;
   // Why this mechanism cannot run `cell` (e.g. a head_dim it cannot take), or nullopt.
   virtual std::optional<std::string> unsupported(const Cell& cell) const = 0;
+  // Why this mechanism's kernels on `backend` ("cpu", "cuda") cannot run `cell` although the
+  // mechanism can (a GPU kernel's head_dim alignment, say), or nullopt. Checked when the plan is built.
+  virtual std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const {
+    (void)cell;
+    (void)backend;
+    return std::nullopt;
+  }
   // Bytes of the state that carries the context (KV cache or recurrent state) for the cell.
   virtual std::int64_t state_bytes(const Cell& cell) const = 0;
   // Predicted peak bytes of all backend buffers for the cell (state + inputs + outputs +

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# The one prepared script for a GPU machine (DESIGN.md, "GPU checks"):
+# The one prepared script for a GPU machine (DESIGN.md, "GPU checks"; README, "GPU workflow"):
 #   scripts/device-check.sh OUT_DIR
-# builds with CUDA for sm_90, runs the test suite, lists devices, runs preflight for both profiles
-# and each mode's default matrix, and leaves the JSON results and a log in OUT_DIR. Build
+# Builds with CUDA for sm_90, runs the GPU tests (one small case under compute-sanitizer memcheck),
+# the preflight of the CUDA profile, the seed's cell-5.2 command under --profile ARCH-CUDA-MECHANISM,
+# and linear_recurrence at batch 1 and 16 over L = 512, 2048, 8192, 32768 (decode) plus a causal
+# prefill, leaving at most 8 files in OUT_DIR: the log, the preflight and the reports. Build
 # dependencies come from .device/debs (scripts/collect-debs.sh), unpacked into a prefix, because the
-# GPU machine has no package registry.
+# GPU machine has no package registry. Budget: 8 minutes on one H200, build included.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:?usage: scripts/device-check.sh OUT_DIR}"
 mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
 LOG="$OUT/device-check.log"
 exec > >(tee -a "$LOG") 2>&1
-LABEL="${RUN_LABEL:-h200-$(date -u +%Y%m%d)}"
+GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr -c 'A-Za-z0-9\n' '-' | tr 'A-Z' 'a-z' | sed 's/-*$//; s/--*/-/g')"
+LABEL="${RUN_LABEL:-${GPU_NAME:-gpu}-$(date -u +%Y%m%d)}"
 BUILD="$ROOT/build-device"
 PREFIX="$ROOT/.device/prefix"
+BIN="$BUILD/arch-bench"
+status=0
 
 step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
+# Runs a command, notes a failure without stopping: every later step still gives evidence.
+check() { "$@" || { echo "device-check: FAILED ($?): $*"; status=1; }; }
 
 step "machine"
 nvidia-smi || true
-command -v nvcc || export PATH="/usr/local/cuda/bin:$PATH"
+command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 nvcc --version | tail -1; cmake --version | head -1
 
 if [ -d "$ROOT/.device/debs" ]; then
@@ -30,36 +38,55 @@ if [ -d "$ROOT/.device/debs" ]; then
   export CPATH="$PREFIX/usr/include:${CPATH:-}"
   export LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu:${LIBRARY_PATH:-}"
   export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-  # googletest ships sources only in some layouts; libgtest-dev carries the built libraries.
 fi
 
-step "configure + build (CUDA sm_90)"
+step "configure + build (CUDA sm_90; ptxas resource usage in build-ptxas.txt lines below)"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DVALIJSON_INCLUDE_DIR="$PREFIX/usr/include" || exit 1
-cmake --build "$BUILD" -j "$(nproc)" || exit 1
+  -DARCH_BENCH_MICRO=OFF -DVALIJSON_INCLUDE_DIR="$PREFIX/usr/include" || exit 1
+cmake --build "$BUILD" -j "$(nproc)" > "$BUILD/build.txt" 2>&1 || { tail -60 "$BUILD/build.txt"; exit 1; }
+grep -E "ptxas info *: (Used|Compiling entry)|spill" "$BUILD/build.txt" | grep -B1 -E "Used|spill" | head -80
 
-step "tests"
-(cd "$BUILD" && ctest --output-on-failure -j "$(nproc)") | tail -20
+step "GPU tests (ctest -L gpu)"
+check bash -c "cd '$BUILD' && ctest -L gpu --output-on-failure -j 1 | tail -40"
+step "CPU tests (the rest of the suite, also on this machine)"
+check bash -c "cd '$BUILD' && ctest -LE gpu --output-on-failure -j '$(nproc)' | tail -15"
 
-step "devices and backends"
-"$BUILD/arch-bench" list
+if command -v compute-sanitizer >/dev/null; then
+  step "compute-sanitizer memcheck on a small decode + prefill"
+  check compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" run --device cuda --sequence-lengths 100,700 \
+    --phase decode,prefill --warmup 1 --repeats 3 --batch 2 --run-label memcheck --results-dir "$BUILD" --quiet
+fi
 
 cd "$ROOT"
-for profile in ARCH-CUDA-MECHANISM ARCH-CPU-MECHANISM; do
-  step "preflight $profile"
-  "$BUILD/arch-bench" preflight --profile "$profile" --json "$OUT/preflight_${profile}_${LABEL}.json"
+step "devices, backends and kernels"
+"$BIN" list
+step "preflight ARCH-CUDA-MECHANISM"
+check "$BIN" preflight --profile ARCH-CUDA-MECHANISM --json "$OUT/preflight_ARCH-CUDA-MECHANISM_${LABEL}.json"
+
+step "seed cell 5.2 under the CUDA profile (bf16, B=1, L 512/2048/8192, warmup 10, repeats 100)"
+check "$BIN" --mode linear_recurrence --output "$OUT/45_linear_recurrent_state_${LABEL}.json" \
+  --semantic-id ARCH-RECURRENT-STATE-MECHANISM --workload-id arch-linear-recurrence-v2 --run-label "$LABEL" \
+  --profile ARCH-CUDA-MECHANISM --sequence-lengths 512,2048,8192 --query-heads 8 --head-dim 64 \
+  --dtype bfloat16 --warmup 10 --repeats 100
+
+for batch in 1 16; do
+  step "linear_recurrence decode, batch $batch, L 512..32768 (cuda_events_batched x 10, cold L2)"
+  check "$BIN" run --device cuda --batch "$batch" --sequence-lengths 512,2048,8192,32768 --warmup 5 --repeats 50 \
+    --run-label "${LABEL}-b${batch}" --workload-id "arch-linear-recurrence-gpu-b${batch}" --results-dir "$OUT"
 done
 
-for mode in linear_recurrence mamba_scan performer; do
-  step "run --mode $mode (default matrix)"
-  "$BUILD/arch-bench" run --mode "$mode" --run-label "$LABEL" --results-dir "$OUT" --device auto
-done
+step "linear_recurrence prefill, batch 1, L 2048/8192 (tensor-core bf16 softmax vs chunkwise linear)"
+check "$BIN" run --device cuda --phase prefill --sequence-lengths 2048,8192 --warmup 3 --repeats 20 \
+  --timing cuda_events --run-label "${LABEL}-prefill" --workload-id arch-linear-recurrence-gpu-prefill \
+  --results-dir "$OUT"
 
 step "validate"
 for file in "$OUT"/*.json; do
   case "$(basename "$file")" in
-    preflight_*) "$BUILD/arch-bench" validate "$file" --schema preflight ;;
-    *) "$BUILD/arch-bench" validate "$file" --schema result ;;
+    preflight_*) check "$BIN" validate "$file" --schema preflight ;;
+    *) check "$BIN" validate "$file" --schema result ;;
   esac
 done
-echo "device-check: done; results in $OUT"
+ls -la "$OUT"
+echo "device-check: done (status $status); results in $OUT"
+exit $status

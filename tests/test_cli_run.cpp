@@ -51,7 +51,20 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"unknown_feature_map", "--feature-map tanh", "unknown feature map 'tanh'"},
                       BadInput{"run_label_with_slash", "--run-label 'a/b'", "--run-label"},
                       BadInput{"unknown_device", "--device tpu", "--device"},
-                      BadInput{"unknown_option", "--no-such-option 1", "no-such-option"}),
+                      BadInput{"unknown_option", "--no-such-option 1", "no-such-option"},
+                      // Issue 8: sizes that overflow 64 bits, seeds the schema cannot hold, duplicates.
+                      BadInput{"length_2_62", "--sequence-lengths 4611686018427387904",
+                               "exceed what any machine can address"},
+                      BadInput{"length_2_63_minus_1", "--sequence-lengths 9223372036854775807",
+                               "exceed what any machine can address"},
+                      BadInput{"huge_batch_and_heads", "--batch 4294967296 --query-heads 4294967296",
+                               "exceed what any machine can address"},
+                      BadInput{"length_beyond_memory", "--sequence-lengths 1000000000", "MemAvailable"},
+                      BadInput{"negative_seed", "--seed -1", "--seed '-1' is not an integer from 0 to"},
+                      BadInput{"seed_2_63", "--seed 9223372036854775808", "--seed '9223372036854775808'"},
+                      BadInput{"duplicate_length", "--sequence-lengths 16,32,16", "--sequence-lengths: 16 is given twice"},
+                      BadInput{"duplicate_phase", "--phase decode,decode", "--phase: decode is given twice"},
+                      BadInput{"run_label_too_long", "--run-label " + std::string(300, 'a'), "--run-label is 300 characters"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
 TEST(CliRun, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
@@ -61,6 +74,31 @@ TEST(CliRun, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
   const CliResult result = run_cli("run --output '" + (blocker / "out.json").string() + "'" + kTiny);
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("output folder"), std::string::npos) << result.err;
+}
+
+// Issue 8, items 8 and 13: every output path is checked in full before anything is measured.
+TEST(CliRun, OutputPathsAreCheckedInFullBeforeMeasuring) {
+  TempFolder folder;
+  const std::string tiny = " --sequence-lengths 16 --repeats 1 --warmup 0 --query-heads 1 --head-dim 8 -q";
+  struct Case {
+    std::string arguments, message;
+  };
+  const std::vector<Case> cases = {
+      {"--output ''", "--output is empty"},
+      {"--results-dir ''", "--results-dir is empty"},
+      {"--output '" + (folder / "newdir/").string() + "'", "names a folder"},
+      {"--output '" + folder.path().string() + "'", "is a folder"},
+      {"--output '" + (folder / std::string(250, 'x')).string() + ".json'", "file system takes at most"},
+      {"--output '" + (folder / std::string(300, 'd') / "r.json").string() + "'", "longer than the"},
+      {"--results-dir '" + folder.path().string() + "' --run-label " + std::string(5000, 'a'), "--run-label is 5000"},
+  };
+  for (const Case& c : cases) {
+    const CliResult result = run_cli("run " + c.arguments + tiny);
+    EXPECT_EQ(result.exit_code, 2) << c.arguments.substr(0, 100) << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << c.arguments.substr(0, 100) << "\n" << result.err;
+    EXPECT_EQ(result.err.find("internal error"), std::string::npos) << result.err;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));  // nothing created, not even newdir/
 }
 
 TEST(CliRun, ExistingResultIsNeverOverwritten) {
@@ -123,6 +161,29 @@ TEST(CliRun, ValidateAcceptsGoodReportsAndRejectsBrokenOnes) {
   const auto garbage = folder / "garbage.json";
   std::ofstream(garbage) << "{ not json";
   EXPECT_EQ(run_cli("validate '" + garbage.string() + "'").exit_code, 2);
+}
+
+// Issue 8, item 15: the harness's OpenMP threads wait passively unless the user chose otherwise,
+// and the report says which policy was in effect.
+TEST(CliRun, OpenMpWaitPolicyIsPassiveByDefaultAndRecorded) {
+  TempFolder folder;
+  const auto output = folder / "r.json";
+  const CliResult result = run_cli("run --dry-run --output '" + output.string() + "'" + kTiny);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(testing::read_json(output)["workload"]["omp_wait_policy"], "passive");
+  // libgomp itself says what it read at start-up (before main): passive unless the user chose.
+  ::setenv("OMP_DISPLAY_ENV", "true", 1);
+  const CliResult shown = run_cli("list");
+  ::setenv("OMP_WAIT_POLICY", "active", 1);
+  const CliResult user = run_cli("list");
+  const auto chosen = folder / "active.json";
+  const CliResult recorded = run_cli("run --dry-run --output '" + chosen.string() + "'" + kTiny);
+  ::unsetenv("OMP_WAIT_POLICY");
+  ::unsetenv("OMP_DISPLAY_ENV");
+  EXPECT_NE(shown.err.find("OMP_WAIT_POLICY = 'PASSIVE'"), std::string::npos) << shown.err;
+  EXPECT_NE(user.err.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << user.err;
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  EXPECT_EQ(testing::read_json(chosen)["workload"]["omp_wait_policy"], "active");
 }
 
 TEST(CliRun, HelpExplainsEveryRunOption) {

@@ -1,6 +1,8 @@
 // `arch-bench conformance`: for every mechanism with an adapter, generated inputs run through the
 // kernels agree with the fp64 reference and decode agrees with prefill at the dtype tolerance; bad
 // input files are exit 2 with a message naming the files and nothing written; the CLI end to end.
+#include <sys/wait.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -540,6 +542,75 @@ TEST(ConformanceCli, UsageErrorsWithoutInputs) {
   result = run_cli("conformance --generate " + quoted(folder / "in") + " --mechanism softmax_kv --length 8");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("never replaces input files"), std::string::npos) << result.err;
+}
+
+// Issue 8, items 6 and 13: sizes and limits are checked before anything is allocated or written.
+TEST(ConformanceCli, GenerateRefusesWhatItCouldNotHoldOrARunWouldRefuse) {
+  TempFolder folder;
+  struct Case {
+    std::string arguments, message;
+  };
+  const std::vector<Case> cases = {
+      {"--mechanism softmax_kv --length 1000000000", "--length 1000000000 --dim 64: the inputs would need about"},
+      {"--mechanism softmax_kv --length 9223372036854775807", "more than 2^63 bytes"},
+      {"--length 9223372036854775807 --heads 9223372036854775807", "more than 2^63 bytes"},
+      {"--mechanism softmax_kv --dim 100000 --length 4", "softmax_kv takes head_dim up to 256"},
+      {"--mechanism performer --features 5000 --length 4", "performer takes features (m) from 1 to 4096"},
+      {"--mechanism softmax_kv --seed -1", "--seed '-1' is not an integer from 0"},
+  };
+  for (const Case& c : cases) {
+    const CliResult result = run_cli("conformance --generate " + quoted(folder / "in") + " " + c.arguments);
+    EXPECT_EQ(result.exit_code, 2) << c.arguments << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << c.arguments << "\n" << result.err;
+    EXPECT_FALSE(fs::exists(folder / "in")) << c.arguments;
+  }
+  for (const char* empty : {"--generate ''", "--inputs '' --outputs x --mechanism softmax_kv",
+                            "--outputs '' --inputs x --mechanism softmax_kv"}) {
+    const CliResult result = run_cli(std::string("conformance ") + empty);
+    EXPECT_EQ(result.exit_code, 2) << empty;
+    EXPECT_NE(result.err.find("is empty; give a folder"), std::string::npos) << result.err;
+  }
+}
+
+TEST(ConformanceCli, GenerateHintKeepsTheFeatureMap) {
+  TempFolder folder;
+  const CliResult result = run_cli("conformance --generate " + quoted(folder / "in") +
+                                   " --mechanism performer --feature-map trig --features 16 --length 8 --dim 8");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("--feature-map trig"), std::string::npos) << result.out;
+}
+
+// Issue 8, item 9: a full disk (here a file-size limit: writes fail with EFBIG) leaves no partial
+// set behind, so that a rerun is not refused for files of a set that was never complete.
+TEST(ConformanceCli, AWriteThatFailsPartWayLeavesNoPartialSet) {
+  TempFolder folder;
+  auto limited = [&](const std::string& arguments) {
+    const std::string command = "bash -c \"ulimit -f 64; trap '' XFSZ; '" + std::string(ARCH_BENCH_EXECUTABLE) +
+                                "' conformance " + arguments + " > /dev/null 2> '" + (folder / "err").string() + "'\"";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  // q, k, v of 8 x 2048 x 16 floats are 1 MiB each: the first file is cut off at 64 KiB.
+  EXPECT_EQ(limited("--generate " + quoted(folder / "big") + " --mechanism softmax_kv --length 2048 --dim 16"), 2)
+      << testing::read_text(folder / "err");
+  EXPECT_FALSE(fs::exists(folder / "big")) << testing::read_text(folder / "err");
+  // Inputs of 40 KiB each fit; the fp64 reference output (80 KiB) does not.
+  ASSERT_EQ(run_cli("conformance --generate " + quoted(folder / "in") + " --mechanism softmax_kv --length 640 --dim 16 "
+                    "--heads 1").exit_code,
+            0);
+  EXPECT_EQ(limited("--mechanism softmax_kv --inputs " + quoted(folder / "in") + " --outputs " + quoted(folder / "out")),
+            2)
+      << testing::read_text(folder / "err");
+  EXPECT_FALSE(fs::exists(folder / "out")) << testing::read_text(folder / "err");
+  fs::create_directory(folder / "out2");
+  EXPECT_EQ(limited("--mechanism softmax_kv --inputs " + quoted(folder / "in") + " --outputs " + quoted(folder / "out2")),
+            2);
+  EXPECT_TRUE(fs::is_empty(folder / "out2"));
+  // And with room, the same command writes the whole set.
+  const CliResult result = run_cli("conformance --mechanism softmax_kv --inputs " + quoted(folder / "in") +
+                                   " --outputs " + quoted(folder / "out2"));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(fs::exists(folder / "out2" / kConformanceManifest));
 }
 
 TEST(ConformanceCli, DescribePrintsTheLayout) {

@@ -85,6 +85,77 @@ TEST(Decision, FailedRowOrSingleLengthIsInconclusive) {
   EXPECT_EQ(linear_recurrence().decide(two, one_length).verdict, "inconclusive");
 }
 
+// Issue 8, item 11: `run --qk-scale 1e30` makes every output non-finite, the baseline's too. No
+// crossover and no timing verdict come from such rows, and the candidate is not blamed.
+TEST(Decision, NonFiniteBaselineMeansTheInputsAreInvalidNotTheCandidate) {
+  Workload workload = decode_workload();
+  workload.options.qk_scale = 1e30;
+  for (bool failed_rows : {false, true}) {  // rows still ok, or failed as non_finite_output by execute
+    std::vector<Row> rows = healthy_rows();
+    for (Row& row : rows) {
+      row.accuracy.output_finite = false;
+      if (failed_rows) {
+        row.status = RowStatus::failed;
+        row.failure_kind = "non_finite_output";
+        row.reason = "output has non-finite values";
+      }
+    }
+    const Decision decision = linear_recurrence().decide(rows, workload);
+    EXPECT_EQ(decision.verdict, "inconclusive");
+    EXPECT_FALSE(decision.crossover_length.has_value());
+    ASSERT_FALSE(decision.reasons.empty());
+    EXPECT_NE(decision.reasons.front().find("baseline outputs are not finite: the inputs are out of range "
+                                            "(--qk-scale 1e+30)"),
+              std::string::npos)
+        << decision.reasons.front();
+    EXPECT_TRUE(decision.details["time_ratio_candidate_over_baseline"]["decode"].empty());
+    EXPECT_TRUE(decision.details["crossover_length"]["decode"].is_null());
+  }
+}
+
+TEST(Decision, NonFiniteRowsGiveNoTimeRatio) {
+  std::vector<Row> rows = healthy_rows();
+  rows[5].accuracy.output_finite = false;  // candidate at 8192
+  const auto ratios = time_ratio_by_length(arm_rows(rows, "softmax_kv", "", Phase::decode),
+                                           arm_rows(rows, "linear_attention", "", Phase::decode));
+  EXPECT_EQ(ratios.size(), 2u);
+  EXPECT_FALSE(ratios.contains(8192));
+}
+
+TEST(Decision, PerformerModeDoesNotBlameTheCandidateForANonFiniteBaseline) {
+  const Mode* mode = find_mode("performer");
+  ASSERT_NE(mode, nullptr);
+  Workload workload = decode_workload();
+  workload.features = {64};
+  workload.feature_kind = "positive";
+  workload.options.qk_scale = 1e30;
+  std::vector<Row> rows;
+  for (std::int64_t length : {512, 2048}) {
+    rows.push_back(make_row("softmax_kv", Role::baseline, length, length * 256, 1));
+    Row candidate = make_row("performer", Role::candidate, length, 1000, 0.1);
+    candidate.variant = "m=64";
+    rows.push_back(candidate);
+  }
+  for (Row& row : rows) {
+    row.accuracy.output_finite = false;
+    row.status = RowStatus::failed;
+    row.failure_kind = "non_finite_output";
+  }
+  const Decision decision = mode->decide(rows, workload);
+  EXPECT_EQ(decision.verdict, "inconclusive");
+  EXPECT_FALSE(decision.crossover_length.has_value());
+  EXPECT_NE(decision.reasons.front().find("baseline outputs are not finite"), std::string::npos);
+}
+
+TEST(Decision, StateGrowthCheckDoesNotOverflowAtHugeSizes) {
+  const std::int64_t big = std::int64_t{1} << 47;
+  std::vector<Row> rows = {make_row("a", Role::baseline, big / 2, big / 2 * 8, 1),
+                           make_row("a", Role::baseline, big, big * 8 / 2 * 2, 1)};
+  rows[1].state_bytes = big * 8;
+  std::vector<const Row*> pointers = {&rows[0], &rows[1]};
+  EXPECT_TRUE(state_grows_with_length(pointers));
+}
+
 TEST(Decision, CrossoverRequiresTheCandidateToStayCheaper) {
   EXPECT_EQ(crossover_length({{512, 0.5}, {2048, 0.4}, {8192, 0.3}}), 512);
   EXPECT_EQ(crossover_length({{512, 0.5}, {2048, 1.2}, {8192, 0.3}}), 8192);

@@ -2,6 +2,7 @@
 // executable for exit codes, messages and output formats. Fixtures are result reports made by the
 // report code itself (to_json of a RunReport), so they have exactly the shape `arch-bench run`
 // writes; each test changes the samples or fields it is about.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -523,6 +524,44 @@ TEST_F(DiffCli, UnreadableFileIsExitTwo) {
   const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(missing)));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(missing + ": cannot be read"), std::string::npos) << r.err;
+}
+
+// Issue 8, defect 1: options nested 100,000 deep passed `validate` and then overflowed the stack
+// while keying rows. Every JSON input is now refused beyond 64 levels, before anything walks it.
+TEST_F(DiffCli, DeeplyNestedOptionsAreExitTwoNotACrash) {
+  json nested = base;
+  rows_of(nested)[0]["options"]["x"] = "NESTED";
+  std::string text = nested.dump();
+  const std::size_t at = text.find("\"NESTED\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 8, std::string(100000, '[') + std::string(100000, ']'));
+  const std::string good = folder.write("good.json", base);
+  const std::string deep = folder.write("deep.json", text);
+  for (const std::string& args : {fmt::format("diff {} {}", quoted(good), quoted(deep)),
+                                  fmt::format("diff {} {}", quoted(deep), quoted(good)),
+                                  fmt::format("validate {}", quoted(deep))}) {
+    const CommandResult r = run_cli(folder, args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(deep + ": not a usable JSON document: arrays and objects nest more than 64 levels"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+// Issue 8, defects 4 and 12: an out-of-range number, a FIFO and /dev/zero are bad input (exit 2).
+TEST_F(DiffCli, HugeNumbersFifosAndDevicesAreExitTwo) {
+  const std::string good = folder.write("good.json", base);
+  std::string text = base.dump();
+  text.replace(text.find("\"repeats\":") + 10, 0, "1e400,\"x\":");
+  const std::string huge = folder.write("huge.json", text);
+  const std::string fifo = folder.path("pipe.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& bad : {huge, fifo, std::string("/dev/zero")}) {
+    const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(bad)));
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(bad + ": "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(DiffCli, DifferentWorkloadIsRefusedUnlessAllowed) {

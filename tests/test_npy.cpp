@@ -1,5 +1,7 @@
 // The .npy reader/writer of `arch-bench conformance`: round trips, both header versions, and a
 // clear error (naming the file and what was expected) for every kind of bad file.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -166,9 +168,51 @@ TEST(Npy, MissingFileAndFolderAreClearErrors) {
     read_npy(folder / "q.npy");
     FAIL() << "no error";
   } catch (const NpyError& error) {
-    EXPECT_NE(std::string(error.what()).find("q.npy: no such file"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("q.npy: cannot be read: no such file"), std::string::npos)
+        << error.what();
   }
   EXPECT_THROW(read_npy(folder.path()), NpyError);
+}
+
+// Issue 8, defect 12: only regular files under the input cap are read.
+TEST(Npy, DevicesAndFifosAreRefusedWithoutReading) {
+  TempFolder folder;
+  const auto fifo = folder / "q.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::filesystem::path& path : {fifo, std::filesystem::path("/dev/zero")}) {
+    try {
+      read_npy(path);
+      FAIL() << "no error for " << path;
+    } catch (const NpyError& error) {
+      EXPECT_NE(std::string(error.what()).find(path.string() + ": is a"), std::string::npos) << error.what();
+    }
+  }
+}
+
+// Issue 8, defect 2: a header nesting '(' 65,000 deep overflowed the stack of the recursive parser.
+TEST(Npy, DeeplyNestedHeadersAreRefused) {
+  const std::string deep = "{'descr': '<f8', 'fortran_order': False, 'shape': " + std::string(65000, '(') + "}";
+  expect_error(npy_bytes(deep, "", 2), {"not a valid .npy header", "nest more than 8 levels"});
+  expect_error(npy_bytes("{'descr': " + std::string(65000, '[') + "}", "", 2), {"nest more than 8 levels"});
+  // What NumPy writes stays readable: a shape tuple inside the dict.
+  EXPECT_EQ(parse_npy(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }", std::string(16, '\0')),
+                      "x.npy")
+                .shape,
+            (std::vector<std::int64_t>{1, 2}));
+}
+
+TEST(Npy, ConformanceOnADeeplyNestedHeaderIsExitTwo) {
+  TempFolder folder;
+  std::filesystem::create_directories(folder / "in");
+  const std::string deep = "{'descr': '<f8', 'fortran_order': False, 'shape': " + std::string(65000, '(') + "}";
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) {
+    std::ofstream(folder / "in" / name, std::ios::binary) << npy_bytes(deep, "", 2);
+  }
+  const auto r = testing::run_cli("conformance --mechanism softmax_kv --inputs '" + (folder / "in").string() +
+                                  "' --outputs '" + (folder / "out").string() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("nest more than 8 levels"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 2000u) << "the header is quoted whole";
 }
 
 TEST(Npy, WriteNeverReplacesAFileUnlessAsked) {

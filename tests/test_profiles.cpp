@@ -1,5 +1,7 @@
 // Profiles: loading, validation and error messages; settings merged from mode defaults, profile
 // and command line; --profile-id stays a pure label.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -105,7 +107,7 @@ TEST(ProfileLoad, MalformedFileIsBadInputNamingTheFile) {
   const auto incomplete = folder / "INCOMPLETE.json";
   std::ofstream(incomplete) << R"({"profile_schema_version": "1.0.0", "id": "INCOMPLETE", "backend": "gpu"})";
 
-  EXPECT_NE(usage_error_of(broken.string()).find("is not valid JSON"), std::string::npos);
+  EXPECT_NE(usage_error_of(broken.string()).find("not valid JSON"), std::string::npos);
   const std::string schema_message = usage_error_of(incomplete.string());
   EXPECT_NE(schema_message.find("does not match schemas/profile.schema.json"), std::string::npos) << schema_message;
 
@@ -119,6 +121,29 @@ TEST(ProfileLoad, MalformedFileIsBadInputNamingTheFile) {
     EXPECT_NE(run.err.find(path.string()), std::string::npos) << run.err;
     EXPECT_FALSE(std::filesystem::exists(folder / "out.json"));
   }
+}
+
+// Issue 8, defects 3, 4 and 12 for profiles: a 100,000-character id (std::regex recursed per
+// character), a number no double holds, nesting past 64 levels, a FIFO and a long spec are exit 2.
+TEST(ProfileLoad, HostileProfilesAreBadInputNeverACrash) {
+  TempFolder folder;
+  nlohmann::json long_id = read_json(kProfiles / "ARCH-CPU-MECHANISM.json");
+  long_id["id"] = std::string(100000, 'P');
+  std::ofstream(folder / "LONG.json") << long_id.dump();
+  std::string text = read_json(kProfiles / "ARCH-CPU-MECHANISM.json").dump();
+  text.insert(text.find('{') + 1, "\"x\": 1e400, ");
+  std::ofstream(folder / "HUGE.json") << text;
+  std::ofstream(folder / "DEEP.json") << "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  ASSERT_EQ(::mkfifo((folder / "FIFO.json").c_str(), 0600), 0);
+  for (const char* name : {"LONG.json", "HUGE.json", "DEEP.json", "FIFO.json"}) {
+    const std::string path = (folder / name).string();
+    EXPECT_NE(usage_error_of(path).find(path), std::string::npos) << name;
+    const CliResult cli = run_cli("preflight --profile '" + path + "'");
+    EXPECT_EQ(cli.exit_code, 2) << name << ": " << cli.err.substr(0, 2000);
+    EXPECT_EQ(cli.err.find("internal error"), std::string::npos) << cli.err.substr(0, 2000);
+  }
+  EXPECT_NE(usage_error_of(std::string(100000, 'P')), "");  // an id too long for any file name
+  EXPECT_NE(usage_error_of(std::string(5000, 'p') + "/x.json"), "");
 }
 
 TEST(ProfileLoad, IdMustEqualTheFileName) {

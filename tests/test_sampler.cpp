@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "runner/backends/cpu/cpu_backend.hpp"
+#include "runner/core/errors.hpp"
+#include "runner/core/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/timer_overhead.hpp"
 
@@ -160,6 +162,64 @@ TEST(Sampler, RejectsNonPositiveRepeatsAndNegativeWarmup) {
   EXPECT_THROW(measure_cell(h.cell, h.backend, 1, 0, CacheState::hot), std::invalid_argument);
   EXPECT_THROW(measure_cell(h.cell, h.backend, -1, 5, CacheState::hot), std::invalid_argument);
   EXPECT_EQ(h.cell.runs, 0);
+}
+
+TEST(Sampler, StepsPerSampleTimesBackToBackCallsAndDividesTheElapsedTime) {
+  Harness h;
+  // The scripted clock gives 1, 2, 3 ms per timed region; each region holds 4 calls of run().
+  const MeasuredSamples measured =
+      measure_cell(h.cell, h.backend, 1, 3, CacheState::cold, {}, {TimingMethod::steady_clock, 4});
+  EXPECT_EQ(h.cell.runs, 1 + 3 * 4);
+  EXPECT_EQ(h.backend.timed_calls, 3);
+  EXPECT_EQ(measured.samples_ms, (std::vector<double>{0.25, 0.5, 0.75}));
+  // One eviction per sample, before its whole batch (not before every step).
+  const EventLog expected{"run", "evict", "timed", "run", "run", "run", "run", "evict", "timed", "run", "run",
+                          "run", "run", "evict", "timed", "run", "run", "run", "run"};
+  EXPECT_EQ(h.log, expected);
+}
+
+TEST(Sampler, CpuBackendRefusesCudaTimingMethods) {
+  Harness h;
+  for (TimingMethod method : {TimingMethod::cuda_events, TimingMethod::cuda_events_batched, TimingMethod::cuda_graph}) {
+    EXPECT_THROW(measure_cell(h.cell, h.backend, 0, 2, CacheState::hot, {}, {method, 10}), UsageError);
+  }
+  EXPECT_EQ(h.backend.timed_calls, 0);
+}
+
+TEST(Sampler, StopsBetweenSamplesWhenInterruptedAndSaysHowFarItGot) {
+  Harness h;
+  int samples_seen = 0;
+  const auto progress = [&](std::int64_t done, std::int64_t) {
+    if (++samples_seen == 2) request_interrupt(2);  // SIGINT after the second call
+    (void)done;
+  };
+  try {
+    measure_cell(h.cell, h.backend, 0, 10, CacheState::hot, progress);
+    ADD_FAILURE() << "an interrupted cell must not return samples as if complete";
+  } catch (const CellFailure& failure) {
+    EXPECT_EQ(failure.kind(), "interrupted");
+    EXPECT_NE(std::string(failure.what()).find("signal 2"), std::string::npos) << failure.what();
+  }
+  clear_interrupt();
+  EXPECT_EQ(h.backend.timed_calls, 2);
+}
+
+TEST(SamplerLaunchOverhead, IsNotMeasuredOnTheCpu) {
+  Harness h;
+  EXPECT_FALSE(measure_launch_overhead_ms(h.cell, h.backend, 10, 5).has_value());
+  EXPECT_EQ(h.cell.runs, 0);
+}
+
+TEST(TimingMethod, NamesRoundTripAndOnlySteadyClockIsCpu) {
+  for (TimingMethod method : {TimingMethod::steady_clock, TimingMethod::cuda_events,
+                              TimingMethod::cuda_events_batched, TimingMethod::cuda_graph}) {
+    const auto parsed = parse_timing_method(timing_method_name(method));
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(*parsed, method);
+    EXPECT_EQ(is_cuda_timing(method), method != TimingMethod::steady_clock);
+  }
+  EXPECT_FALSE(parse_timing_method("cuda").has_value());
+  EXPECT_FALSE(parse_timing_method("").has_value());
 }
 
 TEST(SamplerTimerOverhead, IsTheMedianOfEmptyTimedCalls) {

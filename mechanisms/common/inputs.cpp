@@ -3,6 +3,7 @@
 #include <random>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
 
 namespace arch_bench {
 
@@ -36,7 +37,7 @@ AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std
   std::seed_seq seq{seed, static_cast<std::uint64_t>(cell.batch), static_cast<std::uint64_t>(cell.heads),
                     static_cast<std::uint64_t>(cell.head_dim), static_cast<std::uint64_t>(tokens)};
   std::mt19937_64 rng(seq);
-  const std::size_t count = static_cast<std::size_t>(inputs.batch_heads * tokens * cell.head_dim);
+  const std::size_t count = checked_count(checked_product(inputs.batch_heads, tokens, cell.head_dim));
   const float qk_scale = static_cast<float>(cell.options.qk_scale);
   fill_normal(inputs.q, count, rng, cell.dtype, qk_scale);
   fill_normal(inputs.k, count, rng, cell.dtype, qk_scale);

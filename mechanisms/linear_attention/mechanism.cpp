@@ -4,9 +4,12 @@
 
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
+#include "mechanisms/linear_attention/cuda.hpp"
+#include "mechanisms/linear_attention/cuda_plan.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
 #include "runner/conformance/adapters.hpp"
 
@@ -146,8 +149,18 @@ class LinearAttention final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "linear_attention", "causal linear attention, phi = elu+1 (or relu+1), fixed state (S, z)",
-        StateKind::fixed_state, {"cpu"}};
+        StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+        {"cpu", "cuda"}};
+#else
+        {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return linear_attention_cuda_unsupported(cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
@@ -160,13 +173,13 @@ class LinearAttention final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) and z (dk) per head, fp32 whatever the storage dtype (see cpu.hpp).
-    return cell.batch_heads() * (cell.head_dim * cell.head_dim + cell.head_dim) * 4;
+    return checked_product(cell.batch_heads(), checked_add(checked_mul(cell.head_dim, cell.head_dim), cell.head_dim), 4);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    return state_bytes(cell) + 4 * tokens * cell.batch_heads() * cell.head_dim * e;
+    return checked_add(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
   }
 
   Cost cost(const Cell& cell) const override {
@@ -187,6 +200,9 @@ class LinearAttention final : public Mechanism {
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_linear_attention_cuda(cell, seed, backend);
+#endif
     return prepare_cell<LinearDecodeCell, LinearPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &linear_attention_conformance(); }

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
 
 namespace arch_bench {
 
@@ -59,7 +60,7 @@ MambaInputs make_mamba_inputs(const Cell& cell, std::int64_t tokens, std::uint64
   MambaInputs inputs;
   inputs.batch = cell.batch;
   inputs.tokens = tokens;
-  inputs.channels = cell.heads * cell.head_dim;
+  inputs.channels = checked_mul(cell.heads, cell.head_dim);
   inputs.state_size = cell.options.state_size;
   // Depends on the seed and the shape only; the leading tag keeps the stream apart from the
   // attention inputs of the same seed and shape.
@@ -67,8 +68,8 @@ MambaInputs make_mamba_inputs(const Cell& cell, std::int64_t tokens, std::uint64
                     static_cast<std::uint64_t>(inputs.channels), static_cast<std::uint64_t>(inputs.state_size),
                     static_cast<std::uint64_t>(tokens)};
   std::mt19937_64 rng(seq);
-  const auto per_channel = static_cast<std::size_t>(inputs.rows() * tokens);
-  const auto per_token = static_cast<std::size_t>(inputs.batch * tokens * inputs.state_size);
+  const std::size_t per_channel = checked_count(checked_product(inputs.batch, inputs.channels, tokens));
+  const std::size_t per_token = checked_count(checked_product(inputs.batch, tokens, inputs.state_size));
   fill_normal(inputs.u, per_channel, rng, cell.dtype);
   fill_normal(inputs.dt_raw, per_channel, rng, cell.dtype);
   fill_normal(inputs.z, per_channel, rng, cell.dtype);
@@ -76,7 +77,7 @@ MambaInputs make_mamba_inputs(const Cell& cell, std::int64_t tokens, std::uint64
   fill_normal(inputs.C, per_token, rng, cell.dtype);
 
   const std::int64_t channels = inputs.channels, n = inputs.state_size;
-  inputs.A_log.resize(static_cast<std::size_t>(channels * n));
+  inputs.A_log.resize(checked_count(checked_mul(channels, n)));
   for (std::int64_t c = 0; c < channels; ++c) {
     for (std::int64_t s = 0; s < n; ++s) inputs.A_log[c * n + s] = std::log(static_cast<float>(s + 1));
   }

@@ -8,6 +8,7 @@
 
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/mamba/cpu.hpp"
@@ -20,7 +21,7 @@ namespace arch_bench {
 namespace {
 
 MambaShape shape_of(const Cell& cell) {
-  return {cell.batch, cell.heads * cell.head_dim, cell.options.state_size};
+  return {cell.batch, checked_mul(cell.heads, cell.head_dim), cell.options.state_size};
 }
 
 // The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
@@ -205,7 +206,8 @@ class Mamba final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // h [batch, d_inner, N] in fp32 whatever the storage dtype: fixed, independent of L.
-    return shape_of(cell).rows() * cell.options.state_size * 4;
+    const MambaShape shape = shape_of(cell);
+    return checked_product(shape.batch, shape.channels, shape.state_size, 4);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
@@ -215,11 +217,11 @@ class Mamba final : public Mechanism {
     std::int64_t workspace = 0;
     if (cell.phase == Phase::prefill) {
       const std::int64_t chunk = mamba_prefill_chunk(shape, tokens, omp_get_max_threads());
-      workspace = mamba_prefill_workspace_floats(shape, tokens, chunk) * 4;
+      workspace = checked_mul(mamba_prefill_workspace_floats(shape, tokens, chunk), 4);
     }
     // state + parameters + u, dt_raw, z, out per channel-token + B, C per token + workspace.
-    return state_bytes(cell) + parameter_bytes(shape) + 4 * shape.rows() * tokens * e +
-           2 * shape.batch * tokens * shape.state_size * e + workspace;
+    return checked_sum(state_bytes(cell), parameter_bytes(shape), checked_product(4, shape.batch, shape.channels, tokens, e),
+                       checked_product(2, shape.batch, tokens, shape.state_size, e), workspace);
   }
 
   // Counting rules (transcendentals exp, softplus and the sigmoid of silu count as one FLOP each):
@@ -262,7 +264,7 @@ class Mamba final : public Mechanism {
 
  private:
   static std::int64_t parameter_bytes(const MambaShape& shape) {
-    return (shape.channels * shape.state_size + 2 * shape.channels) * 4;
+    return checked_mul(checked_add(checked_mul(shape.channels, shape.state_size), checked_mul(2, shape.channels)), 4);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/performer/approximation.hpp"
@@ -224,7 +225,7 @@ class Performer final : public Mechanism {
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (m x dv), z (m) and the running max (1) per head, fp32 whatever the storage dtype.
     const std::int64_t m = cell.options.features;
-    return cell.batch_heads() * (m * cell.head_dim + m + 1) * 4;
+    return checked_product(cell.batch_heads(), checked_sum(checked_mul(m, cell.head_dim), m, 1), 4);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
@@ -232,9 +233,9 @@ class Performer final : public Mechanism {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     const std::int64_t workspace =
-        cell.phase == Phase::decode ? 0 : performer_prefill_workspace_floats(shape, omp_get_max_threads()) * 4;
-    return state_bytes(cell) + performer_projection_floats(shape) * 4 + workspace +
-           4 * tokens * cell.batch_heads() * cell.head_dim * e;
+        cell.phase == Phase::decode ? 0 : checked_mul(performer_prefill_workspace_floats(shape, omp_get_max_threads()), 4);
+    return checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape), 4), workspace,
+                       checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
   }
 
   Cost cost(const Cell& cell) const override {

@@ -5,17 +5,18 @@
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/check_rows.hpp"
+#include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/softmax_kv/check.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
+#include "mechanisms/softmax_kv/cuda.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
 #include "runner/conformance/adapters.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-constexpr std::int64_t kPrefillRowsChecked = 64;  // per head
 
 // Decode: the cache holds the context of L tokens; the step appends token L and attends over
 // L + 1 rows. Re-running the step rewrites the same slot, so every sample does identical work.
@@ -50,17 +51,7 @@ class SoftmaxDecodeCell final : public PreparedCell {
                         v_cache_.data(), length_, workspace_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < inputs_.batch_heads; ++bh) {
-      const MatrixD q = inputs_.head_matrix(inputs_.q, bh, length_ + 1);
-      const MatrixD k = inputs_.head_matrix(inputs_.k, bh, length_ + 1);
-      const MatrixD v = inputs_.head_matrix(inputs_.v, bh, length_ + 1);
-      const std::vector<double> ref = softmax_attention_row(q, k, v, length_);
-      errors.add_row(out_.data() + bh * inputs_.dim, ref.data(), inputs_.dim);
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_softmax_decode(inputs_, length_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
     return {k_cache_.byte_span(), v_cache_.byte_span(), q_.byte_span(), k_new_.byte_span(),
@@ -94,19 +85,7 @@ class SoftmaxPrefillCell final : public PreparedCell {
                     v_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < inputs_.batch_heads; ++bh) {
-      const MatrixD q = inputs_.head_matrix(inputs_.q, bh, inputs_.tokens);
-      const MatrixD k = inputs_.head_matrix(inputs_.k, bh, inputs_.tokens);
-      const MatrixD v = inputs_.head_matrix(inputs_.v, bh, inputs_.tokens);
-      for (std::int64_t t : rows_to_check(inputs_.tokens, kPrefillRowsChecked)) {
-        const std::vector<double> ref = softmax_attention_row(q, k, v, t);
-        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * inputs_.dim, ref.data(), inputs_.dim);
-      }
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_softmax_prefill(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
     return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};
@@ -123,7 +102,11 @@ class SoftmaxKv final : public Mechanism {
     static const MechanismInfo info{"softmax_kv",
                                     "softmax attention with an explicit K/V cache (grows with L)",
                                     StateKind::explicit_history,
+#if ARCH_BENCH_HAVE_CUDA
+                                    {"cpu", "cuda"}};
+#else
                                     {"cpu"}};
+#endif
     return info;
   }
 
@@ -132,17 +115,24 @@ class SoftmaxKv final : public Mechanism {
     return std::nullopt;
   }
 
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return softmax_kv_cuda_unsupported(cell);
+    return std::nullopt;
+  }
+
   std::int64_t state_bytes(const Cell& cell) const override {
-    return 2 * cell.sequence_length * cell.batch_heads() * cell.head_dim *
-           static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    return checked_product(2, cell.sequence_length, cell.batch_heads(), cell.head_dim,
+                           static_cast<std::int64_t>(dtype_bytes(cell.dtype)));
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t bhd = cell.batch_heads() * cell.head_dim;
-    if (cell.phase == Phase::prefill) return 4 * cell.sequence_length * bhd * e;
-    const std::int64_t workspace = cell.batch_heads() * 64 * (cell.head_dim + 2) * 4;  // splits <= 64
-    return 2 * (cell.sequence_length + 1) * bhd * e + 4 * bhd * e + workspace;
+    const std::int64_t bhd = checked_mul(cell.batch_heads(), cell.head_dim);
+    if (cell.phase == Phase::prefill) return checked_product(4, cell.sequence_length, bhd, e);
+    const std::int64_t workspace =
+        checked_product(cell.batch_heads(), 64, checked_add(cell.head_dim, 2), 4);  // splits <= 64
+    return checked_sum(checked_product(2, checked_add(cell.sequence_length, 1), bhd, e), checked_product(4, bhd, e),
+                       workspace);
   }
 
   Cost cost(const Cell& cell) const override {
@@ -160,6 +150,9 @@ class SoftmaxKv final : public Mechanism {
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_softmax_kv_cuda(cell, seed, backend);
+#endif
     return prepare_cell<SoftmaxDecodeCell, SoftmaxPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &softmax_kv_conformance(); }

@@ -1,7 +1,10 @@
 #pragma once
 // The small interface a backend implements: where buffers come from, how one sample is timed,
 // how caches are made cold, and what the device is.
+#include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -9,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/backends/allocator.hpp"
+#include "runner/backends/timing.hpp"
 
 namespace arch_bench {
 
@@ -22,8 +26,17 @@ class Backend {
   // Times one call of `work` in milliseconds, including whatever synchronisation makes the
   // result complete (CPU: none; CUDA: events).
   virtual double time_ms(const std::function<void()>& work) = 0;
+  // The timer of one cell under `timing`. The default times `steps_per_sample` calls with
+  // time_ms(), which is all steady_clock needs; the CUDA backend overrides it for events and
+  // graphs. Throws UsageError for a method the backend cannot do.
+  virtual std::unique_ptr<SampleTimer> make_timer(const std::function<void()>& work, const TimingPlan& timing);
+  // Waits until everything enqueued (warmup launches) has finished; a no-op on the CPU.
+  virtual void synchronize() {}
   // Makes `buffers` absent from every cache level before a cold sample (outside the timed region).
   virtual void evict(std::span<const ByteSpan> buffers) = 0;
+  // Free device memory in bytes (cudaMemGetInfo), recorded before and after each cell; nullopt
+  // where the backend has no device memory of its own.
+  virtual std::optional<std::int64_t> device_free_bytes() { return std::nullopt; }
   // Device facts for the report's hardware section.
   virtual nlohmann::json facts() const = 0;
 };

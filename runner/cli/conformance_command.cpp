@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/cli/parse_lists.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/core/errors.hpp"
 
@@ -21,7 +22,7 @@ struct ConformanceOptions {
   std::int64_t state_size = MechanismOptions{}.state_size;
   double qk_scale = MechanismOptions{}.qk_scale;
   ConformanceShape shape;
-  std::uint64_t seed = 0;
+  std::string seed = "0";  // parse_seed(): 0 .. 2^63-1, as for `run --seed`
   bool overwrite = false;
   bool describe = false;
 };
@@ -51,8 +52,14 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
     fmt::print("{}", describe_conformance_layout(o.mechanism, options));
     return 0;
   }
+  // A folder option given as '' would otherwise read as not given at all.
+  for (const char* folder : {"--generate", "--inputs", "--outputs"}) {
+    if (given(folder) && command.get_option(folder)->as<std::string>().empty()) {
+      throw UsageError(fmt::format("{} is empty; give a folder", folder));
+    }
+  }
 
-  if (!o.generate.empty()) {
+  if (given("--generate")) {
     if (!o.inputs.empty() || !o.outputs.empty()) {
       throw UsageError("--generate writes inputs only; run the mechanism on them in a second call with --inputs and "
                        "--outputs");
@@ -64,12 +71,14 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
     if (o.mechanism.empty() && given("--feature-map")) {
       throw UsageError("--feature-map with --generate needs --mechanism (each mechanism has its own maps)");
     }
-    GenerateRequest request{o.generate, o.mechanism, o.shape, options, o.seed, dtype};
+    GenerateRequest request{o.generate, o.mechanism, o.shape, options, parse_seed("--seed", o.seed), dtype};
     const auto written = generate_conformance_inputs(request);
     for (const auto& path : written) fmt::print("wrote {}\n", path.string());
     const std::string mechanism = o.mechanism.empty() ? "ID" : o.mechanism;
-    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}\n", mechanism,
-               o.generate, dtype_name(dtype));
+    // The feature map shapes the inputs (performer's trig W has m/2 rows): the run must use it too.
+    const std::string feature_map = o.feature_map.empty() ? "" : " --feature-map " + o.feature_map;
+    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}{}\n", mechanism,
+               o.generate, dtype_name(dtype), feature_map);
     return 0;
   }
 

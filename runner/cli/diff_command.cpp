@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/cli/diff_options.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/diff/cell_format.hpp"
 #include "runner/diff/diff.hpp"
@@ -29,16 +30,6 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 no regression; 1 regression (a SLOWER row, unless --fail-on never, or any structural "
     "regression, even with --fail-on never); 2 bad input (unreadable, not JSON, not a valid result report, "
     "different workload_id or schema_version major without --allow-workload-change, bad option, --output exists).";
-
-struct Options {
-  std::string old_file, new_file;
-  std::string format = "text";
-  std::string fail_on = "regression";
-  std::string min_effect = "5%";
-  double alpha = 0.01;
-  bool allow_workload_change = false;
-  std::string output;
-};
 
 // "5%" or "0.05"; a bare number >= 1 is refused, because "5" is more likely 5% than 500%.
 double parse_min_effect(const std::string& text) {
@@ -74,15 +65,8 @@ std::string render(const DiffResult& diff, const std::string& format) {
   return document.dump(2) + "\n";
 }
 
-int run_diff(const Options& options) {
-  if (!(options.alpha > 0 && options.alpha < 1)) {
-    throw UsageError(fmt::format("--alpha {}: give a significance level between 0 and 1 (e.g. 0.01)", options.alpha));
-  }
-  DiffSettings settings;
-  settings.timing.alpha = options.alpha;
-  settings.timing.min_effect = parse_min_effect(options.min_effect);
-  settings.fail_on_slower = options.fail_on == "regression";
-  settings.allow_workload_change = options.allow_workload_change;
+int run_diff(const DiffOptions& options) {
+  const DiffSettings settings = diff_settings(options);
   if (!options.output.empty()) check_output_path(options.output, false, "choose another --output");
 
   const LoadedReport old_report = read_report(options.old_file);
@@ -106,30 +90,46 @@ int run_diff(const Options& options) {
 }
 }  // namespace
 
+void add_diff_options(CLI::App& command, DiffOptions& options) {
+  command.add_option("old", options.old_file, "The baseline result report (e.g. from the main branch)")->required();
+  command.add_option("new", options.new_file, "The result report to judge against it")->required();
+  command.add_option("--format", options.format, "Output: text (aligned table), markdown (CI job summary) or json "
+                                                 "(schemas/diff.schema.json)")
+      ->check(CLI::IsMember({"text", "markdown", "json"}))
+      ->capture_default_str();
+  command.add_option("--fail-on", options.fail_on, "regression: a SLOWER row fails (exit 1); never: SLOWER rows "
+                                                   "are reported only (structural regressions still fail)")
+      ->check(CLI::IsMember({"regression", "never"}))
+      ->capture_default_str();
+  command.add_option("--min-effect", options.min_effect, "Smallest change of the median step time that counts "
+                                                         "(5% or 0.05)")
+      ->capture_default_str();
+  command.add_option("--alpha", options.alpha, "Significance level of the two-sided Mann-Whitney U test")
+      ->capture_default_str();
+  command.add_flag("--allow-workload-change", options.allow_workload_change,
+                   "Compare reports of different identity.workload_id or schema_version major (noted in the output)");
+  command.add_option("--output", options.output, "Write the diff to this file (atomically; never overwrites) "
+                                                 "instead of standard output");
+}
+
+DiffSettings diff_settings(const DiffOptions& options) {
+  if (!(options.alpha > 0 && options.alpha < 1)) {
+    throw UsageError(fmt::format("--alpha {}: give a significance level between 0 and 1 (e.g. 0.01)", options.alpha));
+  }
+  DiffSettings settings;
+  settings.timing.alpha = options.alpha;
+  settings.timing.min_effect = parse_min_effect(options.min_effect);
+  settings.fail_on_slower = options.fail_on == "regression";
+  settings.allow_workload_change = options.allow_workload_change;
+  return settings;
+}
+
 void register_diff_command(CLI::App& app, CommandContext& context) {
-  auto options = std::make_shared<Options>();
+  auto options = std::make_shared<DiffOptions>();
   CLI::App* command = app.add_subcommand(
       "diff", "Compare two result reports row by row: SAME / FASTER / SLOWER / UNSURE from the raw samples, plus "
               "structural changes (exit 0 no regression, 1 regression, 2 bad input)");
-  command->add_option("old", options->old_file, "The baseline result report (e.g. from the main branch)")->required();
-  command->add_option("new", options->new_file, "The result report to judge against it")->required();
-  command->add_option("--format", options->format, "Output: text (aligned table), markdown (CI job summary) or json "
-                                                   "(schemas/diff.schema.json)")
-      ->check(CLI::IsMember({"text", "markdown", "json"}))
-      ->capture_default_str();
-  command->add_option("--fail-on", options->fail_on, "regression: a SLOWER row fails (exit 1); never: SLOWER rows "
-                                                     "are reported only (structural regressions still fail)")
-      ->check(CLI::IsMember({"regression", "never"}))
-      ->capture_default_str();
-  command->add_option("--min-effect", options->min_effect, "Smallest change of the median step time that counts "
-                                                           "(5% or 0.05)")
-      ->capture_default_str();
-  command->add_option("--alpha", options->alpha, "Significance level of the two-sided Mann-Whitney U test")
-      ->capture_default_str();
-  command->add_flag("--allow-workload-change", options->allow_workload_change,
-                    "Compare reports of different identity.workload_id or schema_version major (noted in the output)");
-  command->add_option("--output", options->output, "Write the diff to this file (atomically; never overwrites) "
-                                                   "instead of standard output");
+  add_diff_options(*command, *options);
   command->footer(kExitCodes);
   command->callback([options, &context]() { context.exit_code = run_diff(*options); });
 }

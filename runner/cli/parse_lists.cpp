@@ -24,6 +24,17 @@ std::vector<std::string> parse_word_list(const std::string& option, const std::s
   return words;
 }
 
+std::uint64_t parse_seed(const std::string& option, const std::string& text) {
+  std::int64_t value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0) {
+    // The reports record the seed as a JSON integer with minimum 0, and readers (valijson, Python,
+    // jq) hold integers as signed 64-bit: a larger seed would be measured and then fail the schema.
+    throw UsageError(fmt::format("{} '{}' is not an integer from 0 to 9223372036854775807 (2^63-1)", option, text));
+  }
+  return static_cast<std::uint64_t>(value);
+}
+
 std::vector<std::int64_t> parse_positive_list(const std::string& option, const std::string& text) {
   if (text.empty()) throw UsageError(fmt::format("{} is empty; give comma-separated positive integers", option));
   std::vector<std::int64_t> values;

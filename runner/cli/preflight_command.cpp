@@ -13,6 +13,7 @@
 #include "runner/preflight/preflight_report.hpp"
 #include "runner/profiles/profile.hpp"
 #include "runner/report/atomic_write.hpp"
+#include "runner/report/output_path.hpp"
 #include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
@@ -29,7 +30,7 @@ int preflight(const PreflightOptions& options, const std::string& command_line) 
   const Profile profile = load_profile(options.plan.profile);
   const ResolvedSettings settings = resolve_settings(options.plan, mode.defaults().workload, &profile);
   if (!options.json.empty()) {
-    check_output_path(options.json, false, "choose another --json file, or remove it first");
+    check_output_file(options.json, "--json", false, "choose another --json file, or remove it first");
   }
   const PreflightResult result = run_preflight(profile, mode, settings.workload, read_machine_facts());
   print_preflight(stdout, profile, result);

@@ -3,7 +3,10 @@
 // plan and writes a dry_run report instead.
 #include <omp.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -14,20 +17,26 @@
 
 #include "runner/backends/cpu/cpu_backend.hpp"
 #include "runner/backends/cpu/host_facts.hpp"
+#include "runner/backends/cuda/cuda_entry.hpp"
 #include "runner/backends/cuda/device_probe.hpp"
+#include "mechanisms/registry.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
+#include "runner/cli/signals.hpp"
+#include "runner/core/interrupt.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/core/execute.hpp"
 #include "runner/core/plan.hpp"
 #include "runner/measure/ceilings.hpp"
 #include "runner/measure/timer_overhead.hpp"
 #include "runner/preflight/dry_run.hpp"
+#include "runner/preflight/machine_facts.hpp"
 #include "runner/preflight/preflight.hpp"
 #include "runner/preflight/preflight_report.hpp"
 #include "runner/profiles/profile.hpp"
 #include "runner/profiles/thresholds.hpp"
 #include "runner/report/atomic_write.hpp"
+#include "runner/report/output_path.hpp"
 #include "runner/report/console_table.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
@@ -41,32 +50,172 @@ struct BackendChoice {
   std::vector<std::string> notes;
 };
 
-BackendChoice choose_backend(const std::string& device) {
+// The mode's mechanisms that have no kernels on `backend` in this build (empty: the mode runs there).
+std::vector<std::string> mechanisms_without(const Mode& mode, const Workload& workload, const std::string& backend) {
+  std::vector<std::string> missing;
+  for (const Arm& arm : mode.arms(workload)) {
+    const Mechanism* mechanism = find_mechanism(arm.mechanism);
+    const bool has = mechanism != nullptr && std::ranges::find(mechanism->info().backends, backend) !=
+                                                 mechanism->info().backends.end();
+    if (!has && std::ranges::find(missing, arm.mechanism) == missing.end()) missing.push_back(arm.mechanism);
+  }
+  return missing;
+}
+
+bool mode_runs_on(const Mode& mode, const Workload& workload, const std::string& backend) {
+  return mechanisms_without(mode, workload, backend).empty();
+}
+
+// --device cuda needs a usable device (else exit 2 with the probe's reason, nothing written);
+// --device auto takes the GPU when one is usable and every mechanism of the mode has CUDA kernels.
+BackendChoice choose_backend(const std::string& device, const Mode& mode, const Workload& workload) {
+  if (device == "cpu") return {"cpu", {}};
   const CudaProbe cuda = probe_cuda();
-  BackendChoice choice{"cpu", {}};
   if (device == "cuda") {
     if (!cuda.usable) {
       throw UsageError(fmt::format("--device cuda: no usable CUDA device ({}); use --device cpu or auto",
                                    cuda.reason));
     }
-    throw UsageError("--device cuda: the mechanisms have no CUDA kernels in this build yet; use --device cpu");
+    if (!mode_runs_on(mode, workload, "cuda")) {
+      throw UsageError(fmt::format("--device cuda: mode {} needs {} which have no CUDA kernels in this build; use "
+                                   "--device cpu",
+                                   mode.id(), fmt::join(mechanisms_without(mode, workload, "cuda"), ", ")));
+    }
+    return {"cuda", {}};
   }
-  if (device == "auto") {
-    choice.notes.push_back(cuda.usable
-                               ? "--device auto: a CUDA device is present but the mechanisms have no CUDA "
-                                 "kernels yet; measured on the CPU backend"
-                               : fmt::format("--device auto: no usable CUDA device ({}); measured on the CPU "
-                                             "backend",
-                                             cuda.reason));
+  if (!cuda.usable) {
+    return {"cpu", {fmt::format("--device auto: no usable CUDA device ({}); measured on the CPU backend", cuda.reason)}};
   }
-  return choice;
+  if (!mode_runs_on(mode, workload, "cuda")) {
+    return {"cpu", {fmt::format("--device auto: a CUDA device is usable but {} of mode {} have no CUDA kernels; "
+                                "measured on the CPU backend",
+                                fmt::join(mechanisms_without(mode, workload, "cuda"), ", "), mode.id())}};
+  }
+  return {"cuda", {fmt::format("--device auto: measured on CUDA device 0 ({})",
+                               cuda.devices.empty() ? std::string("?") : cuda.devices[0].value("name", std::string("?")))}};
 }
+
+// The label names the result file (<experiment>_<label>.json, within a file system's 255-character
+// names, the temporary name included) and is recorded in identity.run_label.
+constexpr std::size_t kMaxRunLabel = 200;
 
 void check_run_label(const std::string& label) {
   if (label.empty() || label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
                                                "._-") != std::string::npos) {
-    throw UsageError(fmt::format("--run-label '{}' may use only letters, digits, '.', '_' and '-'", label));
+    throw UsageError(fmt::format("--run-label '{}' may use only letters, digits, '.', '_' and '-'",
+                                 label.size() > 80 ? label.substr(0, 60) + "..." : label));
   }
+  if (label.size() > kMaxRunLabel) {
+    throw UsageError(fmt::format("--run-label is {} characters; at most {} (it names the result file)", label.size(),
+                                 kMaxRunLabel));
+  }
+}
+
+// The report's path, checked in full before anything is measured (output_path.hpp).
+std::filesystem::path checked_output(const RunOptions& options, const std::string& experiment) {
+  for (const char* option : {"output", "results_dir"}) {
+    const std::string& value = std::string(option) == "output" ? options.output : options.results_dir;
+    if (options.given.contains(option) && value.empty()) {
+      throw UsageError(fmt::format("--{} is empty; give a {} (or leave the option out for the default)",
+                                   std::string(option) == "output" ? "output" : "results-dir",
+                                   std::string(option) == "output" ? "file name" : "folder"));
+    }
+  }
+  const bool explicit_output = !options.output.empty();
+  const std::filesystem::path output =
+      explicit_output ? std::filesystem::path(options.output)
+                      : std::filesystem::path(options.results_dir) / fmt::format("{}_{}.json", experiment, options.run_label);
+  check_output_file(output, explicit_output ? "--output" : "--results-dir/--run-label", options.overwrite,
+                    "choose another --run-label (or --output), or pass --overwrite");
+  return output;
+}
+
+// Up front, for every measuring run: the largest cell must fit in the memory available now (the
+// profile's preflight adds its margin on top), and the report in the free space of its folder.
+// Refused with exit 2 rather than found out after the ceilings were measured, one bad_alloc per row.
+void check_resources(const Plan& plan, const Workload& workload, const std::string& backend,
+                     const std::filesystem::path& output) {
+  const std::optional<std::int64_t> available = mem_available_bytes();
+  if (backend == "cpu" && available) {
+    for (const PlannedCell& planned : plan.cells) {
+      if (planned.predicted_peak_bytes <= *available) continue;
+      throw UsageError(fmt::format("{} {} L={}{}: its predicted peak is {}, but this machine has {} available "
+                                   "(MemAvailable); reduce --sequence-lengths, --batch, --query-heads or --head-dim "
+                                   "(--dry-run writes the plan with every cell's predicted bytes)",
+                                   planned.cell.mechanism, phase_name(planned.cell.phase),
+                                   planned.cell.sequence_length,
+                                   planned.arm.variant.empty() ? "" : " [" + planned.arm.variant + "]",
+                                   bytes_text(planned.predicted_peak_bytes), bytes_text(*available)));
+    }
+  }
+  // Each row keeps every sample (about 48 bytes each as indented JSON) next to ~4 KiB of fields.
+  const auto cells = static_cast<std::int64_t>(plan.cells.size());
+  const std::int64_t report_bytes =
+      64 * 1024 + cells * (4096 + std::min<std::int64_t>(workload.repeats, std::int64_t{1} << 40) * 48);
+  check_free_space(output.parent_path(), "output folder", report_bytes, "the report");
+}
+
+// The OpenMP wait policy in effect (main() makes it passive unless the user chose one).
+std::string omp_wait_policy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy != nullptr) return policy;
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  return spin != nullptr ? fmt::format("unset (GOMP_SPINCOUNT={})", spin) : "unset";
+}
+
+// An interrupted run keeps the rows measured before the signal; nothing is decided from them.
+void mark_interrupted(RunReport& report, const Plan& plan, int signal_number) {
+  const char* name = signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "a signal";
+  std::optional<Cell> cell;
+  for (const Row& row : report.rows) {
+    if (row.failure_kind == "interrupted") cell = row.cell;
+  }
+  const std::string message = fmt::format("interrupted by {} after {} of {} cells; the rows measured so far are kept "
+                                          "and the cells not measured are absent",
+                                          name, report.rows.size(), plan.cells.size());
+  report.failure = Failure{"interrupted", message, cell};
+  report.decision.verdict = "inconclusive";
+  report.decision.crossover_length.reset();
+  report.decision.reasons.insert(report.decision.reasons.begin(), message);
+  report.decision.next_action = "re-run the whole plan: an interrupted run decides nothing";
+}
+
+// After measuring, a failed write (a full disk, a folder removed, the name taken meanwhile) must
+// not lose the measurement: the report goes to a fallback file that is named ($TMPDIR, /tmp, the
+// working folder), or to stdout. Returns where it went ("-" for stdout).
+std::filesystem::path write_with_fallback(const std::string& text, const std::filesystem::path& output,
+                                          bool overwrite) {
+  try {
+    write_file_atomically(output, text, overwrite, "choose another --run-label or --output (or pass --overwrite)");
+    return output;
+  } catch (const UsageError& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
+  }
+  std::vector<std::filesystem::path> folders;
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr && *tmpdir != '\0') folders.emplace_back(tmpdir);
+  folders.emplace_back("/tmp");
+  folders.emplace_back(".");
+  const std::string stem = output.stem().string(), extension = output.extension().string();
+  for (const std::filesystem::path& folder : folders) {
+    std::error_code ignored;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const std::filesystem::path candidate =
+          folder / (attempt == 0 ? stem + extension : fmt::format("{}.{}{}", stem, attempt, extension));
+      if (std::filesystem::exists(candidate, ignored)) continue;
+      try {
+        write_file_atomically(candidate, text, false);
+        fmt::print(stderr, "error: the measurement is kept in {} instead of {}; move it there\n", candidate.string(),
+                   output.string());
+        return candidate;
+      } catch (const UsageError&) {
+      }
+      break;  // that folder cannot be written: try the next one
+    }
+  }
+  fmt::print(stderr, "error: no fallback file could be written either; the report follows on stdout\n");
+  fmt::print(stdout, "{}", text);
+  std::fflush(stdout);
+  return "-";
 }
 
 // identity.profile_id: the applied profile's id, else the --profile-id label.
@@ -101,7 +250,8 @@ int write_report(const nlohmann::json& document, const std::filesystem::path& ou
     for (const std::string& error : errors) fmt::print(stderr, "  {}\n", error);
     return 1;
   }
-  write_file_atomically(output, document.dump(2) + "\n", overwrite);
+  write_file_atomically(output, document.dump(2) + "\n", overwrite,
+                        "choose another --run-label or --output (or pass --overwrite)");
   return 0;
 }
 
@@ -118,6 +268,7 @@ int write_dry_run(RunReport report, const Plan& plan, const std::optional<Prefli
   report.process_peak_rss_bytes = process_peak_rss_bytes();
 
   nlohmann::json document = to_json(report);
+  document["workload"]["omp_wait_policy"] = omp_wait_policy();
   document["plan"] = plan_to_json(plan);
   if (!failed.empty()) document["failure"]["checks"] = failed_checks_json(failed);
   if (profile) document["profile"] = profile_record_json(*profile, *preflight);
@@ -140,23 +291,21 @@ int run(const RunOptions& options, const std::string& command_line) {
   std::optional<Profile> profile;
   if (!options.profile.empty()) profile = load_profile(options.profile);
   const std::string profile_id = profile_id_of(options, profile);
-  const ResolvedSettings settings = resolve_settings(options, defaults.workload, profile ? &*profile : nullptr);
+  ResolvedSettings settings = resolve_settings(options, defaults.workload, profile ? &*profile : nullptr);
   const Workload& workload = settings.workload;
   check_run_label(options.run_label);
 
   // A profile names its backend; without one, --device picks (and may refuse) it.
   BackendChoice backend_choice{profile ? profile->backend : "cpu", {}};
-  if (!profile) backend_choice = choose_backend(settings.device);
+  if (!profile) backend_choice = choose_backend(settings.device, mode, settings.workload);
+  resolve_timing(options, profile ? &*profile : nullptr, backend_choice.name, settings);
   omp_set_num_threads(workload.threads);
   std::optional<PreflightResult> preflight;
   if (profile) preflight = run_preflight(*profile, mode, workload, read_machine_facts());
   const Plan plan = preflight ? preflight->plan : build_plan(mode, workload, backend_choice.name);
 
-  const std::filesystem::path output =
-      options.output.empty()
-          ? std::filesystem::path(options.results_dir) / fmt::format("{}_{}.json", defaults.experiment, options.run_label)
-          : std::filesystem::path(options.output);
-  check_output_path(output, options.overwrite, "choose another --run-label (or --output), or pass --overwrite");
+  const std::filesystem::path output = checked_output(options, defaults.experiment);
+  if (!options.dry_run && (!preflight || preflight->passed())) check_resources(plan, workload, backend_choice.name, output);
 
   RunReport report;
   report.identity = {options.semantic_id.empty() ? defaults.semantic_id : options.semantic_id,
@@ -196,26 +345,39 @@ int run(const RunOptions& options, const std::string& command_line) {
   if (options.dry_run || (preflight && !preflight->passed())) {
     return write_dry_run(std::move(report), plan, preflight, profile, output, options);
   }
-  if (report.backend != "cpu") {
-    throw UsageError(fmt::format("profile {} passed preflight but this build has no {} backend to measure with; use "
-                                 "--profile ARCH-CPU-MECHANISM",
-                                 report.identity.profile_id, report.backend));
-  }
 
+  // From here until the rows are back, a first SIGINT/SIGTERM stops the measuring loop (signals.hpp).
+  std::optional<GracefulInterrupt> graceful_interrupt;
+  graceful_interrupt.emplace();
   progress(fmt::format("arch-bench run --mode {}: {} cells, {} thread(s), {} cache, writing {}", mode.id(),
                        plan.cells.size(), workload.threads, cache_state_name(workload.cache_state),
                        output.string()));
 
-  CpuBackend backend;
-  progress("measuring machine ceilings (memory bandwidth, FMA throughput) ...");
-  const Ceilings ceilings = measure_ceilings(workload.threads);
-  progress(fmt::format("ceilings: read {:.1f} GB/s, triad {:.1f} GB/s, {:.1f} GFLOP/s", ceilings.memory_read_gbps,
-                       ceilings.memory_triad_gbps, ceilings.peak_gflops));
+  const bool gpu = report.backend == "cuda";
+  std::unique_ptr<Backend> backend;
+  if (gpu) backend = make_cuda_backend(0);
+  else backend = std::make_unique<CpuBackend>();
+  progress(gpu ? std::string("measuring GPU ceilings (device copy bandwidth, cuBLAS bf16 GEMM) ...")
+               : std::string("measuring machine ceilings (memory bandwidth, FMA throughput) ..."));
+  const Ceilings ceilings = gpu ? measure_cuda_ceilings(*backend) : measure_ceilings(workload.threads);
+  if (gpu) {
+    progress(fmt::format("ceilings: device copy {:.1f} GB/s, bf16 GEMM {:.1f} TFLOP/s", ceilings.memory_read_gbps,
+                         ceilings.peak_gflops / 1e3));
+  } else {
+    progress(fmt::format("ceilings: read {:.1f} GB/s, triad {:.1f} GB/s, {:.1f} GFLOP/s", ceilings.memory_read_gbps,
+                         ceilings.memory_triad_gbps, ceilings.peak_gflops));
+  }
   report.ceilings = ceilings;
-  report.timer_overhead_ms = measure_timer_overhead_ms(backend);
-  report.host = backend.facts();
+  report.timer_overhead_ms = measure_timer_overhead_ms(*backend);
+  report.host = backend->facts();
+  if (gpu) {
+    report.gpu = cuda_device_facts(*backend);
+    report.evidence_level = "gpu_measured";
+  }
 
-  report.rows = execute_plan(plan, workload, backend, ceilings, progress);
+  report.rows = execute_plan(plan, workload, *backend, ceilings, progress);
+  graceful_interrupt.reset();
+  const int stop_signal = interrupt_signal();
   report.decision = mode.decide(report.rows, workload);
   for (const Row& row : report.rows) {
     if (row.status == RowStatus::failed && !report.failure) {
@@ -227,16 +389,25 @@ int run(const RunOptions& options, const std::string& command_line) {
       report.notes.push_back(note);
     }
   }
+  if (stop_signal != 0) mark_interrupted(report, plan, stop_signal);
   report.process_peak_rss_bytes = process_peak_rss_bytes();
 
   nlohmann::json document = to_json(report);
+  document["workload"]["omp_wait_policy"] = omp_wait_policy();
   if (profile) document["profile"] = profile_record_json(*profile, *preflight);
-  if (const int status = write_report(document, output, options.overwrite); status != 0) {
-    return status;
+  const std::vector<std::string> errors = schema_errors(document, "result");
+  if (!errors.empty()) {
+    fmt::print(stderr, "error: the report does not match schemas/result.schema.json; nothing was written:\n");
+    for (const std::string& error : errors) fmt::print(stderr, "  {}\n", error);
+    return 1;
   }
-  print_run_table(stdout, report);
-  fmt::print("wrote {}\n", output.string());
-  return report.failure ? 1 : 0;
+  const std::filesystem::path written = write_with_fallback(document.dump(2) + "\n", output, options.overwrite);
+  if (written != "-") {
+    print_run_table(stdout, report);
+    fmt::print("wrote {}\n", written.string());
+  }
+  if (stop_signal != 0) return exit_code_for_signal(stop_signal);
+  return report.failure || written != output ? 1 : 0;
 }
 
 }  // namespace

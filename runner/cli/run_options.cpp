@@ -27,7 +27,7 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
   c.add_option("--cache", o.cache,
                "cold: evict the cell's buffers from every cache before each sample (default; what a decode "
                "step sees when many layers share the cache); hot: leave them cached");
-  c.add_option("--seed", o.seed, "Seed of the random inputs; baseline and candidates share it")
+  c.add_option("--seed", o.seed, "Seed of the random inputs, 0 to 2^63-1; baseline and candidates share it")
       ->capture_default_str();
   c.add_option("--threads", o.threads, "CPU threads (default: every hardware thread)");
   c.add_option("--feature-map", o.feature_map, "linear_attention feature map: elu (elu+1, default) or relu (relu+1)");
@@ -62,6 +62,14 @@ void add_run_options(CLI::App& c, RunOptions& o) {
   c.add_option("--output", o.output, "Result file path (default results/<experiment>_<run_label>.json)");
   c.add_option("--results-dir", o.results_dir, "Folder for the default result path")->capture_default_str();
   c.add_flag("--overwrite", o.overwrite, "Replace an existing result file (never done otherwise)");
+  c.add_option("--timing", o.timing,
+               "How a sample is timed: steady_clock (cpu); cuda_events (events around one launch), "
+               "cuda_events_batched (events around --steps-per-sample launches; the GPU default) or cuda_graph "
+               "(the same launches replayed from a CUDA graph: kernel time without launch overhead)")
+      ->type_name("METHOD");
+  c.add_option("--steps-per-sample", o.steps_per_sample,
+               "Timed units per sample for cuda_events_batched/cuda_graph (GPU default 10); samples_ms holds "
+               "elapsed / steps");
   c.add_option("--semantic-id", o.semantic_id, "Identity of the mechanism question (mode default)");
   c.add_option("--workload-id", o.workload_id, "Identity of the workload definition (mode default)");
   c.add_flag("--quiet,-q", o.quiet, "No progress lines on stderr");
@@ -106,6 +114,51 @@ const Mode& find_mode_or_throw(const std::string& id) {
   std::vector<std::string> known;
   for (const auto& mode : all_modes()) known.push_back(mode->id());
   throw UsageError(fmt::format("--mode: unknown mode '{}' (known: {})", id, fmt::join(known, ", ")));
+}
+
+void resolve_timing(const RunOptions& o, const Profile* profile, const std::string& backend,
+                    ResolvedSettings& settings) {
+  TimingPlan& timing = settings.workload.timing;
+  const bool gpu = backend == "cuda";
+  timing = gpu ? TimingPlan{TimingMethod::cuda_events_batched, 10} : TimingPlan{TimingMethod::steady_clock, 1};
+  settings.sources["timing_method"] = "backend_default";
+  settings.sources["steps_per_sample"] = "backend_default";
+  if (profile != nullptr && profile->backend == backend) {
+    if (const auto method = parse_timing_method(profile->measurement.timing_method)) {
+      timing.method = *method;
+      // A profile written before batched timing had a name of its own meant "events around the batch".
+      if (*method == TimingMethod::cuda_events && profile->measurement.steps_per_sample > 1) {
+        timing.method = TimingMethod::cuda_events_batched;
+      }
+      settings.sources["timing_method"] = "profile";
+    }
+    timing.steps_per_sample = profile->measurement.steps_per_sample;
+    settings.sources["steps_per_sample"] = "profile";
+  }
+  if (o.given.contains("timing")) {
+    const auto method = parse_timing_method(o.timing);
+    if (!method) {
+      throw UsageError(fmt::format("--timing: unknown method '{}' (use steady_clock, cuda_events, cuda_events_batched "
+                                   "or cuda_graph)",
+                                   o.timing));
+    }
+    timing.method = *method;
+    settings.sources["timing_method"] = "command_line";
+  }
+  if (o.given.contains("steps_per_sample")) {
+    timing.steps_per_sample = positive("--steps-per-sample", o.steps_per_sample);
+    settings.sources["steps_per_sample"] = "command_line";
+  }
+  if (is_cuda_timing(timing.method) != gpu) {
+    throw UsageError(fmt::format("--timing {} needs the {} backend, but this run measures on the {} backend{}",
+                                 timing_method_name(timing.method), gpu ? "cpu" : "cuda", backend,
+                                 gpu ? "" : " (use --device cuda on a machine with a usable GPU)"));
+  }
+  if (timing.method == TimingMethod::cuda_events && timing.steps_per_sample != 1 &&
+      o.given.contains("steps_per_sample")) {
+    throw UsageError("--steps-per-sample needs --timing cuda_events_batched or cuda_graph (cuda_events times one launch)");
+  }
+  if (timing.method == TimingMethod::cuda_events) timing.steps_per_sample = 1;
 }
 
 ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults, const Profile* profile) {
@@ -167,7 +220,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   w.threads = given("threads", "threads") ? static_cast<int>(positive("--threads", o.threads))
                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   given("seed", "seed");
-  w.seed = o.seed;
+  w.seed = parse_seed("--seed", o.seed);
   if (given("feature_map", "feature_map")) {
     if (!parse_feature_map(o.feature_map)) {
       throw UsageError(fmt::format("--feature-map: unknown feature map '{}' (use elu or relu)", o.feature_map));

@@ -23,8 +23,10 @@ struct RunOptions {
   std::string run_label = "default";
   std::string output;
   std::string results_dir = "results";
-  std::uint64_t seed = 0;
+  std::string seed = "0";  // parse_seed(): 0 .. 2^63-1, as the report's schema takes it
   int threads = 0;  // 0: every hardware thread
+  std::string timing;                 // --timing: a TimingMethod name (empty: profile or backend default)
+  std::int64_t steps_per_sample = 0;  // --steps-per-sample (0: profile or backend default)
   std::string semantic_id, workload_id, profile_id;
   std::string profile;  // --profile: id or file of the profile to apply (empty: none)
   std::string feature_map, features;
@@ -56,6 +58,13 @@ struct ResolvedSettings {
 
 // The mode named by --mode; throws UsageError listing the known modes.
 const Mode& find_mode_or_throw(const std::string& id);
+
+// How samples are timed on `backend` ("cpu" | "cuda"): the command line's --timing and
+// --steps-per-sample, else the profile's, else steady_clock x 1 on the CPU and cuda_events_batched x
+// 10 on the GPU. Records the sources in `settings.sources`. Throws UsageError for a method the
+// backend cannot do (a CUDA method on the CPU, steady_clock on the GPU).
+void resolve_timing(const RunOptions& options, const Profile* profile, const std::string& backend,
+                    ResolvedSettings& settings);
 
 // Mode defaults, then the profile's measurement settings and backend (when `profile` is given),
 // then every option typed on the command line. Throws UsageError naming the option at fault.

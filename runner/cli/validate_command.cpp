@@ -1,48 +1,43 @@
 // `arch-bench validate FILE...`: checks documents against a schema of schemas/.
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/cli/validate_options.hpp"
 #include "runner/core/errors.hpp"
+#include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
 
-void register_validate_command(CLI::App& app, CommandContext& context) {
-  struct Options {
-    std::vector<std::string> files;
-    std::string schema = "result";
-  };
-  auto options = std::make_shared<Options>();
-  CLI::App* command = app.add_subcommand(
-      "validate", "Check JSON files against a schema of schemas/ (exit 0 all valid, 1 some invalid, 2 unreadable "
-                  "or not JSON)");
-  command->add_option("files", options->files, "Files to check")->required();
-  command->add_option("--schema", options->schema, "Schema name: result, profile, preflight or diff")
+void add_validate_options(CLI::App& command, ValidateOptions& options) {
+  command.add_option("files", options.files, "Files to check")->required();
+  command.add_option("--schema", options.schema, "Schema name: result, profile, preflight or diff")
       ->capture_default_str();
+}
+
+void check_validate_options(const ValidateOptions& options) {
+  try {
+    schema_text(options.schema);
+  } catch (const std::out_of_range&) {
+    throw UsageError(fmt::format("--schema: no schema named '{}' in schemas/", options.schema));
+  }
+}
+
+void register_validate_command(CLI::App& app, CommandContext& context) {
+  auto options = std::make_shared<ValidateOptions>();
+  CLI::App* command = app.add_subcommand(
+      "validate", "Check JSON files against a schema of schemas/ (exit 0 all valid, 1 some invalid, 2 unreadable, "
+                  "not a regular file, over the input size cap (ARCH_BENCH_MAX_INPUT_BYTES) or not JSON)");
+  add_validate_options(*command, *options);
   command->callback([options, &context]() {
-    try {
-      schema_text(options->schema);
-    } catch (const std::out_of_range&) {
-      throw UsageError(fmt::format("--schema: no schema named '{}' in schemas/", options->schema));
-    }
+    check_validate_options(*options);
     int worst = 0;
     for (const std::string& file : options->files) {
-      std::ifstream in(file);
-      if (!in) {
-        fmt::print(stderr, "{}: cannot be read\n", file);
-        worst = 2;
-        continue;
-      }
-      std::stringstream text;
-      text << in.rdbuf();
       nlohmann::json document;
       try {
-        document = nlohmann::json::parse(text.str());
-      } catch (const nlohmann::json::parse_error& error) {
-        fmt::print(stderr, "{}: not valid JSON: {}\n", file, error.what());
+        document = read_json_input(file, "JSON document");
+      } catch (const UsageError& error) {
+        fmt::print(stderr, "{}\n", error.what());
         worst = 2;
         continue;
       }

@@ -3,12 +3,11 @@
 #include <bit>
 #include <cctype>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "runner/core/input_file.hpp"
 #include "runner/report/atomic_write.hpp"
 
 namespace arch_bench {
@@ -22,6 +21,15 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicBytes = 6;
 // No conformance tensor comes near this; it keeps shape products far from int64 overflow.
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+// A header NumPy writes nests one level (the shape tuple); the parser below recurses per level, so a
+// hostile header of 65,000 '(' would overflow the stack without a bound.
+constexpr int kMaxHeaderDepth = 8;
+
+// Header text quoted in a message: a hostile header can be megabytes long, so only its start.
+std::string clipped(const std::string& text) {
+  constexpr std::size_t kQuoted = 200;
+  return text.size() <= kQuoted ? text : text.substr(0, kQuoted) + "...";
+}
 
 // The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
 // This parses the subset of Python literals such a header can hold.
@@ -63,7 +71,7 @@ class HeaderParser {
   }
 
  private:
-  PyValue value() {
+  PyValue value(int depth = 0) {
     skip_space();
     const char c = peek();
     PyValue v;
@@ -76,13 +84,14 @@ class HeaderParser {
       }
       ++pos_;
     } else if (c == '(' || c == '[') {
+      if (depth >= kMaxHeaderDepth) fail(fmt::format("tuples and lists nest more than {} levels deep", kMaxHeaderDepth));
       const char close = c == '(' ? ')' : ']';
       ++pos_;
       v.kind = c == '(' ? PyValue::Kind::tuple : PyValue::Kind::list;
       while (true) {
         skip_space();
         if (peek() == close) break;
-        v.items.push_back(value());
+        v.items.push_back(value(depth + 1));
         skip_space();
         if (peek() == ',') {
           ++pos_;
@@ -134,7 +143,8 @@ class HeaderParser {
     ++pos_;
   }
   [[noreturn]] void fail(const std::string& what) const {
-    throw NpyError(fmt::format("{}: not a valid .npy header ({} at offset {} of '{}')", name_, what, pos_, text_));
+    throw NpyError(fmt::format("{}: not a valid .npy header ({} at offset {} of '{}')", name_, what, pos_,
+                               clipped(text_)));
   }
 
   const std::string& text_;
@@ -158,8 +168,8 @@ NpyDtype parse_descr(const PyValue& descr, const std::string& name) {
     throw NpyError(fmt::format("{}: dtype '{}' (float16) is not supported; {} (convert with a.astype('<f4'))",
                                name, d, kExpected));
   }
-  throw NpyError(fmt::format("{}: dtype '{}' is not supported; {} (convert with a.astype('<f4'))", name, d,
-                             kExpected));
+  throw NpyError(fmt::format("{}: dtype '{}' is not supported; {} (convert with a.astype('<f4'))", name,
+                             clipped(d), kExpected));
 }
 
 std::uint32_t little_endian(const std::string& bytes, std::size_t offset, std::size_t width) {
@@ -218,10 +228,11 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
     if (key == "descr") descr = &value;
     else if (key == "fortran_order") fortran = &value;
     else if (key == "shape") shape_value = &value;
-    else throw NpyError(fmt::format("{}: unexpected key '{}' in the .npy header", name, key));
+    else throw NpyError(fmt::format("{}: unexpected key '{}' in the .npy header", name, clipped(key)));
   }
   if (!descr || !fortran || !shape_value) {
-    throw NpyError(fmt::format("{}: the .npy header lacks one of 'descr', 'fortran_order', 'shape': {}", name, header));
+    throw NpyError(fmt::format("{}: the .npy header lacks one of 'descr', 'fortran_order', 'shape': {}", name,
+                               clipped(header)));
   }
   NpyArray array;
   array.dtype = parse_descr(*descr, name);
@@ -274,16 +285,14 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
 }
 
 NpyArray read_npy(const std::filesystem::path& path) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) throw NpyError(fmt::format("{}: no such file", path.string()));
-  if (std::filesystem::is_directory(path, error)) {
-    throw NpyError(fmt::format("{}: is a folder, not a .npy file", path.string()));
+  std::string bytes;
+  try {
+    // A regular file under the input cap (runner/core/input_file.hpp): not /dev/zero, not a FIFO.
+    bytes = read_input_file(path, ".npy file");
+  } catch (const UsageError& error) {
+    throw NpyError(error.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NpyError(fmt::format("{}: cannot be read", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return parse_npy(bytes.str(), path.string());
+  return parse_npy(bytes, path.string());
 }
 
 std::string encode_npy(const NpyArray& array, int version) {

@@ -8,7 +8,10 @@
 
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
+#include "mechanisms/common/checked_size.hpp"
 #include "runner/report/atomic_write.hpp"
+#include "runner/report/output_path.hpp"
+#include "runner/report/staged_folder.hpp"
 #include "build_info.hpp"
 
 namespace arch_bench {
@@ -61,13 +64,10 @@ bool add_comparison(json& entry, const std::string& key, const NpyArray& a, cons
   return ok;
 }
 
-// The output files must not exist (unless overwrite) and their folder must be creatable: checked
-// before the run so that bad input leaves nothing behind.
-void check_outputs(const fs::path& folder, const std::vector<std::string>& files, bool overwrite) {
+// The output files must not exist (unless overwrite): checked before the run, under the folder's
+// lock, so that bad input leaves nothing behind.
+void check_existing_outputs(const fs::path& folder, const std::vector<std::string>& files, bool overwrite) {
   std::error_code error;
-  if (fs::exists(folder, error) && !fs::is_directory(folder, error)) {
-    throw UsageError(fmt::format("--outputs {} exists and is not a folder", folder.string()));
-  }
   if (!overwrite) {
     std::vector<std::string> existing;
     for (const std::string& file : files) {
@@ -79,14 +79,20 @@ void check_outputs(const fs::path& folder, const std::vector<std::string>& files
                                    folder.string(), fmt::join(existing, ", ")));
     }
   }
-  fs::path existing_parent = fs::absolute(folder, error);
-  while (!existing_parent.empty() && !fs::exists(existing_parent, error)) {
-    if (existing_parent == existing_parent.parent_path()) break;
-    existing_parent = existing_parent.parent_path();
+}
+
+// Bytes of the output files for these inputs (npy headers are small next to the 64 KiB margin).
+std::int64_t output_bytes(const ConformanceSpec& spec, const ConformanceAxes& axes) {
+  std::int64_t total = 64 * 1024;
+  for (const ConformanceOutputSpec& output : spec.outputs) {
+    std::int64_t elements = 1;
+    for (const std::string& axis : output.axes) {
+      const auto found = axes.find(axis);
+      if (found != axes.end()) elements = checked_mul(elements, found->second);
+    }
+    total = checked_add(total, checked_mul(elements, output.dtype == NpyDtype::float64 ? 8 : 4));
   }
-  if (::access(existing_parent.c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("--outputs {}: {} is not writable", folder.string(), existing_parent.string()));
-  }
+  return total;
 }
 
 std::string reference_name(const std::string& state) { return "reference_" + state; }
@@ -126,7 +132,14 @@ ConformanceResult run_conformance(const ConformanceRequest& request) {
   std::vector<std::string> output_files;
   for (const ConformanceOutputSpec& output : spec.outputs) output_files.push_back(output.name + ".npy");
   output_files.push_back(kConformanceManifest);
-  check_outputs(request.outputs, output_files, request.overwrite);
+  std::size_t longest_name = 0;
+  for (const std::string& file : output_files) longest_name = std::max(longest_name, file.size());
+  check_output_folder(request.outputs, "--outputs", longest_name);
+  check_free_space(request.outputs, "--outputs", output_bytes(spec, inputs.axes), "writing the outputs");
+  // Locked from here to the last file, so that a second `conformance` into the same folder cannot
+  // interleave its files with these; the set is staged and moved into place together.
+  StagedFolder staged(request.outputs, "--outputs");
+  check_existing_outputs(request.outputs, output_files, request.overwrite);
 
   const ConformanceOutputs out = adapter.run(inputs, request.dtype, request.options);
 
@@ -190,14 +203,9 @@ ConformanceResult run_conformance(const ConformanceRequest& request) {
   manifest["passed"] = passed;
 
   ConformanceResult result;
-  for (const auto& [name, array] : files) {
-    const fs::path path = request.outputs / (name + ".npy");
-    write_npy(path, *array, request.overwrite);
-    result.written.push_back(path);
-  }
-  const fs::path manifest_path = request.outputs / kConformanceManifest;
-  write_file_atomically(manifest_path, manifest.dump(2) + "\n", request.overwrite);
-  result.written.push_back(manifest_path);
+  for (const auto& [name, array] : files) write_npy(staged.stage(name + ".npy"), *array, /*overwrite=*/false);
+  write_file_atomically(staged.stage(kConformanceManifest), manifest.dump(2) + "\n", /*overwrite=*/false);
+  result.written = staged.commit(request.overwrite);
   result.manifest = std::move(manifest);
   result.passed = passed;
   return result;

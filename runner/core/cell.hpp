@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "mechanisms/common/checked_size.hpp"
 #include "runner/core/dtype.hpp"
 
 namespace arch_bench {
@@ -32,8 +33,9 @@ struct Cell {
   DType dtype = DType::bfloat16;
   MechanismOptions options;
 
-  // batch * heads: the number of independent (sequence, head) problems.
-  std::int64_t batch_heads() const { return batch * heads; }
+  // batch * heads: the number of independent (sequence, head) problems (SizeOverflow when it
+  // does not fit in 64 bits).
+  std::int64_t batch_heads() const { return checked_mul(batch, heads); }
 };
 
 }  // namespace arch_bench

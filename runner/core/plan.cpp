@@ -1,9 +1,11 @@
 #include "runner/core/plan.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/core/errors.hpp"
 
@@ -30,7 +32,58 @@ void validate_workload(const Workload& w) {
   for (std::int64_t m : w.features) {
     if (m <= 0) throw UsageError(fmt::format("--features: {} is not a positive feature count", m));
   }
+  // A cell given twice would be measured twice and reported as two rows of one cell, which
+  // `arch-bench diff` cannot pair.
+  auto refuse_duplicates = [](const char* option, const auto& values, auto name) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (values[i] == values[j]) {
+          throw UsageError(fmt::format("{}: {} is given twice; each value is measured once, so list it once", option,
+                                       name(values[i])));
+        }
+      }
+    }
+  };
+  auto number = [](std::int64_t value) { return std::to_string(value); };
+  refuse_duplicates("--sequence-lengths", w.sequence_lengths, number);
+  refuse_duplicates("--phase", w.phases, [](Phase phase) { return phase_name(phase); });
+  refuse_duplicates("--features", w.features, number);
 }
+
+namespace {
+std::string cell_shape(const Cell& cell) {
+  return fmt::format("{} {} with --sequence-lengths {} --batch {} --query-heads {} --head-dim {}", cell.mechanism,
+                     phase_name(cell.phase), cell.sequence_length, cell.batch, cell.heads, cell.head_dim);
+}
+
+// The cell's state and predicted peak bytes, refused (UsageError naming the options) when a size
+// overflows 64 bits or exceeds what any machine can address: a wrapped-around size would pass every
+// memory check and then fail, or crash, after the ceilings were measured.
+std::pair<std::int64_t, std::int64_t> checked_cell_bytes(const Mechanism& mechanism, const Cell& cell) {
+  std::int64_t state = 0, peak = 0;
+  try {
+    // Every mechanism holds at least one value per (batch, head, token, feature): bounding this
+    // first keeps the size formulas, checked or not, far from overflow.
+    const std::int64_t elements = checked_product(cell.batch, cell.heads, cell.head_dim,
+                                                  checked_add(cell.sequence_length, 1));
+    if (checked_mul(elements, static_cast<std::int64_t>(dtype_bytes(cell.dtype))) > kMaxAddressableBytes) {
+      throw SizeOverflow("too large");
+    }
+    state = mechanism.state_bytes(cell);
+    peak = mechanism.predicted_peak_bytes(cell);
+  } catch (const SizeOverflow&) {
+    throw UsageError(fmt::format("{}: the cell's sizes exceed what any machine can address (more than 2^48 bytes); "
+                                 "reduce --sequence-lengths, --batch, --query-heads or --head-dim",
+                                 cell_shape(cell)));
+  }
+  if (state < 0 || peak < 0 || state > kMaxAddressableBytes || peak > kMaxAddressableBytes) {
+    throw UsageError(fmt::format("{}: predicted peak {} bytes exceeds what any machine can address (2^48 bytes); "
+                                 "reduce --sequence-lengths, --batch, --query-heads or --head-dim",
+                                 cell_shape(cell), peak));
+  }
+  return {state, peak};
+}
+}  // namespace
 
 Plan build_plan(const Mode& mode, const Workload& workload, const std::string& backend) {
   validate_workload(workload);
@@ -53,8 +106,11 @@ Plan build_plan(const Mode& mode, const Workload& workload, const std::string& b
         if (auto why = mechanism->unsupported(cell)) {
           throw UsageError(fmt::format("{} cannot run this workload: {}", arm.mechanism, *why));
         }
-        plan.cells.push_back({arm, cell, mechanism, mechanism->state_bytes(cell),
-                              mechanism->predicted_peak_bytes(cell)});
+        const auto [state_bytes, peak_bytes] = checked_cell_bytes(*mechanism, cell);
+        if (auto why = mechanism->unsupported_on(cell, backend)) {
+          throw UsageError(fmt::format("{} on the {} backend cannot run this workload: {}", arm.mechanism, backend, *why));
+        }
+        plan.cells.push_back({arm, cell, mechanism, state_bytes, peak_bytes});
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mechanisms/mechanism.hpp"
+#include "runner/backends/timing.hpp"
 #include "runner/core/cell.hpp"
 
 namespace arch_bench {
@@ -33,9 +34,18 @@ struct Row {
   std::int64_t predicted_peak_bytes = 0;
   RowStatus status = RowStatus::ok;
   std::string reason;  // why skipped/failed; empty when ok
+  // What kind of failure (report field `failure_kind`): "out_of_memory", "cuda_error", "device_lost",
+  // "non_finite_output", "mechanism_error", "interrupted", ...; empty when ok.
+  std::string failure_kind;
 
   std::int64_t warmup = 0;
-  std::vector<double> samples_ms;  // every timed repeat, in order
+  TimingPlan timing;               // how each sample was timed; samples are per timed unit
+  std::vector<double> samples_ms;  // every timed repeat (elapsed / steps_per_sample), in order
+  // GPU: per-step time of batched event timing minus that of CUDA-graph replay of the same steps,
+  // i.e. what launching costs per step (nullopt on the CPU).
+  std::optional<double> launch_overhead_ms;
+  // Free device memory (cudaMemGetInfo) before the cell was prepared and after it was measured.
+  std::optional<std::int64_t> device_free_before_bytes, device_free_after_bytes;
   SampleStats stats;               // of samples_ms
 
   std::int64_t peak_memory_bytes = 0;          // tracked allocator peak during the cell
@@ -57,6 +67,10 @@ struct Ceilings {
   double peak_gflops = 0;        // fp32 FMA throughput, all threads
   int threads = 1;
   std::string method;
+  // GPU ceilings (the CUDA backend): memory_read_gbps is then the device copy bandwidth and
+  // peak_gflops the cuBLAS bf16 rate; memory_triad_gbps is 0 (not measured) and written as null.
+  std::optional<double> device_copy_gbps;
+  std::optional<double> gemm_bf16_gflops;
 };
 
 struct Decision {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/backends/timing.hpp"
 #include "runner/core/cell.hpp"
 
 namespace arch_bench {
@@ -22,6 +23,7 @@ struct Workload {
   std::int64_t warmup = 10;
   std::int64_t repeats = 100;
   CacheState cache_state = CacheState::cold;
+  TimingPlan timing;  // steady_clock on the CPU; cuda_events[_batched] or cuda_graph on the GPU
   int threads = 1;
   std::uint64_t seed = 0;
   MechanismOptions options;           // feature map, state size, ...

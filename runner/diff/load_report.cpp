@@ -1,14 +1,9 @@
 #include "runner/diff/load_report.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "runner/core/errors.hpp"
+#include "runner/report/json_input.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
 
@@ -16,7 +11,6 @@ namespace arch_bench {
 
 namespace {
 constexpr std::size_t kErrorsShown = 5;
-
 
 std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
 }  // namespace
@@ -32,22 +26,9 @@ std::string string_at(const nlohmann::json& document, const char* pointer) {
 }
 
 LoadedReport read_report(const std::string& file) {
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) {
-    throw UsageError(fmt::format("{}: is a folder, not a result report", file));
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot be read: {}", file, std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(fmt::format("{}: cannot be read", file));
-  LoadedReport report{file, nullptr};
-  try {
-    report.document = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& parse_error) {
-    throw UsageError(fmt::format("{}: not valid JSON: {}", file, parse_error.what()));
-  }
-  return report;
+  // A regular file under the input cap, nested at most kMaxJsonDepth deep (row keying and printing
+  // walk `options` recursively), numbers in range: runner/report/json_input.hpp.
+  return LoadedReport{file, read_json_input(file, "result report")};
 }
 
 std::vector<std::string> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,

@@ -13,7 +13,8 @@ struct LoadedReport {
   nlohmann::json document;
 };
 
-// Reads and parses `file`; does not validate it.
+// Reads and parses `file` with the bounds of runner/report/json_input.hpp (regular file, size cap,
+// nesting depth, number range); does not validate it.
 LoadedReport read_report(const std::string& file);
 
 // The string at a JSON pointer, or "" when it is missing or not a string (safe on any document).

@@ -4,6 +4,12 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "runner/core/errors.hpp"
+#include "runner/core/interrupt.hpp"
+#include "runner/measure/statistics.hpp"
+
 namespace arch_bench {
 
 namespace {
@@ -24,11 +30,19 @@ class ProgressTicker {
   std::int64_t stride_;
 };
 
+void stop_if_interrupted(std::int64_t done, std::int64_t total) {
+  if (interrupt_requested()) {
+    throw CellFailure("interrupted", fmt::format("interrupted by signal {} after {} of {} calls (warmup + "
+                                                 "samples); the cell was not finished",
+                                                 interrupt_signal(), done, total));
+  }
+}
+
 }  // namespace
 
 MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t warmup,
                              std::int64_t repeats, CacheState cache,
-                             const SampleProgress& progress) {
+                             const SampleProgress& progress, const TimingPlan& timing) {
   if (warmup < 0) {
     throw std::invalid_argument("warmup must be >= 0 (got " + std::to_string(warmup) + ")");
   }
@@ -49,20 +63,41 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   for (std::int64_t i = 0; i < warmup; ++i) {
     cell.run();
     ticker.tick(++done);
+    if (i % 16 == 15) stop_if_interrupted(done, total);
   }
+  backend.synchronize();
+  // After warmup: a CUDA graph is captured here (it records launches, it runs nothing).
+  const std::unique_ptr<SampleTimer> timer = backend.make_timer(work, timing);
+  const double steps = static_cast<double>(timing.steps_per_sample);
   for (std::int64_t i = 0; i < repeats; ++i) {
+    stop_if_interrupted(done, total);
     if (cache == CacheState::cold) {
       // Asked for every sample rather than once: a cell may reallocate a buffer inside run(),
       // and flushing a stale span would touch freed memory.
       const std::vector<ByteSpan> buffers = cell.buffers();
       backend.evict(buffers);
     }
-    measured.samples_ms.push_back(backend.time_ms(work));
+    measured.samples_ms.push_back(timer->sample_ms() / steps);
     ticker.tick(++done);
   }
 
   measured.allocations_during_timing = allocator.allocation_count() - allocations_before;
   return measured;
+}
+
+std::optional<double> measure_launch_overhead_ms(PreparedCell& cell, Backend& backend, std::int64_t steps,
+                                                 std::int64_t samples) {
+  if (backend.name() != "cuda" || steps < 1 || samples < 1) return std::nullopt;
+  const std::function<void()> work = [&cell] { cell.run(); };
+  const auto batched = backend.make_timer(work, {TimingMethod::cuda_events_batched, steps});
+  const auto graph = backend.make_timer(work, {TimingMethod::cuda_graph, steps});
+  std::vector<double> batched_ms, graph_ms;
+  // Interleaved, so a clock or thermal drift during the series affects both alike.
+  for (std::int64_t i = 0; i < samples; ++i) {
+    batched_ms.push_back(batched->sample_ms() / static_cast<double>(steps));
+    graph_ms.push_back(graph->sample_ms() / static_cast<double>(steps));
+  }
+  return summarize(batched_ms).median - summarize(graph_ms).median;
 }
 
 }  // namespace arch_bench

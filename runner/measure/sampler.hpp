@@ -1,8 +1,9 @@
 #pragma once
-// Sampling one prepared cell: untimed warmup, then timed repeats on the backend's clock, with the
+// Sampling one prepared cell: untimed warmup, then timed repeats on the backend's timer, with the
 // caches made cold before each timed sample when the workload asks for it.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "mechanisms/mechanism.hpp"
@@ -12,7 +13,7 @@
 namespace arch_bench {
 
 struct MeasuredSamples {
-  std::vector<double> samples_ms;  // one per timed repeat, in order
+  std::vector<double> samples_ms;  // one per timed repeat (elapsed / steps_per_sample), in order
   // Allocator calls made during warmup + repeats; a decode step should make none.
   std::int64_t allocations_during_timing = 0;
 };
@@ -20,12 +21,20 @@ struct MeasuredSamples {
 // Reports (calls of run() done, warmup + repeats) every tenth of the way and at the end.
 using SampleProgress = std::function<void(std::int64_t done, std::int64_t total)>;
 
-// Runs `warmup` untimed calls of cell.run(), then `repeats` timed ones via backend.time_ms.
-// CacheState::cold evicts cell.buffers() before every timed sample, outside the timed region;
-// hot does nothing extra. `progress` may be empty; it is called at most ~10 times.
-// Throws std::invalid_argument when warmup < 0 or repeats < 1.
+// Runs `warmup` untimed calls of cell.run(), then `repeats` timed samples, each of
+// timing.steps_per_sample calls, through backend.make_timer(). CacheState::cold evicts
+// cell.buffers() before every timed sample, outside the timed region; hot does nothing extra.
+// `progress` may be empty; it is called at most ~10 times. Throws std::invalid_argument when
+// warmup < 0 or repeats < 1, and CellFailure("interrupted") when a stop was requested
+// (runner/core/interrupt.hpp) between samples.
 MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t warmup,
                              std::int64_t repeats, CacheState cache,
-                             const SampleProgress& progress = {});
+                             const SampleProgress& progress = {}, const TimingPlan& timing = {});
+
+// What launching costs per timed unit: the median per-step time of `steps` back-to-back launches
+// between events minus that of the same steps replayed from a CUDA graph, over `samples` hot
+// samples of each. nullopt when the backend cannot time both ways (the CPU).
+std::optional<double> measure_launch_overhead_ms(PreparedCell& cell, Backend& backend, std::int64_t steps,
+                                                 std::int64_t samples);
 
 }  // namespace arch_bench

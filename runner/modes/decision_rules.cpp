@@ -52,11 +52,30 @@ bool state_grows_with_length(const std::vector<const Row*>& rows) {
   if (rows.size() < 2) return false;
   const Row* first = rows.front();
   if (rows.back()->cell.sequence_length == first->cell.sequence_length) return false;
-  // Integer cross-multiplication: bytes_a / L_a == bytes_b / L_b without rounding.
+  // Integer cross-multiplication: bytes_a / L_a == bytes_b / L_b without rounding (in 128 bits: two
+  // 2^48-byte sizes times lengths do not fit in 64).
   return std::all_of(rows.begin(), rows.end(), [&](const Row* row) {
-    return row->state_bytes * first->cell.sequence_length == first->state_bytes * row->cell.sequence_length &&
+    return static_cast<__int128>(row->state_bytes) * first->cell.sequence_length ==
+               static_cast<__int128>(first->state_bytes) * row->cell.sequence_length &&
            row->state_bytes > 0;
   });
+}
+
+bool output_not_finite(const Row& row) {
+  return !row.accuracy.output_finite || row.failure_kind == "non_finite_output";
+}
+
+std::optional<std::string> invalid_inputs_reason(std::span<const Row> rows, const Workload& workload) {
+  std::vector<std::string> cells;
+  for (const Row& row : rows) {
+    if (row.role == Role::baseline && output_not_finite(row)) cells.push_back(row_label(row));
+  }
+  if (cells.empty()) return std::nullopt;
+  const std::string scale =
+      workload.options.qk_scale != 1.0 ? fmt::format(" (--qk-scale {})", workload.options.qk_scale) : std::string();
+  return fmt::format("baseline outputs are not finite: the inputs are out of range{} ({}); no timing or accuracy "
+                     "verdict about the candidates can be drawn from this run",
+                     scale, fmt::join(cells, ", "));
 }
 
 std::map<std::int64_t, double> time_ratio_by_length(const std::vector<const Row*>& baseline,
@@ -66,6 +85,7 @@ std::map<std::int64_t, double> time_ratio_by_length(const std::vector<const Row*
     for (const Row* c : candidate) {
       if (c->cell.sequence_length != b->cell.sequence_length) continue;
       if (b->status != RowStatus::ok || c->status != RowStatus::ok || b->stats.median <= 0) continue;
+      if (output_not_finite(*b) || output_not_finite(*c)) continue;
       ratios[b->cell.sequence_length] = c->stats.median / b->stats.median;
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runner/core/run_result.hpp"
+#include "runner/core/workload.hpp"
 
 namespace arch_bench {
 
@@ -26,7 +27,17 @@ bool state_is_fixed(const std::vector<const Row*>& rows);
 // for a KV cache) and the lengths are not all equal.
 bool state_grows_with_length(const std::vector<const Row*>& rows);
 
-// median(candidate) / median(baseline) per sequence length (lengths present in both).
+// True when a row's outputs are not finite (a failed "non_finite_output" row, or an ok row whose
+// check saw a NaN/inf): its timing measured garbage and it decides nothing.
+bool output_not_finite(const Row& row);
+
+// When the baseline's outputs are not finite, the inputs, not the candidate, are at fault (e.g.
+// --qk-scale 1e30 overflows every logit): the reason, naming the input options; else nullopt.
+// No verdict about the candidate can be drawn from such a run.
+std::optional<std::string> invalid_inputs_reason(std::span<const Row> rows, const Workload& workload);
+
+// median(candidate) / median(baseline) per sequence length (lengths present in both), from rows
+// that are ok with finite outputs only: a failed row has no timing worth comparing.
 std::map<std::int64_t, double> time_ratio_by_length(const std::vector<const Row*>& baseline,
                                                     const std::vector<const Row*>& candidate);
 // The smallest length from which the candidate's median step is below the baseline's at that and

@@ -79,7 +79,13 @@ Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload,
   const std::vector<std::string> unhealthy = unhealthy_row_reasons(rows);
   decision.reasons.insert(decision.reasons.end(), unhealthy.begin(), unhealthy.end());
 
-  if (!unhealthy.empty()) {
+  if (const auto invalid = invalid_inputs_reason(rows, workload)) {
+    // Not the candidate's fault when the exact baseline overflows too: the run measured nothing usable.
+    decision.verdict = "inconclusive";
+    decision.crossover_length.reset();
+    decision.reasons.insert(decision.reasons.begin(), *invalid);
+    decision.next_action = "bring the inputs into range (the default --qk-scale is 1) and re-run";
+  } else if (!unhealthy.empty()) {
     const bool candidate_at_fault = std::any_of(rows.begin(), rows.end(), [&](const Row& row) {
       return row.cell.mechanism == candidate.mechanism && row.status == RowStatus::ok && !row.within_tolerance();
     });

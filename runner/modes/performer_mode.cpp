@@ -192,7 +192,12 @@ class PerformerMode final : public Mode {
     const std::optional<double> error = worst_error(chosen_rows);
     decision.details["chosen_worst_rel_l2_vs_softmax"] = optional_json(error);
 
-    if (!unhealthy.empty()) {
+    if (const auto invalid = invalid_inputs_reason(rows, workload)) {
+      decision.verdict = "inconclusive";
+      decision.crossover_length.reset();
+      decision.reasons.insert(decision.reasons.begin(), *invalid);
+      decision.next_action = "bring the inputs into range (FAVOR+ works at --qk-scale 0.3 or below) and re-run";
+    } else if (!unhealthy.empty()) {
       const bool candidate_at_fault = std::any_of(decisive.begin(), decisive.end(), [](const Row& row) {
         return row.role == Role::candidate && row.status == RowStatus::ok && !row.within_tolerance();
       });

@@ -8,7 +8,6 @@
 
 namespace arch_bench {
 
-namespace {
 // MemAvailable, not MemFree: the kernel's estimate of what can be allocated without swapping,
 // page cache included.
 std::optional<std::int64_t> mem_available_bytes() {
@@ -22,7 +21,6 @@ std::optional<std::int64_t> mem_available_bytes() {
   }
   return std::nullopt;
 }
-}  // namespace
 
 MachineFacts read_machine_facts() {
   MachineFacts facts;

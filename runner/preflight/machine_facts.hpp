@@ -18,6 +18,8 @@ struct MachineFacts {
 };
 
 MachineFacts read_machine_facts();
+// MemAvailable from /proc/meminfo (what can be allocated without swapping); nullopt when unreadable.
+std::optional<std::int64_t> mem_available_bytes();
 nlohmann::json to_json(const CudaProbe& probe);
 
 }  // namespace arch_bench

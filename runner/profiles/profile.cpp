@@ -1,14 +1,13 @@
 #include "runner/profiles/profile.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "build_info.hpp"
 #include "runner/core/errors.hpp"
+#include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
@@ -39,7 +38,8 @@ std::string search_list() {
 
 fs::path resolve(const std::string& spec) {
   if (looks_like_path(spec)) {
-    if (!fs::is_regular_file(spec)) {
+    std::error_code error;  // a name too long for the file system is "no such file", not a crash
+    if (!fs::is_regular_file(spec, error)) {
       throw UsageError(fmt::format("--profile: no profile file {} (known profiles: {})", spec, known_list()));
     }
     return spec;
@@ -50,7 +50,8 @@ fs::path resolve(const std::string& spec) {
   }
   for (const fs::path& dir : profile_search_dirs()) {
     const fs::path candidate = dir / (spec + ".json");
-    if (fs::is_regular_file(candidate)) return candidate;
+    std::error_code error;
+    if (fs::is_regular_file(candidate, error)) return candidate;
   }
   throw UsageError(fmt::format("--profile: unknown profile '{}' (looked in {}); known profiles: {}; or pass a path "
                                "to a profile .json file", spec, search_list(), known_list()));
@@ -89,16 +90,12 @@ std::vector<std::string> known_profile_ids() {
 
 Profile load_profile(const std::string& spec) {
   const fs::path path = resolve(spec);
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("profile file {} cannot be read; check its permissions", path.string()));
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& error) {
-    throw UsageError(fmt::format("profile file {} is not valid JSON ({}); fix it or pass another --profile",
-                                 path.string(), error.what()));
+    // A regular file under the input cap, nesting and numbers bounded: runner/report/json_input.hpp.
+    document = read_json_input(path, "profile");
+  } catch (const UsageError& error) {
+    throw UsageError(fmt::format("profile file {}; fix it or pass another --profile", error.what()));
   }
   return parse_profile(document, path);
 }

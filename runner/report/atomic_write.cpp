@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "runner/core/errors.hpp"
+#include "runner/report/output_path.hpp"
+#include "runner/report/temp_files.hpp"
 
 namespace arch_bench {
 
@@ -34,21 +36,17 @@ void ensure_folder(const fs::path& folder) {
 }  // namespace
 
 void check_output_path(const fs::path& path, bool overwrite, const std::string& existing_hint) {
-  if (path.empty()) throw UsageError("--output is empty");
-  if (fs::is_directory(path)) throw UsageError(fmt::format("--output {} is a folder; give a file name", path.string()));
-  if (!overwrite && fs::exists(path)) {
-    throw UsageError(fmt::format("{} already exists and results are never overwritten; {}", path.string(),
-                                 existing_hint));
-  }
-  ensure_folder(folder_of(path));
+  check_output_file(path, "--output", overwrite, existing_hint);
 }
 
-void write_file_atomically(const fs::path& path, const std::string& content, bool overwrite) {
+void write_file_atomically(const fs::path& path, const std::string& content, bool overwrite,
+                           const std::string& existing_hint) {
   const fs::path folder = folder_of(path);
   ensure_folder(folder);
   std::string temp = (folder / ("." + path.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) throw UsageError(fmt::format("cannot create a file in {}: {}", folder.string(), std::strerror(errno)));
+  TempPath registered(temp, TempPath::Kind::file);  // removed by a SIGINT/SIGTERM handler meanwhile
   std::size_t written = 0;
   while (written < content.size()) {
     const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
@@ -61,8 +59,12 @@ void write_file_atomically(const fs::path& path, const std::string& content, boo
     written += static_cast<std::size_t>(n);
   }
   ::fchmod(fd, 0644);
-  ::fsync(fd);
-  ::close(fd);
+  // A full disk can surface only here (delayed allocation, NFS): the file is not complete then.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int saved = errno;
+    ::unlink(temp.c_str());
+    throw UsageError(fmt::format("cannot write {}: {}", path.string(), std::strerror(saved)));
+  }
   // link() refuses to replace an existing name, so a result that appeared since the early check
   // is still not overwritten; rename() replaces atomically when the user asked for it.
   const int status = overwrite ? std::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str());
@@ -70,8 +72,9 @@ void write_file_atomically(const fs::path& path, const std::string& content, boo
   if (!overwrite || status != 0) ::unlink(temp.c_str());
   if (status != 0) {
     if (saved == EEXIST) {
-      throw UsageError(fmt::format("{} already exists and results are never overwritten; choose another "
-                                   "--run-label or --output (or pass --overwrite)", path.string()));
+      throw UsageError(fmt::format("{} was created by another process while this one ran, and existing files are "
+                                   "never overwritten; {}",
+                                   path.string(), existing_hint));
     }
     throw UsageError(fmt::format("cannot write {}: {}", path.string(), std::strerror(saved)));
   }

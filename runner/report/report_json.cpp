@@ -50,6 +50,29 @@ json arm_json(const Arm& arm) {
           {"options", options_json(arm.options)}};
 }
 
+std::string timing_description(const Workload& w) {
+  const bool cold = w.cache_state == CacheState::cold;
+  switch (w.timing.method) {
+    case TimingMethod::steady_clock:
+      return cold ? "steady_clock around each sample; cold samples evict the cell's buffers (clflush) outside the "
+                    "timed region"
+                  : "steady_clock around each sample; hot caches";
+    case TimingMethod::cuda_events:
+      return std::string("CUDA events around each launch of the timed unit") +
+             (cold ? "; cold samples flush L2 (a write of twice its size) outside the events" : "; hot L2");
+    case TimingMethod::cuda_events_batched:
+      return fmt::format("CUDA events around {} back-to-back launches, per-step time = elapsed / {}{}",
+                         w.timing.steps_per_sample, w.timing.steps_per_sample,
+                         cold ? "; cold samples flush L2 before the batch (only its first step starts cold)" : "; hot L2");
+    case TimingMethod::cuda_graph:
+      return fmt::format("{} launches captured once into a CUDA graph, replayed between CUDA events, per-step time = "
+                         "elapsed / {}{}",
+                         w.timing.steps_per_sample, w.timing.steps_per_sample,
+                         cold ? "; cold samples flush L2 before the replay (only its first step starts cold)" : "; hot L2");
+  }
+  return "";
+}
+
 json workload_json(const Workload& w) {
   json phases = json::array();
   for (Phase phase : w.phases) phases.push_back(phase_name(phase));
@@ -66,17 +89,23 @@ json workload_json(const Workload& w) {
           {"seed", w.seed},
           {"options", options_json(w.options)},
           {"features", w.features},
-          {"timing_method", "steady_clock around each sample; cold samples evict the cell's buffers "
-                            "(clflush) outside the timed region"}};
+          {"timing_method", timing_method_name(w.timing.method)},
+          {"steps_per_sample", w.timing.steps_per_sample},
+          {"timing_description", timing_description(w)}};
 }
 
 json ceilings_json(const Ceilings& c) {
-  return {{"memory_read_gbps", c.memory_read_gbps},
-          {"memory_triad_gbps", c.memory_triad_gbps},
-          {"peak_gflops", c.peak_gflops},
-          {"threads", c.threads},
-          {"method", c.method}};
+  json out = {{"memory_read_gbps", c.memory_read_gbps},
+              {"memory_triad_gbps", c.memory_triad_gbps > 0 ? json(c.memory_triad_gbps) : json(nullptr)},
+              {"peak_gflops", c.peak_gflops},
+              {"threads", c.threads},
+              {"method", c.method}};
+  if (c.device_copy_gbps) out["device_copy_gbps"] = *c.device_copy_gbps;
+  if (c.gemm_bf16_gflops) out["gemm_bf16_gflops"] = *c.gemm_bf16_gflops;
+  return out;
 }
+
+json optional_bytes(const std::optional<std::int64_t>& bytes) { return bytes ? json(*bytes) : json(nullptr); }
 
 json failure_json(const std::optional<Failure>& failure) {
   if (!failure) return nullptr;
@@ -108,7 +137,13 @@ json to_json(const Row& row) {
               {"predicted_peak_bytes", row.predicted_peak_bytes},
               {"status", row_status_name(row.status)},
               {"reason", row.reason.empty() ? json(nullptr) : json(row.reason)},
+              {"failure_kind", row.failure_kind.empty() ? json(nullptr) : json(row.failure_kind)},
               {"warmup", row.warmup},
+              {"timing_method", timing_method_name(row.timing.method)},
+              {"steps_per_sample", row.timing.steps_per_sample},
+              {"launch_overhead_ms", row.launch_overhead_ms ? finite_or_null(*row.launch_overhead_ms) : json(nullptr)},
+              {"device_free_before_bytes", optional_bytes(row.device_free_before_bytes)},
+              {"device_free_after_bytes", optional_bytes(row.device_free_after_bytes)},
               {"repeats", static_cast<std::int64_t>(row.samples_ms.size())},
               {"samples_ms", row.samples_ms},
               {"mean_step_ms", stat(row.stats.mean)},

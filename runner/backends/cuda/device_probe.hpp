@@ -1,6 +1,7 @@
 #pragma once
 // Whether a usable CUDA device is present. Built from device_probe.cu when nvcc is found, and from
 // no_cuda.cpp otherwise, so callers never need #ifdefs.
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,5 +19,10 @@ struct CudaProbe {
 };
 
 CudaProbe probe_cuda();
+
+class Backend;
+// The CUDA backend on `device`, for code that must build without CUDA too (the run command, the GPU
+// tests). Throws UsageError with the probe's reason when no usable device (or no CUDA build).
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 
 }  // namespace arch_bench

@@ -1,5 +1,9 @@
 #include "runner/backends/cuda/device_probe.hpp"
 
+#include "runner/backends/backend.hpp"
+#include "runner/backends/cuda/cuda_entry.hpp"
+#include "runner/core/errors.hpp"
+
 namespace arch_bench {
 
 CudaProbe probe_cuda() {
@@ -7,5 +11,9 @@ CudaProbe probe_cuda() {
   probe.reason = "arch-bench was built without CUDA (nvcc was not found at configure time)";
   return probe;
 }
+
+std::unique_ptr<Backend> make_cuda_backend(int) { throw UsageError(probe_cuda().reason); }
+Ceilings measure_cuda_ceilings(Backend&) { throw UsageError(probe_cuda().reason); }
+nlohmann::json cuda_device_facts(Backend&) { throw UsageError(probe_cuda().reason); }
 
 }  // namespace arch_bench

@@ -1,0 +1,169 @@
+// The CUDA prepared cells of linear attention, mirroring the CPU cells of mechanism.cpp: the same
+// seeded inputs, device buffers from the backend's allocator, run() only enqueues on the backend's
+// stream (no synchronisation, allocation or copy: it is timed with events and captured in graphs),
+// check() downloads the output and compares it with the same fp64 reference.
+#include <vector>
+
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/linear_attention/check.hpp"
+#include "mechanisms/linear_attention/cuda.hpp"
+#include "mechanisms/mechanism.hpp"
+#include "runner/backends/cuda/cuda_backend.hpp"
+#include "runner/backends/cuda/device_transfer.hpp"
+#include "runner/core/errors.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+FeatureMap map_of(const Cell& cell) {
+  return parse_feature_map(cell.options.feature_map).value_or(FeatureMap::elu_plus_one);
+}
+
+// Rows [first, first + rows) of every head of a [batch_heads, tokens, dim] tensor, as
+// [batch_heads, rows, dim].
+std::vector<float> head_rows(const AttentionInputs& inputs, const std::vector<float>& tensor, std::int64_t first,
+                             std::int64_t rows) {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(inputs.batch_heads * rows * inputs.dim));
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    const float* begin = tensor.data() + (bh * inputs.tokens + first) * inputs.dim;
+    out.insert(out.end(), begin, begin + rows * inputs.dim);
+  }
+  return out;
+}
+
+// Decode: (S, z) already hold the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class LinearDecodeCudaCell final : public PreparedCell {
+ public:
+  LinearDecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        map_(map_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        plan_(plan_linear_attention_decode(cell.batch_heads(), cell.head_dim, cell.head_dim)),
+        state_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim * cell.head_dim)),
+        normalizer_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
+        q_(backend.allocator(), normalizer_.size()),
+        k_(backend.allocator(), normalizer_.size()),
+        v_(backend.allocator(), normalizer_.size()),
+        out_(backend.allocator(), normalizer_.size()) {
+    zero_async(cuda_, state_.data(), state_.bytes());
+    zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
+    build_context_state();
+    upload<T>(cuda_, head_rows(inputs_, inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    poison(cuda_, out_.data(), out_.bytes());
+  }
+
+  void run() override {
+    launch_linear_attention_decode<T>(plan_, map_, q_.data(), k_.data(), v_.data(), state_.data(), normalizer_.data(),
+                                      out_.data(), cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    return check_linear_attention_decode(inputs_, length_, map_,
+                                         download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size())));
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(), normalizer_.byte_span(), q_.byte_span(),
+            k_.byte_span(),     v_.byte_span(),          out_.byte_span()};
+  }
+
+ private:
+  // Runs the CUDA prefill over the L context tokens to leave their state in (S, z). Its inputs and
+  // workspace are staging memory from an allocator of their own, freed before prepare returns: they
+  // are set-up, not part of the decode cell, whose peak must stay fixed as L grows (as on the CPU).
+  void build_context_state() {
+    if (length_ == 0) return;
+    const LinearPrefillPlan plan = plan_linear_attention_prefill(inputs_.batch_heads, length_, inputs_.dim, inputs_.dim);
+    DeviceAllocator staging;
+    const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
+    Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
+        out(staging, q.size());
+    Buffer<float> chunk_states(staging, static_cast<std::size_t>(plan.workspace_state_elements));
+    Buffer<float> chunk_sums(staging, static_cast<std::size_t>(plan.workspace_sum_elements));
+    upload<T>(cuda_, head_rows(inputs_, inputs_.q, 0, length_).data(), count, q.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.k, 0, length_).data(), count, k.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.v, 0, length_).data(), count, v.data());
+    launch_linear_attention_prefill<T>(plan, map_, q.data(), k.data(), v.data(), state_.data(), normalizer_.data(),
+                                       out.data(), chunk_states.data(), chunk_sums.data(), cuda_.stream());
+    cuda_.synchronize();  // the staging buffers are freed on return
+  }
+
+  CudaBackend& cuda_;
+  FeatureMap map_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  LinearDecodePlan plan_;
+  Buffer<float> state_, normalizer_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+template <class T>
+class LinearPrefillCudaCell final : public PreparedCell {
+ public:
+  LinearPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        map_(map_of(cell)),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        plan_(plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim)),
+        q_(backend.allocator(), inputs_.q.size()),
+        k_(backend.allocator(), inputs_.k.size()),
+        v_(backend.allocator(), inputs_.v.size()),
+        out_(backend.allocator(), inputs_.v.size()),
+        state_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim * cell.head_dim)),
+        normalizer_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
+        chunk_states_(backend.allocator(), static_cast<std::size_t>(plan_.workspace_state_elements)),
+        chunk_sums_(backend.allocator(), static_cast<std::size_t>(plan_.workspace_sum_elements)) {
+    upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    poison(cuda_, out_.data(), out_.bytes());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
+    zero_async(cuda_, state_.data(), state_.bytes());
+    zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
+    launch_linear_attention_prefill<T>(plan_, map_, q_.data(), k_.data(), v_.data(), state_.data(), normalizer_.data(),
+                                       out_.data(), chunk_states_.data(), chunk_sums_.data(), cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    return check_linear_attention_prefill(inputs_, map_,
+                                          download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size())));
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {q_.byte_span(),     v_.byte_span(),          k_.byte_span(),        out_.byte_span(),
+            state_.byte_span(), normalizer_.byte_span(), chunk_states_.byte_span(), chunk_sums_.byte_span()};
+  }
+
+ private:
+  CudaBackend& cuda_;
+  FeatureMap map_;
+  AttentionInputs inputs_;
+  LinearPrefillPlan plan_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> state_, normalizer_;
+  Buffer<float> chunk_states_, chunk_sums_;  // the plan's per-chunk workspace
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCell> prepare_linear_attention_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
+  if (auto why = linear_attention_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
+  const bool bf16_storage = cell.dtype == DType::bfloat16;
+  if (cell.phase == Phase::decode) {
+    if (bf16_storage) return std::make_unique<LinearDecodeCudaCell<bf16>>(cell, seed, backend);
+    return std::make_unique<LinearDecodeCudaCell<float>>(cell, seed, backend);
+  }
+  if (bf16_storage) return std::make_unique<LinearPrefillCudaCell<bf16>>(cell, seed, backend);
+  return std::make_unique<LinearPrefillCudaCell<float>>(cell, seed, backend);
+}
+
+}  // namespace arch_bench

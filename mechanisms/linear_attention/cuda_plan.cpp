@@ -1,0 +1,86 @@
+#include "mechanisms/linear_attention/cuda_plan.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "mechanisms/common/checked_size.hpp"
+
+namespace arch_bench {
+
+namespace {
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+// cudaLaunchKernel's gridDim.x limit.
+constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
+// Shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
+constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
+}  // namespace
+
+LinearDecodePlan plan_linear_attention_decode(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv) {
+  LinearDecodePlan plan;
+  plan.blocks = batch_heads;
+  plan.dk = static_cast<int>(dk);
+  plan.dv = static_cast<int>(dv);
+  plan.columns = static_cast<int>(dv);
+  // As many row groups as fit in the block, but never more than there are rows.
+  plan.row_groups = static_cast<int>(std::clamp<std::int64_t>(kLinearDecodeMaxThreads / std::max<std::int64_t>(dv, 1), 1,
+                                                              std::max<std::int64_t>(dk, 1)));
+  plan.threads = static_cast<int>(ceil_div(static_cast<std::int64_t>(plan.columns) * plan.row_groups, 32) * 32);
+  plan.shared_bytes = sizeof(float) * static_cast<std::size_t>(3 * dk + dv + plan.row_groups * dv + 1);
+  return plan;
+}
+
+LinearPrefillPlan plan_linear_attention_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
+                                                std::int64_t dv) {
+  LinearPrefillPlan plan;
+  plan.batch_heads = batch_heads;
+  plan.tokens = tokens;
+  plan.dk = static_cast<int>(dk);
+  plan.dv = static_cast<int>(dv);
+  plan.chunks = ceil_div(tokens, plan.chunk);
+  plan.key_tiles = ceil_div(dk, kLinearTile);
+  plan.value_tiles = ceil_div(dv, kLinearTile);
+  plan.key_steps = ceil_div(dk, kLinearKeyStep);
+  // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
+  plan.state_blocks = checked_product(batch_heads, plan.chunks, plan.key_tiles, plan.value_tiles);
+  plan.prefix_elements = dk * dv + dk;
+  plan.prefix_blocks = checked_mul(batch_heads, ceil_div(plan.prefix_elements, plan.threads));
+  plan.output_blocks = checked_product(batch_heads, plan.chunks, plan.value_tiles);
+  plan.state_shared_bytes = sizeof(float) * LinearChunkStateSharedLayout::floats;
+  plan.output_shared_bytes = sizeof(float) * LinearOutputSharedLayout::floats;
+  plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv);
+  plan.workspace_sum_elements = checked_product(batch_heads, plan.chunks, dk);
+  return plan;
+}
+
+std::int64_t LinearPrefillPlan::workspace_bytes() const {
+  return checked_mul(checked_add(workspace_state_elements, workspace_sum_elements), 4);
+}
+
+std::int64_t linear_attention_cuda_workspace_bytes(const Cell& cell) {
+  if (cell.phase == Phase::decode) return 0;
+  return plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim)
+      .workspace_bytes();
+}
+
+std::optional<std::string> linear_attention_cuda_unsupported(const Cell& cell) {
+  if (cell.head_dim < 1 || cell.head_dim > kLinearCudaMaxHeadDim) {
+    return "the CUDA kernels of linear_attention take head_dim 1.." + std::to_string(kLinearCudaMaxHeadDim);
+  }
+  if (cell.batch_heads() < 1) return "the CUDA kernels of linear_attention need batch * heads >= 1";
+  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
+  const std::int64_t d = cell.head_dim;
+  if (cell.phase == Phase::decode) {
+    const LinearDecodePlan plan = plan_linear_attention_decode(cell.batch_heads(), d, d);
+    if (plan.blocks > kMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+    if (plan.shared_bytes > kDefaultSharedBytes) return "decode shared memory exceeds 48 KiB";
+    return std::nullopt;
+  }
+  const LinearPrefillPlan plan = plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, d, d);
+  if (std::max({plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kMaxGridX) {
+    return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence "
+           "or fewer heads";
+  }
+  return std::nullopt;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,48 @@
+#pragma once
+// The accuracy checks of softmax_kv's prepared cells, shared by the CPU cells (mechanism.cpp) and
+// the CUDA cells (cuda_cells.cpp, on outputs downloaded to the host): the same fp64 reference rows
+// on the same seeded inputs, whichever backend produced the output.
+#include <cstdint>
+#include <vector>
+
+#include "mechanisms/common/check_rows.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/softmax_kv/reference.hpp"
+
+namespace arch_bench {
+
+inline constexpr std::int64_t kSoftmaxPrefillRowsChecked = 64;  // per head
+
+// Decode at position `length` over inputs of length + 1 tokens; `out` is [batch_heads, dim].
+template <class Out>
+Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length, const Out* out) {
+  ErrorAccumulator errors;
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    const MatrixD q = inputs.head_matrix(inputs.q, bh, length + 1);
+    const MatrixD k = inputs.head_matrix(inputs.k, bh, length + 1);
+    const MatrixD v = inputs.head_matrix(inputs.v, bh, length + 1);
+    const std::vector<double> ref = softmax_attention_row(q, k, v, length);
+    errors.add_row(out + bh * inputs.dim, ref.data(), inputs.dim);
+  }
+  return errors.finish();
+}
+
+// Causal prefill over all inputs.tokens tokens; `out` is [batch_heads, tokens, dim]. Long prefills
+// are checked on rows_to_check's spread of rows (the reference row costs O(t d)).
+template <class Out>
+Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out) {
+  ErrorAccumulator errors;
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    const MatrixD q = inputs.head_matrix(inputs.q, bh, inputs.tokens);
+    const MatrixD k = inputs.head_matrix(inputs.k, bh, inputs.tokens);
+    const MatrixD v = inputs.head_matrix(inputs.v, bh, inputs.tokens);
+    for (std::int64_t t : rows_to_check(inputs.tokens, kSoftmaxPrefillRowsChecked)) {
+      const std::vector<double> ref = softmax_attention_row(q, k, v, t);
+      errors.add_row(out + (bh * inputs.tokens + t) * inputs.dim, ref.data(), inputs.dim);
+    }
+  }
+  return errors.finish();
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,43 @@
+#pragma once
+// CUDA kernels of softmax attention with an explicit K/V cache (cuda.cu) and its prepared cells
+// (cuda_cells.cpp). Layout as on the CPU: [batch_heads, tokens, dim], storage T in {float, bf16}
+// (arch_bench::bf16 has the bits of __nv_bfloat16), fp32 accumulation. No CUDA headers here: the
+// launchers take the stream as CUstream_st* (cudaStream_t) and every pointer is a device pointer.
+// Every launch only enqueues on `stream` (no allocation, no synchronisation): it can be timed with
+// events and captured into a CUDA graph. Launch or configuration errors throw CellFailure.
+#include <cstdint>
+#include <memory>
+
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
+
+struct CUstream_st;
+
+namespace arch_bench {
+
+struct bf16;
+class Backend;
+class PreparedCell;
+
+// One decode step for the token at `position` (= plan.context - 1): the block that owns row
+// `position` copies k_new/v_new into the cache there, and o = softmax(q K^T / sqrt(d)) V over rows
+// 0..position. `workspace` holds plan.workspace_floats() floats (unused when plan.splits == 1).
+template <class T>
+void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const T* k_new, const T* v_new,
+                           T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out,
+                           CUstream_st* stream);
+
+// Raises the prefill kernel's dynamic shared memory limit when the plan needs more than 48 KiB.
+// Call once before launching (at prepare time: it is not a stream operation).
+template <class T>
+void configure_softmax_prefill(const SoftmaxPrefillCudaPlan& plan);
+
+// Causal prefill over plan.tokens tokens (tiled online softmax; no L x L matrix in memory).
+template <class T>
+void launch_softmax_prefill(const SoftmaxPrefillCudaPlan& plan, const T* q, const T* k, const T* v, T* out,
+                            CUstream_st* stream);
+
+// The CUDA prepared cell for `cell` (decode or prefill, fp32 or bf16) on the CUDA backend; the same
+// seeded inputs and fp64 checks as the CPU cells.
+std::unique_ptr<PreparedCell> prepare_softmax_kv_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);
+
+}  // namespace arch_bench

@@ -1,0 +1,15 @@
+#pragma once
+// A SIGINT/SIGTERM during a run is a request to stop measuring, not a crash: the signal handler
+// sets this flag (async-signal-safe), the measuring loops poll it between samples and cells, and the
+// run writes the rows measured so far as a report with failure.kind "interrupted".
+namespace arch_bench {
+
+// True once a stop was requested; `interrupt_signal()` says which signal (0 when none).
+bool interrupt_requested();
+int interrupt_signal();
+// Called from a signal handler: only stores to lock-free atomics.
+void request_interrupt(int signal_number);
+// For tests and for commands that handle a request and go on.
+void clear_interrupt();
+
+}  // namespace arch_bench

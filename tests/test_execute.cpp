@@ -1,0 +1,171 @@
+// execute_plan's failure handling, with scripted mechanisms on the CPU backend: a failing cell is a
+// row, not a crash; a sticky device error fails every later cell; non-finite outputs fail their row
+// without timings; an interrupt stops between cells and keeps what was measured.
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runner/backends/cpu/cpu_backend.hpp"
+#include "runner/core/errors.hpp"
+#include "runner/core/execute.hpp"
+#include "runner/core/interrupt.hpp"
+
+namespace arch_bench {
+namespace {
+
+// What prepare() does for the cell at a given sequence length.
+enum class Script { ok, out_of_memory, device_lost, cuda_error, non_finite, bad_alloc, interrupt_in_run };
+
+class ScriptedCell final : public PreparedCell {
+ public:
+  ScriptedCell(Script script, Allocator& allocator) : script_(script), state_(allocator, 16) {}
+  void run() override {
+    ++runs;
+    if (script_ == Script::interrupt_in_run && runs == 3) request_interrupt(15);
+  }
+  Accuracy check() const override {
+    Accuracy accuracy;
+    if (script_ == Script::non_finite) {
+      accuracy.output_finite = false;
+      accuracy.max_abs_error = INFINITY;
+    }
+    return accuracy;
+  }
+  std::vector<ByteSpan> buffers() const override { return {state_.byte_span()}; }
+  int runs = 0;
+
+ private:
+  Script script_;
+  Buffer<float> state_;
+};
+
+class ScriptedMechanism final : public Mechanism {
+ public:
+  explicit ScriptedMechanism(std::function<Script(std::int64_t)> script) : script_(std::move(script)) {}
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{"scripted", "test double", StateKind::fixed_state, {"cpu"}};
+    return info;
+  }
+  std::optional<std::string> unsupported(const Cell&) const override { return std::nullopt; }
+  std::int64_t state_bytes(const Cell&) const override { return 64; }
+  std::int64_t predicted_peak_bytes(const Cell&) const override { return 64; }
+  Cost cost(const Cell&) const override { return {1000, 1000}; }
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t, Backend& backend) const override {
+    ++prepared;
+    switch (script_(cell.sequence_length)) {
+      case Script::out_of_memory: throw CellFailure("out_of_memory", "cudaMalloc of 1 TiB failed");
+      case Script::device_lost: throw CellFailure("device_lost", "kernel x: cudaErrorIllegalAddress", true);
+      case Script::cuda_error: throw CellFailure("cuda_error", "launch of kernel y: invalid configuration");
+      case Script::bad_alloc: throw std::bad_alloc();
+      default: return std::make_unique<ScriptedCell>(script_(cell.sequence_length), backend.allocator());
+    }
+  }
+  mutable int prepared = 0;
+
+ private:
+  std::function<Script(std::int64_t)> script_;
+};
+
+Plan plan_for(const Mechanism& mechanism, const std::vector<std::int64_t>& lengths) {
+  Plan plan;
+  for (std::int64_t length : lengths) {
+    Cell cell;
+    cell.mechanism = "scripted";
+    cell.sequence_length = length;
+    plan.cells.push_back({Arm{"scripted", Role::candidate, "", {}}, cell, &mechanism, 64, 64});
+  }
+  return plan;
+}
+
+Workload small_workload() {
+  Workload workload;
+  workload.warmup = 1;
+  workload.repeats = 4;
+  workload.cache_state = CacheState::hot;
+  return workload;
+}
+
+std::vector<Row> run_script(const ScriptedMechanism& mechanism, const std::vector<std::int64_t>& lengths) {
+  CpuBackend backend;
+  return execute_plan(plan_for(mechanism, lengths), small_workload(), backend, Ceilings{}, {});
+}
+
+TEST(Execute, OutOfMemoryFailsOnlyItsRowAndTheRunGoesOn) {
+  const ScriptedMechanism mechanism([](std::int64_t length) { return length == 2 ? Script::out_of_memory : Script::ok; });
+  const std::vector<Row> rows = run_script(mechanism, {1, 2, 3});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].status, RowStatus::ok);
+  EXPECT_EQ(rows[0].samples_ms.size(), 4u);
+  EXPECT_EQ(rows[1].status, RowStatus::failed);
+  EXPECT_EQ(rows[1].failure_kind, "out_of_memory");
+  EXPECT_NE(rows[1].reason.find("1 TiB"), std::string::npos);
+  EXPECT_TRUE(rows[1].samples_ms.empty());
+  EXPECT_EQ(rows[2].status, RowStatus::ok);
+}
+
+TEST(Execute, HostBadAllocIsAnOutOfMemoryRow) {
+  const ScriptedMechanism mechanism([](std::int64_t length) { return length == 1 ? Script::bad_alloc : Script::ok; });
+  const std::vector<Row> rows = run_script(mechanism, {1, 2});
+  EXPECT_EQ(rows[0].failure_kind, "out_of_memory");
+  EXPECT_EQ(rows[1].status, RowStatus::ok);
+}
+
+TEST(Execute, AStickyDeviceErrorFailsEveryLaterCellWithoutPreparingIt) {
+  const ScriptedMechanism mechanism([](std::int64_t length) { return length == 2 ? Script::device_lost : Script::ok; });
+  const std::vector<Row> rows = run_script(mechanism, {1, 2, 3, 4});
+  ASSERT_EQ(rows.size(), 4u);  // the report still has a row for every planned cell
+  EXPECT_EQ(rows[0].status, RowStatus::ok);
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].status, RowStatus::failed) << i;
+    EXPECT_EQ(rows[i].failure_kind, "device_lost") << i;
+    EXPECT_NE(rows[i].reason.find("cudaErrorIllegalAddress"), std::string::npos) << rows[i].reason;
+  }
+  EXPECT_EQ(mechanism.prepared, 2);  // cells 3 and 4 were never touched
+}
+
+TEST(Execute, ANonStickyCudaErrorFailsOnlyItsRow) {
+  const ScriptedMechanism mechanism([](std::int64_t length) { return length == 1 ? Script::cuda_error : Script::ok; });
+  const std::vector<Row> rows = run_script(mechanism, {1, 2});
+  EXPECT_EQ(rows[0].failure_kind, "cuda_error");
+  EXPECT_EQ(rows[1].status, RowStatus::ok);
+}
+
+TEST(Execute, NonFiniteOutputsFailTheRowWithoutTimings) {
+  const ScriptedMechanism mechanism([](std::int64_t) { return Script::non_finite; });
+  const std::vector<Row> rows = run_script(mechanism, {8});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].status, RowStatus::failed);
+  EXPECT_EQ(rows[0].failure_kind, "non_finite_output");
+  EXPECT_FALSE(rows[0].accuracy.output_finite);
+  EXPECT_TRUE(rows[0].samples_ms.empty());
+}
+
+TEST(Execute, AnInterruptStopsTheRunAndKeepsTheRowsMeasuredSoFar) {
+  const ScriptedMechanism mechanism([](std::int64_t length) { return length == 2 ? Script::interrupt_in_run : Script::ok; });
+  const std::vector<Row> rows = run_script(mechanism, {1, 2, 3});
+  clear_interrupt();
+  ASSERT_EQ(rows.size(), 2u);  // the third cell never started
+  EXPECT_EQ(rows[0].status, RowStatus::ok);
+  EXPECT_EQ(rows[1].status, RowStatus::failed);
+  EXPECT_EQ(rows[1].failure_kind, "interrupted");
+  EXPECT_EQ(mechanism.prepared, 2);
+}
+
+TEST(Execute, RowsRecordTheirTimingPlanAndNoLaunchOverheadOnTheCpu) {
+  const ScriptedMechanism mechanism([](std::int64_t) { return Script::ok; });
+  CpuBackend backend;
+  Workload workload = small_workload();
+  workload.timing = {TimingMethod::steady_clock, 3};
+  const std::vector<Row> rows = execute_plan(plan_for(mechanism, {5}), workload, backend, Ceilings{}, {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].timing.steps_per_sample, 3);
+  EXPECT_FALSE(rows[0].launch_overhead_ms.has_value());
+  EXPECT_FALSE(rows[0].device_free_before_bytes.has_value());
+}
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,116 @@
+// SIGINT/SIGTERM through the real executable (runner/cli/signals): an interrupted `run` writes the
+// rows measured so far as a schema-valid report with failure.kind "interrupted" and exits 130/143;
+// a second signal stops at once, writing nothing; a write that loses after measuring falls back.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "runner/report/schema_validation.hpp"
+#include "support/cli.hpp"
+
+extern char** environ;
+
+namespace arch_bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempFolder;
+
+// Starts arch-bench with `arguments`, stderr to `err`, stdout discarded.
+pid_t start(const std::vector<std::string>& arguments, const fs::path& err) {
+  std::vector<std::string> words = {ARCH_BENCH_EXECUTABLE};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, ARCH_BENCH_EXECUTABLE, &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+// Waits (up to a minute) until `err` contains `text`.
+bool wait_for(const fs::path& err, const std::string& text) {
+  for (int i = 0; i < 6000; ++i) {
+    if (testing::read_text(err).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+int exit_code(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::vector<std::string> measuring_run(const fs::path& output) {
+  // Enough samples that the run is still measuring when the signal arrives.
+  return {"run", "--output", output.string(), "--sequence-lengths", "64,128,256,512", "--query-heads", "1",
+          "--head-dim", "8", "--warmup", "0", "--repeats", "20000", "--cache", "cold"};
+}
+
+TEST(Signals, AnInterruptedRunWritesTheRowsMeasuredSoFar) {
+  for (int signal_number : {SIGINT, SIGTERM}) {
+    TempFolder folder;
+    const fs::path output = folder / "r.json", err = folder / "err";
+    const pid_t pid = start(measuring_run(output), err);
+    ASSERT_TRUE(wait_for(err, "[1/")) << testing::read_text(err);
+    ::kill(pid, signal_number);
+    EXPECT_EQ(exit_code(pid), 128 + signal_number) << testing::read_text(err);
+    ASSERT_TRUE(fs::exists(output)) << testing::read_text(err);
+    const nlohmann::json report = testing::read_json(output);
+    EXPECT_TRUE(schema_errors(report, "result").empty());
+    EXPECT_EQ(report["failure"]["kind"], "interrupted");
+    EXPECT_EQ(report["decision"]["verdict"], "inconclusive");
+    EXPECT_TRUE(report["decision"]["crossover_length"].is_null());
+    for (const auto& entry : fs::directory_iterator(folder.path())) {
+      EXPECT_NE(entry.path().filename().string().front(), '.') << entry.path();  // no temporary left
+    }
+  }
+}
+
+TEST(Signals, ASecondSignalStopsAtOnceAndWritesNothing) {
+  TempFolder folder;
+  const fs::path output = folder / "r.json", err = folder / "err";
+  const pid_t pid = start(measuring_run(output), err);
+  ASSERT_TRUE(wait_for(err, "[1/")) << testing::read_text(err);
+  ::kill(pid, SIGTERM);
+  ASSERT_TRUE(wait_for(err, "interrupt again"));
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(exit_code(pid), 143);
+  EXPECT_FALSE(fs::exists(output));
+}
+
+TEST(Signals, AReportWhoseNameWasTakenDuringMeasuringGoesToANamedFallback) {
+  TempFolder folder, tmpdir;
+  const fs::path output = folder / "r.json", err = folder / "err";
+  ::setenv("TMPDIR", tmpdir.path().c_str(), 1);
+  std::vector<std::string> arguments = measuring_run(output);
+  arguments[4] = "64,128";
+  arguments[12] = "3000";
+  const pid_t pid = start(arguments, err);
+  ::unsetenv("TMPDIR");
+  ASSERT_TRUE(wait_for(err, "[1/")) << testing::read_text(err);
+  std::ofstream(output) << "someone else's";
+  EXPECT_EQ(exit_code(pid), 1) << testing::read_text(err);
+  EXPECT_EQ(testing::read_text(output), "someone else's");
+  const fs::path fallback = tmpdir / "r.json";
+  ASSERT_TRUE(fs::exists(fallback)) << testing::read_text(err);
+  EXPECT_NE(testing::read_text(err).find(fallback.string()), std::string::npos);
+  EXPECT_TRUE(schema_errors(testing::read_json(fallback), "result").empty());
+}
+
+}  // namespace
+}  // namespace arch_bench

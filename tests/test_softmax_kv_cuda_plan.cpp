@@ -1,0 +1,284 @@
+// softmax_kv CUDA launch planning (mechanisms/softmax_kv/cuda_plan.cpp), on the CPU: the numbers the
+// kernels are launched with, checked against the properties the kernels rely on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "mechanisms/registry.hpp"
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+using testing::small_cell;
+
+constexpr int kH200Multiprocessors = 132;
+constexpr std::int64_t kWarpSize = 32;
+
+bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// Every split non-empty, adjacent splits sharing their boundary, the whole context covered once.
+void expect_splits_cover_context(const SoftmaxDecodeCudaPlan& plan) {
+  ASSERT_GE(plan.splits, 1);
+  EXPECT_LE(plan.splits, kDecodeMaxSplits);
+  EXPECT_EQ(plan.split_begin(0), 0);
+  EXPECT_EQ(plan.split_end(plan.splits - 1), plan.context);
+  std::int64_t covered = 0;
+  for (std::int64_t s = 0; s < plan.splits; ++s) {
+    EXPECT_GT(plan.split_end(s), plan.split_begin(s)) << "split " << s << " of " << plan.splits << " is empty";
+    if (s > 0) {
+      EXPECT_EQ(plan.split_begin(s), plan.split_end(s - 1));
+    }
+    if (plan.splits > 1) {
+      EXPECT_GE(plan.split_end(s) - plan.split_begin(s), kDecodeMinRowsPerSplit);
+    }
+    covered += plan.split_end(s) - plan.split_begin(s);
+  }
+  EXPECT_EQ(covered, plan.context);
+}
+
+TEST(SoftmaxKvCudaPlan, DecodeOfBatchOneEightHeadsFillsEveryMultiprocessorTwice) {
+  for (std::int64_t length : {4096, 8192, 100000}) {
+    const SoftmaxDecodeCudaPlan plan =
+        plan_softmax_decode_cuda(8, 64, DType::bfloat16, length + 1, length + 1, kH200Multiprocessors);
+    EXPECT_GE(plan.splits * plan.batch_heads, 2 * kH200Multiprocessors) << "L=" << length;
+    EXPECT_LT((plan.splits - 1) * plan.batch_heads, 2 * kH200Multiprocessors) << "no more splits than needed";
+    expect_splits_cover_context(plan);
+  }
+  // Shorter contexts stop at the minimum rows per split: L=2048 gives 32 splits of 64 rows.
+  EXPECT_EQ(plan_softmax_decode_cuda(8, 64, DType::bfloat16, 2049, 2049, kH200Multiprocessors).splits,
+            2049 / kDecodeMinRowsPerSplit);
+}
+
+TEST(SoftmaxKvCudaPlan, DecodeSplitsAreNonEmptyAndCoverTheContextOnce) {
+  for (std::int64_t context : {1, 2, 63, 64, 65, 127, 128, 700, 8193, 16400, 100000}) {
+    for (std::int64_t batch_heads : {1, 8, 64}) {
+      for (int multiprocessors : {1, kH200Multiprocessors}) {
+        SCOPED_TRACE(::testing::Message() << "context " << context << " batch_heads " << batch_heads << " SMs "
+                                          << multiprocessors);
+        expect_splits_cover_context(
+            plan_softmax_decode_cuda(batch_heads, 128, DType::float32, context, context, multiprocessors));
+      }
+    }
+  }
+}
+
+TEST(SoftmaxKvCudaPlan, ShortContextsAndManyHeadsDoNotSplit) {
+  // Under two minimum splits' worth of rows there is nothing to gain from a combine pass.
+  EXPECT_EQ(plan_softmax_decode_cuda(8, 64, DType::bfloat16, 513, 100, kH200Multiprocessors).splits, 1);
+  // 512 heads already give every multiprocessor its blocks.
+  EXPECT_EQ(plan_softmax_decode_cuda(512, 64, DType::bfloat16, 8193, 8193, kH200Multiprocessors).splits, 1);
+  // One head at a long context: as many splits as allowed, never more than the cap.
+  EXPECT_EQ(plan_softmax_decode_cuda(1, 64, DType::bfloat16, 1 << 20, 1 << 20, kH200Multiprocessors).splits,
+            2 * kH200Multiprocessors);
+  EXPECT_EQ(plan_softmax_decode_cuda(1, 64, DType::bfloat16, 1 << 20, 1 << 20, 1000).splits, kDecodeMaxSplits);
+}
+
+TEST(SoftmaxKvCudaPlan, DecodeWorkspaceHoldsOnePartialPerSplitWithinTheBound) {
+  const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, 64, DType::bfloat16, 8193, 8193, kH200Multiprocessors);
+  EXPECT_EQ(plan.workspace_floats(), 8 * plan.splits * (64 + 2));  // (m, l, acc[64]) per head and split
+  for (std::int64_t length : {0, 63, 512, 8192, 1 << 20}) {
+    for (std::int64_t heads : {1, 8}) {
+      Cell cell = small_cell(heads, 128, length, DType::float32);
+      for (int multiprocessors : {1, kH200Multiprocessors, 1000}) {
+        const SoftmaxDecodeCudaPlan p = plan_softmax_decode_cuda(heads, 128, DType::float32, length + 1, length + 1,
+                                                                 multiprocessors);
+        EXPECT_LE(p.workspace_floats() * 4, softmax_decode_cuda_workspace_bytes_bound(cell))
+            << "L=" << length << " heads=" << heads << " SMs=" << multiprocessors;
+      }
+    }
+  }
+}
+
+struct DecodeLanes {
+  std::int64_t dim;
+  DType dtype;
+  int vector_elems, vectors_per_row, lanes_per_row, vectors_per_lane, row_groups;
+};
+
+TEST(SoftmaxKvCudaPlan, DecodeLanesReadWholeRowsAsSixteenByteVectors) {
+  const DecodeLanes cases[] = {
+      {64, DType::bfloat16, 8, 8, 8, 1, 16},   {128, DType::bfloat16, 8, 16, 16, 1, 8},
+      {256, DType::bfloat16, 8, 32, 32, 1, 4}, {64, DType::float32, 4, 16, 16, 1, 8},
+      {128, DType::float32, 4, 32, 32, 1, 4},  {256, DType::float32, 4, 64, 32, 2, 4},
+      // Not a power of two: lanes round up and the extra ones idle.
+      {96, DType::bfloat16, 8, 12, 16, 1, 8},  {200, DType::float32, 4, 50, 32, 2, 4},
+  };
+  for (const DecodeLanes& c : cases) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(c.dtype) << " head_dim " << c.dim);
+    const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, c.dim, c.dtype, 4097, 4097, kH200Multiprocessors);
+    EXPECT_EQ(plan.vector_elems * plan.elem_bytes, kVectorBytes);
+    EXPECT_EQ(plan.vector_elems, c.vector_elems);
+    EXPECT_EQ(plan.vectors_per_row, c.vectors_per_row);
+    EXPECT_EQ(plan.lanes_per_row, c.lanes_per_row);
+    EXPECT_EQ(plan.vectors_per_lane, c.vectors_per_lane);
+    EXPECT_EQ(plan.row_groups, c.row_groups);
+    EXPECT_EQ(plan.rows_per_iteration, c.row_groups * kDecodeRowsInFlight);
+    // Shuffle reductions need a power-of-two group inside one warp, and whole groups per block.
+    EXPECT_TRUE(is_power_of_two(plan.lanes_per_row));
+    EXPECT_EQ(kWarpSize % plan.lanes_per_row, 0);
+    EXPECT_EQ(plan.threads % plan.lanes_per_row, 0);
+    // The group's lanes reach every vector of the row, with less than one idle vector per lane.
+    EXPECT_GE(plan.lanes_per_row * plan.vectors_per_lane, plan.vectors_per_row);
+    EXPECT_LT(plan.lanes_per_row * (plan.vectors_per_lane - 1), plan.vectors_per_row);
+    EXPECT_LE(plan.vectors_per_lane, 2);  // the kernel has instances for 1 and 2
+  }
+}
+
+TEST(SoftmaxKvCudaPlan, DecodeSharedMemoryAndCombineBlockFitTheirKernels) {
+  for (DType dtype : {DType::bfloat16, DType::float32}) {
+    const std::int64_t step = kVectorBytes / static_cast<std::int64_t>(dtype_bytes(dtype));
+    for (std::int64_t dim = step; dim <= 256; dim += step) {
+      const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, dim, dtype, 1025, 1025, kH200Multiprocessors);
+      EXPECT_EQ(plan.shared_bytes, static_cast<std::size_t>(plan.row_groups * (dim + 3)) * sizeof(float));
+      EXPECT_LE(plan.shared_bytes, kDefaultSharedBytesLimit) << "head_dim " << dim;  // no opt-in needed
+      EXPECT_EQ(plan.combine_threads % kWarpSize, 0);
+      EXPECT_GE(plan.combine_threads, dim);  // one thread per output element
+      EXPECT_LE(plan.combine_threads, 256);  // __launch_bounds__(256)
+      // Instances exist for bf16 with one vector per lane and fp32 with one or two.
+      EXPECT_LE(plan.vectors_per_lane, dtype == DType::bfloat16 ? 1 : 2);
+    }
+  }
+}
+
+TEST(SoftmaxKvCudaPlan, DecodePlanRejectsBadShapes) {
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 60, DType::bfloat16, 10, 10, 132), std::invalid_argument);  // 120 B rows
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 64, DType::float32, 10, 11, 132), std::invalid_argument);   // > capacity
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 64, DType::float32, 10, 0, 132), std::invalid_argument);
+}
+
+TEST(SoftmaxKvCudaPlan, PrefillTakesTensorCoresForBf16HeadDimsUpTo128) {
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 64, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 128, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 16, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 256, DType::bfloat16).path, SoftmaxPrefillPath::simt);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 72, DType::bfloat16).path, SoftmaxPrefillPath::simt);  // not 16k
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 64, DType::float32).path, SoftmaxPrefillPath::simt);   // no tf32
+}
+
+TEST(SoftmaxKvCudaPlan, PrefillQueryTilesCoverEveryToken) {
+  struct Case {
+    std::int64_t tokens;
+    DType dtype;
+    std::int64_t tiles;
+  };
+  const Case cases[] = {{1, DType::bfloat16, 1},    {64, DType::bfloat16, 1},  {65, DType::bfloat16, 2},
+                        {1000, DType::bfloat16, 16}, {1, DType::float32, 1},    {32, DType::float32, 1},
+                        {33, DType::float32, 2},     {1000, DType::float32, 32}};
+  for (const Case& c : cases) {
+    const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(3, c.tokens, 64, c.dtype);
+    EXPECT_EQ(plan.query_tiles, c.tiles) << c.tokens << " " << dtype_name(c.dtype);
+    EXPECT_GE(plan.query_tiles * plan.query_rows, c.tokens);
+    EXPECT_LT((plan.query_tiles - 1) * plan.query_rows, c.tokens);  // no tile without a token
+    EXPECT_EQ(plan.threads, kPrefillThreads);
+  }
+}
+
+// Regions are aligned, ordered and large enough for their tiles.
+void expect_region(std::size_t offset, std::size_t next, std::size_t rows, int ld, std::size_t elem_bytes) {
+  EXPECT_EQ(offset % kSharedAlignment, 0u);
+  EXPECT_GE(next - offset, rows * static_cast<std::size_t>(ld) * elem_bytes);
+}
+
+TEST(SoftmaxKvCudaPlan, PrefillTensorCoreLayoutMeetsWmmaAlignment) {
+  for (std::int64_t dim = 16; dim <= 128; dim += 16) {
+    SCOPED_TRACE(::testing::Message() << "head_dim " << dim);
+    const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 1000, dim, DType::bfloat16);
+    ASSERT_EQ(plan.path, SoftmaxPrefillPath::tensor_core_bf16);
+    EXPECT_EQ(plan.query_rows, 64);
+    EXPECT_EQ(plan.keys_per_tile, 64);
+    EXPECT_EQ(plan.threads / 32 * 16, plan.query_rows);  // one warp per 16 query rows
+    expect_region(plan.q_offset, plan.k_offset, 64, plan.ld_q, 2);
+    expect_region(plan.k_offset, plan.v_offset, 64, plan.ld_k, 2);
+    expect_region(plan.v_offset, plan.s_offset, 64, plan.ld_v, 2);
+    expect_region(plan.s_offset, plan.p_offset, 64, plan.ld_s, 4);
+    expect_region(plan.p_offset, plan.o_offset, 64, plan.ld_p, 2);
+    expect_region(plan.o_offset, plan.shared_bytes, 64, plan.ld_o, 4);
+    // wmma: ldm a multiple of 8 (bf16) / 4 (float); a fragment starts on 32 bytes, i.e. every 16th
+    // row and 16th column of a tile is 32-byte aligned.
+    for (int ld : {plan.ld_q, plan.ld_k, plan.ld_v, plan.ld_p}) {
+      EXPECT_EQ(ld % 8, 0);
+      EXPECT_EQ(16 * ld * 2 % 32, 0);
+    }
+    EXPECT_GE(plan.ld_q, dim);
+    EXPECT_GE(plan.ld_k, dim);
+    EXPECT_GE(plan.ld_v, dim);
+    EXPECT_GE(plan.ld_p, 64);
+    for (int ld : {plan.ld_s, plan.ld_o}) {
+      EXPECT_EQ(ld % 4, 0);
+      EXPECT_EQ(16 * ld * 4 % 32, 0);
+    }
+    EXPECT_GE(plan.ld_s, 64);
+    EXPECT_GE(plan.ld_o, dim);
+    EXPECT_EQ(plan.ld_q * 2 % 16, 0);  // 16-byte stores of Q/K/V rows
+    EXPECT_LE(plan.shared_bytes, kMaxSharedBytesOptIn);
+  }
+  // head_dim 128: 110 KiB, over the default limit, and two blocks still share a 228 KiB SM
+  // (1 KiB reserved per block).
+  const SoftmaxPrefillCudaPlan wide = plan_softmax_prefill_cuda(8, 8192, 128, DType::bfloat16);
+  EXPECT_EQ(wide.shared_bytes, 112640u);
+  EXPECT_TRUE(wide.needs_shared_opt_in());
+  EXPECT_LE(2 * (wide.shared_bytes + 1024), 228u * 1024u);
+}
+
+TEST(SoftmaxKvCudaPlan, PrefillSimtLayoutFitsEveryHeadDim) {
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    const std::int64_t step = kVectorBytes / static_cast<std::int64_t>(dtype_bytes(dtype));
+    for (std::int64_t dim = step; dim <= 256; dim += step) {
+      const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 100, dim, dtype);
+      if (plan.path != SoftmaxPrefillPath::simt) continue;
+      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " head_dim " << dim);
+      EXPECT_EQ(plan.query_rows, 32);  // 4 warps x 8 rows
+      EXPECT_EQ(plan.keys_per_tile, 32);  // one key per lane
+      EXPECT_EQ(plan.ld_k % 2, 1);  // lane j reads row j: an odd pitch spreads the lanes over the banks
+      EXPECT_EQ(plan.ld_q % 4, 0);  // float4 reads of q
+      expect_region(plan.q_offset, plan.k_offset, 32, plan.ld_q, 4);
+      expect_region(plan.k_offset, plan.v_offset, 32, plan.ld_k, 4);
+      expect_region(plan.v_offset, plan.shared_bytes, 32, plan.ld_v, 4);
+      EXPECT_LE(plan.shared_bytes, kMaxSharedBytesOptIn);
+    }
+  }
+  EXPECT_FALSE(plan_softmax_prefill_cuda(8, 100, 64, DType::float32).needs_shared_opt_in());
+  EXPECT_TRUE(plan_softmax_prefill_cuda(8, 100, 256, DType::float32).needs_shared_opt_in());
+}
+
+TEST(SoftmaxKvCudaPlan, UnsupportedNamesTheAlignmentAndLimits) {
+  auto reason = [](std::int64_t heads, std::int64_t dim, DType dtype) {
+    return softmax_kv_cuda_unsupported(small_cell(heads, dim, 512, dtype));
+  };
+  EXPECT_EQ(reason(8, 64, DType::bfloat16), std::nullopt);
+  EXPECT_EQ(reason(8, 256, DType::float32), std::nullopt);
+  EXPECT_EQ(reason(8, 36, DType::float32), std::nullopt);  // 144-byte rows
+  EXPECT_EQ(reason(8, 40, DType::bfloat16), std::nullopt);  // 80-byte rows (SIMT prefill)
+  const auto bf16_misaligned = reason(8, 60, DType::bfloat16);
+  ASSERT_TRUE(bf16_misaligned.has_value());
+  EXPECT_NE(bf16_misaligned->find("multiple of 8"), std::string::npos) << *bf16_misaligned;
+  const auto fp32_misaligned = reason(8, 62, DType::float32);
+  ASSERT_TRUE(fp32_misaligned.has_value());
+  EXPECT_NE(fp32_misaligned->find("multiple of 4"), std::string::npos) << *fp32_misaligned;
+  EXPECT_TRUE(reason(8, 264, DType::bfloat16).has_value());
+  EXPECT_EQ(reason(65535, 64, DType::bfloat16), std::nullopt);
+  EXPECT_TRUE(reason(65536, 64, DType::bfloat16).has_value());  // grid.y
+}
+
+TEST(SoftmaxKvCudaPlan, MechanismReportsTheCudaBackendAndItsLimits) {
+  const Mechanism* softmax = find_mechanism("softmax_kv");
+  ASSERT_NE(softmax, nullptr);
+  const std::vector<std::string>& backends = softmax->info().backends;
+  const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
+#if ARCH_BENCH_HAVE_CUDA
+  EXPECT_TRUE(has_cuda);
+#else
+  EXPECT_FALSE(has_cuda);
+#endif
+  const Cell misaligned = small_cell(8, 60, 512, DType::bfloat16);
+  EXPECT_EQ(softmax->unsupported(misaligned), std::nullopt);  // the CPU kernels take it
+  EXPECT_EQ(softmax->unsupported_on(misaligned, "cpu"), std::nullopt);
+  EXPECT_EQ(softmax->unsupported_on(misaligned, "cuda"), softmax_kv_cuda_unsupported(misaligned));
+  EXPECT_TRUE(softmax->unsupported_on(misaligned, "cuda").has_value());
+  EXPECT_EQ(softmax->unsupported_on(small_cell(8, 64, 512, DType::bfloat16), "cuda"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace arch_bench
