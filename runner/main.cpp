@@ -19,9 +19,12 @@ namespace {
 // libgomp reads OMP_WAIT_POLICY in its constructor, before main(); .preinit_array functions of the
 // executable run before every shared library's constructors, so the default is set there. A policy
 // (or GOMP_SPINCOUNT) the user set is kept; the report records the policy in effect.
+bool omp_wait_policy_defaulted = false;  // constant-initialised: set before any constructor runs
+
 void default_passive_omp_wait_policy(int, char**, char**) {
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
     ::setenv("OMP_WAIT_POLICY", "passive", 0);
+    omp_wait_policy_defaulted = true;
   }
 }
 [[gnu::section(".preinit_array"), gnu::used]] void (*const preinit_omp_wait_policy)(int, char**, char**) =
@@ -40,6 +43,9 @@ std::vector<std::string> with_default_subcommand(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace arch_bench;
+  // libc's own start-up restores the environment it was given after .preinit_array ran (libgomp has
+  // read the policy by then): set it again so that the report, and child processes, see it.
+  if (omp_wait_policy_defaulted) ::setenv("OMP_WAIT_POLICY", "passive", 0);
   CLI::App app{
       "arch-bench: measures what a sequence-mixing mechanism costs per token (time, state bytes, peak memory) "
       "and how faithful it is, and writes a schema-validated JSON evidence report.\n"

@@ -50,6 +50,39 @@ TEST(DryRun, ReportValidatesHasThePlanAndNoTimings) {
   EXPECT_EQ(report["plan"][2]["state_bytes"], 2 * 128 * 8 * 64 * 2);
 }
 
+// Issue 8, items 5 and 14: a plan whose sizes overflow is refused even as a dry run (it used to plan
+// `state_bytes: -2048`); one that is merely larger than this machine's memory is the dry run's job to
+// show, while a measuring run refuses it up front.
+TEST(DryRun, OverflowingSizesAreRefusedAndOversizedPlansAreShownNotMeasured) {
+  TempFolder folder;
+  for (const char* lengths : {"4611686018427387904", "9223372036854775807"}) {
+    const CliResult huge = run_cli("run --dry-run -q --sequence-lengths " + std::string(lengths) + " --output '" +
+                                   (folder / "huge.json").string() + "'");
+    EXPECT_EQ(huge.exit_code, 2) << huge.err;
+    EXPECT_NE(huge.err.find("exceed what any machine can address"), std::string::npos) << huge.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(folder / "huge.json"));
+
+  const auto output = folder / "big.json";
+  const CliResult big = run_cli("run --dry-run -q --sequence-lengths 1000000000 --output '" + output.string() + "'");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  const nlohmann::json report = read_json(output);
+  EXPECT_EQ(report["plan"][0]["state_bytes"], std::int64_t{2} * 1000000000 * 8 * 64 * 2);
+  const CliResult measured = run_cli("run -q --sequence-lengths 1000000000 --output '" + (folder / "m.json").string() + "'");
+  EXPECT_EQ(measured.exit_code, 2);
+  EXPECT_NE(measured.err.find("--dry-run"), std::string::npos) << measured.err;
+  EXPECT_FALSE(std::filesystem::exists(folder / "m.json"));
+}
+
+TEST(DryRun, PreflightJsonPathIsCheckedLikeEveryOutput) {
+  TempFolder folder;
+  const CliResult result = run_cli("preflight --profile ARCH-CPU-MECHANISM --sequence-lengths 64 --json '" +
+                                   (folder / "newdir/").string() + "'");
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--json"), std::string::npos) << result.err;
+  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
+}
+
 TEST(DryRun, PlanJsonCarriesEachCellsPredictedBytes) {
   Workload workload;
   workload.sequence_lengths = {512, 8192};

@@ -62,11 +62,11 @@ TEST(ProfileLoad, ShippedProfilesAreFoundByIdFromAnyFolder) {
   const Profile cuda = load_profile("ARCH-CUDA-MECHANISM");
   EXPECT_EQ(cuda.backend, "cuda");
   EXPECT_EQ(cuda.evidence_level, "gpu_measured");
-  EXPECT_EQ(cuda.measurement.timing_method, "cuda_events");
+  EXPECT_EQ(cuda.measurement.timing_method, "cuda_events_batched");
   EXPECT_EQ(cuda.measurement.warmup, 10);
   EXPECT_EQ(cuda.measurement.repeats, 100);
   EXPECT_EQ(cuda.device.device_count_min, 1);
-  EXPECT_EQ(cuda.device.compute_capability_min.value_or(""), "9.0");
+  EXPECT_EQ(cuda.device.compute_capability_min.value_or(""), "8.0");
   EXPECT_GE(cuda.device.free_memory_margin, 1.0);
 
   const Profile cpu = load_profile("ARCH-CPU-MECHANISM");

@@ -381,7 +381,7 @@ int run(const RunOptions& options, const std::string& command_line) {
   report.decision = mode.decide(report.rows, workload);
   for (const Row& row : report.rows) {
     if (row.status == RowStatus::failed && !report.failure) {
-      report.failure = Failure{"mechanism_error", row.reason, row.cell};
+      report.failure = Failure{row.failure_kind.empty() ? "mechanism_error" : row.failure_kind, row.reason, row.cell};
     }
   }
   if (profile) {

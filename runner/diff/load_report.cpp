@@ -13,6 +13,12 @@ namespace {
 constexpr std::size_t kErrorsShown = 5;
 
 std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
+
+// These run before validation, so a value can be megabytes long: messages quote only its start.
+std::string clipped(const std::string& value) {
+  constexpr std::size_t kQuoted = 100;
+  return value.size() <= kQuoted ? value : value.substr(0, kQuoted) + "...";
+}
 }  // namespace
 
 std::string string_at(const nlohmann::json& document, const char* pointer) {
@@ -37,14 +43,16 @@ std::vector<std::string> check_comparable(const LoadedReport& old_report, const 
   const std::string old_workload = string_at(old_report.document, "/identity/workload_id");
   const std::string new_workload = string_at(new_report.document, "/identity/workload_id");
   if (!old_workload.empty() && !new_workload.empty() && old_workload != new_workload) {
-    differences.push_back(fmt::format("identity.workload_id differs: '{}' in {} vs '{}' in {}", old_workload,
-                                      old_report.file, new_workload, new_report.file));
+    differences.push_back(fmt::format("identity.workload_id differs: '{}' in {} vs '{}' in {}",
+                                      clipped(old_workload), old_report.file, clipped(new_workload),
+                                      new_report.file));
   }
   const std::string old_version = string_at(old_report.document, "/schema_version");
   const std::string new_version = string_at(new_report.document, "/schema_version");
   if (!old_version.empty() && !new_version.empty() && major_of(old_version) != major_of(new_version)) {
-    differences.push_back(fmt::format("schema_version major differs: {} in {} vs {} in {}", old_version,
-                                      old_report.file, new_version, new_report.file));
+    differences.push_back(fmt::format("schema_version major differs: {} in {} vs {} in {}",
+                                      clipped(old_version), old_report.file, clipped(new_version),
+                                      new_report.file));
   }
   if (differences.empty() || allow_workload_change) return differences;
   std::string message = "refusing to compare different workloads: " + differences.front();
@@ -59,7 +67,7 @@ void validate_report(const LoadedReport& report) {
   if (!version.empty() && major_of(version) != supported) {
     throw UsageError(fmt::format("{}: schema_version {} is not readable by this arch-bench, which reads result "
                                  "reports {}.x",
-                                 report.file, version, supported));
+                                 report.file, clipped(version), supported));
   }
   std::vector<std::string> errors = schema_errors(report.document, "result");
   if (errors.empty()) return;

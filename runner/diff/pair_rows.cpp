@@ -55,6 +55,8 @@ RowKey row_key(const nlohmann::json& row, int occurrence) {
   key.heads = integer_or_zero(row, "heads");
   key.head_dim = integer_or_zero(row, "head_dim");
   key.dtype = string_or_empty(row, "dtype");
+  // Copying and dumping `options` recurse once per level of nesting: read_report refuses documents
+  // nested deeper than kMaxJsonDepth (runner/report/json_input.hpp), so this stays shallow.
   if (const auto it = row.find("options"); it != row.end() && it->is_object()) key.options = *it;
   key.occurrence = occurrence;
   return key;
