@@ -14,6 +14,7 @@
 namespace arch_bench {
 
 class ConformanceAdapter;  // runner/conformance/adapter.hpp
+class CapacityProbe;       // mechanisms/capacity.hpp
 
 enum class StateKind { explicit_history, fixed_state };
 std::string state_kind_name(StateKind kind);
@@ -89,6 +90,8 @@ class Mechanism {
   // What runs this mechanism's kernels and reference on inputs read from .npy files
   // (`arch-bench conformance`), or nullptr when it has no adapter yet.
   virtual const ConformanceAdapter* conformance() const { return nullptr; }
+  // The state-capacity probe (mechanisms/capacity.hpp), or nullptr when the mechanism has none.
+  virtual const CapacityProbe* capacity_probe() const { return nullptr; }
 };
 
 }  // namespace arch_bench

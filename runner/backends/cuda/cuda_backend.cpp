@@ -54,7 +54,13 @@ CudaBackend::CudaBackend(int device) {
   // nvbench flushes L2 by writing a buffer of the L2's size; twice the size also evicts lines
   // that the replacement policy would keep (L2 is not strictly LRU, and H100/H200 split it in two).
   l2_flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(2 * device_.l2_cache_bytes, 8 << 20));
-  ARCH_BENCH_CUDA_CHECK(cudaMalloc(&l2_flush_, l2_flush_bytes_));
+  const cudaError_t status = cudaMalloc(&l2_flush_, l2_flush_bytes_);
+  if (status != cudaSuccess) {  // a throwing constructor runs no destructor: release the stream
+    l2_flush_ = nullptr;
+    cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+    cuda_check(status, "cudaMalloc (L2 flush buffer)");
+  }
 }
 
 CudaBackend::~CudaBackend() {

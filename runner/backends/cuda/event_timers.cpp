@@ -60,8 +60,16 @@ GraphTimer::GraphTimer(cudaStream_t stream, const std::function<void()>& work, s
     graph_ = nullptr;
     cuda_check(status, "cudaGraphInstantiate");
   }
-  // Uploading once keeps the first replay from paying the graph's upload inside a sample.
-  ARCH_BENCH_CUDA_CHECK(cudaGraphUpload(instance_, stream_));
+  // Uploading once keeps the first replay from paying the graph's upload inside a sample. A
+  // throwing constructor runs no destructor: release the graph and its instance here.
+  const cudaError_t uploaded = cudaGraphUpload(instance_, stream_);
+  if (uploaded != cudaSuccess) {
+    cudaGraphExecDestroy(instance_);
+    instance_ = nullptr;
+    cudaGraphDestroy(graph_);
+    graph_ = nullptr;
+    cuda_check(uploaded, "cudaGraphUpload");
+  }
 }
 
 GraphTimer::~GraphTimer() {
