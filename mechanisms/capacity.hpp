@@ -6,6 +6,7 @@
 // the retrieved values into mean cosine similarity and relative L2 error against the stored ones,
 // for n = 16, 32, ... up to 4 x head_dim. The probe is the mechanism's math in fp64 (it measures the
 // mechanism, not a kernel's rounding).
+#include <cstdint>
 #include <string>
 
 #include "mechanisms/common/matrix.hpp"
@@ -20,6 +21,9 @@ class CapacityProbe {
   virtual MatrixD recall(const MatrixD& keys, const MatrixD& values) const = 0;
   // What a reader must know about the probe's setting (e.g. softmax's query scale tau); may be empty.
   virtual std::string setting() const { return {}; }
+  // Width of the keys the state is addressed with, for heads of `head_dim` (default head_dim; mamba
+  // addresses its state with B/C of the state size N).
+  virtual std::int64_t key_dim(std::int64_t head_dim) const { return head_dim; }
 };
 
 }  // namespace arch_bench

@@ -90,8 +90,12 @@ class Mechanism {
   // What runs this mechanism's kernels and reference on inputs read from .npy files
   // (`arch-bench conformance`), or nullptr when it has no adapter yet.
   virtual const ConformanceAdapter* conformance() const { return nullptr; }
-  // The state-capacity probe (mechanisms/capacity.hpp), or nullptr when the mechanism has none.
-  virtual const CapacityProbe* capacity_probe() const { return nullptr; }
+  // The state-capacity probe (mechanisms/capacity.hpp) for a cell with these options (feature map,
+  // state size, ...), or nullptr when the mechanism has none.
+  virtual const CapacityProbe* capacity_probe(const MechanismOptions& options) const {
+    (void)options;
+    return nullptr;
+  }
 };
 
 }  // namespace arch_bench

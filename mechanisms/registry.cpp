@@ -6,6 +6,9 @@
 #include "mechanisms/mamba/mechanism.hpp"
 #include "mechanisms/performer/mechanism.hpp"
 #include "mechanisms/softmax_kv/mechanism.hpp"
+#include "mechanisms/retnet/mechanism.hpp"
+#include "mechanisms/gated_deltanet/mechanism.hpp"
+#include "mechanisms/rwkv/mechanism.hpp"
 
 namespace arch_bench {
 
@@ -17,6 +20,11 @@ std::vector<std::unique_ptr<Mechanism>> make_registry() {
   registry.push_back(make_linear_attention());
   registry.push_back(make_mamba());
   registry.push_back(make_performer());
+  registry.push_back(make_retnet());
+  registry.push_back(make_gated_deltanet());
+  registry.push_back(make_rwkv4());
+  registry.push_back(make_rwkv6());
+  registry.push_back(make_rwkv7());
   return registry;
 }
 }  // namespace

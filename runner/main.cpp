@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "mechanisms/common/checked_size.hpp"
@@ -14,21 +16,18 @@
 namespace {
 
 // OpenMP threads that spin-wait between parallel regions take the cores other work needs: under a
-// load of ~5 on 2 cores a conformance case took 26-30 s instead of 1.4 s. Passive waiting puts
-// idle threads to sleep at once, and costs little for kernels that are long next to a wake-up.
-// libgomp reads OMP_WAIT_POLICY in its constructor, before main(); .preinit_array functions of the
-// executable run before every shared library's constructors, so the default is set there. A policy
-// (or GOMP_SPINCOUNT) the user set is kept; the report records the policy in effect.
-bool omp_wait_policy_defaulted = false;  // constant-initialised: set before any constructor runs
-
-void default_passive_omp_wait_policy(int, char**, char**) {
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
-    ::setenv("OMP_WAIT_POLICY", "passive", 0);
-    omp_wait_policy_defaulted = true;
-  }
+// load of ~5 on 2 cores a conformance case took 26-30 s instead of 1.4 s (measured again here: 29 s
+// spinning vs 4.6 s passive at load 12). Passive waiting puts idle threads to sleep at once, and
+// costs little for kernels that are long next to a wake-up. libgomp reads OMP_WAIT_POLICY once, in
+// its constructor, before main() (an environment changed by .preinit_array is reset by libc's own
+// start-up before libgomp's runs), so arch-bench sets the policy and executes itself again, once.
+// A policy (or GOMP_SPINCOUNT) the user set is kept; the report records the policy in effect.
+void run_with_passive_omp_wait_policy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv("OMP_WAIT_POLICY");  // no /proc: libgomp keeps its default, and the report says so
 }
-[[gnu::section(".preinit_array"), gnu::used]] void (*const preinit_omp_wait_policy)(int, char**, char**) =
-    &default_passive_omp_wait_policy;
 
 // The design card's form `arch-bench --mode linear_recurrence ...` means `arch-bench run ...`.
 std::vector<std::string> with_default_subcommand(int argc, char** argv) {
@@ -43,9 +42,7 @@ std::vector<std::string> with_default_subcommand(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace arch_bench;
-  // libc's own start-up restores the environment it was given after .preinit_array ran (libgomp has
-  // read the policy by then): set it again so that the report, and child processes, see it.
-  if (omp_wait_policy_defaulted) ::setenv("OMP_WAIT_POLICY", "passive", 0);
+  run_with_passive_omp_wait_policy(argv);
   CLI::App app{
       "arch-bench: measures what a sequence-mixing mechanism costs per token (time, state bytes, peak memory) "
       "and how faithful it is, and writes a schema-validated JSON evidence report.\n"

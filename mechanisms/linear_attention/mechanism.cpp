@@ -7,6 +7,7 @@
 #include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/linear_attention/capacity.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
@@ -206,6 +207,9 @@ class LinearAttention final : public Mechanism {
     return prepare_cell<LinearDecodeCell, LinearPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &linear_attention_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
+    return &linear_attention_capacity(parse_feature_map(options.feature_map).value_or(FeatureMap::elu_plus_one));
+  }
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/mamba/capacity.hpp"
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
@@ -261,6 +262,9 @@ class Mamba final : public Mechanism {
     return prepare_cell<MambaDecodeCell, MambaPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &mamba_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
+    return &mamba_capacity(options.state_size);
+  }
 
  private:
   static std::int64_t parameter_bytes(const MambaShape& shape) {

@@ -10,6 +10,7 @@
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/performer/approximation.hpp"
+#include "mechanisms/performer/capacity.hpp"
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "runner/conformance/adapters.hpp"
@@ -268,6 +269,10 @@ class Performer final : public Mechanism {
     return prepare_cell<PerformerDecodeCell, PerformerPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &performer_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
+    return &performer_capacity(parse_performer_features(options.feature_map).value_or(PerformerFeatures::favor_plus),
+                               options.features);
+  }
 };
 
 }  // namespace

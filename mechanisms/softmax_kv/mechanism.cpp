@@ -8,6 +8,7 @@
 #include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/softmax_kv/capacity.hpp"
 #include "mechanisms/softmax_kv/check.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
@@ -156,6 +157,7 @@ class SoftmaxKv final : public Mechanism {
     return prepare_cell<SoftmaxDecodeCell, SoftmaxPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &softmax_kv_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &softmax_kv_capacity(); }
 };
 
 }  // namespace

@@ -113,13 +113,12 @@ void check_run_label(const std::string& label) {
 
 // The report's path, checked in full before anything is measured (output_path.hpp).
 std::filesystem::path checked_output(const RunOptions& options, const std::string& experiment) {
-  for (const char* option : {"output", "results_dir"}) {
-    const std::string& value = std::string(option) == "output" ? options.output : options.results_dir;
-    if (options.given.contains(option) && value.empty()) {
-      throw UsageError(fmt::format("--{} is empty; give a {} (or leave the option out for the default)",
-                                   std::string(option) == "output" ? "output" : "results-dir",
-                                   std::string(option) == "output" ? "file name" : "folder"));
-    }
+  // Given as '', these would otherwise read as not given at all.
+  if (options.given.contains("output") && options.output.empty()) {
+    throw UsageError("--output is empty; give a file name (or leave --output out for the default path)");
+  }
+  if (options.given.contains("results_dir") && options.results_dir.empty()) {
+    throw UsageError("--results-dir is empty; give a folder (or leave it out for results/)");
   }
   const bool explicit_output = !options.output.empty();
   const std::filesystem::path output =

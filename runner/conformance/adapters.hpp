@@ -10,5 +10,10 @@ const ConformanceAdapter& softmax_kv_conformance();
 const ConformanceAdapter& linear_attention_conformance();
 const ConformanceAdapter& performer_conformance();
 const ConformanceAdapter& mamba_conformance();
+const ConformanceAdapter& retnet_conformance();
+const ConformanceAdapter& gated_deltanet_conformance();
+const ConformanceAdapter& rwkv4_conformance();
+const ConformanceAdapter& rwkv6_conformance();
+const ConformanceAdapter& rwkv7_conformance();
 
 }  // namespace arch_bench

@@ -1,0 +1,98 @@
+#pragma once
+// The small fp32 matrix products of the chunkwise prefills (one chunk of 64 tokens against a head's
+// dk x dv state): C[M, N] (+)= A[M, K] B[K, N], row-major with leading dimensions. Written as a
+// register tile of 4 rows x 64 columns (16 accumulators of 16 floats, GCC/Clang vector extensions,
+// so the compiler emits one FMA per accumulator per k and never spills C to memory): a plain
+// "C[i][:] += a * B[k][:]" loop loads and stores C on every k and is store-bound at about half
+// of the FMA rate. On a target without 512-bit vectors the same code lowers to narrower ones.
+#include <algorithm>
+#include <cstdint>
+
+namespace arch_bench {
+
+// What the caller knows about the product, so that the tile loop skips work that is known zero or
+// not needed.
+struct MatmulShape {
+  bool accumulate = false;  // C += A B (else C = A B)
+  bool lower_a = false;     // A[i][k] == 0 for k > i (a causal weight matrix): k stops at the row block
+  bool lower_c = false;     // only C[i][j] with j <= i is needed (a causal score matrix); others may hold anything
+};
+
+namespace detail {
+
+using vf16 = float __attribute__((vector_size(64), aligned(4), may_alias));
+inline constexpr std::int64_t kLanes = 16;
+
+template <int MR, int NV>
+inline void matmul_tile(std::int64_t k_end, const float* __restrict a, std::int64_t lda, const float* __restrict b,
+                        std::int64_t ldb, float* __restrict c, std::int64_t ldc, bool accumulate) {
+  vf16 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = accumulate ? *reinterpret_cast<const vf16*>(c + r * ldc + v * kLanes) : vf16{};
+    }
+  }
+  for (std::int64_t k = 0; k < k_end; ++k) {
+    vf16 row[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) row[v] = *reinterpret_cast<const vf16*>(b + k * ldb + v * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const float x = a[r * lda + k];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += x * row[v];
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) *reinterpret_cast<vf16*>(c + r * ldc + v * kLanes) = acc[r][v];
+  }
+}
+
+// Columns [j, n) of rows [i, i + rows) one at a time: the tail narrower than one vector.
+inline void matmul_columns(std::int64_t rows, std::int64_t j, std::int64_t n, std::int64_t k_end, const float* a,
+                           std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                           bool accumulate) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t col = j; col < n; ++col) {
+      float sum = accumulate ? c[r * ldc + col] : 0.0f;
+      for (std::int64_t k = 0; k < k_end; ++k) sum += a[r * lda + k] * b[k * ldb + col];
+      c[r * ldc + col] = sum;
+    }
+  }
+}
+
+template <int MR>
+inline void matmul_row_block(std::int64_t i, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+                             const float* b, std::int64_t ldb, float* c, std::int64_t ldc, MatmulShape shape) {
+  const std::int64_t k_end = shape.lower_a ? std::min(k, i + MR) : k;
+  const std::int64_t n_needed = shape.lower_c ? std::min(n, i + MR) : n;
+  const float* a_rows = a + i * lda;
+  float* c_rows = c + i * ldc;
+  std::int64_t j = 0;
+  for (; j + 4 * kLanes <= n_needed; j += 4 * kLanes) {
+    matmul_tile<MR, 4>(k_end, a_rows, lda, b + j, ldb, c_rows + j, ldc, shape.accumulate);
+  }
+  // The last needed columns: whole vectors while they fit in the row (computing a few columns
+  // that lower_c does not need is cheaper than a scalar tail).
+  for (; j < n_needed && j + kLanes <= n; j += kLanes) {
+    matmul_tile<MR, 1>(k_end, a_rows, lda, b + j, ldb, c_rows + j, ldc, shape.accumulate);
+  }
+  if (j < n_needed) matmul_columns(MR, j, n_needed, k_end, a_rows, lda, b, ldb, c_rows, ldc, shape.accumulate);
+}
+
+}  // namespace detail
+
+// C[m, n] (+)= A[m, k] B[k, n]; A, B, C row-major with leading dimensions lda, ldb, ldc (in floats).
+// C must not overlap A or B.
+inline void chunk_matmul(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+                         const float* b, std::int64_t ldb, float* c, std::int64_t ldc, MatmulShape shape = {}) {
+  std::int64_t i = 0;
+  for (; i + 4 <= m; i += 4) detail::matmul_row_block<4>(i, n, k, a, lda, b, ldb, c, ldc, shape);
+  for (; i < m; ++i) detail::matmul_row_block<1>(i, n, k, a, lda, b, ldb, c, ldc, shape);
+}
+
+}  // namespace arch_bench

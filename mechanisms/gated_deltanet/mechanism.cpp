@@ -1,0 +1,223 @@
+#include "mechanisms/gated_deltanet/mechanism.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/gated_deltanet/capacity.hpp"
+#include "mechanisms/gated_deltanet/cpu.hpp"
+#include "mechanisms/gated_deltanet/inputs.hpp"
+#include "mechanisms/gated_deltanet/reference.hpp"
+#include "runner/conformance/adapters.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+GatedDeltaNetShape shape_of(const Cell& cell) { return {cell.batch_heads(), cell.head_dim, cell.head_dim}; }
+
+// Per (batch, head) row bh: the fp64 sequential reference over the first `rows` tokens.
+GatedDeltaNetResult reference_for_head(const AttentionInputs& inputs, const GatedDeltaNetGates& gates,
+                                       std::int64_t bh, std::int64_t rows) {
+  return gated_deltanet_scan(inputs.head_matrix(inputs.q, bh, rows), inputs.head_matrix(inputs.k, bh, rows),
+                             inputs.head_matrix(inputs.v, bh, rows), gates.head_vector(gates.g, bh, rows),
+                             gates.head_vector(gates.beta, bh, rows));
+}
+
+// Decode: S already holds the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class GatedDeltaNetDecodeCell final : public PreparedCell {
+ public:
+  GatedDeltaNetDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        gates_(make_gated_deltanet_gates(cell, length_ + 1, seed)),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
+        g_(allocator, shape_.batch_heads),
+        beta_(allocator, shape_.batch_heads),
+        q_(allocator, shape_.batch_heads * shape_.dk),
+        k_(allocator, q_.size()),
+        v_(allocator, shape_.batch_heads * shape_.dv),
+        out_(allocator, v_.size()) {
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    build_context_state();
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
+      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
+      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
+      g_.data()[bh] = *gates_.g_at(bh, length_);
+      beta_.data()[bh] = *gates_.beta_at(bh, length_);
+    }
+  }
+
+  void run() override {
+    gated_deltanet_decode_step(shape_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
+                               out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      const GatedDeltaNetResult ref = reference_for_head(inputs_, gates_, bh, length_ + 1);
+      errors.add_row(out_.data() + bh * shape_.dv, ref.outputs.row(length_), shape_.dv);
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(), g_.byte_span(), beta_.byte_span(), q_.byte_span(),
+            k_.byte_span(),     v_.byte_span(), out_.byte_span()};
+  }
+
+ private:
+  // Runs the chunkwise prefill over the L context tokens (staging memory outside the tracked
+  // allocator: it is set-up, not part of the decode cell) to leave their state in S.
+  void build_context_state() {
+    if (length_ == 0) return;
+    const std::int64_t bh_count = shape_.batch_heads;
+    std::vector<T> q(bh_count * length_ * shape_.dk), k(q.size()), v(bh_count * length_ * shape_.dv), out(v.size());
+    std::vector<float> g(bh_count * length_), beta(g.size());
+    for (std::int64_t bh = 0; bh < bh_count; ++bh) {
+      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
+      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
+      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
+      std::copy(gates_.g_at(bh, 0), gates_.g_at(bh, length_), g.begin() + bh * length_);
+      std::copy(gates_.beta_at(bh, 0), gates_.beta_at(bh, length_), beta.begin() + bh * length_);
+    }
+    gated_deltanet_prefill_chunkwise(shape_, length_, q.data(), k.data(), v.data(), g.data(), beta.data(),
+                                     state_.data(), out.data());
+  }
+
+  GatedDeltaNetShape shape_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  GatedDeltaNetGates gates_;
+  Buffer<float> state_, g_, beta_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+template <class T>
+class GatedDeltaNetPrefillCell final : public PreparedCell {
+ public:
+  GatedDeltaNetPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        gates_(make_gated_deltanet_gates(cell, cell.sequence_length, seed)),
+        q_(allocator, inputs_.q.size()),
+        k_(allocator, inputs_.k.size()),
+        v_(allocator, inputs_.v.size()),
+        out_(allocator, inputs_.v.size()),
+        g_(allocator, gates_.g.size()),
+        beta_(allocator, gates_.beta.size()),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv) {
+    store(inputs_.q.data(), inputs_.q.size(), q_.data());
+    store(inputs_.k.data(), inputs_.k.size(), k_.data());
+    store(inputs_.v.data(), inputs_.v.size(), v_.data());
+    std::copy(gates_.g.begin(), gates_.g.end(), g_.data());
+    std::copy(gates_.beta.begin(), gates_.beta.end(), beta_.data());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    gated_deltanet_prefill_chunkwise(shape_, inputs_.tokens, q_.data(), k_.data(), v_.data(), g_.data(),
+                                     beta_.data(), state_.data(), out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    if (inputs_.tokens == 0) return errors.finish();  // an empty prefill has no rows (the scan rejects it)
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      const GatedDeltaNetResult ref = reference_for_head(inputs_, gates_, bh, inputs_.tokens);
+      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
+        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, ref.outputs.row(t), shape_.dv);
+      }
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {q_.byte_span(), k_.byte_span(),    v_.byte_span(),    out_.byte_span(),
+            g_.byte_span(), beta_.byte_span(), state_.byte_span()};
+  }
+
+ private:
+  GatedDeltaNetShape shape_;
+  AttentionInputs inputs_;
+  GatedDeltaNetGates gates_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> g_, beta_, state_;
+};
+
+class GatedDeltaNet final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{"gated_deltanet",
+                                    "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
+                                    "L2-normalised, fixed state S",
+                                    StateKind::fixed_state,
+                                    {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > kGatedDeltaNetMaxDim) return "gated_deltanet takes head_dim up to 256";
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
+    return checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim, 4);
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    // q, k, v and the output in the storage dtype, g and beta in fp32; the chunk buffers live on the
+    // threads' stacks.
+    const std::int64_t per_token = checked_add(checked_product(4, cell.head_dim, e), 8);
+    return checked_add(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token));
+  }
+
+  Cost cost(const Cell& cell) const override {
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double state = static_cast<double>(state_bytes(cell));
+    if (cell.phase == Phase::decode) {
+      // Read and write S once (the second pass finds it in cache); q, k, v, g, beta in and the
+      // output out. Per element of S: S^T k (2), alpha s + k u (3), q s into the output (2).
+      return {2 * state + bh * (4 * d * e + 8), bh * 7 * d * d};
+    }
+    // Per chunk of R rows: the four R x d x d products (W S_0, Q S_0, the state update: 2 R d^2
+    // each, 6 R d^2), the causal R x R products over the R(R+1)/2 pairs (T K, T V, Q K^T, (.) U:
+    // 2d each) and K K^T over the R(R-1)/2 strict pairs, and the triangular solve (R^3/3).
+    const std::int64_t length = cell.sequence_length;
+    const std::int64_t full = length / kGatedDeltaNetChunk, rest = length % kGatedDeltaNetChunk;
+    const auto per_chunk = [d](double r) {
+      return 6 * r * d * d + r * (r + 1) * 4 * d + r * (r - 1) * d + (r - 1) * r * (r + 1) / 3;
+    };
+    const double flops =
+        static_cast<double>(full) * per_chunk(static_cast<double>(kGatedDeltaNetChunk)) +
+        (rest > 0 ? per_chunk(static_cast<double>(rest)) : 0.0);
+    const double tokens = static_cast<double>(length);
+    return {bh * tokens * (4 * d * e + 8) + state, bh * flops};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+    return prepare_cell<GatedDeltaNetDecodeCell, GatedDeltaNetPrefillCell>(cell, seed, backend.allocator());
+  }
+  const ConformanceAdapter* conformance() const override { return &gated_deltanet_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &gated_deltanet_capacity(); }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_gated_deltanet() { return std::make_unique<GatedDeltaNet>(); }
+
+}  // namespace arch_bench

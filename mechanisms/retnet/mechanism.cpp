@@ -1,0 +1,204 @@
+#include "mechanisms/retnet/mechanism.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/checked_size.hpp"
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/retnet/capacity.hpp"
+#include "mechanisms/retnet/cpu.hpp"
+#include "mechanisms/retnet/reference.hpp"
+#include "runner/conformance/adapters.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+RetNetShape shape_of(const Cell& cell) { return {cell.batch_heads(), cell.heads, cell.head_dim, cell.head_dim}; }
+
+std::vector<double> gammas_of(const Cell& cell) {
+  std::vector<double> gamma(checked_count(cell.heads));
+  for (std::int64_t h = 0; h < cell.heads; ++h) gamma[h] = retnet_gamma(h);
+  return gamma;
+}
+
+// Per (batch, head) row bh: the fp64 recurrent reference over the first `rows` tokens.
+RetNetResult reference_for_head(const AttentionInputs& inputs, const std::vector<double>& gamma, std::int64_t heads,
+                                std::int64_t bh, std::int64_t rows) {
+  return retnet_scan(inputs.head_matrix(inputs.q, bh, rows), inputs.head_matrix(inputs.k, bh, rows),
+                     inputs.head_matrix(inputs.v, bh, rows), gamma[bh % heads]);
+}
+
+// Decode: S already holds the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class RetNetDecodeCell final : public PreparedCell {
+ public:
+  RetNetDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        gamma_(gammas_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
+        q_(allocator, shape_.batch_heads * shape_.dk),
+        k_(allocator, q_.size()),
+        v_(allocator, shape_.batch_heads * shape_.dv),
+        out_(allocator, v_.size()) {
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    build_context_state();
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
+      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
+      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
+    }
+  }
+
+  void run() override { retnet_decode_step(shape_, gamma_.data(), q_.data(), k_.data(), v_.data(), state_.data(), out_.data()); }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      const RetNetResult ref = reference_for_head(inputs_, gamma_, shape_.heads, bh, length_ + 1);
+      errors.add_row(out_.data() + bh * shape_.dv, ref.outputs.row(length_), shape_.dv);
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(), q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};
+  }
+
+ private:
+  // Runs the chunkwise prefill over the L context tokens (staging memory outside the tracked
+  // allocator: it is set-up, not part of the decode cell) to leave their state in S.
+  void build_context_state() {
+    if (length_ == 0) return;
+    std::vector<T> q(shape_.batch_heads * length_ * shape_.dk), k(q.size()),
+        v(shape_.batch_heads * length_ * shape_.dv), out(v.size());
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
+      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
+      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
+    }
+    retnet_prefill_chunkwise(shape_, gamma_.data(), length_, q.data(), k.data(), v.data(), state_.data(), out.data());
+  }
+
+  RetNetShape shape_;
+  std::vector<double> gamma_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  Buffer<float> state_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+template <class T>
+class RetNetPrefillCell final : public PreparedCell {
+ public:
+  RetNetPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
+      : shape_(shape_of(cell)),
+        gamma_(gammas_of(cell)),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        q_(allocator, inputs_.q.size()),
+        k_(allocator, inputs_.k.size()),
+        v_(allocator, inputs_.v.size()),
+        out_(allocator, inputs_.v.size()),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv) {
+    store(inputs_.q.data(), inputs_.q.size(), q_.data());
+    store(inputs_.k.data(), inputs_.k.size(), k_.data());
+    store(inputs_.v.data(), inputs_.v.size(), v_.data());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
+    std::fill(state_.span().begin(), state_.span().end(), 0.0f);
+    retnet_prefill_chunkwise(shape_, gamma_.data(), inputs_.tokens, q_.data(), k_.data(), v_.data(), state_.data(),
+                             out_.data());
+  }
+
+  Accuracy check() const override {
+    ErrorAccumulator errors;
+    if (inputs_.tokens == 0) return errors.finish();  // an empty prefill has no rows (the scan rejects it)
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      const RetNetResult ref = reference_for_head(inputs_, gamma_, shape_.heads, bh, inputs_.tokens);
+      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
+        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, ref.outputs.row(t), shape_.dv);
+      }
+    }
+    return errors.finish();
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span(), state_.byte_span()};
+  }
+
+ private:
+  RetNetShape shape_;
+  std::vector<double> gamma_;
+  AttentionInputs inputs_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> state_;
+};
+
+class RetNet final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{"retnet",
+                                    "multi-scale retention (RetNet): S = gamma_h S + k v^T, gamma_h = 1 - 2^(-5-h), "
+                                    "fixed state S",
+                                    StateKind::fixed_state,
+                                    {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > kRetNetMaxDim) return "retnet takes head_dim up to 256";
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
+    return checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim, 4);
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    // q, k, v and the output; the chunk buffers live on the threads' stacks.
+    return checked_add(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
+  }
+
+  Cost cost(const Cell& cell) const override {
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double state = static_cast<double>(state_bytes(cell));
+    if (cell.phase == Phase::decode) {
+      // Read and write S once; q, k, v in and the output out. Per element of S: gamma s + k v (3),
+      // then q s into the output (2).
+      return {2 * state + 4 * bh * d * e, bh * 5 * d * d};
+    }
+    // Per chunk of R rows: Q S_0 and the state update (2 R d^2 each) and the causal intra-chunk
+    // products Q K^T and (.)V over the R(R+1)/2 pairs (2d each).
+    const std::int64_t length = cell.sequence_length;
+    const double full = static_cast<double>(length / kRetNetChunk);
+    const double rest = static_cast<double>(length % kRetNetChunk);
+    const double chunk = static_cast<double>(kRetNetChunk);
+    const double pairs = full * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2;
+    const double tokens = static_cast<double>(length);
+    return {4 * bh * tokens * d * e + state, bh * (4 * tokens * d * d + pairs * 4 * d)};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+    return prepare_cell<RetNetDecodeCell, RetNetPrefillCell>(cell, seed, backend.allocator());
+  }
+  const ConformanceAdapter* conformance() const override { return &retnet_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &retnet_capacity(); }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_retnet() { return std::make_unique<RetNet>(); }
+
+}  // namespace arch_bench

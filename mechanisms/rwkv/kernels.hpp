@@ -1,0 +1,75 @@
+#pragma once
+// What the three RWKV generations' CPU kernels share: the cell's shape, the per-channel parameters,
+// the per-token inputs, and the vectorisable scalar maps. Layouts follow the attention mechanisms:
+// every per-token input is [batch_heads, tokens, dim] in the storage dtype (decode: [batch_heads,
+// dim]), parameters are fp32 [heads, dim] shared by the batch, states are fp32.
+#include <bit>
+#include <cstdint>
+
+#include "mechanisms/common/fast_math.hpp"
+
+namespace arch_bench {
+
+struct RwkvShape {
+  std::int64_t batch_heads = 0;
+  std::int64_t heads = 0;  // parameters are indexed by bh % heads
+  std::int64_t dim = 0;    // head_dim: dk = dv = dim
+};
+
+// Per-channel parameters, fp32 [heads, dim]. rwkv4: w = exp(time_decay) > 0 (the decay rate of
+// seed 002's formula) and u = time_first; rwkv6: u = time_faaaa (the bonus); rwkv7: none.
+struct RwkvParameters {
+  const float* w = nullptr;
+  const float* u = nullptr;
+};
+
+// Per-token inputs; a generation reads only its own (rwkv4: k, v; rwkv6: r, k, v, decay = d_t;
+// rwkv7: r, k, v, decay = w_raw, kappa, iclr), the others may be null.
+template <class T>
+struct RwkvTokens {
+  const T* r = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  const T* decay = nullptr;
+  const T* kappa = nullptr;
+  const T* iclr = nullptr;
+};
+
+// Head dims up to this fit the kernels' stack scratch (Mechanism::unsupported rejects wider heads).
+inline constexpr std::int64_t kRwkvMaxDim = 256;
+
+// Below this many state elements x tokens a call is a few microseconds, and waking a second thread
+// costs more than it saves (as linear_attention's decode).
+inline constexpr std::int64_t kRwkvParallelWork = 1 << 17;
+
+// e^x over the whole float range, vectorisable: clamps x to [-87, 88] (e^88 < FLT_MAX) and uses the
+// same range reduction and polynomial as exp_nonpositive (relative error < 2e-7). RWKV-6's decay
+// exp(-exp(d)) needs e^d for d of either sign.
+#pragma omp declare simd
+inline float rwkv_exp(float x) {
+  const std::uint32_t above = -static_cast<std::uint32_t>(x > 88.0f);
+  x = std::bit_cast<float>((above & std::bit_cast<std::uint32_t>(88.0f)) | (~above & std::bit_cast<std::uint32_t>(x)));
+  const std::uint32_t below = -static_cast<std::uint32_t>(x < -87.0f);
+  x = std::bit_cast<float>((below & std::bit_cast<std::uint32_t>(-87.0f)) | (~below & std::bit_cast<std::uint32_t>(x)));
+  const float n = __builtin_rintf(x * 1.44269504088896341f);
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const std::int32_t exponent = (static_cast<std::int32_t>(n) + 127) << 23;
+  return p * std::bit_cast<float>(exponent);
+}
+
+// RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw).
+#pragma omp declare simd
+inline float rwkv6_log_decay(float d) { return -rwkv_exp(d); }
+#pragma omp declare simd
+inline float rwkv7_log_decay(float w_raw) {
+  return -0.60653065971263342f / (1.0f + rwkv_exp(-w_raw));  // e^{-0.5} = 0.6065...
+}
+
+}  // namespace arch_bench

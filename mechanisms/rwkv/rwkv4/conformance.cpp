@@ -1,0 +1,126 @@
+// rwkv4 on inputs from .npy files (`arch-bench conformance`): the prefill, the decode step token by
+// token from a fresh state, and the fp64 running-max reference (equal to seed 002's naive formula).
+#include <cmath>
+
+#include "mechanisms/rwkv/conformance_common.hpp"
+#include "mechanisms/rwkv/rwkv4/cpu.hpp"
+#include "mechanisms/rwkv/rwkv4/reference.hpp"
+#include "runner/conformance/adapters.hpp"
+#include "runner/core/errors.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+template <class T>
+ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
+  RwkvInputs in = rwkv_inputs_from_files(files, dtype, RwkvVersion::v4);
+  in.time_decay = to_fp32_values(files.at("time_decay"));
+  in.u = to_fp32_values(files.at("time_first"));
+  in.w.resize(in.time_decay.size());
+  for (std::size_t i = 0; i < in.w.size(); ++i) in.w[i] = std::exp(in.time_decay[i]);  // as draw_rwkv_parameters
+  const RwkvShape shape{in.batch_heads, in.heads, in.dim};
+  const RwkvParameters params{in.w.data(), in.u.data()};
+  const std::int64_t batch = files.axis("batch"), dim = in.dim, length = in.tokens, bh = in.batch_heads;
+  const std::vector<std::int64_t> out_shape = {batch, in.heads, length, dim};
+  const RwkvStorage<T> storage(in);
+
+  ConformanceOutputs out;
+  std::vector<float> state(rwkv4_state_floats(shape));
+  rwkv4_reset_state(shape, state.data());
+  std::vector<T> prefill(storage.sequence[kRwkvK].size());
+  rwkv4_prefill(shape, params, length, storage.sequence[kRwkvK].data(), storage.sequence[kRwkvV].data(), state.data(),
+                prefill.data());
+  out.prefill_out = storage_array(out_shape, prefill);
+
+  std::vector<float> decode_state(state.size());
+  rwkv4_reset_state(shape, decode_state.data());
+  out.decode_out = storage_array(out_shape, rwkv_decode_loop(in, storage, [&](const RwkvTokens<T>& x, T* o) {
+                                   rwkv4_decode_step(shape, params, x.k, x.v, decode_state.data(), o);
+                                 }));
+
+  std::vector<double> reference(prefill.size()), ref_state(state.size());
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t h = 0; h < bh; ++h) {
+    const Rwkv4ReferenceResult r = rwkv4_wkv_stable(in.head_matrix(kRwkvK, h, length), in.head_matrix(kRwkvV, h, length),
+                                                    in.parameter(in.w, h), in.parameter(in.u, h));
+    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dim);
+    std::copy(r.a.begin(), r.a.end(), ref_state.begin() + h * 3 * dim);
+    std::copy(r.b.begin(), r.b.end(), ref_state.begin() + h * 3 * dim + dim);
+    std::copy(r.p.begin(), r.p.end(), ref_state.begin() + h * 3 * dim + 2 * dim);
+  }
+  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
+
+  // The state [bh, 3, dim] split into its three parts, each [batch, heads, dim].
+  const std::vector<std::int64_t> state_shape = {batch, in.heads, dim};
+  const char* names[] = {"final_num", "final_den", "final_max"};
+  for (int part = 0; part < 3; ++part) {
+    std::vector<float> kernel(bh * dim), decoded(bh * dim);
+    std::vector<double> ref(bh * dim);
+    for (std::int64_t h = 0; h < bh; ++h) {
+      for (std::int64_t j = 0; j < dim; ++j) {
+        kernel[h * dim + j] = state[(h * 3 + part) * dim + j];
+        decoded[h * dim + j] = decode_state[(h * 3 + part) * dim + j];
+        ref[h * dim + j] = ref_state[(h * 3 + part) * dim + j];
+      }
+    }
+    out.states.push_back({names[part], make_array(state_shape, kernel, NpyDtype::float32),
+                          make_array(state_shape, decoded, NpyDtype::float32),
+                          make_array(state_shape, ref, NpyDtype::float64)});
+  }
+  return out;
+}
+
+class Rwkv4Conformance final : public ConformanceAdapter {
+ public:
+  ConformanceSpec spec(const MechanismOptions& options) const override {
+    if (!options.feature_map.empty()) throw UsageError("rwkv4 takes no --feature-map");
+    const std::vector<std::string> state_axes = {"batch", "heads", "dim"};
+    ConformanceSpec spec;
+    spec.inputs = {{"k", kRwkvTokenAxes, "keys k_t, one per channel (head, j)"},
+                   {"v", kRwkvTokenAxes, "values v_t, one per channel"},
+                   {"time_decay", kRwkvParameterAxes, "decay rate w = exp(time_decay) > 0 (RWKV-4's time_decay)", true},
+                   {"time_first", kRwkvParameterAxes, "bonus u of the current token (RWKV-4's time_first)", true}};
+    spec.outputs = standard_outputs(kRwkvTokenAxes, "wkv_t of seed 002's formula");
+    spec.outputs.push_back({"final_num", state_axes, NpyDtype::float32,
+                            "a = e^{-p} sum_i e^{-(T-1-i) w + k_i} v_i after the last token, fp32 (from the prefill)"});
+    spec.outputs.push_back({"reference_final_num", state_axes, NpyDtype::float64, "a from the fp64 reference"});
+    spec.outputs.push_back({"final_den", state_axes, NpyDtype::float32,
+                            "b = e^{-p} sum_i e^{-(T-1-i) w + k_i} after the last token, fp32 (from the prefill)"});
+    spec.outputs.push_back({"reference_final_den", state_axes, NpyDtype::float64, "b from the fp64 reference"});
+    spec.outputs.push_back(
+        {"final_max", state_axes, NpyDtype::float32, "p, the running maximum exponent, fp32 (from the prefill)"});
+    spec.outputs.push_back({"reference_final_max", state_axes, NpyDtype::float64, "p from the fp64 reference"});
+    spec.options = "none";
+    spec.notes = "Per channel c = (head, j): wkv_t = (sum_{i<t} e^{-(t-1-i) w + k_i} v_i + e^{u + k_t} v_t) / "
+                 "(sum_{i<t} e^{-(t-1-i) w + k_i} + e^{u + k_t}) with w = exp(time_decay), u = time_first; this is "
+                 "RWKV-4's wkv (the receptance gate sigmoid(r) * wkv is outside the operator). The state is kept "
+                 "relative to its running maximum exponent p (a fresh state has a = b = 0, p = -1e38), so final_num "
+                 "and final_den are the sums times e^{-final_max}.";
+    return spec;
+  }
+
+  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
+    spec(options);
+    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
+  }
+
+  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
+                                           std::uint64_t seed, DType dtype) const override {
+    spec(options);
+    const RwkvInputs drawn = make_rwkv_inputs(generated_cell(shape, options, dtype), shape.length, seed, RwkvVersion::v4);
+    std::map<std::string, NpyArray> files = rwkv_generated_files(drawn, shape.batch);
+    files.emplace("time_decay", make_array({drawn.heads, drawn.dim}, drawn.time_decay, NpyDtype::float32));
+    files.emplace("time_first", make_array({drawn.heads, drawn.dim}, drawn.u, NpyDtype::float32));
+    return files;
+  }
+};
+
+}  // namespace
+
+const ConformanceAdapter& rwkv4_conformance() {
+  static const Rwkv4Conformance adapter;
+  return adapter;
+}
+
+}  // namespace arch_bench

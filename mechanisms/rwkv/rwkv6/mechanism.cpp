@@ -1,0 +1,117 @@
+#include <stdexcept>
+
+#include "mechanisms/capacity.hpp"
+#include "mechanisms/rwkv/cells.hpp"
+#include "mechanisms/rwkv/mechanism.hpp"
+#include "mechanisms/rwkv/rwkv6/cpu.hpp"
+#include "mechanisms/rwkv/rwkv6/reference.hpp"
+#include "runner/conformance/adapters.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+struct Rwkv6Policy {
+  static constexpr RwkvVersion version = RwkvVersion::v6;
+  static constexpr bool uses_w = false, uses_u = true;
+  static std::int64_t state_floats(const RwkvShape& shape) {
+    return checked_product(shape.batch_heads, shape.dim, shape.dim);
+  }
+  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
+  template <class T>
+  static void decode(const RwkvShape& shape, const RwkvParameters& p, const RwkvTokens<T>& x, float* state, T* out) {
+    rwkv6_recurrent(shape, p, 1, x, state, out);
+  }
+  template <class T>
+  static void prefill(const RwkvShape& shape, const RwkvParameters& p, std::int64_t tokens, const RwkvTokens<T>& x,
+                      float* state, T* out) {
+    rwkv6_prefill_chunkwise(shape, p, tokens, x, state, out);
+  }
+  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
+    return rwkv6_reference(in.head_matrix(kRwkvR, bh, rows), in.head_matrix(kRwkvK, bh, rows),
+                           in.head_matrix(kRwkvV, bh, rows), in.head_matrix(kRwkvDecay, bh, rows),
+                           in.parameter(in.u, bh))
+        .outputs;
+  }
+};
+
+class Rwkv6Capacity final : public CapacityProbe {
+ public:
+  MatrixD recall(const MatrixD& keys, const MatrixD& values) const override {
+    if (keys.rows != values.rows) throw std::invalid_argument("rwkv6's capacity probe needs one value per key");
+    const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
+    MatrixD S(dk, dv), out(n, dv);
+    for (std::int64_t t = 0; t < n; ++t) {
+      for (std::int64_t i = 0; i < dk; ++i) {
+        for (std::int64_t j = 0; j < dv; ++j) S(i, j) += keys(t, i) * values(t, j);
+      }
+    }
+    for (std::int64_t t = 0; t < n; ++t) {
+      for (std::int64_t i = 0; i < dk; ++i) {
+        for (std::int64_t j = 0; j < dv; ++j) out(t, j) += keys(t, i) * S(i, j);
+      }
+    }
+    return out;
+  }
+  std::string setting() const override {
+    return "w = 1 (d = -inf: no decay); S = sum_i k_i v_i^T, read with r = k_i after all n writes, so the bonus u "
+           "(which weighs only the current token) does not enter: o = k_i^T S";
+  }
+};
+
+class Rwkv6 final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{
+        "rwkv6",
+        "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (64)",
+        StateKind::fixed_state, {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > kRwkvMaxDim) return "rwkv6 takes head_dim up to " + std::to_string(kRwkvMaxDim);
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    return checked_mul(Rwkv6Policy::state_floats(rwkv_shape_of(cell)), 4);
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    return rwkv_predicted_peak_bytes<Rwkv6Policy>(cell);
+  }
+
+  // Bytes: r, k, v, d read and out written per token and channel (storage dtype); u (fp32) read
+  // once; the state read and written per decode step, written once per prefill. FLOPs (exp counts
+  // one): decode per head 5 d^2 (o += r_i S_ij; S_ij = w_i S_ij + k_i v_j) + 7 d (decay, bonus,
+  // o = bonus v); prefill as rwkv6_chunk_flops counts the chunkwise kernel.
+  Cost cost(const Cell& cell) const override {
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double params = static_cast<double>(cell.heads) * d * 4;
+    const double state = static_cast<double>(state_bytes(cell));
+    if (cell.phase == Phase::decode) return {2 * state + params + 5 * bh * d * e, bh * (5 * d * d + 7 * d)};
+    const std::int64_t length = cell.sequence_length;
+    const std::int64_t full = length / kRwkv6Chunk, rest = length % kRwkv6Chunk;
+    double flops = static_cast<double>(full) * rwkv6_chunk_flops(kRwkv6Chunk, cell.head_dim);
+    if (rest > 0) flops += rwkv6_chunk_flops(rest, cell.head_dim);
+    return {state + params + 5 * bh * static_cast<double>(length) * d * e, bh * flops};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+    return prepare_rwkv_cell<Rwkv6Policy>(cell, seed, backend.allocator());
+  }
+  const ConformanceAdapter* conformance() const override { return &rwkv6_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
+    static const Rwkv6Capacity probe;
+    return &probe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_rwkv6() { return std::make_unique<Rwkv6>(); }
+
+}  // namespace arch_bench

@@ -1,0 +1,124 @@
+#include <stdexcept>
+
+#include "mechanisms/capacity.hpp"
+#include "mechanisms/rwkv/cells.hpp"
+#include "mechanisms/rwkv/mechanism.hpp"
+#include "mechanisms/rwkv/rwkv7/cpu.hpp"
+#include "mechanisms/rwkv/rwkv7/reference.hpp"
+#include "runner/conformance/adapters.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+struct Rwkv7Policy {
+  static constexpr RwkvVersion version = RwkvVersion::v7;
+  static constexpr bool uses_w = false, uses_u = false;
+  static std::int64_t state_floats(const RwkvShape& shape) {
+    return checked_product(shape.batch_heads, shape.dim, shape.dim);
+  }
+  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
+  template <class T>
+  static void decode(const RwkvShape& shape, const RwkvParameters&, const RwkvTokens<T>& x, float* state, T* out) {
+    rwkv7_recurrent(shape, 1, x, state, out);
+  }
+  template <class T>
+  static void prefill(const RwkvShape& shape, const RwkvParameters&, std::int64_t tokens, const RwkvTokens<T>& x,
+                      float* state, T* out) {
+    rwkv7_recurrent(shape, tokens, x, state, out);
+  }
+  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
+    return rwkv7_reference(in.head_matrix(kRwkvR, bh, rows), in.head_matrix(kRwkvDecay, bh, rows),
+                           in.head_matrix(kRwkvK, bh, rows), in.head_matrix(kRwkvV, bh, rows),
+                           in.head_matrix(kRwkvKappa, bh, rows), in.head_matrix(kRwkvIclr, bh, rows))
+        .outputs;
+  }
+};
+
+// The delta rule at full strength: kappa_hat = k_i and iclr = 1 make diag(w) + a^T b = I - k_i^T k_i,
+// so each write replaces the value stored along k_i: S <- S (I - k_i^T k_i) + v_i^T k_i.
+class Rwkv7Capacity final : public CapacityProbe {
+ public:
+  MatrixD recall(const MatrixD& keys, const MatrixD& values) const override {
+    if (keys.rows != values.rows) throw std::invalid_argument("rwkv7's capacity probe needs one value per key");
+    const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
+    MatrixD S(dv, dk), out(n, dv);
+    std::vector<double> sk(static_cast<std::size_t>(dv));
+    for (std::int64_t t = 0; t < n; ++t) {
+      const double* k = keys.row(t);
+      for (std::int64_t i = 0; i < dv; ++i) {
+        double dot = 0;
+        for (std::int64_t j = 0; j < dk; ++j) dot += S(i, j) * k[j];
+        sk[i] = dot;
+      }
+      for (std::int64_t i = 0; i < dv; ++i) {
+        for (std::int64_t j = 0; j < dk; ++j) S(i, j) += (values(t, i) - sk[i]) * k[j];
+      }
+    }
+    for (std::int64_t t = 0; t < n; ++t) {
+      for (std::int64_t i = 0; i < dv; ++i) {
+        double dot = 0;
+        for (std::int64_t j = 0; j < dk; ++j) dot += S(i, j) * keys(t, j);
+        out(t, i) = dot;
+      }
+    }
+    return out;
+  }
+  std::string setting() const override {
+    return "w = 1 (no decay), kappa_hat = k_i and iclr = 1 (a = -k_i, b = k_i): S <- S (I - k_i^T k_i) + v_i^T k_i, "
+           "the delta rule with beta = 1; read o = S k_i after all n writes";
+  }
+};
+
+class Rwkv7 final : public Mechanism {
+ public:
+  const MechanismInfo& info() const override {
+    static const MechanismInfo info{
+        "rwkv7",
+        "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (not chunkwise)",
+        StateKind::fixed_state, {"cpu"}};
+    return info;
+  }
+
+  std::optional<std::string> unsupported(const Cell& cell) const override {
+    if (cell.head_dim > kRwkvMaxDim) return "rwkv7 takes head_dim up to " + std::to_string(kRwkvMaxDim);
+    return std::nullopt;
+  }
+
+  std::int64_t state_bytes(const Cell& cell) const override {
+    return checked_mul(Rwkv7Policy::state_floats(rwkv_shape_of(cell)), 4);
+  }
+
+  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
+    return rwkv_predicted_peak_bytes<Rwkv7Policy>(cell);
+  }
+
+  // Bytes: r, w_raw, k, v, kappa, iclr read and out written per token and channel (storage dtype);
+  // the state read and written per decode step, written once per prefill. FLOPs per token and head
+  // (exp counts one): 8 d for w = exp(-e^-0.5 sigmoid(w_raw)), a and b; per state element
+  // 9: S.a (2), S w + (S.a) b + v k (5), S.r (2).
+  Cost cost(const Cell& cell) const override {
+    const double e = static_cast<double>(dtype_bytes(cell.dtype));
+    const double bh = static_cast<double>(cell.batch_heads());
+    const double d = static_cast<double>(cell.head_dim);
+    const double state = static_cast<double>(state_bytes(cell));
+    const double tokens = cell.phase == Phase::decode ? 1.0 : static_cast<double>(cell.sequence_length);
+    const double state_traffic = cell.phase == Phase::decode ? 2 * state : state;
+    return {state_traffic + 7 * bh * tokens * d * e, bh * tokens * (9 * d * d + 8 * d)};
+  }
+
+  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+    return prepare_rwkv_cell<Rwkv7Policy>(cell, seed, backend.allocator());
+  }
+  const ConformanceAdapter* conformance() const override { return &rwkv7_conformance(); }
+  const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
+    static const Rwkv7Capacity probe;
+    return &probe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_rwkv7() { return std::make_unique<Rwkv7>(); }
+
+}  // namespace arch_bench

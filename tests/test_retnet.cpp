@@ -1,0 +1,213 @@
+// retnet: recurrent vs chunkwise, decode vs prefill, causality, kernels vs the fp64 reference,
+// extreme decays, the prepared cells and the capacity probe.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mechanisms/capacity.hpp"
+#include "mechanisms/registry.hpp"
+#include "mechanisms/retnet/cpu.hpp"
+#include "mechanisms/retnet/reference.hpp"
+#include "runner/backends/cpu/cpu_backend.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+using testing::relative_max_error;
+using testing::small_cell;
+
+struct PrefillResult {
+  std::vector<float> out, state;
+};
+
+std::vector<double> run_gammas(std::int64_t heads) {
+  std::vector<double> gamma;
+  for (std::int64_t h = 0; h < heads; ++h) gamma.push_back(retnet_gamma(h));
+  return gamma;
+}
+
+template <class T>
+PrefillResult prefill(const AttentionInputs& in, const std::vector<double>& gamma, bool chunkwise) {
+  const RetNetShape shape{in.batch_heads, static_cast<std::int64_t>(gamma.size()), in.dim, in.dim};
+  const auto q = testing::to_storage<T>(in.q), k = testing::to_storage<T>(in.k), v = testing::to_storage<T>(in.v);
+  std::vector<T> out(q.size());
+  PrefillResult r{{}, std::vector<float>(in.batch_heads * in.dim * in.dim, 0.0f)};
+  if (chunkwise) {
+    retnet_prefill_chunkwise(shape, gamma.data(), in.tokens, q.data(), k.data(), v.data(), r.state.data(), out.data());
+  } else {
+    retnet_prefill_recurrent(shape, gamma.data(), in.tokens, q.data(), k.data(), v.data(), r.state.data(), out.data());
+  }
+  r.out = testing::to_floats(out);
+  return r;
+}
+
+std::vector<float> reference_outputs(const AttentionInputs& in, const std::vector<double>& gamma) {
+  std::vector<float> out;
+  const std::int64_t heads = static_cast<std::int64_t>(gamma.size());
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    const RetNetResult ref = retnet_scan(in.head_matrix(in.q, h, in.tokens), in.head_matrix(in.k, h, in.tokens),
+                                         in.head_matrix(in.v, h, in.tokens), gamma[h % heads]);
+    out.insert(out.end(), ref.outputs.data.begin(), ref.outputs.data.end());
+  }
+  return out;
+}
+
+TEST(RetNet, GammaPerHeadIsOneMinusTwoToTheMinusFiveMinusH) {
+  EXPECT_EQ(retnet_gamma(0), 0.96875);
+  EXPECT_EQ(retnet_gamma(3), 1.0 - 1.0 / 256);
+  EXPECT_EQ(retnet_gamma(7), 1.0 - 1.0 / 4096);
+}
+
+TEST(RetNet, RecurrentEqualsChunkwisePrefillOutputsAndStates) {
+  // 200 tokens: three full chunks of 64 and a partial one; 4 heads, so four decays; head_dim 48
+  // exercises the matrix products' narrow column tails.
+  for (std::int64_t dim : {32, 48}) {
+    const AttentionInputs in = make_attention_inputs(small_cell(4, dim, 0, DType::float32), 200, 21);
+    const auto gamma = run_gammas(4);
+    const PrefillResult chunked = prefill<float>(in, gamma, true);
+    const PrefillResult recurrent = prefill<float>(in, gamma, false);
+    EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5) << dim;
+    EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5) << dim;
+  }
+}
+
+TEST(RetNet, ChunkwiseMatchesFp64ReferenceFloat32) {
+  const AttentionInputs in = make_attention_inputs(small_cell(3, 64, 0, DType::float32), 300, 22);
+  EXPECT_LT(relative_max_error(prefill<float>(in, run_gammas(3), true).out, reference_outputs(in, run_gammas(3))), 1e-5);
+}
+
+TEST(RetNet, Bfloat16StaysWithinToleranceOfFp64) {
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 1000, 23);
+  const auto gamma = run_gammas(2);
+  const double chunked = relative_max_error(prefill<bf16>(in, gamma, true).out, reference_outputs(in, gamma));
+  const double recurrent = relative_max_error(prefill<bf16>(in, gamma, false).out, reference_outputs(in, gamma));
+  EXPECT_LT(chunked, dtype_tolerance(DType::bfloat16));
+  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
+  EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
+}
+
+TEST(RetNet, DecodeAtPositionTEqualsRowTOfPrefill) {
+  const std::int64_t length = 130;
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 32, length, DType::float32), length + 1, 31);
+  const auto gamma = run_gammas(2);
+  const PrefillResult full = prefill<float>(in, gamma, true);
+  // Context of `length` tokens via prefill, then one decode step for token `length`.
+  AttentionInputs context = in;
+  context.tokens = length;
+  context.q.clear(), context.k.clear(), context.v.clear();
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    context.q.insert(context.q.end(), in.q_at(h, 0), in.q_at(h, length));
+    context.k.insert(context.k.end(), in.k_at(h, 0), in.k_at(h, length));
+    context.v.insert(context.v.end(), in.v_at(h, 0), in.v_at(h, length));
+  }
+  PrefillResult state = prefill<float>(context, gamma, true);
+  const RetNetShape shape{in.batch_heads, 2, in.dim, in.dim};
+  std::vector<float> q, k, v, out(in.batch_heads * in.dim), expected;
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    q.insert(q.end(), in.q_at(h, length), in.q_at(h, length) + in.dim);
+    k.insert(k.end(), in.k_at(h, length), in.k_at(h, length) + in.dim);
+    v.insert(v.end(), in.v_at(h, length), in.v_at(h, length) + in.dim);
+    const float* row = full.out.data() + (h * in.tokens + length) * in.dim;
+    expected.insert(expected.end(), row, row + in.dim);
+  }
+  retnet_decode_step(shape, gamma.data(), q.data(), k.data(), v.data(), state.state.data(), out.data());
+  EXPECT_LT(relative_max_error(out, expected), 1e-5);
+  EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
+}
+
+TEST(RetNet, ChangingTokenJLeavesEarlierOutputsUnchanged) {
+  const std::int64_t tokens = 150, j = 97;
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 32, 0, DType::float32), tokens, 32);
+  AttentionInputs changed = in;
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    for (std::int64_t c = 0; c < in.dim; ++c) {
+      changed.q[(h * tokens + j) * in.dim + c] += 1.0f;
+      changed.k[(h * tokens + j) * in.dim + c] -= 2.0f;
+      changed.v[(h * tokens + j) * in.dim + c] *= -3.0f;
+    }
+  }
+  const auto gamma = run_gammas(2);
+  const PrefillResult a = prefill<float>(in, gamma, true), b = prefill<float>(changed, gamma, true);
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      bool same = true;
+      for (std::int64_t c = 0; c < in.dim; ++c) {
+        const std::size_t i = (h * tokens + t) * in.dim + c;
+        same &= a.out[i] == b.out[i];
+      }
+      EXPECT_EQ(same, t < j) << "head " << h << " token " << t;
+    }
+  }
+}
+
+TEST(RetNet, FiniteAtL8192WithDecaysNearZeroAndNearOne) {
+  for (double gamma : {1e-3, 1.0 - 1e-7, 1.0}) {
+    const AttentionInputs in = make_attention_inputs(small_cell(1, 32, 0, DType::float32), 8192, 33);
+    const PrefillResult r = prefill<float>(in, {gamma}, true);
+    for (float x : r.out) ASSERT_TRUE(std::isfinite(x)) << gamma;
+    for (float x : r.state) ASSERT_TRUE(std::isfinite(x)) << gamma;
+    // The last rows against the fp64 reference: the chunked decay powers stay accurate at both ends.
+    const std::vector<float> ref = reference_outputs(in, {gamma});
+    const std::vector<float> tail_out(r.out.end() - 64 * 32, r.out.end()), tail_ref(ref.end() - 64 * 32, ref.end());
+    EXPECT_LT(relative_max_error(tail_out, tail_ref), 1e-4) << gamma;
+  }
+}
+
+TEST(RetNet, StateBytesAreFixedAcrossLengths) {
+  const Mechanism* retnet = find_mechanism("retnet");
+  ASSERT_NE(retnet, nullptr);
+  Cell cell = small_cell(8, 64, 512, DType::bfloat16);
+  const std::int64_t at_512 = retnet->state_bytes(cell);
+  for (std::int64_t length : {0, 2048, 8192, 1 << 20}) {
+    cell.sequence_length = length;
+    EXPECT_EQ(retnet->state_bytes(cell), at_512) << length;
+  }
+  EXPECT_EQ(at_512, 8 * 64 * 64 * 4);  // fp32 S per head
+  cell.batch = std::int64_t{1} << 40;
+  EXPECT_THROW(retnet->state_bytes(cell), SizeOverflow);
+}
+
+TEST(RetNet, PreparedCellsAllocateNothingAndPassTheirCheck) {
+  const Mechanism* retnet = find_mechanism("retnet");
+  ASSERT_NE(retnet, nullptr);
+  CpuBackend backend;
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      Cell cell = small_cell(4, 64, 257, dtype, phase);
+      cell.mechanism = "retnet";
+      auto prepared = retnet->prepare(cell, 5, backend);
+      const std::int64_t allocations_before = backend.allocator().allocation_count();
+      prepared->run();
+      EXPECT_EQ(backend.allocator().allocation_count(), allocations_before);
+      const Accuracy accuracy = prepared->check();
+      EXPECT_TRUE(accuracy.output_finite);
+      EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 4 : 4 * 257);
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype) << " " << phase_name(phase);
+    }
+  }
+}
+
+TEST(RetNet, CapacityProbeIsTheAdditiveStateAtGammaOne) {
+  const Mechanism* retnet = find_mechanism("retnet");
+  ASSERT_NE(retnet, nullptr);
+  const CapacityProbe* probe = retnet->capacity_probe(MechanismOptions{});
+  ASSERT_NE(probe, nullptr);
+  EXPECT_NE(probe->setting().find("gamma = 1"), std::string::npos);
+  // Orthogonal unit keys (the coordinate axes): the additive state recalls them exactly ...
+  const std::int64_t d = 16;
+  MatrixD keys(d, d), values(d, d);
+  for (std::int64_t i = 0; i < d; ++i) {
+    keys(i, i) = 1.0;
+    for (std::int64_t j = 0; j < d; ++j) values(i, j) = std::sin(1.0 + i * d + j);
+  }
+  const MatrixD read = probe->recall(keys, values);
+  for (std::size_t i = 0; i < read.data.size(); ++i) EXPECT_NEAR(read.data[i], values.data[i], 1e-12);
+  // ... and the same key written twice returns the sum of its values (an additive rule).
+  MatrixD twice(2, d), two_values(2, d);
+  twice(0, 3) = twice(1, 3) = 1.0;
+  for (std::int64_t j = 0; j < d; ++j) two_values(0, j) = 1.0, two_values(1, j) = 2.0;
+  EXPECT_NEAR(probe->recall(twice, two_values)(1, 5), 3.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,279 @@
+// RWKV-6 (Finch): the fp64 recurrent reference, the CPU kernels (recurrent step, chunkwise prefill
+// with cumulative log-decays), the mechanism contract and the conformance round trip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "mechanisms/capacity.hpp"
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/registry.hpp"
+#include "mechanisms/rwkv/inputs.hpp"
+#include "mechanisms/rwkv/rwkv6/cpu.hpp"
+#include "mechanisms/rwkv/rwkv6/reference.hpp"
+#include "runner/backends/cpu/cpu_backend.hpp"
+#include "runner/conformance/conformance.hpp"
+#include "support/cli.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+Cell rwkv6_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType dtype, Phase phase = Phase::prefill,
+                std::int64_t batch = 1) {
+  Cell cell = testing::small_cell(heads, dim, length, dtype, phase);
+  cell.mechanism = "rwkv6";
+  cell.batch = batch;
+  return cell;
+}
+
+// A layer's inputs in kernel storage, with each kernel run from a zero state.
+template <class T>
+struct Problem {
+  Problem(const Cell& cell, std::int64_t tokens, std::uint64_t seed = 7)
+      : in(make_rwkv_inputs(cell, tokens, seed, RwkvVersion::v6)), shape{in.batch_heads, in.heads, in.dim} {
+    restore();
+  }
+  void restore() {
+    for (int i = 0; i < kRwkvInputCount; ++i) storage[i] = testing::to_storage<T>(in.sequence[i]);
+  }
+  RwkvTokens<T> tokens() const {
+    return {storage[kRwkvR].data(), storage[kRwkvK].data(), storage[kRwkvV].data(), storage[kRwkvDecay].data()};
+  }
+  RwkvParameters params() const { return {nullptr, in.u.data()}; }
+  std::vector<float> run(bool chunkwise, std::vector<float>* state_out = nullptr,
+                         std::vector<float> state = {}) const {
+    if (state.empty()) state.assign(rwkv6_state_floats(shape), 0.0f);
+    std::vector<T> out(storage[kRwkvK].size());
+    if (chunkwise) {
+      rwkv6_prefill_chunkwise(shape, params(), in.tokens, tokens(), state.data(), out.data());
+    } else {
+      rwkv6_recurrent(shape, params(), in.tokens, tokens(), state.data(), out.data());
+    }
+    if (state_out) *state_out = state;
+    return testing::to_floats(out);
+  }
+  // Every row of every head against the fp64 reference.
+  double against_reference(const std::vector<float>& out) const {
+    double diff = 0, scale = 0;
+    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+      const RwkvMatrixResult ref =
+          rwkv6_reference(in.head_matrix(kRwkvR, bh, in.tokens), in.head_matrix(kRwkvK, bh, in.tokens),
+                          in.head_matrix(kRwkvV, bh, in.tokens), in.head_matrix(kRwkvDecay, bh, in.tokens),
+                          in.parameter(in.u, bh));
+      for (std::int64_t i = 0; i < in.tokens * in.dim; ++i) {
+        diff = std::fmax(diff, std::fabs(out[bh * in.tokens * in.dim + i] - ref.outputs.data[i]));
+        scale = std::fmax(scale, std::fabs(ref.outputs.data[i]));
+      }
+    }
+    return diff / scale;
+  }
+  RwkvInputs in;
+  RwkvShape shape;
+  std::array<std::vector<T>, kRwkvInputCount> storage;
+};
+
+TEST(Rwkv6Reference, RecurrenceEqualsTheUnrolledSum) {
+  // o_t = sum_{s<t} (r_t * prod_{s<m<t} w_m ... ) : check against the closed form
+  // o_t[j] = sum_i r_ti (sum_{s<t} (prod_{s<m<=t-1} w_mi) k_si v_sj + u_i k_ti v_tj).
+  const Problem<float> p(rwkv6_cell(1, 4, 9, DType::float32), 9);
+  const std::int64_t T = 9, D = 4;
+  const MatrixD r = p.in.head_matrix(kRwkvR, 0, T), k = p.in.head_matrix(kRwkvK, 0, T);
+  const MatrixD v = p.in.head_matrix(kRwkvV, 0, T), d = p.in.head_matrix(kRwkvDecay, 0, T);
+  const std::vector<double> u = p.in.parameter(p.in.u, 0);
+  const RwkvMatrixResult ref = rwkv6_reference(r, k, v, d, u);
+  for (std::int64_t t = 0; t < T; ++t) {
+    for (std::int64_t j = 0; j < D; ++j) {
+      double o = 0;
+      for (std::int64_t i = 0; i < D; ++i) {
+        for (std::int64_t s = 0; s < t; ++s) {
+          double decay = 1;
+          for (std::int64_t m = s + 1; m <= t - 1; ++m) decay *= std::exp(-std::exp(d(m, i)));
+          o += r(t, i) * decay * k(s, i) * v(s, j);
+        }
+        o += r(t, i) * u[i] * k(t, i) * v(t, j);
+      }
+      EXPECT_NEAR(ref.outputs(t, j), o, 1e-12 * std::fmax(1.0, std::fabs(o)));
+    }
+  }
+  EXPECT_THROW(rwkv6_reference(r, k, v, MatrixD(T, D + 1), u), std::invalid_argument);
+}
+
+TEST(Rwkv6Kernel, RecurrentMatchesReferenceFp32) {
+  const Problem<float> p(rwkv6_cell(2, 16, 200, DType::float32, Phase::prefill, 2), 200);
+  const double error = p.against_reference(p.run(false));
+  EXPECT_LT(error, 1e-5);
+  std::printf("recurrent fp32 vs fp64 reference: %.3g\n", error);
+}
+
+TEST(Rwkv6Kernel, ChunkwiseEqualsRecurrentAtLengthsAroundTheChunk) {
+  for (std::int64_t tokens : {1, 15, 16, 17, 63, 64, 65, 129, 300}) {
+    const Problem<float> p(rwkv6_cell(2, 32, tokens, DType::float32), tokens);
+    std::vector<float> chunk_state, recurrent_state;
+    const std::vector<float> chunk = p.run(true, &chunk_state), recurrent = p.run(false, &recurrent_state);
+    const double out_diff = testing::relative_max_error(chunk, recurrent);
+    const double state_diff = testing::relative_max_error(chunk_state, recurrent_state);
+    EXPECT_LT(out_diff, 1e-5) << "L = " << tokens;
+    EXPECT_LT(state_diff, 1e-5) << "L = " << tokens;
+    EXPECT_LT(p.against_reference(chunk), 1e-5) << "L = " << tokens;
+    std::printf("L = %3ld: chunkwise vs recurrent outputs %.3g, state %.3g\n", static_cast<long>(tokens), out_diff,
+                state_diff);
+  }
+}
+
+TEST(Rwkv6Kernel, ChunkwiseStaysFiniteAndExactWithExtremeDecays) {
+  // d up to 6 (log w = -e^6 = -403: a chunk's cumulative log-decay reaches -10^4, far past e^-88)
+  // and down to -12 (w = 1 - 6e-6): nothing overflows, and the result is the recurrence's.
+  Problem<float> p(rwkv6_cell(1, 32, 200, DType::float32), 200);
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> spread(-12.0f, 6.0f);
+  for (float& d : p.in.sequence[kRwkvDecay]) d = spread(rng);
+  p.restore();
+  const std::vector<float> chunk = p.run(true), recurrent = p.run(false);
+  for (float x : chunk) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_LT(testing::relative_max_error(chunk, recurrent), 1e-5);
+  EXPECT_LT(p.against_reference(chunk), 1e-5);
+}
+
+TEST(Rwkv6Kernel, ChunkwiseContinuesFromACarriedState) {
+  const std::int64_t tokens = 150, split = 70;
+  const Problem<float> whole(rwkv6_cell(1, 16, tokens, DType::float32), tokens);
+  std::vector<float> whole_state;
+  const std::vector<float> expected = whole.run(false, &whole_state);
+  // The same inputs cut in two: [0, split) then [split, tokens) from the carried state.
+  auto part = [&](std::int64_t begin, std::int64_t count) {
+    Problem<float> p = whole;
+    p.in.tokens = count;
+    for (auto& x : p.in.sequence) {
+      if (!x.empty()) x = std::vector<float>(x.begin() + begin * 16, x.begin() + (begin + count) * 16);
+    }
+    p.restore();
+    return p;
+  };
+  std::vector<float> state;
+  const std::vector<float> first = part(0, split).run(true, &state);
+  const std::vector<float> second = part(split, tokens - split).run(true, &state, state);
+  std::vector<float> joined = first;
+  joined.insert(joined.end(), second.begin(), second.end());
+  EXPECT_LT(testing::relative_max_error(joined, expected), 1e-5);
+  EXPECT_LT(testing::relative_max_error(state, whole_state), 1e-5);
+}
+
+TEST(Rwkv6Kernel, DecodeStepAtTEqualsPrefillRowT) {
+  const std::int64_t tokens = 130, dim = 16;
+  const Problem<float> p(rwkv6_cell(2, dim, tokens, DType::float32), tokens);
+  const std::vector<float> prefill = p.run(true);
+  std::vector<float> state(rwkv6_state_floats(p.shape), 0.0f), out(2 * dim);
+  std::vector<std::vector<float>> token(kRwkvInputCount, std::vector<float>(2 * dim));
+  double worst = 0;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    for (int i = 0; i < 4; ++i) {
+      for (std::int64_t bh = 0; bh < 2; ++bh) {
+        std::copy_n(p.storage[i].begin() + (bh * tokens + t) * dim, dim, token[i].begin() + bh * dim);
+      }
+    }
+    rwkv6_recurrent(p.shape, p.params(), 1,
+                    RwkvTokens<float>{token[0].data(), token[1].data(), token[2].data(), token[3].data()},
+                    state.data(), out.data());
+    for (std::int64_t bh = 0; bh < 2; ++bh) {
+      for (std::int64_t j = 0; j < dim; ++j) {
+        const double expected = prefill[(bh * tokens + t) * dim + j];
+        worst = std::fmax(worst, std::fabs(out[bh * dim + j] - expected) / std::fmax(1.0, std::fabs(expected)));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-5);
+  std::printf("decode step vs prefill row, worst over %ld tokens: %.3g\n", static_cast<long>(tokens), worst);
+}
+
+TEST(Rwkv6Kernel, Bf16StorageWithinTolerance) {
+  const Problem<bf16> p(rwkv6_cell(2, 64, 700, DType::bfloat16), 700);
+  const double chunk = p.against_reference(p.run(true)), recurrent = p.against_reference(p.run(false));
+  EXPECT_LT(chunk, dtype_tolerance(DType::bfloat16));
+  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
+  std::printf("bf16: chunkwise %.3g, recurrent %.3g\n", chunk, recurrent);
+}
+
+TEST(Rwkv6Mechanism, StateBytesAreFixedAtEveryLength) {
+  const Mechanism* m = find_mechanism("rwkv6");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->info().state_kind, StateKind::fixed_state);
+  for (Phase phase : {Phase::decode, Phase::prefill}) {
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+      for (std::int64_t length : {1, 512, 2048, 8192, 1 << 20}) {
+        EXPECT_EQ(m->state_bytes(rwkv6_cell(8, 64, length, dtype, phase, 2)), 2 * 8 * 64 * 64 * 4);
+      }
+    }
+  }
+  EXPECT_TRUE(m->unsupported(rwkv6_cell(1, 512, 16, DType::float32)).has_value());
+  Cell huge = rwkv6_cell(8, 64, 512, DType::float32);
+  huge.batch = std::int64_t{1} << 55;
+  EXPECT_THROW(m->state_bytes(huge), SizeOverflow);
+}
+
+TEST(Rwkv6Mechanism, PreparedCellsCheckWithinToleranceAndDecodeAllocatesNothing) {
+  const Mechanism* m = find_mechanism("rwkv6");
+  CpuBackend backend;
+  for (Phase phase : {Phase::decode, Phase::prefill}) {
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+      const Cell cell = rwkv6_cell(3, 16, 200, dtype, phase, 2);
+      const std::int64_t before = backend.allocator().current_bytes();
+      std::unique_ptr<PreparedCell> prepared = m->prepare(cell, 42, backend);
+      EXPECT_LE(backend.allocator().current_bytes() - before, m->predicted_peak_bytes(cell));
+      const std::int64_t allocations = backend.allocator().allocation_count();
+      prepared->run();
+      EXPECT_EQ(backend.allocator().allocation_count(), allocations);
+      const Accuracy a = prepared->check();
+      EXPECT_TRUE(a.output_finite);
+      EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << phase_name(phase) << " " << dtype_name(dtype);
+      EXPECT_EQ(a.rows_checked, phase == Phase::decode ? 6 : 6 * 200);
+      EXPECT_GT(m->cost(cell).flops, 0);
+      std::printf("%s %s: max_rel_error %.3g\n", phase_name(phase).c_str(), dtype_name(dtype).c_str(),
+                  a.max_rel_error);
+    }
+  }
+}
+
+TEST(Rwkv6Mechanism, FiniteAndWithinToleranceAtLength8192) {
+  const Mechanism* m = find_mechanism("rwkv6");
+  CpuBackend backend;
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    std::unique_ptr<PreparedCell> prepared = m->prepare(rwkv6_cell(1, 64, 8192, dtype), 1, backend);
+    prepared->run();
+    const Accuracy a = prepared->check();
+    EXPECT_TRUE(a.output_finite);
+    EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype);
+    std::printf("L = 8192 %s: max_rel_error %.3g\n", dtype_name(dtype).c_str(), a.max_rel_error);
+  }
+}
+
+TEST(Rwkv6Mechanism, CapacityProbeRecallsOrthonormalKeysExactly) {
+  const CapacityProbe* probe = find_mechanism("rwkv6")->capacity_probe(MechanismOptions{});
+  ASSERT_NE(probe, nullptr);
+  const std::int64_t n = 8, d = 8;
+  MatrixD keys(n, d), values(n, 5);
+  for (std::int64_t i = 0; i < n; ++i) {
+    keys(i, i) = 1.0;
+    for (std::int64_t j = 0; j < 5; ++j) values(i, j) = std::sin(1.0 + static_cast<double>(i * 5 + j));
+  }
+  const MatrixD out = probe->recall(keys, values);
+  for (std::size_t i = 0; i < out.data.size(); ++i) EXPECT_NEAR(out.data[i], values.data[i], 1e-14);
+  EXPECT_FALSE(probe->setting().empty());
+}
+
+TEST(Rwkv6Conformance, GenerateAndRunRoundTrip) {
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    testing::TempFolder folder;
+    MechanismOptions options;
+    options.feature_map = "";
+    generate_conformance_inputs({folder.path() / "in", "rwkv6", {2, 2, 80, 16}, options, 7, dtype});
+    const ConformanceResult result =
+        run_conformance({"rwkv6", folder.path() / "in", folder.path() / "out", dtype, options, false});
+    EXPECT_TRUE(result.passed) << result.manifest.dump(2);
+    EXPECT_EQ(read_npy(folder.path() / "out" / "final_state.npy").shape, (std::vector<std::int64_t>{2, 2, 16, 16}));
+  }
+}
+
+}  // namespace
+}  // namespace arch_bench

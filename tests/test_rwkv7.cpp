@@ -1,0 +1,233 @@
+// RWKV-7 (Goose): the fp64 recurrent reference, the CPU recurrence (decode step and prefill), the
+// mechanism contract and the conformance round trip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "mechanisms/capacity.hpp"
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/registry.hpp"
+#include "mechanisms/rwkv/inputs.hpp"
+#include "mechanisms/rwkv/rwkv7/cpu.hpp"
+#include "mechanisms/rwkv/rwkv7/reference.hpp"
+#include "runner/backends/cpu/cpu_backend.hpp"
+#include "runner/conformance/conformance.hpp"
+#include "support/cli.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+Cell rwkv7_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType dtype, Phase phase = Phase::prefill,
+                std::int64_t batch = 1) {
+  Cell cell = testing::small_cell(heads, dim, length, dtype, phase);
+  cell.mechanism = "rwkv7";
+  cell.batch = batch;
+  return cell;
+}
+
+template <class T>
+struct Problem {
+  Problem(const Cell& cell, std::int64_t tokens, std::uint64_t seed = 7)
+      : in(make_rwkv_inputs(cell, tokens, seed, RwkvVersion::v7)), shape{in.batch_heads, in.heads, in.dim} {
+    for (int i = 0; i < kRwkvInputCount; ++i) storage[i] = testing::to_storage<T>(in.sequence[i]);
+  }
+  RwkvTokens<T> tokens() const {
+    return {storage[kRwkvR].data(),     storage[kRwkvK].data(),     storage[kRwkvV].data(),
+            storage[kRwkvDecay].data(), storage[kRwkvKappa].data(), storage[kRwkvIclr].data()};
+  }
+  std::vector<float> prefill(std::vector<float>* state_out = nullptr) const {
+    std::vector<float> state(rwkv7_state_floats(shape), 0.0f);
+    std::vector<T> out(storage[kRwkvK].size());
+    rwkv7_recurrent(shape, in.tokens, tokens(), state.data(), out.data());
+    if (state_out) *state_out = state;
+    return testing::to_floats(out);
+  }
+  RwkvMatrixResult reference(std::int64_t bh) const {
+    const std::int64_t T = in.tokens;
+    return rwkv7_reference(in.head_matrix(kRwkvR, bh, T), in.head_matrix(kRwkvDecay, bh, T),
+                           in.head_matrix(kRwkvK, bh, T), in.head_matrix(kRwkvV, bh, T),
+                           in.head_matrix(kRwkvKappa, bh, T), in.head_matrix(kRwkvIclr, bh, T));
+  }
+  double against_reference(const std::vector<float>& out) const {
+    double diff = 0, scale = 0;
+    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+      const RwkvMatrixResult ref = reference(bh);
+      for (std::int64_t i = 0; i < in.tokens * in.dim; ++i) {
+        diff = std::fmax(diff, std::fabs(out[bh * in.tokens * in.dim + i] - ref.outputs.data[i]));
+        scale = std::fmax(scale, std::fabs(ref.outputs.data[i]));
+      }
+    }
+    return diff / scale;
+  }
+  RwkvInputs in;
+  RwkvShape shape;
+  std::array<std::vector<T>, kRwkvInputCount> storage;
+};
+
+TEST(Rwkv7Reference, DeltaRuleReplacesTheValueAlongKappa) {
+  // w = 1 (w_raw -> -inf), kappa = k unit-norm, iclr = 1: after writing (k, v) onto any state,
+  // S k = v exactly, and the state's component orthogonal to k is untouched.
+  const std::int64_t D = 4;
+  MatrixD r(2, D), w_raw(2, D), k(2, D), v(2, D), kappa(2, D), iclr(2, D);
+  for (std::int64_t j = 0; j < D; ++j) {
+    w_raw(0, j) = w_raw(1, j) = -1e3;
+    iclr(0, j) = iclr(1, j) = 1.0;
+    v(0, j) = 1.0 + static_cast<double>(j);
+    v(1, j) = -2.0 + 0.5 * static_cast<double>(j);
+  }
+  k(0, 0) = 1.0;                                  // e_0
+  k(1, 0) = k(1, 1) = 1.0 / std::sqrt(2.0);       // (e_0 + e_1)/sqrt 2
+  kappa = k;
+  r = k;
+  const RwkvMatrixResult ref = rwkv7_reference(r, w_raw, k, v, kappa, iclr);
+  for (std::int64_t i = 0; i < D; ++i) {
+    EXPECT_NEAR(ref.outputs(0, i), v(0, i), 1e-12);  // o_0 = S_0 k_0 = v_0
+    EXPECT_NEAR(ref.outputs(1, i), v(1, i), 1e-12);  // o_1 = S_1 k_1 = v_1
+  }
+  // The state along e_0 - e_1 (orthogonal to k_1) keeps what the first write put there.
+  for (std::int64_t i = 0; i < D; ++i) {
+    const double along = (ref.state(i, 0) - ref.state(i, 1)) / std::sqrt(2.0);
+    EXPECT_NEAR(along, v(0, i) / std::sqrt(2.0), 1e-12);
+  }
+  EXPECT_THROW(rwkv7_reference(r, w_raw, k, v, kappa, MatrixD(2, D + 1)), std::invalid_argument);
+}
+
+TEST(Rwkv7Kernel, RecurrentMatchesReferenceFp32) {
+  const Problem<float> p(rwkv7_cell(2, 32, 300, DType::float32, Phase::prefill, 2), 300);
+  std::vector<float> state;
+  const double error = p.against_reference(p.prefill(&state));
+  EXPECT_LT(error, 1e-5);
+  const RwkvMatrixResult ref = p.reference(3);
+  std::vector<float> last(state.end() - 32 * 32, state.end());
+  std::vector<float> expected(ref.state.data.begin(), ref.state.data.end());
+  EXPECT_LT(testing::relative_max_error(last, expected), 1e-5);
+  std::printf("recurrent fp32 vs fp64 reference: %.3g\n", error);
+}
+
+TEST(Rwkv7Kernel, DecodeStepAtTEqualsPrefillRowT) {
+  const std::int64_t tokens = 130, dim = 16;
+  const Problem<float> p(rwkv7_cell(2, dim, tokens, DType::float32), tokens);
+  const std::vector<float> prefill = p.prefill();
+  std::vector<float> state(rwkv7_state_floats(p.shape), 0.0f), out(2 * dim);
+  std::vector<std::vector<float>> token(kRwkvInputCount, std::vector<float>(2 * dim));
+  double worst = 0;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    for (int i = 0; i < kRwkvInputCount; ++i) {
+      for (std::int64_t bh = 0; bh < 2; ++bh) {
+        std::copy_n(p.storage[i].begin() + (bh * tokens + t) * dim, dim, token[i].begin() + bh * dim);
+      }
+    }
+    rwkv7_recurrent(p.shape, 1,
+                    RwkvTokens<float>{token[0].data(), token[1].data(), token[2].data(), token[3].data(),
+                                      token[4].data(), token[5].data()},
+                    state.data(), out.data());
+    for (std::int64_t bh = 0; bh < 2; ++bh) {
+      for (std::int64_t j = 0; j < dim; ++j) {
+        const double expected = prefill[(bh * tokens + t) * dim + j];
+        worst = std::fmax(worst, std::fabs(out[bh * dim + j] - expected) / std::fmax(1.0, std::fabs(expected)));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-6);
+}
+
+TEST(Rwkv7Kernel, Bf16StorageWithinTolerance) {
+  const Problem<bf16> p(rwkv7_cell(2, 64, 700, DType::bfloat16), 700);
+  const double error = p.against_reference(p.prefill());
+  EXPECT_LT(error, dtype_tolerance(DType::bfloat16));
+  std::printf("bf16 vs fp64 reference: %.3g\n", error);
+}
+
+TEST(Rwkv7Mechanism, StateBytesAreFixedAtEveryLength) {
+  const Mechanism* m = find_mechanism("rwkv7");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->info().state_kind, StateKind::fixed_state);
+  EXPECT_NE(m->info().title.find("recurrent prefill"), std::string::npos);
+  for (Phase phase : {Phase::decode, Phase::prefill}) {
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+      for (std::int64_t length : {1, 512, 2048, 8192, 1 << 20}) {
+        EXPECT_EQ(m->state_bytes(rwkv7_cell(8, 64, length, dtype, phase, 2)), 2 * 8 * 64 * 64 * 4);
+      }
+    }
+  }
+  EXPECT_TRUE(m->unsupported(rwkv7_cell(1, 512, 16, DType::float32)).has_value());
+  Cell huge = rwkv7_cell(8, 64, 512, DType::float32);
+  huge.batch = std::int64_t{1} << 55;
+  EXPECT_THROW(m->state_bytes(huge), SizeOverflow);
+}
+
+TEST(Rwkv7Mechanism, PreparedCellsCheckWithinToleranceAndDecodeAllocatesNothing) {
+  const Mechanism* m = find_mechanism("rwkv7");
+  CpuBackend backend;
+  for (Phase phase : {Phase::decode, Phase::prefill}) {
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+      const Cell cell = rwkv7_cell(3, 16, 200, dtype, phase, 2);
+      const std::int64_t before = backend.allocator().current_bytes();
+      std::unique_ptr<PreparedCell> prepared = m->prepare(cell, 42, backend);
+      EXPECT_LE(backend.allocator().current_bytes() - before, m->predicted_peak_bytes(cell));
+      const std::int64_t allocations = backend.allocator().allocation_count();
+      prepared->run();
+      EXPECT_EQ(backend.allocator().allocation_count(), allocations);
+      const Accuracy a = prepared->check();
+      EXPECT_TRUE(a.output_finite);
+      EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << phase_name(phase) << " " << dtype_name(dtype);
+      EXPECT_EQ(a.rows_checked, phase == Phase::decode ? 6 : 6 * 200);
+      EXPECT_GT(m->cost(cell).flops, 0);
+      std::printf("%s %s: max_rel_error %.3g\n", phase_name(phase).c_str(), dtype_name(dtype).c_str(),
+                  a.max_rel_error);
+    }
+  }
+}
+
+TEST(Rwkv7Mechanism, FiniteAndWithinToleranceAtLength8192) {
+  const Mechanism* m = find_mechanism("rwkv7");
+  CpuBackend backend;
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    std::unique_ptr<PreparedCell> prepared = m->prepare(rwkv7_cell(1, 64, 8192, dtype), 1, backend);
+    prepared->run();
+    const Accuracy a = prepared->check();
+    EXPECT_TRUE(a.output_finite);
+    EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype);
+    std::printf("L = 8192 %s: max_rel_error %.3g\n", dtype_name(dtype).c_str(), a.max_rel_error);
+  }
+}
+
+TEST(Rwkv7Mechanism, CapacityProbeIsTheDeltaRule) {
+  const CapacityProbe* probe = find_mechanism("rwkv7")->capacity_probe(MechanismOptions{});
+  ASSERT_NE(probe, nullptr);
+  // Orthonormal keys: every write lands in its own direction, so all n <= d are recalled exactly.
+  const std::int64_t d = 8;
+  MatrixD keys(d, d), values(d, 3);
+  for (std::int64_t i = 0; i < d; ++i) {
+    keys(i, (3 * i) % d) = 1.0;
+    for (std::int64_t j = 0; j < 3; ++j) values(i, j) = std::cos(static_cast<double>(i * 3 + j));
+  }
+  MatrixD out = probe->recall(keys, values);
+  for (std::size_t i = 0; i < out.data.size(); ++i) EXPECT_NEAR(out.data[i], values.data[i], 1e-14);
+  // A key written twice keeps its last value (the delta rule replaces, additive memory would sum).
+  MatrixD twice(2, d), values2(2, 3);
+  twice(0, 1) = twice(1, 1) = 1.0;
+  values2(0, 0) = 5.0, values2(1, 0) = -1.0;
+  out = probe->recall(twice, values2);
+  EXPECT_NEAR(out(0, 0), -1.0, 1e-14);
+  EXPECT_FALSE(probe->setting().empty());
+}
+
+TEST(Rwkv7Conformance, GenerateAndRunRoundTrip) {
+  for (DType dtype : {DType::float32, DType::bfloat16}) {
+    testing::TempFolder folder;
+    MechanismOptions options;
+    options.feature_map = "";
+    generate_conformance_inputs({folder.path() / "in", "rwkv7", {2, 2, 80, 16}, options, 7, dtype});
+    const ConformanceResult result =
+        run_conformance({"rwkv7", folder.path() / "in", folder.path() / "out", dtype, options, false});
+    EXPECT_TRUE(result.passed) << result.manifest.dump(2);
+    EXPECT_EQ(read_npy(folder.path() / "out" / "final_state.npy").shape, (std::vector<std::int64_t>{2, 2, 16, 16}));
+  }
+}
+
+}  // namespace
+}  // namespace arch_bench
