@@ -235,7 +235,7 @@ TEST(GatedDeltaNet, StateBytesAreFixedAcrossLengths) {
     EXPECT_EQ(gdn->state_bytes(cell), at_512) << length;
   }
   EXPECT_EQ(at_512, 8 * 64 * 64 * 4);  // fp32 S per head
-  cell.batch = std::int64_t{1} << 40;
+  cell.batch = std::int64_t{1} << 50;  // 2^50 x 8 heads x 64 x 64 x 4 bytes = 2^67
   EXPECT_THROW(gdn->state_bytes(cell), SizeOverflow);
 }
 

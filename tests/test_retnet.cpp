@@ -163,7 +163,7 @@ TEST(RetNet, StateBytesAreFixedAcrossLengths) {
     EXPECT_EQ(retnet->state_bytes(cell), at_512) << length;
   }
   EXPECT_EQ(at_512, 8 * 64 * 64 * 4);  // fp32 S per head
-  cell.batch = std::int64_t{1} << 40;
+  cell.batch = std::int64_t{1} << 50;  // 2^50 x 8 heads x 64 x 64 x 4 bytes = 2^67
   EXPECT_THROW(retnet->state_bytes(cell), SizeOverflow);
 }
 

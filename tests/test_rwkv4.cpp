@@ -121,8 +121,9 @@ TEST(Rwkv4Kernel, StableKernelStaysFiniteWhereTheNaiveFormOverflows) {
   EXPECT_FALSE(all_finite(naive32));  // the naive form breaks in fp32 ...
   const MatrixD prefill = kernel_outputs(h, false), decode = kernel_outputs(h, true);
   EXPECT_TRUE(all_finite(prefill));  // ... the running-max kernel does not
-  EXPECT_LT(relative(prefill, naive64), 2e-6);
-  EXPECT_LT(relative(decode, naive64), 2e-6);
+  // Exponents near 100 carry fp32's absolute rounding of 100 x 2^-24 = 6e-6 into every weight.
+  EXPECT_LT(relative(prefill, naive64), 2e-5);
+  EXPECT_LT(relative(decode, naive64), 2e-5);
   std::printf("k = 100: fp32 stable vs fp64 naive %.3g\n", relative(prefill, naive64));
 
   // Keys of 1000 overflow even the fp64 naive form; the stable forms agree with each other.
@@ -131,7 +132,7 @@ TEST(Rwkv4Kernel, StableKernelStaysFiniteWhereTheNaiveFormOverflows) {
   const Rwkv4ReferenceResult stable = rwkv4_wkv_stable(h.k, h.v, h.w, h.u);
   const MatrixD big = kernel_outputs(h, false);
   EXPECT_TRUE(all_finite(big));
-  EXPECT_LT(relative(big, stable.outputs), 2e-6);
+  EXPECT_LT(relative(big, stable.outputs), 2e-5);
 }
 
 TEST(Rwkv4Kernel, PrefillMatchesNaiveReferenceFp32) {

@@ -46,10 +46,10 @@ struct Problem {
     return testing::to_floats(out);
   }
   RwkvMatrixResult reference(std::int64_t bh) const {
-    const std::int64_t T = in.tokens;
-    return rwkv7_reference(in.head_matrix(kRwkvR, bh, T), in.head_matrix(kRwkvDecay, bh, T),
-                           in.head_matrix(kRwkvK, bh, T), in.head_matrix(kRwkvV, bh, T),
-                           in.head_matrix(kRwkvKappa, bh, T), in.head_matrix(kRwkvIclr, bh, T));
+    const std::int64_t n = in.tokens;
+    return rwkv7_reference(in.head_matrix(kRwkvR, bh, n), in.head_matrix(kRwkvDecay, bh, n),
+                           in.head_matrix(kRwkvK, bh, n), in.head_matrix(kRwkvV, bh, n),
+                           in.head_matrix(kRwkvKappa, bh, n), in.head_matrix(kRwkvIclr, bh, n));
   }
   double against_reference(const std::vector<float>& out) const {
     double diff = 0, scale = 0;

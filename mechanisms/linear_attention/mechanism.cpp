@@ -180,7 +180,10 @@ class LinearAttention final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    return checked_add(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
+    // A GPU prefill also keeps one (S, z) per chunk (cuda_plan.hpp); counted on every backend so a
+    // plan's prediction does not depend on where it runs (an over-estimate on the CPU).
+    return checked_sum(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e),
+                       linear_attention_cuda_workspace_bytes(cell));
   }
 
   Cost cost(const Cell& cell) const override {

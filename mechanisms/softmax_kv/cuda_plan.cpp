@@ -1,5 +1,7 @@
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
 
+#include "mechanisms/common/checked_size.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -78,9 +80,10 @@ SoftmaxDecodeCudaPlan plan_softmax_decode_cuda(std::int64_t batch_heads, std::in
 }
 
 std::int64_t softmax_decode_cuda_workspace_bytes_bound(const Cell& cell) {
-  const std::int64_t context = cell.sequence_length + 1;
+  const std::int64_t context = checked_add(cell.sequence_length, 1);
   const std::int64_t splits = std::clamp<std::int64_t>(context / kDecodeMinRowsPerSplit, 1, kDecodeMaxSplits);
-  return cell.batch_heads() * splits * (cell.head_dim + 2) * static_cast<std::int64_t>(sizeof(float));
+  return checked_product(cell.batch_heads(), splits, checked_add(cell.head_dim, 2),
+                         static_cast<std::int64_t>(sizeof(float)));
 }
 
 std::string prefill_path_name(SoftmaxPrefillPath path) {

@@ -12,6 +12,7 @@
 #include "mechanisms/softmax_kv/check.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
 #include "runner/conformance/adapters.hpp"
 
@@ -130,8 +131,9 @@ class SoftmaxKv final : public Mechanism {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t bhd = checked_mul(cell.batch_heads(), cell.head_dim);
     if (cell.phase == Phase::prefill) return checked_product(4, cell.sequence_length, bhd, e);
-    const std::int64_t workspace =
-        checked_product(cell.batch_heads(), 64, checked_add(cell.head_dim, 2), 4);  // splits <= 64
+    // Split partials: the bound covers the CPU plan (splits <= 2 x threads) and the GPU plan (up to
+    // 512 splits of >= 64 rows), whichever backend runs the cell.
+    const std::int64_t workspace = softmax_decode_cuda_workspace_bytes_bound(cell);
     return checked_sum(checked_product(2, checked_add(cell.sequence_length, 1), bhd, e), checked_product(4, bhd, e),
                        workspace);
   }

@@ -147,6 +147,24 @@ void check_resources(const Plan& plan, const Workload& workload, const std::stri
                                    bytes_text(planned.predicted_peak_bytes), bytes_text(*available)));
     }
   }
+  if (backend == "cuda") {
+    // Device memory: the GPU the CUDA backend will use (device 0), free now.
+    const CudaProbe cuda = probe_cuda();
+    const nlohmann::json free_bytes =
+        cuda.devices.empty() ? nlohmann::json(nullptr) : cuda.devices[0].value("free_memory_bytes", nlohmann::json(nullptr));
+    if (free_bytes.is_number_integer()) {
+      for (const PlannedCell& planned : plan.cells) {
+        if (planned.predicted_peak_bytes <= free_bytes.get<std::int64_t>()) continue;
+        throw UsageError(fmt::format("{} {} L={}{}: its predicted peak is {} of device memory, but GPU 0 has {} free; "
+                                     "reduce --sequence-lengths, --batch, --query-heads or --head-dim (--dry-run writes "
+                                     "the plan with every cell's predicted bytes)",
+                                     planned.cell.mechanism, phase_name(planned.cell.phase),
+                                     planned.cell.sequence_length,
+                                     planned.arm.variant.empty() ? "" : " [" + planned.arm.variant + "]",
+                                     bytes_text(planned.predicted_peak_bytes), bytes_text(free_bytes.get<std::int64_t>())));
+      }
+    }
+  }
   // Each row keeps every sample (about 48 bytes each as indented JSON) next to ~4 KiB of fields.
   const auto cells = static_cast<std::int64_t>(plan.cells.size());
   const std::int64_t report_bytes =

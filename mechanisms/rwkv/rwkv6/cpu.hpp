@@ -24,10 +24,12 @@ void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::
 //   inter-chunk  o_t  = (r_t * e^{B_{t-1}})^T S_0
 //   intra-chunk  o_t += sum_{s<t} [sum_i r_ti k_si e^{B_{t-1,i} - B_{s,i}}] v_s + (r_t . (u * k_t)) v_t
 //   state        S_n  = diag(e^{B_{n-1}}) S_0 + sum_s diag(e^{B_{n-1} - B_s}) k_s v_s^T
-// Every exponent is a difference B_later - B_earlier <= 0, never a lone -B (which overflows
-// once a chunk's decays pass 88 nats): blocks of different sub-chunks factor the pair weight as
-// e^{B_{t-1} - B_ref_I} e^{B_ref_I - B_end_J} e^{B_end_J - B_s}, three factors <= 1, with ref_I the
-// start of t's sub-chunk and end_J the end of s's; pairs inside one sub-chunk take their own exps.
+// with B the cumulative log-decay inside the chunk. Every exponent is a sum of log-decays <= 0 over
+// the tokens between two positions, never a lone -B (which overflows once a chunk's decays pass 88
+// nats) and never a difference of two long cumulative sums (which loses |B| x 2^-24 of the
+// exponent): blocks of different sub-chunks (kRwkv6SubChunk) factor the pair weight as
+// e^{(t's sub-chunk start .. t-1)} e^{(the sub-chunks between)} e^{(s+1 .. s's sub-chunk end)},
+// three factors <= 1, and pairs inside one sub-chunk take their own running sums.
 // The state carries in and out (zero for a fresh sequence).
 template <class T>
 void rwkv6_prefill_chunkwise(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,

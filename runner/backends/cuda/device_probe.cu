@@ -34,12 +34,18 @@ CudaProbe probe_cuda() {
   for (int device = 0; device < count; ++device) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) continue;
+    // Free memory needs a context on the device; a failure leaves it unknown (null), not fatal.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    const bool have_free = cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+    if (!have_free) cudaGetLastError();
     probe.devices.push_back({{"index", device},
                              {"name", prop.name},
                              {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
                              {"multiprocessors", prop.multiProcessorCount},
                              {"memory_bytes", static_cast<std::int64_t>(prop.totalGlobalMem)},
-                             {"l2_cache_bytes", prop.l2CacheSize}});
+                             {"l2_cache_bytes", prop.l2CacheSize},
+                             {"free_memory_bytes", have_free ? nlohmann::json(static_cast<std::int64_t>(free_bytes))
+                                                             : nlohmann::json(nullptr)}});
   }
   probe.usable = true;
   return probe;
