@@ -90,6 +90,10 @@ class Mechanism {
   // What runs this mechanism's kernels and reference on inputs read from .npy files
   // (`arch-bench conformance`), or nullptr when it has no adapter yet.
   virtual const ConformanceAdapter* conformance() const { return nullptr; }
+  // The options this mechanism runs with when a mode takes it as it is, with the workload's options
+  // (the landscape): a mechanism whose options differ in kind (performer's feature map is favor+ or
+  // trig, not linear attention's elu or relu) puts its own default in. Identity by default.
+  virtual MechanismOptions arm_options(const MechanismOptions& workload) const { return workload; }
   // The state-capacity probe (mechanisms/capacity.hpp) for a cell with these options (feature map,
   // state size, ...), or nullptr when the mechanism has none.
   virtual const CapacityProbe* capacity_probe(const MechanismOptions& options) const {

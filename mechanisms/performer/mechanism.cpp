@@ -269,6 +269,11 @@ class Performer final : public Mechanism {
     return prepare_cell<PerformerDecodeCell, PerformerPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &performer_conformance(); }
+  MechanismOptions arm_options(const MechanismOptions& workload) const override {
+    MechanismOptions options = workload;
+    if (!parse_performer_features(options.feature_map)) options.feature_map = "favor+";
+    return options;
+  }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &performer_capacity(parse_performer_features(options.feature_map).value_or(PerformerFeatures::favor_plus),
                                options.features);

@@ -412,6 +412,8 @@ int run(const RunOptions& options, const std::string& command_line) {
   nlohmann::json document = to_json(report);
   document["workload"]["omp_wait_policy"] = omp_wait_policy();
   if (profile) document["profile"] = profile_record_json(*profile, *preflight);
+  const nlohmann::json extras = mode.report_extras(report.rows, workload);
+  if (extras.is_object()) document.update(extras);
   const std::vector<std::string> errors = schema_errors(document, "result");
   if (!errors.empty()) {
     fmt::print(stderr, "error: the report does not match schemas/result.schema.json; nothing was written:\n");

@@ -1,5 +1,6 @@
 #include "runner/cli/run_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -33,6 +34,9 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
   c.add_option("--feature-map", o.feature_map, "linear_attention feature map: elu (elu+1, default) or relu (relu+1)");
   c.add_option("--features", o.features, "performer: comma-separated random feature counts m (default 64,128,256)");
   c.add_option("--state-size", o.state_size, "mamba: state size N per channel (default 16)");
+  c.add_option("--candidates", o.candidates,
+               "landscape: comma-separated candidate mechanisms (default: every registered mechanism but the "
+               "baseline softmax_kv)");
   c.add_option("--qk-scale", o.qk_scale,
                "Scale of the N(0,1) q and k inputs (default 1); FAVOR+ error grows with |q|, |k| (see README)");
 }
@@ -228,6 +232,20 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
     w.options.feature_map = o.feature_map;
   }
   if (given("features", "features")) w.features = parse_positive_list("--features", o.features);
+  if (given("candidates", "candidates")) {
+    if (o.mode != "landscape") {
+      throw UsageError(fmt::format("--candidates applies to --mode landscape; mode {} has fixed arms (see `arch-bench "
+                                   "list`)",
+                                   o.mode));
+    }
+    w.candidates = parse_word_list("--candidates", o.candidates);
+    for (std::size_t i = 0; i < w.candidates.size(); ++i) {
+      if (std::find(w.candidates.begin(), w.candidates.begin() + static_cast<std::ptrdiff_t>(i), w.candidates[i]) !=
+          w.candidates.begin() + static_cast<std::ptrdiff_t>(i)) {
+        throw UsageError(fmt::format("--candidates: {} is named twice", w.candidates[i]));
+      }
+    }
+  }
   if (given("state_size", "state_size")) w.options.state_size = positive("--state-size", o.state_size);
   if (given("qk_scale", "qk_scale")) {
     if (!(o.qk_scale > 0) || !std::isfinite(o.qk_scale)) {

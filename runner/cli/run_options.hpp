@@ -30,6 +30,7 @@ struct RunOptions {
   std::string semantic_id, workload_id, profile_id;
   std::string profile;  // --profile: id or file of the profile to apply (empty: none)
   std::string feature_map, features;
+  std::string candidates;  // --candidates (landscape): comma-separated mechanism ids
   std::int64_t state_size = 0;
   double qk_scale = 1.0;
   bool dry_run = false;

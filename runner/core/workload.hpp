@@ -29,6 +29,7 @@ struct Workload {
   MechanismOptions options;           // feature map, state size, ...
   std::vector<std::int64_t> features; // performer: m values swept (a workload axis)
   std::string feature_kind = "positive";  // performer candidates: "positive", "trig" or "both"
+  std::vector<std::string> candidates;     // landscape: the candidate mechanisms (empty: every one)
 };
 
 }  // namespace arch_bench

@@ -37,6 +37,13 @@ class Mode {
   virtual std::vector<Arm> arms(const Workload& workload) const = 0;
   // The verdict over all rows of the run (rows of every arm, phase and length).
   virtual Decision decide(std::span<const Row> rows, const Workload& workload) const = 0;
+  // Top-level report keys a mode adds beside the measured rows (landscape: `capacity`); an object
+  // whose keys are merged into the report, or null.
+  virtual nlohmann::json report_extras(std::span<const Row> rows, const Workload& workload) const {
+    (void)rows;
+    (void)workload;
+    return nullptr;
+  }
 };
 
 std::span<const std::unique_ptr<Mode>> all_modes();

@@ -8,6 +8,7 @@ namespace arch_bench {
 
 std::unique_ptr<Mode> make_performer_mode();  // runner/modes/performer_mode.cpp
 std::unique_ptr<Mode> make_mamba_scan_mode();  // runner/modes/mamba_scan_mode.cpp
+std::unique_ptr<Mode> make_landscape_mode();   // runner/modes/landscape_mode.cpp
 
 namespace {
 std::vector<std::unique_ptr<Mode>> make_modes() {
@@ -16,6 +17,7 @@ std::vector<std::unique_ptr<Mode>> make_modes() {
   modes.push_back(make_linear_recurrence_mode());
   modes.push_back(make_mamba_scan_mode());
   modes.push_back(make_performer_mode());
+  modes.push_back(make_landscape_mode());
   return modes;
 }
 }  // namespace
