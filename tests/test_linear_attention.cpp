@@ -6,6 +6,7 @@
 #include "mechanisms/registry.hpp"
 #include "runner/backends/cpu/cpu_backend.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/prepared_cells.hpp"
 
 namespace arch_bench {
 namespace {
@@ -134,11 +135,9 @@ TEST(LinearAttention, DecodeStepAllocatesNothingAndPassesItsCheck) {
     for (Phase phase : {Phase::decode, Phase::prefill}) {
       Cell cell = small_cell(4, 64, 257, dtype, phase);
       cell.mechanism = "linear_attention";
-      auto prepared = linear->prepare(cell, 5, backend);
-      const std::int64_t allocations_before = backend.allocator().allocation_count();
-      prepared->run();
-      EXPECT_EQ(backend.allocator().allocation_count(), allocations_before);
-      const Accuracy accuracy = prepared->check();
+      const testing::PreparedRun run = testing::run_prepared(*linear, cell, 5, backend);
+      EXPECT_EQ(run.run_allocations, 0);
+      const Accuracy& accuracy = run.accuracy;
       EXPECT_TRUE(accuracy.output_finite);
       EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype) << " " << phase_name(phase);
     }

@@ -14,6 +14,7 @@
 #include "mechanisms/mamba/reference.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/backends/cpu/cpu_backend.hpp"
+#include "support/prepared_cells.hpp"
 
 namespace arch_bench {
 namespace {
@@ -444,13 +445,10 @@ TEST(MambaMechanism, PreparedCellsCheckWithinToleranceAndDecodeAllocatesNothing)
     for (DType dtype : {DType::float32, DType::bfloat16}) {
       for (std::int64_t n : {1, 16, 33}) {
         const Cell cell = mamba_cell(2, 2, 16, dtype, n, phase, 300);
-        const std::int64_t before = backend.allocator().current_bytes();
-        std::unique_ptr<PreparedCell> prepared = mamba->prepare(cell, 42, backend);
-        EXPECT_LE(backend.allocator().current_bytes() - before, mamba->predicted_peak_bytes(cell));
-        const std::int64_t allocations = backend.allocator().allocation_count();
-        prepared->run();
-        EXPECT_EQ(backend.allocator().allocation_count(), allocations);
-        const Accuracy a = prepared->check();
+        const testing::PreparedRun run = testing::run_prepared(*mamba, cell, 42, backend);
+        EXPECT_LE(run.prepared_bytes, mamba->predicted_peak_bytes(cell));
+        EXPECT_EQ(run.run_allocations, 0);
+        const Accuracy& a = run.accuracy;
         EXPECT_TRUE(a.output_finite);
         EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << phase_name(phase) << " " << dtype_name(dtype) << " N=" << n;
         EXPECT_EQ(a.rows_checked, phase == Phase::decode ? 2 : 2 * 300);
@@ -472,9 +470,7 @@ TEST(MambaMechanism, NarrowCellsTakeTheTimeSplitPathAndStillCheck) {
   CpuBackend backend;
   for (Phase phase : {Phase::decode, Phase::prefill}) {
     const Cell cell = mamba_cell(1, 1, 2, DType::float32, 16, phase, 700);
-    std::unique_ptr<PreparedCell> prepared = mamba->prepare(cell, 5, backend);
-    prepared->run();
-    const Accuracy a = prepared->check();
+    const Accuracy a = testing::run_prepared(*mamba, cell, 5, backend).accuracy;
     EXPECT_TRUE(a.output_finite);
     EXPECT_LT(a.max_rel_error, 2e-6) << phase_name(phase);
   }

@@ -16,16 +16,14 @@
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/prepared_cells.hpp"
 
 namespace arch_bench {
 namespace {
 
 Cell rwkv6_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType dtype, Phase phase = Phase::prefill,
                 std::int64_t batch = 1) {
-  Cell cell = testing::small_cell(heads, dim, length, dtype, phase);
-  cell.mechanism = "rwkv6";
-  cell.batch = batch;
-  return cell;
+  return testing::mechanism_cell("rwkv6", heads, dim, length, dtype, phase, batch);
 }
 
 // A layer's inputs in kernel storage, with each kernel run from a zero state.
@@ -215,13 +213,10 @@ TEST(Rwkv6Mechanism, PreparedCellsCheckWithinToleranceAndDecodeAllocatesNothing)
   for (Phase phase : {Phase::decode, Phase::prefill}) {
     for (DType dtype : {DType::float32, DType::bfloat16}) {
       const Cell cell = rwkv6_cell(3, 16, 200, dtype, phase, 2);
-      const std::int64_t before = backend.allocator().current_bytes();
-      std::unique_ptr<PreparedCell> prepared = m->prepare(cell, 42, backend);
-      EXPECT_LE(backend.allocator().current_bytes() - before, m->predicted_peak_bytes(cell));
-      const std::int64_t allocations = backend.allocator().allocation_count();
-      prepared->run();
-      EXPECT_EQ(backend.allocator().allocation_count(), allocations);
-      const Accuracy a = prepared->check();
+      const testing::PreparedRun run = testing::run_prepared(*m, cell, 42, backend);
+      EXPECT_LE(run.prepared_bytes, m->predicted_peak_bytes(cell));
+      EXPECT_EQ(run.run_allocations, 0);
+      const Accuracy& a = run.accuracy;
       EXPECT_TRUE(a.output_finite);
       EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << phase_name(phase) << " " << dtype_name(dtype);
       EXPECT_EQ(a.rows_checked, phase == Phase::decode ? 6 : 6 * 200);
@@ -236,9 +231,7 @@ TEST(Rwkv6Mechanism, FiniteAndWithinToleranceAtLength8192) {
   const Mechanism* m = find_mechanism("rwkv6");
   CpuBackend backend;
   for (DType dtype : {DType::float32, DType::bfloat16}) {
-    std::unique_ptr<PreparedCell> prepared = m->prepare(rwkv6_cell(1, 64, 8192, dtype), 1, backend);
-    prepared->run();
-    const Accuracy a = prepared->check();
+    const Accuracy a = testing::run_prepared(*m, rwkv6_cell(1, 64, 8192, dtype), 1, backend).accuracy;
     EXPECT_TRUE(a.output_finite);
     EXPECT_LT(a.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype);
     std::printf("L = 8192 %s: max_rel_error %.3g\n", dtype_name(dtype).c_str(), a.max_rel_error);
@@ -262,11 +255,7 @@ TEST(Rwkv6Mechanism, CapacityProbeRecallsOrthonormalKeysExactly) {
 TEST(Rwkv6Conformance, GenerateAndRunRoundTrip) {
   for (DType dtype : {DType::float32, DType::bfloat16}) {
     testing::TempFolder folder;
-    MechanismOptions options;
-    options.feature_map = "";
-    generate_conformance_inputs({folder.path() / "in", "rwkv6", {2, 2, 80, 16}, options, 7, dtype});
-    const ConformanceResult result =
-        run_conformance({"rwkv6", folder.path() / "in", folder.path() / "out", dtype, options, false});
+    const ConformanceResult result = testing::generate_and_run_conformance("rwkv6", {2, 2, 80, 16}, dtype, folder);
     EXPECT_TRUE(result.passed) << result.manifest.dump(2);
     EXPECT_EQ(read_npy(folder.path() / "out" / "final_state.npy").shape, (std::vector<std::int64_t>{2, 2, 16, 16}));
   }

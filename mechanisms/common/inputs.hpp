@@ -31,4 +31,33 @@ AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std
 template <class T>
 void store(const float* source, std::int64_t count, T* destination);
 
+// Token t of every (batch, head) row of q, k, v into [batch_heads, dim] storage (the decode layout).
+template <class T>
+void store_token(const AttentionInputs& inputs, std::int64_t t, T* q, T* k, T* v) {
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    store(inputs.q_at(bh, t), inputs.dim, q + bh * inputs.dim);
+    store(inputs.k_at(bh, t), inputs.dim, k + bh * inputs.dim);
+    store(inputs.v_at(bh, t), inputs.dim, v + bh * inputs.dim);
+  }
+}
+
+// Tokens [0, length) of every row of q, k, v in storage, [batch_heads, length, dim]: what a decode
+// cell's context prefill reads (staging memory outside the tracked allocator: it is set-up).
+template <class T>
+struct StoredContext {
+  std::vector<T> q, k, v;
+};
+template <class T>
+StoredContext<T> store_context(const AttentionInputs& inputs, std::int64_t length) {
+  const std::int64_t count = inputs.batch_heads * length * inputs.dim;
+  StoredContext<T> context{std::vector<T>(count), std::vector<T>(count), std::vector<T>(count)};
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    const std::int64_t offset = bh * length * inputs.dim;
+    store(inputs.q_at(bh, 0), length * inputs.dim, context.q.data() + offset);
+    store(inputs.k_at(bh, 0), length * inputs.dim, context.k.data() + offset);
+    store(inputs.v_at(bh, 0), length * inputs.dim, context.v.data() + offset);
+  }
+  return context;
+}
+
 }  // namespace arch_bench

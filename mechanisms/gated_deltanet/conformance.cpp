@@ -16,9 +16,7 @@ const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
 const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 const std::vector<std::string> kGateAxes = {"batch", "heads", "length"};
 
-void check_options(const MechanismOptions& options) {
-  if (!options.feature_map.empty()) throw UsageError("gated_deltanet takes no --feature-map");
-}
+void check_options(const MechanismOptions& options) { require_no_feature_map(options, "gated_deltanet"); }
 
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, const std::vector<float>& g,
@@ -28,48 +26,41 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, const
   const GatedDeltaNetShape shape{batch * heads, dk, dv};
   const std::int64_t bh = shape.batch_heads;
   const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
-  const std::vector<float> q = to_storage_values(inputs.at("q"), dtype);
-  const std::vector<float> k = to_storage_values(inputs.at("k"), dtype);
-  const std::vector<float> v = to_storage_values(inputs.at("v"), dtype);
-  const std::vector<T> qs = to_storage<T>(q), ks = to_storage<T>(k), vs = to_storage<T>(v);
+  const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
+                       v = stored_input<T>(inputs, "v", dtype);
 
   ConformanceOutputs out;
   std::vector<float> state(bh * dk * dv, 0.0f);
-  std::vector<T> prefill(vs.size());
-  gated_deltanet_prefill_chunkwise(shape, length, qs.data(), ks.data(), vs.data(), g.data(), beta.data(), state.data(),
-                                   prefill.data());
+  std::vector<T> prefill(v.storage.size());
+  gated_deltanet_prefill_chunkwise(shape, length, q.storage.data(), k.storage.data(), v.storage.data(), g.data(),
+                                   beta.data(), state.data(), prefill.data());
   out.prefill_out = storage_array(out_shape, prefill);
 
   std::vector<float> decode_state(state.size(), 0.0f), g_t(bh), beta_t(bh);
-  std::vector<T> decode(vs.size()), q_t(bh * dk), k_t(bh * dk), v_t(bh * dv), o_t(bh * dv);
-  for (std::int64_t t = 0; t < length; ++t) {
-    gather_token(qs.data(), bh, length, dk, t, q_t.data());
-    gather_token(ks.data(), bh, length, dk, t, k_t.data());
-    gather_token(vs.data(), bh, length, dv, t, v_t.data());
-    gather_token(g.data(), bh, length, 1, t, g_t.data());
-    gather_token(beta.data(), bh, length, 1, t, beta_t.data());
-    gated_deltanet_decode_step(shape, q_t.data(), k_t.data(), v_t.data(), g_t.data(), beta_t.data(),
-                               decode_state.data(), o_t.data());
-    scatter_token(o_t.data(), bh, length, dv, t, decode.data());
-  }
-  out.decode_out = storage_array(out_shape, decode);
+  out.decode_out = storage_array(
+      out_shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dk, dv,
+                                       [&](std::int64_t t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
+                                         gather_token(g.data(), bh, length, 1, t, g_t.data());
+                                         gather_token(beta.data(), bh, length, 1, t, beta_t.data());
+                                         gated_deltanet_decode_step(shape, q_t, k_t, v_t, g_t.data(), beta_t.data(),
+                                                                    decode_state.data(), o_t);
+                                       }));
 
-  std::vector<double> reference(v.size()), reference_state(state.size());
+  std::vector<double> reference(v.values.size()), reference_state(state.size());
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t h = 0; h < bh; ++h) {
     const std::vector<double> gh(g.begin() + h * length, g.begin() + (h + 1) * length);
     const std::vector<double> betah(beta.begin() + h * length, beta.begin() + (h + 1) * length);
-    const GatedDeltaNetResult r = gated_deltanet_scan(slice_matrix(q, h, length, dk), slice_matrix(k, h, length, dk),
-                                                      slice_matrix(v, h, length, dv), gh, betah);
+    const GatedDeltaNetResult r =
+        gated_deltanet_scan(slice_matrix(q.values, h, length, dk), slice_matrix(k.values, h, length, dk),
+                            slice_matrix(v.values, h, length, dv), gh, betah);
     std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
     std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * dk * dv);
   }
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
 
   const std::vector<std::int64_t> state_shape = {batch, heads, dk, dv};
-  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
-                        make_array(state_shape, decode_state, NpyDtype::float32),
-                        make_array(state_shape, reference_state, NpyDtype::float64)});
+  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
   out.details = {{"prefill_chunk", kGatedDeltaNetChunk}};
   return out;
 }
@@ -86,9 +77,8 @@ class GatedDeltaNetConformance final : public ConformanceAdapter {
                    {"g", kGateAxes, "log decay g_t <= 0, alpha_t = exp(g_t)", true},
                    {"beta", kGateAxes, "writing strength beta_t, in (0, 1) in a run", true}};
     spec.outputs = standard_outputs(kVAxes, "o_t = S_t^T q_t");
-    spec.outputs.push_back({"final_state", state_axes, NpyDtype::float32,
-                            "S after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_state", state_axes, NpyDtype::float64, "S from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_state", state_axes, "S after the last token, fp32 (from the prefill)",
+                      "S from the fp64 reference");
     spec.options = "";
     spec.notes = "k_t <- k_t / sqrt(k_t.k_t + 1e-6), q_t <- q_t / sqrt(q_t.q_t + 1e-6) / sqrt(dim); "
                  "S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T from S = 0; o_t = S_t^T q_t "

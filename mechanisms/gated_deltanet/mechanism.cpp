@@ -5,7 +5,7 @@
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/checked_size.hpp"
-#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/gated_deltanet/capacity.hpp"
@@ -46,10 +46,8 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
         out_(allocator, v_.size()) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
+    store_token(inputs_, length_, q_.data(), k_.data(), v_.data());
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
-      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
-      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
       g_.data()[bh] = *gates_.g_at(bh, length_);
       beta_.data()[bh] = *gates_.beta_at(bh, length_);
     }
@@ -61,12 +59,9 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const GatedDeltaNetResult ref = reference_for_head(inputs_, gates_, bh, length_ + 1);
-      errors.add_row(out_.data() + bh * shape_.dv, ref.outputs.row(length_), shape_.dv);
-    }
-    return errors.finish();
+    return check_decode_heads(out_.data(), shape_.batch_heads, shape_.dv, length_, [&](std::int64_t bh, std::int64_t rows) {
+      return reference_for_head(inputs_, gates_, bh, rows).outputs;
+    });
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -79,18 +74,15 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in S.
   void build_context_state() {
     if (length_ == 0) return;
-    const std::int64_t bh_count = shape_.batch_heads;
-    std::vector<T> q(bh_count * length_ * shape_.dk), k(q.size()), v(bh_count * length_ * shape_.dv), out(v.size());
-    std::vector<float> g(bh_count * length_), beta(g.size());
-    for (std::int64_t bh = 0; bh < bh_count; ++bh) {
-      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
-      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
-      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
+    const StoredContext<T> context = store_context<T>(inputs_, length_);
+    std::vector<T> out(context.v.size());
+    std::vector<float> g(shape_.batch_heads * length_), beta(g.size());
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       std::copy(gates_.g_at(bh, 0), gates_.g_at(bh, length_), g.begin() + bh * length_);
       std::copy(gates_.beta_at(bh, 0), gates_.beta_at(bh, length_), beta.begin() + bh * length_);
     }
-    gated_deltanet_prefill_chunkwise(shape_, length_, q.data(), k.data(), v.data(), g.data(), beta.data(),
-                                     state_.data(), out.data());
+    gated_deltanet_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(), g.data(),
+                                     beta.data(), state_.data(), out.data());
   }
 
   GatedDeltaNetShape shape_;
@@ -130,15 +122,10 @@ class GatedDeltaNetPrefillCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    if (inputs_.tokens == 0) return errors.finish();  // an empty prefill has no rows (the scan rejects it)
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const GatedDeltaNetResult ref = reference_for_head(inputs_, gates_, bh, inputs_.tokens);
-      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
-        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, ref.outputs.row(t), shape_.dv);
-      }
-    }
-    return errors.finish();
+    return check_prefill_heads(out_.data(), shape_.batch_heads, inputs_.tokens, shape_.dv,
+                               [&](std::int64_t bh, std::int64_t rows) {
+                                 return reference_for_head(inputs_, gates_, bh, rows).outputs;
+                               });
   }
 
   std::vector<ByteSpan> buffers() const override {

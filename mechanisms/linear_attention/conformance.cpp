@@ -34,35 +34,31 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Featu
   const LinearAttentionShape shape{batch * heads, dk, dv, map};
   const std::int64_t bh = shape.batch_heads;
   const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
-  const std::vector<float> q = to_storage_values(inputs.at("q"), dtype);
-  const std::vector<float> k = to_storage_values(inputs.at("k"), dtype);
-  const std::vector<float> v = to_storage_values(inputs.at("v"), dtype);
-  const std::vector<T> qs = to_storage<T>(q), ks = to_storage<T>(k), vs = to_storage<T>(v);
+  const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
+                       v = stored_input<T>(inputs, "v", dtype);
 
   ConformanceOutputs out;
   std::vector<float> state(bh * dk * dv, 0.0f), normalizer(bh * dk, 0.0f);
-  std::vector<T> prefill(vs.size());
-  linear_attention_prefill_chunkwise(shape, length, qs.data(), ks.data(), vs.data(), state.data(), normalizer.data(),
-                                     prefill.data());
+  std::vector<T> prefill(v.storage.size());
+  linear_attention_prefill_chunkwise(shape, length, q.storage.data(), k.storage.data(), v.storage.data(),
+                                     state.data(), normalizer.data(), prefill.data());
   out.prefill_out = storage_array(out_shape, prefill);
 
   std::vector<float> decode_state(state.size(), 0.0f), decode_normalizer(normalizer.size(), 0.0f);
-  std::vector<T> decode(vs.size()), q_t(bh * dk), k_t(bh * dk), v_t(bh * dv), o_t(bh * dv);
-  for (std::int64_t t = 0; t < length; ++t) {
-    gather_token(qs.data(), bh, length, dk, t, q_t.data());
-    gather_token(ks.data(), bh, length, dk, t, k_t.data());
-    gather_token(vs.data(), bh, length, dv, t, v_t.data());
-    linear_attention_decode_step(shape, q_t.data(), k_t.data(), v_t.data(), decode_state.data(),
-                                 decode_normalizer.data(), o_t.data());
-    scatter_token(o_t.data(), bh, length, dv, t, decode.data());
-  }
-  out.decode_out = storage_array(out_shape, decode);
+  out.decode_out = storage_array(
+      out_shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dk, dv,
+                                       [&](std::int64_t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
+                                         linear_attention_decode_step(shape, q_t, k_t, v_t, decode_state.data(),
+                                                                      decode_normalizer.data(), o_t);
+                                       }));
 
-  std::vector<double> reference(v.size()), reference_state(state.size()), reference_normalizer(normalizer.size());
+  std::vector<double> reference(v.values.size()), reference_state(state.size()),
+      reference_normalizer(normalizer.size());
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t h = 0; h < bh; ++h) {
-    const LinearAttentionResult r = linear_attention_scan(
-        slice_matrix(q, h, length, dk), slice_matrix(k, h, length, dk), slice_matrix(v, h, length, dv), map);
+    const LinearAttentionResult r =
+        linear_attention_scan(slice_matrix(q.values, h, length, dk), slice_matrix(k.values, h, length, dk),
+                              slice_matrix(v.values, h, length, dv), map);
     std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
     std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * dk * dv);
     std::copy(r.normalizer.begin(), r.normalizer.end(), reference_normalizer.begin() + h * dk);
@@ -70,12 +66,9 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Featu
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
 
   const std::vector<std::int64_t> state_shape = {batch, heads, dk, dv}, normalizer_shape = {batch, heads, dk};
-  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
-                        make_array(state_shape, decode_state, NpyDtype::float32),
-                        make_array(state_shape, reference_state, NpyDtype::float64)});
-  out.states.push_back({"final_normalizer", make_array(normalizer_shape, normalizer, NpyDtype::float32),
-                        make_array(normalizer_shape, decode_normalizer, NpyDtype::float32),
-                        make_array(normalizer_shape, reference_normalizer, NpyDtype::float64)});
+  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
+  out.states.push_back(
+      kernel_state("final_normalizer", normalizer_shape, normalizer, decode_normalizer, reference_normalizer));
   out.options.feature_map = feature_map_name(map);
   out.options_json = {{"feature_map", feature_map_name(map)}};
   return out;
@@ -89,13 +82,11 @@ class LinearAttentionConformance final : public ConformanceAdapter {
     ConformanceSpec spec;
     spec.inputs = {{"q", kQkAxes, "queries"}, {"k", kQkAxes, "keys"}, {"v", kVAxes, "values"}};
     spec.outputs = standard_outputs(kVAxes, "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)");
-    spec.outputs.push_back({"final_state", state_axes, NpyDtype::float32,
-                            "S = sum_t phi(k_t) v_t^T after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_state", state_axes, NpyDtype::float64, "S from the fp64 reference"});
-    spec.outputs.push_back({"final_normalizer", {"batch", "heads", "dim"}, NpyDtype::float32,
-                            "z = sum_t phi(k_t) after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back(
-        {"reference_final_normalizer", {"batch", "heads", "dim"}, NpyDtype::float64, "z from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_state", state_axes,
+                      "S = sum_t phi(k_t) v_t^T after the last token, fp32 (from the prefill)",
+                      "S from the fp64 reference");
+    add_state_outputs(spec.outputs, "final_normalizer", {"batch", "heads", "dim"},
+                      "z = sum_t phi(k_t) after the last token, fp32 (from the prefill)", "z from the fp64 reference");
     spec.options = "`--feature-map elu` (phi = elu+1, the default) or `relu` (phi = relu+1).";
     spec.notes = "dim and dv are at most 256; S_t and z_t include token t (causal, inclusive).";
     return spec;

@@ -64,8 +64,8 @@ class LinearDecodeCudaCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    return check_linear_attention_decode(inputs_, length_, map_,
-                                         download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size())));
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    return check_linear_attention_decode(inputs_, length_, map_, out.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -134,8 +134,8 @@ class LinearPrefillCudaCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    return check_linear_attention_prefill(inputs_, map_,
-                                          download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size())));
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    return check_linear_attention_prefill(inputs_, map_, out.data());
   }
 
   std::vector<ByteSpan> buffers() const override {

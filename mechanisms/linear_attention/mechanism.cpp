@@ -5,7 +5,7 @@
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/checked_size.hpp"
-#include "mechanisms/common/compare.hpp"
+#include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/capacity.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
@@ -21,14 +21,6 @@ namespace {
 LinearAttentionShape shape_of(const Cell& cell) {
   return {cell.batch_heads(), cell.head_dim, cell.head_dim,
           parse_feature_map(cell.options.feature_map).value_or(FeatureMap::elu_plus_one)};
-}
-
-// Per head: the fp64 recurrent reference over the first `rows` tokens.
-LinearAttentionResult reference_for_head(const AttentionInputs& inputs, std::int64_t bh,
-                                         std::int64_t rows, FeatureMap map) {
-  return linear_attention_scan(inputs.head_matrix(inputs.q, bh, rows),
-                               inputs.head_matrix(inputs.k, bh, rows),
-                               inputs.head_matrix(inputs.v, bh, rows), map);
 }
 
 // Decode: (S, z) already hold the L context tokens; the step folds in token L and reads it out.
@@ -48,11 +40,7 @@ class LinearDecodeCell final : public PreparedCell {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     std::fill(normalizer_.span().begin(), normalizer_.span().end(), 0.0f);
     build_context_state();
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
-      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
-      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
-    }
+    store_token(inputs_, length_, q_.data(), k_.data(), v_.data());
   }
 
   void run() override {
@@ -61,12 +49,7 @@ class LinearDecodeCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const LinearAttentionResult ref = reference_for_head(inputs_, bh, length_ + 1, shape_.map);
-      errors.add_row(out_.data() + bh * shape_.dv, ref.outputs.row(length_), shape_.dv);
-    }
-    return errors.finish();
+    return check_linear_attention_decode(inputs_, length_, shape_.map, out_.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -79,15 +62,10 @@ class LinearDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in (S, z).
   void build_context_state() {
     if (length_ == 0) return;
-    std::vector<T> q(shape_.batch_heads * length_ * shape_.dk), k(q.size()),
-        v(shape_.batch_heads * length_ * shape_.dv), out(v.size());
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
-      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
-      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
-    }
-    linear_attention_prefill_chunkwise(shape_, length_, q.data(), k.data(), v.data(), state_.data(),
-                                       normalizer_.data(), out.data());
+    const StoredContext<T> context = store_context<T>(inputs_, length_);
+    std::vector<T> out(context.v.size());
+    linear_attention_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(),
+                                       state_.data(), normalizer_.data(), out.data());
   }
 
   LinearAttentionShape shape_;
@@ -122,16 +100,7 @@ class LinearPrefillCell final : public PreparedCell {
                                        state_.data(), normalizer_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const LinearAttentionResult ref = reference_for_head(inputs_, bh, inputs_.tokens, shape_.map);
-      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
-        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, ref.outputs.row(t), shape_.dv);
-      }
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_linear_attention_prefill(inputs_, shape_.map, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
     return {q_.byte_span(),   k_.byte_span(),     v_.byte_span(),

@@ -104,9 +104,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
 
   const std::vector<std::int64_t> state_shape = {batch, channels, n};
-  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
-                        make_array(state_shape, decode_state, NpyDtype::float32),
-                        make_array(state_shape, reference_state, NpyDtype::float64)});
+  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
   out.options.state_size = n;
   out.options_json = {{"state_size", n}};
   out.details = {{"prefill_chunk", chunk}};
@@ -116,7 +114,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
 class MambaConformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    if (!options.feature_map.empty()) throw UsageError("mamba takes no --feature-map");
+    require_no_feature_map(options, "mamba");
     ConformanceSpec spec;
     spec.inputs = {{"u", kChannelAxes, "input x of the scan, per channel"},
                    {"dt", kChannelAxes, "dt before its bias and softplus (selective_scan_fn's delta)"},
@@ -127,10 +125,8 @@ class MambaConformance final : public ConformanceAdapter {
                    {"dt_bias", {"d_inner"}, "dt = softplus(dt + dt_bias)", true},
                    {"D", {"d_inner"}, "skip: y_t = C_t.h_t + D u_t", true}};
     spec.outputs = standard_outputs(kChannelAxes, "out_t = (C_t.h_t + D u_t) * silu(z_t)");
-    spec.outputs.push_back({"final_state", {"batch", "d_inner", "N"}, NpyDtype::float32,
-                            "h after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back(
-        {"reference_final_state", {"batch", "d_inner", "N"}, NpyDtype::float64, "h from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_state", {"batch", "d_inner", "N"},
+                      "h after the last token, fp32 (from the prefill)", "h from the fp64 reference");
     spec.options = "none at run time (N is read from A_log.npy); `--state-size` sizes N for --generate, where "
                    "d_inner = heads x dim.";
     spec.notes = "Per channel: dt_t = softplus(dt_t + dt_bias), h_t = exp(dt_t A) h_{t-1} + dt_t B_t u_t from h = 0, "

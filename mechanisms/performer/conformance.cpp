@@ -40,10 +40,8 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   const PerformerShape shape{batch * heads, dk, dv, m, kind};
   const std::int64_t bh = shape.batch_heads;
   const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
-  const std::vector<float> q = to_storage_values(inputs.at("q"), dtype);
-  const std::vector<float> k = to_storage_values(inputs.at("k"), dtype);
-  const std::vector<float> v = to_storage_values(inputs.at("v"), dtype);
-  const std::vector<T> qs = to_storage<T>(q), ks = to_storage<T>(k), vs = to_storage<T>(v);
+  const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
+                       v = stored_input<T>(inputs, "v", dtype);
   // W in fp32 (what the kernels store), widened back for the reference: both use the same values.
   const std::vector<float> w = to_fp32_values(inputs.at("w"));
   const MatrixD projection = slice_matrix(w, 0, rows, dk);
@@ -54,35 +52,32 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   const int threads = omp_get_max_threads();
   std::vector<float> state(bh * m * dv), normalizer(bh * m), running_max(bh);
   std::vector<float> workspace(performer_prefill_workspace_floats(shape, threads));
-  std::vector<T> prefill(vs.size());
+  std::vector<T> prefill(v.storage.size());
   performer_reset_state(shape, state.data(), normalizer.data(), running_max.data());
   const std::int64_t prefill_nonpositive =
-      performer_prefill_chunkwise(shape, length, packed.data(), qs.data(), ks.data(), vs.data(), state.data(),
+      performer_prefill_chunkwise(shape, length, packed.data(), q.storage.data(), k.storage.data(), v.storage.data(), state.data(),
                                   normalizer.data(), running_max.data(), workspace.data(), threads, prefill.data());
   out.prefill_out = storage_array(out_shape, prefill);
 
   std::vector<float> decode_state(state.size()), decode_normalizer(normalizer.size()), decode_max(bh);
   performer_reset_state(shape, decode_state.data(), decode_normalizer.data(), decode_max.data());
-  std::vector<T> decode(vs.size()), q_t(bh * dk), k_t(bh * dk), v_t(bh * dv), o_t(bh * dv);
   std::int64_t decode_nonpositive = 0;
-  for (std::int64_t t = 0; t < length; ++t) {
-    gather_token(qs.data(), bh, length, dk, t, q_t.data());
-    gather_token(ks.data(), bh, length, dk, t, k_t.data());
-    gather_token(vs.data(), bh, length, dv, t, v_t.data());
-    decode_nonpositive += performer_decode_step(shape, packed.data(), q_t.data(), k_t.data(), v_t.data(),
-                                                decode_state.data(), decode_normalizer.data(), decode_max.data(),
-                                                o_t.data());
-    scatter_token(o_t.data(), bh, length, dv, t, decode.data());
-  }
-  out.decode_out = storage_array(out_shape, decode);
+  out.decode_out = storage_array(
+      out_shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dk, dv,
+                                       [&](std::int64_t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
+                                         decode_nonpositive += performer_decode_step(
+                                             shape, packed.data(), q_t, k_t, v_t, decode_state.data(),
+                                             decode_normalizer.data(), decode_max.data(), o_t);
+                                       }));
 
-  std::vector<double> reference(v.size()), reference_state(state.size()), reference_normalizer(normalizer.size()),
+  std::vector<double> reference(v.values.size()), reference_state(state.size()), reference_normalizer(normalizer.size()),
       reference_max(bh);
   std::int64_t reference_nonpositive = 0;
 #pragma omp parallel for schedule(dynamic) reduction(+ : reference_nonpositive)
   for (std::int64_t h = 0; h < bh; ++h) {
-    const PerformerResult r = performer_scan(slice_matrix(q, h, length, dk), slice_matrix(k, h, length, dk),
-                                             slice_matrix(v, h, length, dv), projection, kind, m);
+    const PerformerResult r =
+        performer_scan(slice_matrix(q.values, h, length, dk), slice_matrix(k.values, h, length, dk),
+                       slice_matrix(v.values, h, length, dv), projection, kind, m);
     std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
     std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * m * dv);
     std::copy(r.normalizer.begin(), r.normalizer.end(), reference_normalizer.begin() + h * m);
@@ -93,15 +88,10 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
 
   const std::vector<std::int64_t> state_shape = {batch, heads, m, dv}, normalizer_shape = {batch, heads, m};
   const std::vector<std::int64_t> max_shape = {batch, heads};
-  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
-                        make_array(state_shape, decode_state, NpyDtype::float32),
-                        make_array(state_shape, reference_state, NpyDtype::float64)});
-  out.states.push_back({"final_normalizer", make_array(normalizer_shape, normalizer, NpyDtype::float32),
-                        make_array(normalizer_shape, decode_normalizer, NpyDtype::float32),
-                        make_array(normalizer_shape, reference_normalizer, NpyDtype::float64)});
-  out.states.push_back({"final_running_max", make_array(max_shape, running_max, NpyDtype::float32),
-                        make_array(max_shape, decode_max, NpyDtype::float32),
-                        make_array(max_shape, reference_max, NpyDtype::float64)});
+  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
+  out.states.push_back(
+      kernel_state("final_normalizer", normalizer_shape, normalizer, decode_normalizer, reference_normalizer));
+  out.states.push_back(kernel_state("final_running_max", max_shape, running_max, decode_max, reference_max));
   out.options.feature_map = performer_features_name(kind);
   out.options.features = m;
   out.options_json = {{"feature_map", performer_features_name(kind)}, {"features", m}};
@@ -126,17 +116,14 @@ class PerformerConformance final : public ConformanceAdapter {
                         : "projection W: feature i is exp(w_i.x~ - |x~|^2/2), x~ = x dim^(-1/4)",
                     /*parameter=*/true}};
     spec.outputs = standard_outputs(kVAxes, "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)");
-    spec.outputs.push_back({"final_state", state_axes, NpyDtype::float32,
-                            "S after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t) v_t^T, fp32"});
-    spec.outputs.push_back({"reference_final_state", state_axes, NpyDtype::float64, "S from the fp64 reference"});
-    spec.outputs.push_back({"final_normalizer", {"batch", "heads", "m"}, NpyDtype::float32,
-                            "z after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t), fp32"});
-    spec.outputs.push_back(
-        {"reference_final_normalizer", {"batch", "heads", "m"}, NpyDtype::float64, "z from the fp64 reference"});
-    spec.outputs.push_back({"final_running_max", {"batch", "heads"}, NpyDtype::float32,
-                            "M = max_t c_t, the largest key log-scale seen, fp32"});
-    spec.outputs.push_back(
-        {"reference_final_running_max", {"batch", "heads"}, NpyDtype::float64, "M from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_state", state_axes,
+                      "S after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t) v_t^T, fp32",
+                      "S from the fp64 reference");
+    add_state_outputs(spec.outputs, "final_normalizer", {"batch", "heads", "m"},
+                      "z after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t), fp32",
+                      "z from the fp64 reference");
+    add_state_outputs(spec.outputs, "final_running_max", {"batch", "heads"},
+                      "M = max_t c_t, the largest key log-scale seen, fp32", "M from the fp64 reference");
     spec.options = "`--feature-map favor+` (the default) or `trig`; m is read from w.npy (m rows for favor+, m/2 for "
                    "trig).";
     spec.notes =

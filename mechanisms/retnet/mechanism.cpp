@@ -5,7 +5,7 @@
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/checked_size.hpp"
-#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/retnet/capacity.hpp"
@@ -48,22 +48,15 @@ class RetNetDecodeCell final : public PreparedCell {
         out_(allocator, v_.size()) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
-      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
-      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
-    }
+    store_token(inputs_, length_, q_.data(), k_.data(), v_.data());
   }
 
   void run() override { retnet_decode_step(shape_, gamma_.data(), q_.data(), k_.data(), v_.data(), state_.data(), out_.data()); }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const RetNetResult ref = reference_for_head(inputs_, gamma_, shape_.heads, bh, length_ + 1);
-      errors.add_row(out_.data() + bh * shape_.dv, ref.outputs.row(length_), shape_.dv);
-    }
-    return errors.finish();
+    return check_decode_heads(out_.data(), shape_.batch_heads, shape_.dv, length_, [&](std::int64_t bh, std::int64_t rows) {
+      return reference_for_head(inputs_, gamma_, shape_.heads, bh, rows).outputs;
+    });
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -75,14 +68,10 @@ class RetNetDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in S.
   void build_context_state() {
     if (length_ == 0) return;
-    std::vector<T> q(shape_.batch_heads * length_ * shape_.dk), k(q.size()),
-        v(shape_.batch_heads * length_ * shape_.dv), out(v.size());
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
-      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
-      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
-    }
-    retnet_prefill_chunkwise(shape_, gamma_.data(), length_, q.data(), k.data(), v.data(), state_.data(), out.data());
+    const StoredContext<T> context = store_context<T>(inputs_, length_);
+    std::vector<T> out(context.v.size());
+    retnet_prefill_chunkwise(shape_, gamma_.data(), length_, context.q.data(), context.k.data(), context.v.data(),
+                             state_.data(), out.data());
   }
 
   RetNetShape shape_;
@@ -118,15 +107,10 @@ class RetNetPrefillCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    if (inputs_.tokens == 0) return errors.finish();  // an empty prefill has no rows (the scan rejects it)
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const RetNetResult ref = reference_for_head(inputs_, gamma_, shape_.heads, bh, inputs_.tokens);
-      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
-        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, ref.outputs.row(t), shape_.dv);
-      }
-    }
-    return errors.finish();
+    return check_prefill_heads(out_.data(), shape_.batch_heads, inputs_.tokens, shape_.dv,
+                               [&](std::int64_t bh, std::int64_t rows) {
+                                 return reference_for_head(inputs_, gamma_, shape_.heads, bh, rows).outputs;
+                               });
   }
 
   std::vector<ByteSpan> buffers() const override {

@@ -14,7 +14,7 @@
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/checked_size.hpp"
-#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
@@ -91,12 +91,8 @@ class RwkvDecodeCell final : public PreparedCell {
   void run() override { Policy::decode(shape_, params_.view(), tokens_.view(), state_.data(), out_.data()); }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const MatrixD ref = Policy::reference(inputs_, bh, length_ + 1);
-      errors.add_row(out_.data() + bh * shape_.dim, ref.row(length_), shape_.dim);
-    }
-    return errors.finish();
+    return check_decode_heads(out_.data(), shape_.batch_heads, shape_.dim, length_,
+                              [&](std::int64_t bh, std::int64_t rows) { return Policy::reference(inputs_, bh, rows); });
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -161,15 +157,8 @@ class RwkvPrefillCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    ErrorAccumulator errors;
-    if (inputs_.tokens == 0) return errors.finish();
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      const MatrixD ref = Policy::reference(inputs_, bh, inputs_.tokens);
-      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
-        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dim, ref.row(t), shape_.dim);
-      }
-    }
-    return errors.finish();
+    return check_prefill_heads(out_.data(), shape_.batch_heads, inputs_.tokens, shape_.dim,
+                               [&](std::int64_t bh, std::int64_t rows) { return Policy::reference(inputs_, bh, rows); });
   }
 
   std::vector<ByteSpan> buffers() const override {

@@ -42,34 +42,12 @@ inline constexpr std::int64_t kRwkvMaxDim = 256;
 // costs more than it saves (as linear_attention's decode).
 inline constexpr std::int64_t kRwkvParallelWork = 1 << 17;
 
-// e^x over the whole float range, vectorisable: clamps x to [-87, 88] (e^88 < FLT_MAX) and uses the
-// same range reduction and polynomial as exp_nonpositive (relative error < 2e-7). RWKV-6's decay
-// exp(-exp(d)) needs e^d for d of either sign.
-#pragma omp declare simd
-inline float rwkv_exp(float x) {
-  const std::uint32_t above = -static_cast<std::uint32_t>(x > 88.0f);
-  x = std::bit_cast<float>((above & std::bit_cast<std::uint32_t>(88.0f)) | (~above & std::bit_cast<std::uint32_t>(x)));
-  const std::uint32_t below = -static_cast<std::uint32_t>(x < -87.0f);
-  x = std::bit_cast<float>((below & std::bit_cast<std::uint32_t>(-87.0f)) | (~below & std::bit_cast<std::uint32_t>(x)));
-  const float n = __builtin_rintf(x * 1.44269504088896341f);
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const std::int32_t exponent = (static_cast<std::int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(exponent);
-}
-
 // RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw).
 #pragma omp declare simd
-inline float rwkv6_log_decay(float d) { return -rwkv_exp(d); }
+inline float rwkv6_log_decay(float d) { return -exp_clamped(d); }
 #pragma omp declare simd
 inline float rwkv7_log_decay(float w_raw) {
-  return -0.60653065971263342f / (1.0f + rwkv_exp(-w_raw));  // e^{-0.5} = 0.6065...
+  return -0.60653065971263342f / (1.0f + exp_clamped(-w_raw));  // e^{-0.5} = 0.6065...
 }
 
 }  // namespace arch_bench

@@ -22,38 +22,33 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   const std::int64_t length = inputs.axis("length"), dim = inputs.axis("dim");
   const std::int64_t bh = batch * heads;
   const std::vector<std::int64_t> shape = {batch, heads, length, dim};
-  const std::vector<float> q = to_storage_values(inputs.at("q"), dtype);
-  const std::vector<float> k = to_storage_values(inputs.at("k"), dtype);
-  const std::vector<float> v = to_storage_values(inputs.at("v"), dtype);
-  const std::vector<T> qs = to_storage<T>(q), ks = to_storage<T>(k), vs = to_storage<T>(v);
+  const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
+                       v = stored_input<T>(inputs, "v", dtype);
 
   ConformanceOutputs out;
-  std::vector<T> prefill(qs.size());
-  softmax_prefill(bh, length, dim, qs.data(), ks.data(), vs.data(), prefill.data());
+  std::vector<T> prefill(q.storage.size());
+  softmax_prefill(bh, length, dim, q.storage.data(), k.storage.data(), v.storage.data(), prefill.data());
   out.prefill_out = storage_array(shape, prefill);
 
   // Decode: token t is appended to the cache at position t and attends over positions 0..t. The
   // split of the context is planned per step, as the harness plans it for a context of t + 1.
   const int threads = omp_get_max_threads();
-  std::vector<T> k_cache(qs.size()), v_cache(qs.size()), decode(qs.size());
-  std::vector<T> q_t(bh * dim), k_t(bh * dim), v_t(bh * dim), o_t(bh * dim);
+  std::vector<T> k_cache(q.storage.size()), v_cache(q.storage.size());
   std::vector<float> workspace(plan_softmax_decode(bh, dim, length, length, threads).workspace_floats());
-  for (std::int64_t t = 0; t < length; ++t) {
-    gather_token(qs.data(), bh, length, dim, t, q_t.data());
-    gather_token(ks.data(), bh, length, dim, t, k_t.data());
-    gather_token(vs.data(), bh, length, dim, t, v_t.data());
-    const SoftmaxDecodePlan plan = plan_softmax_decode(bh, dim, length, t + 1, threads);
-    softmax_decode_step(plan, q_t.data(), k_t.data(), v_t.data(), k_cache.data(), v_cache.data(), t,
-                        workspace.data(), o_t.data());
-    scatter_token(o_t.data(), bh, length, dim, t, decode.data());
-  }
-  out.decode_out = storage_array(shape, decode);
+  out.decode_out = storage_array(
+      shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dim, dim,
+                                   [&](std::int64_t t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
+                                     const SoftmaxDecodePlan plan = plan_softmax_decode(bh, dim, length, t + 1, threads);
+                                     softmax_decode_step(plan, q_t, k_t, v_t, k_cache.data(), v_cache.data(), t,
+                                                         workspace.data(), o_t);
+                                   }));
 
-  std::vector<double> reference(q.size());
+  std::vector<double> reference(q.values.size());
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t h = 0; h < bh; ++h) {
-    const MatrixD o = softmax_attention_reference(slice_matrix(q, h, length, dim), slice_matrix(k, h, length, dim),
-                                                  slice_matrix(v, h, length, dim));
+    const MatrixD o =
+        softmax_attention_reference(slice_matrix(q.values, h, length, dim), slice_matrix(k.values, h, length, dim),
+                                    slice_matrix(v.values, h, length, dim));
     std::copy(o.data.begin(), o.data.end(), reference.begin() + h * length * dim);
   }
   out.reference_out = make_array(shape, reference, NpyDtype::float64);
@@ -67,7 +62,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
 class SoftmaxKvConformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    if (!options.feature_map.empty()) throw UsageError("softmax_kv takes no --feature-map");
+    require_no_feature_map(options, "softmax_kv");
     ConformanceSpec spec;
     spec.inputs = {{"q", kAxes, "queries"}, {"k", kAxes, "keys"}, {"v", kAxes, "values"}};
     spec.outputs = standard_outputs(kAxes, "o_t = sum_{i<=t} softmax_i(q_t.k_i / sqrt(dim)) v_i");

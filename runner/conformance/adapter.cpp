@@ -113,6 +113,24 @@ std::vector<ConformanceOutputSpec> standard_outputs(const std::vector<std::strin
           {"reference_out", axes, NpyDtype::float64, meaning + ": the fp64 reference on the same rounded inputs"}};
 }
 
+void add_state_outputs(std::vector<ConformanceOutputSpec>& outputs, const std::string& name,
+                       const std::vector<std::string>& axes, const std::string& meaning,
+                       const std::string& reference_meaning) {
+  outputs.push_back({name, axes, NpyDtype::float32, meaning});
+  outputs.push_back({"reference_" + name, axes, NpyDtype::float64, reference_meaning});
+}
+
+ConformanceState kernel_state(const std::string& name, const std::vector<std::int64_t>& shape,
+                              const std::vector<float>& prefill, const std::vector<float>& decode,
+                              const std::vector<double>& reference) {
+  return {name, make_array(shape, prefill, NpyDtype::float32), make_array(shape, decode, NpyDtype::float32),
+          make_array(shape, reference, NpyDtype::float64)};
+}
+
+void require_no_feature_map(const MechanismOptions& options, const std::string& mechanism) {
+  if (!options.feature_map.empty()) throw UsageError(mechanism + " takes no --feature-map");
+}
+
 void require_axis_at_most(const ConformanceInputs& inputs, const std::string& axis, std::int64_t max,
                           const std::string& mechanism) {
   const std::int64_t value = inputs.axis(axis);

@@ -133,6 +133,19 @@ std::vector<T> to_storage(const std::vector<float>& values) {
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = from_float<T>(values[i]);
   return out;
 }
+// One input file rounded to the storage dtype, twice: as floats (what the fp64 reference reads) and
+// as T (what the kernels read).
+template <class T>
+struct StoredInput {
+  std::vector<float> values;
+  std::vector<T> storage;
+};
+template <class T>
+StoredInput<T> stored_input(const ConformanceInputs& inputs, const std::string& name, DType dtype) {
+  StoredInput<T> input{to_storage_values(inputs.at(name), dtype), {}};
+  input.storage = to_storage<T>(input.values);
+  return input;
+}
 template <class T>
 NpyArray storage_array(std::vector<std::int64_t> shape, const std::vector<T>& values) {
   NpyArray array;
@@ -158,6 +171,24 @@ void scatter_token(const T* x, std::int64_t rows, std::int64_t tokens, std::int6
   }
 }
 
+// Decode steps token by token over q, k [rows, tokens, dk] and v [rows, tokens, dv]:
+// step(t, q_t, k_t, v_t, o_t) sees token t of every row gathered into the decode layout, and its
+// o_t [rows, dv] is scattered into the returned [rows, tokens, dv].
+template <class T, class Step>
+std::vector<T> decode_token_by_token(const std::vector<T>& q, const std::vector<T>& k, const std::vector<T>& v,
+                                     std::int64_t rows, std::int64_t tokens, std::int64_t dk, std::int64_t dv,
+                                     Step step) {
+  std::vector<T> out(v.size()), q_t(rows * dk), k_t(rows * dk), v_t(rows * dv), o_t(rows * dv);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    gather_token(q.data(), rows, tokens, dk, t, q_t.data());
+    gather_token(k.data(), rows, tokens, dk, t, k_t.data());
+    gather_token(v.data(), rows, tokens, dv, t, v_t.data());
+    step(t, q_t.data(), k_t.data(), v_t.data(), o_t.data());
+    scatter_token(o_t.data(), rows, tokens, dv, t, out.data());
+  }
+  return out;
+}
+
 // Rows [0, rows) of slice `index` of x [slices, rows, cols], widened to fp64 for a reference.
 MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64_t rows, std::int64_t cols);
 
@@ -172,6 +203,19 @@ std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape
 
 // prefill_out, decode_out (f4) and reference_out (f8), all of `axes`: the outputs every adapter has.
 std::vector<ConformanceOutputSpec> standard_outputs(const std::vector<std::string>& axes, const std::string& meaning);
+
+// A state's two files in the spec: <name> (fp32, `meaning`) and reference_<name> (fp64).
+void add_state_outputs(std::vector<ConformanceOutputSpec>& outputs, const std::string& name,
+                       const std::vector<std::string>& axes, const std::string& meaning,
+                       const std::string& reference_meaning);
+
+// A state of `shape` as the prefill and the decode loop left it (fp32) and as the reference did (fp64).
+ConformanceState kernel_state(const std::string& name, const std::vector<std::int64_t>& shape,
+                              const std::vector<float>& prefill, const std::vector<float>& decode,
+                              const std::vector<double>& reference);
+
+// Throws UsageError "<mechanism> takes no --feature-map" when one is given.
+void require_no_feature_map(const MechanismOptions& options, const std::string& mechanism);
 
 // Throws UsageError naming the axis when `value` is above `max`.
 void require_axis_at_most(const ConformanceInputs& inputs, const std::string& axis, std::int64_t max,

@@ -2,6 +2,7 @@
 // Shared helpers for mechanism tests: seeded inputs in storage dtype, comparisons.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "mechanisms/common/bf16.hpp"
@@ -19,6 +20,15 @@ inline Cell small_cell(std::int64_t heads, std::int64_t dim, std::int64_t length
   cell.heads = heads;
   cell.head_dim = dim;
   cell.dtype = dtype;
+  return cell;
+}
+
+// A cell of `mechanism` (prefill unless told).
+inline Cell mechanism_cell(const std::string& mechanism, std::int64_t heads, std::int64_t dim, std::int64_t length,
+                           DType dtype, Phase phase = Phase::prefill, std::int64_t batch = 1) {
+  Cell cell = small_cell(heads, dim, length, dtype, phase);
+  cell.mechanism = mechanism;
+  cell.batch = batch;
   return cell;
 }
 

@@ -64,9 +64,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
         ref[h * dim + j] = ref_state[(h * 3 + part) * dim + j];
       }
     }
-    out.states.push_back({names[part], make_array(state_shape, kernel, NpyDtype::float32),
-                          make_array(state_shape, decoded, NpyDtype::float32),
-                          make_array(state_shape, ref, NpyDtype::float64)});
+    out.states.push_back(kernel_state(names[part], state_shape, kernel, decoded, ref));
   }
   return out;
 }
@@ -74,7 +72,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
 class Rwkv4Conformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    if (!options.feature_map.empty()) throw UsageError("rwkv4 takes no --feature-map");
+    require_no_feature_map(options, "rwkv4");
     const std::vector<std::string> state_axes = {"batch", "heads", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"k", kRwkvTokenAxes, "keys k_t, one per channel (head, j)"},
@@ -82,15 +80,14 @@ class Rwkv4Conformance final : public ConformanceAdapter {
                    {"time_decay", kRwkvParameterAxes, "decay rate w = exp(time_decay) > 0 (RWKV-4's time_decay)", true},
                    {"time_first", kRwkvParameterAxes, "bonus u of the current token (RWKV-4's time_first)", true}};
     spec.outputs = standard_outputs(kRwkvTokenAxes, "wkv_t of seed 002's formula");
-    spec.outputs.push_back({"final_num", state_axes, NpyDtype::float32,
-                            "a = e^{-p} sum_i e^{-(T-1-i) w + k_i} v_i after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_num", state_axes, NpyDtype::float64, "a from the fp64 reference"});
-    spec.outputs.push_back({"final_den", state_axes, NpyDtype::float32,
-                            "b = e^{-p} sum_i e^{-(T-1-i) w + k_i} after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_den", state_axes, NpyDtype::float64, "b from the fp64 reference"});
-    spec.outputs.push_back(
-        {"final_max", state_axes, NpyDtype::float32, "p, the running maximum exponent, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_max", state_axes, NpyDtype::float64, "p from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_num", state_axes,
+                      "a = e^{-p} sum_i e^{-(T-1-i) w + k_i} v_i after the last token, fp32 (from the prefill)",
+                      "a from the fp64 reference");
+    add_state_outputs(spec.outputs, "final_den", state_axes,
+                      "b = e^{-p} sum_i e^{-(T-1-i) w + k_i} after the last token, fp32 (from the prefill)",
+                      "b from the fp64 reference");
+    add_state_outputs(spec.outputs, "final_max", state_axes, "p, the running maximum exponent, fp32 (from the prefill)",
+                      "p from the fp64 reference");
     spec.options = "none";
     spec.notes = "Per channel c = (head, j): wkv_t = (sum_{i<t} e^{-(t-1-i) w + k_i} v_i + e^{u + k_t} v_t) / "
                  "(sum_{i<t} e^{-(t-1-i) w + k_i} + e^{u + k_t}) with w = exp(time_decay), u = time_first; this is "

@@ -42,9 +42,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
   }
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
   const std::vector<std::int64_t> state_shape = {batch, in.heads, dim, dim};
-  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
-                        make_array(state_shape, decode_state, NpyDtype::float32),
-                        make_array(state_shape, ref_state, NpyDtype::float64)});
+  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, ref_state));
   out.details = {{"prefill_chunk", kRwkv6Chunk}, {"prefill_sub_chunk", kRwkv6SubChunk}};
   return out;
 }
@@ -52,7 +50,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
 class Rwkv6Conformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    if (!options.feature_map.empty()) throw UsageError("rwkv6 takes no --feature-map");
+    require_no_feature_map(options, "rwkv6");
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"r", kRwkvTokenAxes, "receptance r_t (the query's role)"},
@@ -61,9 +59,9 @@ class Rwkv6Conformance final : public ConformanceAdapter {
                    {"time_decay_t", kRwkvTokenAxes, "d_t, per token and key channel: w_t = exp(-exp(d_t))"},
                    {"time_faaaa", kRwkvParameterAxes, "bonus u of the current token (RWKV-6's time_faaaa)", true}};
     spec.outputs = standard_outputs(kRwkvTokenAxes, "o_t = r_t^T (S_{t-1} + diag(u) k_t v_t^T)");
-    spec.outputs.push_back({"final_state", state_axes, NpyDtype::float32,
-                            "S [key channel, value channel] after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_state", state_axes, NpyDtype::float64, "S from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_state", state_axes,
+                      "S [key channel, value channel] after the last token, fp32 (from the prefill)",
+                      "S from the fp64 reference");
     spec.options = "none";
     spec.notes = "Per head, S_t = diag(w_t) S_{t-1} + k_t v_t^T from S = 0 with w_t = exp(-exp(d_t)) (fla's "
                  "chunk_rwkv6 takes log w = -exp(d) as its w; ggml's rwkv_wkv6 takes w itself as td and u as tf). "

@@ -50,6 +50,23 @@ void recurrent_head(std::int64_t dim, const float* __restrict u, std::int64_t to
 // sub-chunk boundary, suffixes to one, running sums between two tokens), never differences of two
 // long cumulative sums: B_{t-1} - B_s computed as a difference loses |B| x 2^-24 in the exponent
 // (5e-4 at |B| = 6400), a relative error of that size in a weight that may be close to 1.
+// KS_s = k_s * e^{sum of g over s+1 .. last} for s in [first, last] (rows of dim), walking back from
+// last; leaves acc = the sum of g over first .. last.
+void decay_keys_to_end(std::int64_t dim, std::int64_t first, std::int64_t last, const float* K, const float* G,
+                       float* KS, float* acc) {
+  std::fill(acc, acc + dim, 0.0f);
+  for (std::int64_t s = last; s >= first; --s) {
+    const float* Ks = K + s * dim;
+    const float* Gs = G + s * dim;
+    float* KSs = KS + s * dim;
+#pragma omp simd
+    for (std::int64_t i = 0; i < dim; ++i) {
+      KSs[i] = Ks[i] * exp_nonpositive(acc[i]);
+      acc[i] += Gs[i];
+    }
+  }
+}
+
 template <class T>
 void chunkwise_head(std::int64_t dim, const float* __restrict u, std::int64_t tokens, const T* r, const T* k,
                     const T* v, const T* d, float* __restrict S, T* out) {
@@ -116,17 +133,7 @@ void chunkwise_head(std::int64_t dim, const float* __restrict u, std::int64_t to
         }
       }
       std::copy(acc, acc + dim, totals + I * dim);
-      std::fill(acc, acc + dim, 0.0f);
-      for (std::int64_t s = last; s >= first; --s) {
-        const float* Ks = K + s * dim;
-        const float* Gs = G + s * dim;
-        float* KSs = KS + s * dim;
-#pragma omp simd
-        for (std::int64_t i = 0; i < dim; ++i) {
-          KSs[i] = Ks[i] * exp_nonpositive(acc[i]);
-          acc[i] += Gs[i];
-        }
-      }
+      decay_keys_to_end(dim, first, last, K, G, KS, acc);
     }
     for (std::int64_t I = 0; I < subs; ++I) {
       const std::int64_t first = I * kSub, last = std::min(n, first + kSub) - 1;
@@ -181,17 +188,7 @@ void chunkwise_head(std::int64_t dim, const float* __restrict u, std::int64_t to
       for (std::int64_t j = 0; j < dim; ++j) o[j] = from_float<T>(Ot[j]);
     }
     // State: S = diag(e^{sum of all g}) S + sum_s (k_s * e^{sum of g over s+1 .. n-1}) v_s^T.
-    std::fill(acc, acc + dim, 0.0f);
-    for (std::int64_t s = n - 1; s >= 0; --s) {
-      const float* Ks = K + s * dim;
-      const float* Gs = G + s * dim;
-      float* KSs = KS + s * dim;
-#pragma omp simd
-      for (std::int64_t i = 0; i < dim; ++i) {
-        KSs[i] = Ks[i] * exp_nonpositive(acc[i]);
-        acc[i] += Gs[i];
-      }
-    }
+    decay_keys_to_end(dim, 0, n - 1, K, G, KS, acc);
     for (std::int64_t i = 0; i < dim; ++i) {
       float* __restrict row = S + i * dim;
       const float decay = exp_nonpositive(acc[i]);

@@ -40,16 +40,14 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
   }
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
   const std::vector<std::int64_t> state_shape = {batch, in.heads, dim, dim};
-  out.states.push_back({"final_state", make_array(state_shape, state, NpyDtype::float32),
-                        make_array(state_shape, decode_state, NpyDtype::float32),
-                        make_array(state_shape, ref_state, NpyDtype::float64)});
+  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, ref_state));
   return out;
 }
 
 class Rwkv7Conformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    if (!options.feature_map.empty()) throw UsageError("rwkv7 takes no --feature-map");
+    require_no_feature_map(options, "rwkv7");
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"r", kRwkvTokenAxes, "receptance r_t (the query's role)"},
@@ -59,9 +57,9 @@ class Rwkv7Conformance final : public ConformanceAdapter {
                    {"kappa", kRwkvTokenAxes, "removal key kappa_hat_t (unit-norm per head; used as given)"},
                    {"iclr", kRwkvTokenAxes, "in-context learning rate a_t in (0, 1)"}};
     spec.outputs = standard_outputs(kRwkvTokenAxes, "o_t = S_t r_t");
-    spec.outputs.push_back({"final_state", state_axes, NpyDtype::float32,
-                            "S [value channel, key channel] after the last token, fp32 (from the prefill)"});
-    spec.outputs.push_back({"reference_final_state", state_axes, NpyDtype::float64, "S from the fp64 reference"});
+    add_state_outputs(spec.outputs, "final_state", state_axes,
+                      "S [value channel, key channel] after the last token, fp32 (from the prefill)",
+                      "S from the fp64 reference");
     spec.options = "none";
     spec.notes = "Per head, row-vector convention: S_t = S_{t-1} (diag(w_t) + a_t^T b_t) + v_t^T k_t from S = 0, "
                  "a = -kappa_hat, b = kappa_hat * iclr, o_t = S_t r_t; S[i][j] has i = value channel, j = key "
