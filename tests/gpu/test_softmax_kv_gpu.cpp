@@ -7,9 +7,11 @@
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/registry.hpp"
+#if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/softmax_kv/cuda.hpp"
 #include "runner/backends/cuda/cuda_backend.hpp"
 #include "runner/backends/cuda/device_transfer.hpp"
+#endif
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -72,6 +74,8 @@ TEST(SoftmaxKvGpu, BatchOneLongContextDecodeSplitsAndMatches) {
   }
 }
 
+// The direct-launch checks below need the CUDA launchers themselves: only in builds with nvcc.
+#if ARCH_BENCH_HAVE_CUDA
 // Device copies of one cell's inputs over `tokens` tokens, and launchers around them.
 template <class T>
 class DeviceAttention {
@@ -185,6 +189,8 @@ TEST(SoftmaxKvGpu, SplitDecodeEqualsUnsplit) {
   EXPECT_LT(relative_max_error(device.decode(DType::float32, 1000), unsplit), 1e-5);
   EXPECT_LT(relative_max_error(device.decode(DType::float32, 1000, nullptr, 2), unsplit), 1e-5);
 }
+
+#endif  // ARCH_BENCH_HAVE_CUDA
 
 }  // namespace
 }  // namespace arch_bench
