@@ -34,10 +34,13 @@ CudaProbe probe_cuda() {
   for (int device = 0; device < count; ++device) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) continue;
-    // Free memory needs a context on the device; a failure leaves it unknown (null), not fatal.
+    // Free memory needs a context on the device: read only for device 0, the one runs use, so that
+    // probing a shared multi-GPU machine does not take memory on every GPU. A failure leaves it
+    // unknown (null), not fatal.
     std::size_t free_bytes = 0, total_bytes = 0;
-    const bool have_free = cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
-    if (!have_free) cudaGetLastError();
+    const bool have_free = device == 0 && cudaSetDevice(device) == cudaSuccess &&
+                           cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+    if (device == 0 && !have_free) cudaGetLastError();
     probe.devices.push_back({{"index", device},
                              {"name", prop.name},
                              {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
