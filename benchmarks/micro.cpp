@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
+#include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/backends/cpu/cpu_backend.hpp"
 
@@ -53,10 +56,32 @@ void register_all() {
     }
   }
 }
+
+// The register-tiled product every chunkwise prefill is built from (linear_attention, retnet,
+// gated_deltanet), alone at its chunk shapes: a change to the tile shows here as FLOP/s without the
+// mechanism around it. C = A B (no accumulate, so the values stay finite over any iteration count).
+void chunk_matmul_case(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t k, MatmulShape shape) {
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n, 0.0f);
+  for (auto _ : state) {
+    chunk_matmul(m, n, k, a.data(), k, b.data(), n, c.data(), n, shape);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  // Useful flops only: with lower_c, the m (m + 1) / 2 entries on and below the diagonal (m == n).
+  const double entries = shape.lower_c ? static_cast<double>(m * (m + 1) / 2) : static_cast<double>(m * n);
+  state.counters["flops"] = benchmark::Counter(2.0 * entries * static_cast<double>(k), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_kernels() {
+  benchmark::RegisterBenchmark("chunk_matmul/64x64x64", chunk_matmul_case, 64, 64, 64, MatmulShape{});
+  benchmark::RegisterBenchmark("chunk_matmul/64x64x64/lower_c", chunk_matmul_case, 64, 64, 64,
+                               MatmulShape{.lower_c = true});
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   register_all();
+  register_kernels();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

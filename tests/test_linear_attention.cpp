@@ -72,6 +72,22 @@ TEST_P(LinearAttentionMaps, Bfloat16StaysWithinToleranceOfFp64) {
   EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
 }
 
+TEST_P(LinearAttentionMaps, ChunkwiseHandlesPartialChunksAndNarrowHeads) {
+  // Length 1 and lengths either side of a chunk boundary; head widths that are not a multiple of the
+  // register tile (20: a scalar column tail; 24: one-vector tiles on AVX2; 40: mixed).
+  for (std::int64_t dim : {20, 24, 40}) {
+    for (std::int64_t length : {1, 63, 64, 65, 129}) {
+      const AttentionInputs in = make_attention_inputs(small_cell(2, dim, 0, DType::float32), length, 24);
+      const PrefillResult chunked = prefill<float>(in, GetParam(), true);
+      const PrefillResult recurrent = prefill<float>(in, GetParam(), false);
+      EXPECT_LT(relative_max_error(chunked.out, reference_outputs(in, GetParam())), 1e-5) << dim << " " << length;
+      EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5) << dim << " " << length;
+      EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5) << dim << " " << length;
+      EXPECT_LT(relative_max_error(chunked.normalizer, recurrent.normalizer), 1e-5) << dim << " " << length;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FeatureMaps, LinearAttentionMaps,
                          ::testing::Values(FeatureMap::elu_plus_one, FeatureMap::relu_plus_one),
                          [](const ::testing::TestParamInfo<FeatureMap>& info) { return feature_map_name(info.param); });

@@ -276,6 +276,27 @@ TEST(MambaPrefill, ChunkedScanEqualsSequentialScan) {
   }
 }
 
+TEST(MambaPrefill, VectorStateKernelMatchesReferenceAndSequentialAtEveryLength) {
+  // N a multiple of 8 takes the 8-lane state kernel: N = 16 with N fixed at compile time, 8 and 24
+  // with N/8 vectors at run time. Lengths 1 (one partial block), 63/65 (around one 64-token block,
+  // and around the 8-token groups of the horizontal sum) and 200, as one chunk and split in time.
+  for (std::int64_t n : {8, 16, 24}) {
+    for (std::int64_t length : {1, 63, 65, 200}) {
+      const Problem<float> problem(mamba_cell(2, 1, 8, DType::float32, n), length, 11);
+      std::vector<float> sequential_state;
+      const std::vector<float> sequential = problem.sequential(&sequential_state);
+      EXPECT_LT(problem.against_reference(sequential).max_rel_error, 2e-6) << "N " << n << " length " << length;
+      for (std::int64_t chunk : {length, std::int64_t{64}}) {
+        std::vector<float> state;
+        const std::vector<float> out = problem.chunked(chunk, &state);
+        EXPECT_LT(problem.against_reference(out).max_rel_error, 2e-6) << "N " << n << " length " << length;
+        EXPECT_LT(relative_difference(out, sequential), 1e-6) << "N " << n << " length " << length << " chunk " << chunk;
+        EXPECT_LT(relative_difference(state, sequential_state), 1e-6) << "N " << n << " length " << length;
+      }
+    }
+  }
+}
+
 TEST(MambaPrefill, ChunkedScanContinuesFromACarriedState) {
   // A prefill in two calls, the state carried between them, equals one call over the whole
   // sequence: the state is the whole context.

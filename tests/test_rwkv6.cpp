@@ -134,6 +134,30 @@ TEST(Rwkv6Kernel, ChunkwiseStaysFiniteAndExactWithExtremeDecays) {
   EXPECT_LT(p.against_reference(chunk), 1e-5);
 }
 
+// A chunk whose decays sum to at most 80 nats on every channel takes the factorised products, one past
+// it the sub-chunk path: chunks of 79, 81, 30 and 400 nats (every token of a chunk the same log w,
+// noise on top for the last) hand the state from one path to the other, and the result is the recurrence's.
+TEST(Rwkv6Kernel, ChunkwiseFactorisedAndSubChunkPathsAgreeAcrossTheBound) {
+  const std::int64_t tokens = 4 * kRwkv6Chunk + 9, dim = 32;
+  Problem<float> p(rwkv6_cell(1, dim, tokens, DType::float32), tokens);
+  const double nats[] = {79.0, 81.0, 30.0, 400.0, 50.0};
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> noise(0.0f, 0.3f);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const std::int64_t chunk = t / kRwkv6Chunk;
+    // log w = -exp(d) = -nats / kRwkv6Chunk; the 400-nat chunk varies per channel around it.
+    const float d = static_cast<float>(std::log(nats[chunk] / static_cast<double>(kRwkv6Chunk)));
+    for (std::int64_t i = 0; i < dim; ++i) p.in.sequence[kRwkvDecay][t * dim + i] = chunk == 3 ? d + noise(rng) : d;
+  }
+  p.restore();
+  std::vector<float> chunk_state, recurrent_state;
+  const std::vector<float> chunk = p.run(true, &chunk_state), recurrent = p.run(false, &recurrent_state);
+  for (float x : chunk) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_LT(testing::relative_max_error(chunk, recurrent), 1e-5);
+  EXPECT_LT(testing::relative_max_error(chunk_state, recurrent_state), 1e-5);
+  EXPECT_LT(p.against_reference(chunk), 1e-5);
+}
+
 TEST(Rwkv6Kernel, ChunkwiseContinuesFromACarriedState) {
   const std::int64_t tokens = 150, split = 70;
   const Problem<float> whole(rwkv6_cell(1, 16, tokens, DType::float32), tokens);

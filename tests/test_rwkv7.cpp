@@ -36,12 +36,22 @@ struct Problem {
     return {storage[kRwkvR].data(),     storage[kRwkvK].data(),     storage[kRwkvV].data(),
             storage[kRwkvDecay].data(), storage[kRwkvKappa].data(), storage[kRwkvIclr].data()};
   }
-  std::vector<float> prefill(std::vector<float>* state_out = nullptr) const {
+  // The recurrence (the decode step over every token) or the chunkwise prefill, from S = 0.
+  std::vector<float> prefill(std::vector<float>* state_out = nullptr, bool chunkwise = false) const {
     std::vector<float> state(rwkv7_state_floats(shape), 0.0f);
     std::vector<T> out(storage[kRwkvK].size());
-    rwkv7_recurrent(shape, in.tokens, tokens(), state.data(), out.data());
+    if (chunkwise) {
+      rwkv7_prefill_chunkwise(shape, in.tokens, tokens(), state.data(), out.data());
+    } else {
+      rwkv7_recurrent(shape, in.tokens, tokens(), state.data(), out.data());
+    }
     if (state_out) *state_out = state;
     return testing::to_floats(out);
+  }
+  // Every decay logit set to `w_raw` (re-rounded through T), e.g. +-20 for w at its ends.
+  void set_decay_logits(float w_raw) {
+    std::fill(in.sequence[kRwkvDecay].begin(), in.sequence[kRwkvDecay].end(), w_raw);
+    storage[kRwkvDecay] = testing::to_storage<T>(in.sequence[kRwkvDecay]);
   }
   RwkvMatrixResult reference(std::int64_t bh) const {
     const std::int64_t n = in.tokens;
@@ -105,6 +115,66 @@ TEST(Rwkv7Kernel, RecurrentMatchesReferenceFp32) {
   std::printf("recurrent fp32 vs fp64 reference: %.3g\n", error);
 }
 
+// The WY/UT chunkwise prefill is the recurrence re-associated: outputs and final state agree to fp32
+// rounding at lengths around the chunk (1, a chunk +- 1, several chunks and a remainder) and at both
+// ends of the decay's range (w_raw = -20: w = 1 - 1e-9; +20: w = e^{-e^{-0.5}} = 0.545, the strongest).
+TEST(Rwkv7Kernel, ChunkwiseMatchesRecurrentFp32) {
+  for (float w_raw : {0.0f, -20.0f, 20.0f}) {
+    for (std::int64_t tokens : {std::int64_t{1}, kRwkv7Chunk - 1, kRwkv7Chunk, kRwkv7Chunk + 1, 5 * kRwkv7Chunk + 7}) {
+      Problem<float> p(rwkv7_cell(2, 32, tokens, DType::float32, Phase::prefill, 2), tokens);
+      if (w_raw != 0.0f) p.set_decay_logits(w_raw);  // 0: the drawn decays
+      std::vector<float> recurrent_state, chunkwise_state;
+      const std::vector<float> recurrent = p.prefill(&recurrent_state);
+      const std::vector<float> chunkwise = p.prefill(&chunkwise_state, true);
+      EXPECT_LT(testing::relative_max_error(chunkwise, recurrent), 1e-5) << "L = " << tokens << ", w_raw " << w_raw;
+      EXPECT_LT(testing::relative_max_error(chunkwise_state, recurrent_state), 1e-5)
+          << "L = " << tokens << ", w_raw " << w_raw;
+      EXPECT_LT(p.against_reference(chunkwise), 1e-5) << "L = " << tokens << ", w_raw " << w_raw;
+    }
+  }
+}
+
+// Odd head dims take the kernels' column tails (no whole 64-float block, a remainder of one vector).
+TEST(Rwkv7Kernel, ChunkwiseMatchesRecurrentAtOddHeadDims) {
+  for (std::int64_t dim : {7, 40, 72}) {
+    const Problem<float> p(rwkv7_cell(1, dim, 75, DType::float32), 75);
+    std::vector<float> recurrent_state, chunkwise_state;
+    const std::vector<float> recurrent = p.prefill(&recurrent_state);
+    const std::vector<float> chunkwise = p.prefill(&chunkwise_state, true);
+    EXPECT_LT(testing::relative_max_error(chunkwise, recurrent), 1e-5) << "dim " << dim;
+    EXPECT_LT(testing::relative_max_error(chunkwise_state, recurrent_state), 1e-5) << "dim " << dim;
+  }
+}
+
+// A prefill continues from the state it is given: two calls (split off the chunk grid) equal one.
+TEST(Rwkv7Kernel, ChunkwiseCarriesTheStateAcrossCalls) {
+  const std::int64_t tokens = 150, first = 45, dim = 16;
+  const Problem<float> p(rwkv7_cell(2, dim, tokens, DType::float32), tokens);
+  std::vector<float> whole_state;
+  const std::vector<float> whole = p.prefill(&whole_state, true);
+  std::vector<float> state(rwkv7_state_floats(p.shape), 0.0f), out(whole.size());
+  std::vector<std::vector<float>> part(kRwkvInputCount);
+  for (const auto& [offset, count] : {std::pair<std::int64_t, std::int64_t>{0, first}, {first, tokens - first}}) {
+    for (int i = 0; i < kRwkvInputCount; ++i) {
+      part[i].clear();
+      for (std::int64_t bh = 0; bh < 2; ++bh) {
+        const auto row = p.storage[i].begin() + (bh * tokens + offset) * dim;
+        part[i].insert(part[i].end(), row, row + count * dim);
+      }
+    }
+    std::vector<float> o(2 * count * dim);
+    rwkv7_prefill_chunkwise(p.shape, count,
+                            RwkvTokens<float>{part[0].data(), part[1].data(), part[2].data(), part[3].data(),
+                                              part[4].data(), part[5].data()},
+                            state.data(), o.data());
+    for (std::int64_t bh = 0; bh < 2; ++bh) {
+      std::copy_n(o.begin() + bh * count * dim, count * dim, out.begin() + (bh * tokens + offset) * dim);
+    }
+  }
+  EXPECT_LT(testing::relative_max_error(out, whole), 1e-5);
+  EXPECT_LT(testing::relative_max_error(state, whole_state), 1e-5);
+}
+
 TEST(Rwkv7Kernel, DecodeStepAtTEqualsPrefillRowT) {
   const std::int64_t tokens = 130, dim = 16;
   const Problem<float> p(rwkv7_cell(2, dim, tokens, DType::float32), tokens);
@@ -134,16 +204,18 @@ TEST(Rwkv7Kernel, DecodeStepAtTEqualsPrefillRowT) {
 
 TEST(Rwkv7Kernel, Bf16StorageWithinTolerance) {
   const Problem<bf16> p(rwkv7_cell(2, 64, 700, DType::bfloat16), 700);
-  const double error = p.against_reference(p.prefill());
-  EXPECT_LT(error, dtype_tolerance(DType::bfloat16));
-  std::printf("bf16 vs fp64 reference: %.3g\n", error);
+  for (bool chunkwise : {false, true}) {
+    const double error = p.against_reference(p.prefill(nullptr, chunkwise));
+    EXPECT_LT(error, dtype_tolerance(DType::bfloat16)) << (chunkwise ? "chunkwise" : "recurrent");
+    std::printf("bf16 %s vs fp64 reference: %.3g\n", chunkwise ? "chunkwise" : "recurrent", error);
+  }
 }
 
 TEST(Rwkv7Mechanism, StateBytesAreFixedAtEveryLength) {
   const Mechanism* m = find_mechanism("rwkv7");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->info().state_kind, StateKind::fixed_state);
-  EXPECT_NE(m->info().title.find("recurrent prefill"), std::string::npos);
+  EXPECT_NE(m->info().title.find("chunkwise"), std::string::npos);
   for (Phase phase : {Phase::decode, Phase::prefill}) {
     for (DType dtype : {DType::float32, DType::bfloat16}) {
       for (std::int64_t length : {1, 512, 2048, 8192, 1 << 20}) {

@@ -14,9 +14,11 @@ using testing::small_cell;
 
 // Decodes the token at `length` over a cache holding tokens 0..length-1, with `splits` forced.
 template <class T>
-std::vector<float> decode_at(const AttentionInputs& in, std::int64_t length, int threads) {
+std::vector<float> decode_at(const AttentionInputs& in, std::int64_t length, int threads,
+                             CpuIsa isa = cpu_isa()) {
   const std::int64_t bh = in.batch_heads, d = in.dim, capacity = length + 1;
-  const SoftmaxDecodePlan plan = plan_softmax_decode(bh, d, capacity, capacity, threads);
+  SoftmaxDecodePlan plan = plan_softmax_decode(bh, d, capacity, capacity, threads);
+  plan.isa = isa;
   std::vector<T> k_cache(bh * capacity * d), v_cache(k_cache.size()), q(bh * d), k_new(bh * d), v_new(bh * d),
       out(bh * d);
   for (std::int64_t h = 0; h < bh; ++h) {
@@ -33,10 +35,10 @@ std::vector<float> decode_at(const AttentionInputs& in, std::int64_t length, int
 }
 
 template <class T>
-std::vector<float> prefill_all(const AttentionInputs& in) {
+std::vector<float> prefill_all(const AttentionInputs& in, CpuIsa isa = cpu_isa()) {
   const auto q = testing::to_storage<T>(in.q), k = testing::to_storage<T>(in.k), v = testing::to_storage<T>(in.v);
   std::vector<T> out(q.size());
-  softmax_prefill(in.batch_heads, in.tokens, in.dim, q.data(), k.data(), v.data(), out.data());
+  softmax_prefill(in.batch_heads, in.tokens, in.dim, q.data(), k.data(), v.data(), out.data(), isa);
   return testing::to_floats(out);
 }
 
@@ -49,6 +51,79 @@ std::vector<float> reference_all(const AttentionInputs& in) {
     out.insert(out.end(), ref.data.begin(), ref.data.end());
   }
   return out;
+}
+
+// The kernel sets this CPU can run: each is tested, not only the one cpu_isa() picks.
+std::vector<CpuIsa> runnable_isas() {
+  std::vector<CpuIsa> isas;
+  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2}) {
+    if (cpu_supports(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+// Rows t of every head of the fp64 reference over `tokens` tokens.
+std::vector<float> reference_row(const AttentionInputs& in, std::int64_t t) {
+  const std::vector<float> all = reference_all(in);
+  std::vector<float> rows;
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    const float* row = all.data() + (h * in.tokens + t) * in.dim;
+    rows.insert(rows.end(), row, row + in.dim);
+  }
+  return rows;
+}
+
+// Lengths off the 64-token block (and 1, a lone diagonal entry), head sizes that are not a multiple
+// of the 16-channel register tile (80) or of 8 (36), against fp64, per kernel set.
+TEST(SoftmaxKv, PrefillMatchesFp64ReferenceAtEveryShapeAndKernelSet) {
+  for (CpuIsa isa : runnable_isas()) {
+    for (std::int64_t dim : {32, 36, 64, 80, 128, 256}) {
+      for (std::int64_t tokens : {1, 7, 64, 65, 130}) {
+        if (dim >= 128 && tokens == 7) continue;  // keeps the suite short; 1 and 130 cover them
+        const AttentionInputs f32 = make_attention_inputs(small_cell(2, dim, 0, DType::float32), tokens, 17);
+        EXPECT_LT(relative_max_error(prefill_all<float>(f32, isa), reference_all(f32)), 1e-5)
+            << cpu_isa_name(isa) << " dim " << dim << " tokens " << tokens;
+        const AttentionInputs b16 = make_attention_inputs(small_cell(2, dim, 0, DType::bfloat16), tokens, 18);
+        EXPECT_LT(relative_max_error(prefill_all<bf16>(b16, isa), reference_all(b16)),
+                  dtype_tolerance(DType::bfloat16))
+            << cpu_isa_name(isa) << " bf16 dim " << dim << " tokens " << tokens;
+      }
+    }
+  }
+}
+
+// The first token attends to itself only: its output is exactly its value row (softmax of one).
+TEST(SoftmaxKv, PrefillOfOneTokenReturnsItsValue) {
+  for (CpuIsa isa : runnable_isas()) {
+    const AttentionInputs in = make_attention_inputs(small_cell(3, 64, 0, DType::float32), 1, 4);
+    const std::vector<float> out = prefill_all<float>(in, isa);
+    for (std::size_t i = 0; i < out.size(); ++i) EXPECT_FLOAT_EQ(out[i], in.v[i]) << cpu_isa_name(isa);
+  }
+}
+
+TEST(SoftmaxKv, DecodeMatchesFp64ReferenceAtEveryShapeAndKernelSet) {
+  for (CpuIsa isa : runnable_isas()) {
+    for (std::int64_t dim : {32, 36, 64, 80, 128, 256}) {
+      for (std::int64_t length : {0, 5, 64, 333}) {  // 0: the new token alone
+        const AttentionInputs f32 = make_attention_inputs(small_cell(2, dim, length, DType::float32), length + 1, 21);
+        EXPECT_LT(relative_max_error(decode_at<float>(f32, length, 2, isa), reference_row(f32, length)), 1e-5)
+            << cpu_isa_name(isa) << " dim " << dim << " L " << length;
+        const AttentionInputs b16 = make_attention_inputs(small_cell(2, dim, length, DType::bfloat16), length + 1, 22);
+        EXPECT_LT(relative_max_error(decode_at<bf16>(b16, length, 2, isa), reference_row(b16, length)),
+                  dtype_tolerance(DType::bfloat16))
+            << cpu_isa_name(isa) << " bf16 dim " << dim << " L " << length;
+      }
+    }
+  }
+}
+
+// The kernel sets agree with each other far more tightly than with the reference.
+TEST(SoftmaxKv, KernelSetsAgree) {
+  const std::vector<CpuIsa> isas = runnable_isas();
+  if (isas.size() < 2) GTEST_SKIP() << "only the portable kernels run on this CPU";
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 600, DType::float32), 601, 9);
+  EXPECT_LT(relative_max_error(prefill_all<float>(in, isas[1]), prefill_all<float>(in, isas[0])), 1e-5);
+  EXPECT_LT(relative_max_error(decode_at<float>(in, 600, 4, isas[1]), decode_at<float>(in, 600, 4, isas[0])), 1e-5);
 }
 
 TEST(SoftmaxKv, PrefillMatchesFp64ReferenceFloat32) {

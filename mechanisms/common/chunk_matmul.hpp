@@ -1,10 +1,16 @@
 #pragma once
 // The small fp32 matrix products of the chunkwise prefills (one chunk of 64 tokens against a head's
 // dk x dv state): C[M, N] (+)= A[M, K] B[K, N], row-major with leading dimensions. Written as a
-// register tile of 4 rows x 64 columns (16 accumulators of 16 floats, GCC/Clang vector extensions,
-// so the compiler emits one FMA per accumulator per k and never spills C to memory): a plain
+// register tile of kTileRows rows x kTileVectors vectors (GCC/Clang vector extensions, so the
+// compiler emits one FMA per accumulator per k and never spills C to memory): a plain
 // "C[i][:] += a * B[k][:]" loop loads and stores C on every k and is store-bound at about half
-// of the FMA rate. On a target without 512-bit vectors the same code lowers to narrower ones.
+// of the FMA rate. The tile is sized for the register file the build targets (-march=native):
+//   AVX-512 (32 zmm):  4 rows x 4 vectors of 16 = 16 accumulators + 4 B vectors + 1 broadcast
+//   AVX/AVX2 (16 ymm): 6 rows x 2 vectors of 8  = 12 accumulators + 2 B vectors + 1 broadcast
+//   SSE (16 xmm):      4 rows x 2 vectors of 4  =  8 accumulators + 2 B vectors + 1 broadcast
+// A tile wider than the register file (the AVX-512 shape on AVX2 is 32 ymm accumulators) spills
+// on every k and runs at a fraction of the FMA rate. The code is the same for every width, so a
+// build is correct on any x86-64 (or other) target; only the speed depends on the shape.
 #include <algorithm>
 #include <cstdint>
 
@@ -20,39 +26,54 @@ struct MatmulShape {
 
 namespace detail {
 
-using vf16 = float __attribute__((vector_size(64), aligned(4), may_alias));
-inline constexpr std::int64_t kLanes = 16;
+#if defined(__AVX512F__)
+inline constexpr int kVectorBytes = 64;
+inline constexpr int kTileRows = 4;
+inline constexpr int kTileVectors = 4;
+#elif defined(__AVX__)
+inline constexpr int kVectorBytes = 32;
+inline constexpr int kTileRows = 6;
+inline constexpr int kTileVectors = 2;
+#else
+inline constexpr int kVectorBytes = 16;
+inline constexpr int kTileRows = 4;
+inline constexpr int kTileVectors = 2;
+#endif
+
+using vfloat = float __attribute__((vector_size(kVectorBytes), aligned(4), may_alias));
+inline constexpr std::int64_t kLanes = kVectorBytes / 4;
+
 
 template <int MR, int NV>
 inline void matmul_tile(std::int64_t k_end, const float* __restrict a, std::int64_t lda, const float* __restrict b,
                         std::int64_t ldb, float* __restrict c, std::int64_t ldc, bool accumulate) {
-  vf16 acc[MR][NV];
-#pragma GCC unroll 4
+  vfloat acc[MR][NV];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      acc[r][v] = accumulate ? *reinterpret_cast<const vf16*>(c + r * ldc + v * kLanes) : vf16{};
+      acc[r][v] = accumulate ? *reinterpret_cast<const vfloat*>(c + r * ldc + v * kLanes) : vfloat{};
     }
   }
   for (std::int64_t k = 0; k < k_end; ++k) {
-    vf16 row[NV];
+    vfloat row[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) row[v] = *reinterpret_cast<const vf16*>(b + k * ldb + v * kLanes);
-#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) row[v] = *reinterpret_cast<const vfloat*>(b + k * ldb + v * kLanes);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const float x = a[r * lda + k];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] += x * row[v];
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) *reinterpret_cast<vf16*>(c + r * ldc + v * kLanes) = acc[r][v];
+    for (int v = 0; v < NV; ++v) *reinterpret_cast<vfloat*>(c + r * ldc + v * kLanes) = acc[r][v];
   }
 }
 
-// Columns [j, n) of rows [i, i + rows) one at a time: the tail narrower than one vector.
+// Columns [j, n) of rows [0, rows) one at a time: the tail narrower than one vector.
 inline void matmul_columns(std::int64_t rows, std::int64_t j, std::int64_t n, std::int64_t k_end, const float* a,
                            std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
                            bool accumulate) {
@@ -65,6 +86,7 @@ inline void matmul_columns(std::int64_t rows, std::int64_t j, std::int64_t n, st
   }
 }
 
+// Rows [i, i + MR) of C.
 template <int MR>
 inline void matmul_row_block(std::int64_t i, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
                              const float* b, std::int64_t ldb, float* c, std::int64_t ldc, MatmulShape shape) {
@@ -73,8 +95,8 @@ inline void matmul_row_block(std::int64_t i, std::int64_t n, std::int64_t k, con
   const float* a_rows = a + i * lda;
   float* c_rows = c + i * ldc;
   std::int64_t j = 0;
-  for (; j + 4 * kLanes <= n_needed; j += 4 * kLanes) {
-    matmul_tile<MR, 4>(k_end, a_rows, lda, b + j, ldb, c_rows + j, ldc, shape.accumulate);
+  for (; j + kTileVectors * kLanes <= n_needed; j += kTileVectors * kLanes) {
+    matmul_tile<MR, kTileVectors>(k_end, a_rows, lda, b + j, ldb, c_rows + j, ldc, shape.accumulate);
   }
   // The last needed columns: whole vectors while they fit in the row (computing a few columns
   // that lower_c does not need is cheaper than a scalar tail).
@@ -84,15 +106,31 @@ inline void matmul_row_block(std::int64_t i, std::int64_t n, std::int64_t k, con
   if (j < n_needed) matmul_columns(MR, j, n_needed, k_end, a_rows, lda, b, ldb, c_rows, ldc, shape.accumulate);
 }
 
+// The last m - i < kTileRows rows as one shorter block (not row by row: a one-row tile has only
+// kTileVectors independent FMA chains, too few to hide the FMA latency).
+template <int MR = kTileRows - 1>
+inline void matmul_remainder_rows(std::int64_t rows, std::int64_t i, std::int64_t n, std::int64_t k, const float* a,
+                                  std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                                  MatmulShape shape) {
+  if constexpr (MR >= 1) {
+    if (rows == MR) {
+      matmul_row_block<MR>(i, n, k, a, lda, b, ldb, c, ldc, shape);
+    } else {
+      matmul_remainder_rows<MR - 1>(rows, i, n, k, a, lda, b, ldb, c, ldc, shape);
+    }
+  }
+}
+
 }  // namespace detail
 
 // C[m, n] (+)= A[m, k] B[k, n]; A, B, C row-major with leading dimensions lda, ldb, ldc (in floats).
 // C must not overlap A or B.
 inline void chunk_matmul(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
                          const float* b, std::int64_t ldb, float* c, std::int64_t ldc, MatmulShape shape = {}) {
+  constexpr int kRows = detail::kTileRows;
   std::int64_t i = 0;
-  for (; i + 4 <= m; i += 4) detail::matmul_row_block<4>(i, n, k, a, lda, b, ldb, c, ldc, shape);
-  for (; i < m; ++i) detail::matmul_row_block<1>(i, n, k, a, lda, b, ldb, c, ldc, shape);
+  for (; i + kRows <= m; i += kRows) detail::matmul_row_block<kRows>(i, n, k, a, lda, b, ldb, c, ldc, shape);
+  if (i < m) detail::matmul_remainder_rows(m - i, i, n, k, a, lda, b, ldb, c, ldc, shape);
 }
 
 }  // namespace arch_bench

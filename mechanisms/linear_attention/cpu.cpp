@@ -3,6 +3,10 @@
 #include <algorithm>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/bit_select.hpp"
+#include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/fast_math.hpp"
+#include "mechanisms/common/float8.hpp"
 
 namespace arch_bench {
 
@@ -10,13 +14,55 @@ namespace {
 constexpr std::int64_t kMaxDim = 256;  // Mechanism::unsupported() rejects wider heads
 constexpr std::int64_t kChunk = kLinearAttentionChunk;
 
-// Below this many state elements a step is a few microseconds, and waking a second thread costs
-// more than it saves.
+// Decode threading policy: a step runs on the calling thread until the state reaches 2^17 elements
+// (512 KiB of fp32 S). At 8 heads x 64 x 64 (128 KiB, a pass bound by L2 traffic) measured on a
+// loaded 2-core machine: serial median 4.3-4.4 us; two threads 4.1-5.2 us with libgomp's default
+// spin-then-sleep wait (best 2.5 us, but a wide spread) and 10-14 us with OMP_WAIT_POLICY=passive,
+// so the fork/join does not pay at this size.
 constexpr std::int64_t kParallelStateElements = 1 << 17;
 
+// phi over a row, in the float domain, vectorised: elu(x) + 1 is e^x for x <= 0, so
+// exp_nonpositive applies (clamped at 0, the other side of the select is x + 1).
 template <class T>
-void map_row(FeatureMap map, const T* x, std::int64_t dim, float* phi) {
-  for (std::int64_t i = 0; i < dim; ++i) phi[i] = apply_feature_map(map, to_float(x[i]));
+void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __restrict phi) {
+  if (map == FeatureMap::relu_plus_one) {
+#pragma omp simd
+    for (std::int64_t i = 0; i < dim; ++i) {
+      phi[i] = positive_part(to_float(x[i])) + 1.0f;
+    }
+    return;
+  }
+#pragma omp simd
+  for (std::int64_t i = 0; i < dim; ++i) {
+    const float value = to_float(x[i]);
+    phi[i] = bit_select(value > 0.0f, value + 1.0f, exp_nonpositive(negative_part(value)));
+  }
+}
+
+// Columns [j0, j0 + 8 kVectors) of one head's decode step: S[:, cols] += phi(k) v^T and
+// numerator[cols] = phi(q)^T S[:, cols], the value slice and the numerator held in registers so
+// that each state row slice is loaded once and stored once (the store is the bound; a numerator in
+// memory would double it).
+template <int kVectors>
+inline void update_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, const float* __restrict phi_q,
+                           const float* __restrict phi_k, const float* __restrict value, float* __restrict state,
+                           float* __restrict numerator) {
+  float8 v[kVectors], acc[kVectors];
+  for (int c = 0; c < kVectors; ++c) {
+    v[c] = load_float8(value + j0 + c * kFloat8Lanes);
+    acc[c] = float8{};
+  }
+  for (std::int64_t i = 0; i < dk; ++i) {
+    float* row = state + i * dv + j0;
+    const float a = phi_k[i], b = phi_q[i];
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) {
+      const float8 updated = load_float8(row + c * kFloat8Lanes) + a * v[c];
+      store_float8(row + c * kFloat8Lanes, updated);
+      acc[c] += b * updated;
+    }
+  }
+  for (int c = 0; c < kVectors; ++c) store_float8(numerator + j0 + c * kFloat8Lanes, acc[c]);
 }
 
 template <class T>
@@ -24,76 +70,93 @@ void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, 
                      float* state, float* normalizer, T* out) {
   const std::int64_t dk = shape.dk, dv = shape.dv;
   alignas(64) float phi_q[kMaxDim], phi_k[kMaxDim], value[kMaxDim];
-  alignas(64) float numerator[kMaxDim] = {};
+  alignas(64) float numerator[kMaxDim];
   map_row(shape.map, q, dk, phi_q);
   map_row(shape.map, k, dk, phi_k);
   for (std::int64_t j = 0; j < dv; ++j) value[j] = to_float(v[j]);
   float denominator = 0.0f;
-  // One pass over S: each row is updated and immediately read back for the output.
+#pragma omp simd reduction(+ : denominator)
   for (std::int64_t i = 0; i < dk; ++i) {
     normalizer[i] += phi_k[i];
     denominator += phi_q[i] * normalizer[i];
-    float* row = state + i * dv;
-    const float a = phi_k[i], b = phi_q[i];
-#pragma omp simd
-    for (std::int64_t j = 0; j < dv; ++j) {
-      row[j] += a * value[j];
-      numerator[j] += b * row[j];
+  }
+  // One pass over S: each row slice is updated and immediately read back for the output.
+  std::int64_t j0 = 0;
+  for (; j0 + 4 * kFloat8Lanes <= dv; j0 += 4 * kFloat8Lanes) update_columns<4>(dk, dv, j0, phi_q, phi_k, value, state, numerator);
+  for (; j0 + kFloat8Lanes <= dv; j0 += kFloat8Lanes) update_columns<1>(dk, dv, j0, phi_q, phi_k, value, state, numerator);
+  if (j0 < dv) {
+    std::fill(numerator + j0, numerator + dv, 0.0f);
+    for (std::int64_t i = 0; i < dk; ++i) {
+      float* row = state + i * dv;
+      const float a = phi_k[i], b = phi_q[i];
+      for (std::int64_t j = j0; j < dv; ++j) {
+        row[j] += a * value[j];
+        numerator[j] += b * row[j];
+      }
     }
   }
   const float inverse = 1.0f / denominator;
   for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
 }
 
+// One thread's chunk buffers (on its stack, about 5 x 64 KiB at dim 256), reused for every head it
+// takes, so a prefill allocates nothing.
+struct ChunkBuffers {
+  alignas(64) float q[kChunk * kMaxDim];        // phi(Q_c) [rows, dk]
+  alignas(64) float keys_t[kMaxDim * kChunk];   // phi(K_c)^T [dk, kChunk]
+  alignas(64) float values[kChunk * kMaxDim];   // V_c [rows, dv]
+  alignas(64) float scores[kChunk * kChunk];    // causal phi(Q_c) phi(K_c)^T [rows, kChunk]
+  alignas(64) float outputs[kChunk * kMaxDim];  // numerators [rows, dv]
+  alignas(64) float denominators[kChunk];
+};
+
+// The chunk form, every product a register-tiled matrix product (chunk_matmul.hpp):
+//   scores = tril(phi(Q_c) phi(K_c)^T)
+//   numerators = phi(Q_c) S + scores V_c,  denominators = phi(Q_c) z + rowsum(scores)
+//   S += phi(K_c)^T V_c,  z += colsum(phi(K_c)^T)
 template <class T>
 void prefill_one_head(const LinearAttentionShape& shape, std::int64_t tokens, const T* q, const T* k,
-                      const T* v, float* state, float* normalizer, T* out) {
+                      const T* v, float* state, float* normalizer, T* out, ChunkBuffers& w) {
   const std::int64_t dk = shape.dk, dv = shape.dv;
-  alignas(64) float phi_q[kChunk][kMaxDim];
-  alignas(64) float phi_k[kChunk][kMaxDim];
-  alignas(64) float values[kChunk][kMaxDim];
-  alignas(64) float numerator[kMaxDim];
   for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
     const std::int64_t rows = std::min(kChunk, tokens - begin);
+    alignas(64) float phi_k[kMaxDim];
     for (std::int64_t r = 0; r < rows; ++r) {
-      map_row(shape.map, q + (begin + r) * dk, dk, phi_q[r]);
-      map_row(shape.map, k + (begin + r) * dk, dk, phi_k[r]);
-      for (std::int64_t j = 0; j < dv; ++j) values[r][j] = to_float(v[(begin + r) * dv + j]);
+      map_row(shape.map, q + (begin + r) * dk, dk, w.q + r * dk);
+      map_row(shape.map, k + (begin + r) * dk, dk, phi_k);
+      for (std::int64_t i = 0; i < dk; ++i) w.keys_t[i * kChunk + r] = phi_k[i];
+      const T* vr = v + (begin + r) * dv;
+#pragma omp simd
+      for (std::int64_t j = 0; j < dv; ++j) w.values[r * dv + j] = to_float(vr[j]);
     }
+    chunk_matmul(rows, rows, dk, w.q, dk, w.keys_t, kChunk, w.scores, kChunk, {.lower_c = true});
     for (std::int64_t r = 0; r < rows; ++r) {
-      // Inter-chunk: what earlier chunks left in (S, z).
+      float* s = w.scores + r * kChunk;
+      std::fill(s + r + 1, s + kChunk, 0.0f);  // the mask; the lower_a product reads up to the row block
       float denominator = 0.0f;
-      std::fill(numerator, numerator + dv, 0.0f);
-      for (std::int64_t i = 0; i < dk; ++i) {
-        const float a = phi_q[r][i];
-        denominator += a * normalizer[i];
-        const float* row = state + i * dv;
-#pragma omp simd
-        for (std::int64_t j = 0; j < dv; ++j) numerator[j] += a * row[j];
-      }
-      // Intra-chunk: masked (j <= r) phi(q_r).phi(k_j) weights on this chunk's values.
-      for (std::int64_t c = 0; c <= r; ++c) {
-        float weight = 0.0f;
-#pragma omp simd reduction(+ : weight)
-        for (std::int64_t i = 0; i < dk; ++i) weight += phi_q[r][i] * phi_k[c][i];
-        denominator += weight;
-#pragma omp simd
-        for (std::int64_t j = 0; j < dv; ++j) numerator[j] += weight * values[c][j];
-      }
-      const float inverse = 1.0f / denominator;
+      const float* phi_q = w.q + r * dk;
+#pragma omp simd reduction(+ : denominator)
+      for (std::int64_t i = 0; i < dk; ++i) denominator += phi_q[i] * normalizer[i];
+#pragma omp simd reduction(+ : denominator)
+      for (std::int64_t c = 0; c <= r; ++c) denominator += s[c];
+      w.denominators[r] = denominator;
+    }
+    chunk_matmul(rows, dv, dk, w.q, dk, state, dv, w.outputs, dv);
+    chunk_matmul(rows, dv, rows, w.scores, kChunk, w.values, dv, w.outputs, dv, {.accumulate = true, .lower_a = true});
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float inverse = 1.0f / w.denominators[r];
+      const float* numerator = w.outputs + r * dv;
       T* o = out + (begin + r) * dv;
+#pragma omp simd
       for (std::int64_t j = 0; j < dv; ++j) o[j] = from_float<T>(numerator[j] * inverse);
     }
-    // Fold the chunk into the carried state: S += phi(K_c)^T V_c, z += sum phi(K_c).
+    // Fold the chunk into the carried state.
+    chunk_matmul(dk, dv, rows, w.keys_t, kChunk, w.values, dv, state, dv, {.accumulate = true});
     for (std::int64_t i = 0; i < dk; ++i) {
-      float* row = state + i * dv;
+      const float* key = w.keys_t + i * kChunk;
       float z = 0.0f;
-      for (std::int64_t c = 0; c < rows; ++c) {
-        const float a = phi_k[c][i];
-        z += a;
-#pragma omp simd
-        for (std::int64_t j = 0; j < dv; ++j) row[j] += a * values[c][j];
-      }
+#pragma omp simd reduction(+ : z)
+      for (std::int64_t c = 0; c < rows; ++c) z += key[c];
       normalizer[i] += z;
     }
   }
@@ -116,10 +179,14 @@ void linear_attention_prefill_chunkwise(const LinearAttentionShape& shape, std::
                                         const T* q, const T* k, const T* v, float* state,
                                         float* normalizer, T* out) {
   const std::int64_t dk = shape.dk, dv = shape.dv;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    prefill_one_head(shape, tokens, q + bh * tokens * dk, k + bh * tokens * dk, v + bh * tokens * dv,
-                     state + bh * dk * dv, normalizer + bh * dk, out + bh * tokens * dv);
+#pragma omp parallel
+  {
+    ChunkBuffers buffers;
+#pragma omp for schedule(static)
+    for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
+      prefill_one_head(shape, tokens, q + bh * tokens * dk, k + bh * tokens * dk, v + bh * tokens * dv,
+                       state + bh * dk * dv, normalizer + bh * dk, out + bh * tokens * dv, buffers);
+    }
   }
 }
 

@@ -7,7 +7,9 @@
 #include <type_traits>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/fast_math.hpp"
+#include "mechanisms/common/float8.hpp"
 
 namespace arch_bench {
 
@@ -16,9 +18,11 @@ constexpr std::int64_t kMaxN = kMambaMaxStateSize;  // Mechanism::unsupported() 
 // Tokens of one row whose dt, dt*u and output gate are computed together in one vectorised pass
 // before the (sequential in time) state loop runs over them.
 constexpr std::int64_t kBlock = 64;
-// Below this many state elements a decode step takes a few microseconds, about what waking a
-// second thread costs.
-constexpr std::int64_t kParallelStateElements = 1 << 13;
+// Below this many state elements a decode step runs on the calling thread. With the harness's
+// passive OpenMP wait, waking the second thread costs tens of microseconds on a 2-core VM: the
+// default cell (d_inner 512 x N 16 = 2^13 elements) took 21 us serial and 54-100 us on 2 threads
+// (fp32, hot; ggml's SSM_SCAN at T = 1 took 28-30 us on the same machine).
+constexpr std::int64_t kParallelStateElements = 1 << 16;
 
 // softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|). With e = e^-|x| in (0, 1],
 // log1p(e) = 2 atanh(s), s = e / (2 + e) in (0, 1/3], whose odd series converges fast: seven
@@ -40,18 +44,11 @@ inline float softplus(float x) {
   return (x > 0.0f ? x : 0.0f) + 2.0f * s * p;
 }
 
-// `a` when take_a, else `b`, as a bit select: gcc 12 turns some float ?: into branches, and a
-// branch keeps the whole loop scalar.
-inline float select(bool take_a, float a, float b) {
-  const std::uint32_t mask = -static_cast<std::uint32_t>(take_a);
-  return std::bit_cast<float>((mask & std::bit_cast<std::uint32_t>(a)) | (~mask & std::bit_cast<std::uint32_t>(b)));
-}
-
 // silu(z) = z sigmoid(z), with the exponent kept <= 0 on both sides of zero.
 #pragma omp declare simd
 inline float silu(float z) {
   const float e = exp_nonpositive(z > 0.0f ? -z : z);
-  return z * select(z >= 0.0f, 1.0f, e) / (1.0f + e);
+  return z * bit_select(z >= 0.0f, 1.0f, e) / (1.0f + e);
 }
 
 // The per-channel pieces of one row.
@@ -75,7 +72,8 @@ RowView<T> row_view(const MambaShape& shape, const MambaParameters& params, cons
 }
 
 // One token of one row: h <- exp(dt A) h + dt B u, returns C.h. dt * A <= 0 always (dt > 0,
-// A < 0), which is what makes exp_nonpositive applicable.
+// A < 0), which is what makes exp_nonpositive applicable. The state sizes that are not a multiple
+// of 8 take this path (vectorised over N, one horizontal reduction per token).
 template <class T, class N>
 inline float update_state(N n, const float* __restrict A, float dt, float du,
                           const T* __restrict B, const T* __restrict C, float* __restrict h) {
@@ -97,6 +95,37 @@ inline void advance_state(N n, const float* __restrict A, float dt, float du, co
   for (std::int64_t s = 0; s < n; ++s) h[s] = exp_nonpositive(dt * A[s]) * h[s] + du * to_float(B[s]);
 }
 
+// The state loop of `count` tokens of one row for N a multiple of 8, the state held as N/8 vectors
+// (kVectors of them when N is known at compile time, so that they stay in registers across the time
+// loop; 0: N/8 at run time). Per token and vector: one exp, one FMA into h, and (with outputs)
+// one FMA into an 8-lane partial of C.h; the partials of 8 tokens are then summed with one
+// horizontal-add tree (sum_lanes), which takes the reduction off the per-token critical path.
+template <int kVectors, bool kOutputs, class T>
+inline void scan_vectors(std::int64_t n, const float* __restrict A, std::int64_t count, const float* __restrict dt,
+                         const float* __restrict du, const T* __restrict B, const T* __restrict C,
+                         float* __restrict h, float* __restrict partials, float* __restrict y) {
+  constexpr int kMaxVectors = kMaxN / kFloat8Lanes;
+  const std::int64_t vectors = kVectors > 0 ? kVectors : n / kFloat8Lanes;
+  float8 a[kVectors > 0 ? kVectors : kMaxVectors], state[kVectors > 0 ? kVectors : kMaxVectors];
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    a[v] = load_float8(A + v * kFloat8Lanes);
+    state[v] = load_float8(h + v * kFloat8Lanes);
+  }
+  for (std::int64_t t = 0; t < count; ++t) {
+    const T* b = B + t * n;
+    const T* c = kOutputs ? C + t * n : nullptr;
+    float8 partial{};
+#pragma GCC unroll 4
+    for (std::int64_t v = 0; v < vectors; ++v) {
+      state[v] = exp_nonpositive(dt[t] * a[v]) * state[v] + du[t] * load_float8(b + v * kFloat8Lanes);
+      if constexpr (kOutputs) partial += load_float8(c + v * kFloat8Lanes) * state[v];
+    }
+    if constexpr (kOutputs) store_float8(partials + t * kFloat8Lanes, partial);
+  }
+  for (std::int64_t v = 0; v < vectors; ++v) store_float8(h + v * kFloat8Lanes, state[v]);
+  if constexpr (kOutputs) sum_lanes(count, partials, y);
+}
+
 // out_t = (y_t + D u_t) silu(z_t) for `count` tokens of one row.
 template <class T>
 inline void write_outputs(std::int64_t count, const float* __restrict y, float D, const T* __restrict u,
@@ -107,41 +136,83 @@ inline void write_outputs(std::int64_t count, const float* __restrict y, float D
   }
 }
 
-// The decode step of one row, also the body of the sequential prefill (token t of the row).
-template <class T, class N>
-inline void step_row(N n, const RowView<T>& row, std::int64_t t, float* h, T* out) {
-  const float u = to_float(row.u[t]);
-  const float dt = softplus(to_float(row.dt_raw[t]) + row.dt_bias);
-  const float y = update_state(n, row.A, dt, dt * u, row.B + t * n, row.C + t * n, h);
-  *out = from_float<T>((y + row.D * u) * silu(to_float(row.z[t])));
+// The number of 8-float state vectors when N is a compile-time constant (std::integral_constant),
+// 0 (decided at run time) when it is a plain integer.
+template <class N>
+constexpr int compile_time_vectors() {
+  if constexpr (std::is_integral_v<N>) {
+    return 0;
+  } else {
+    return static_cast<int>(N{} / kFloat8Lanes);
+  }
 }
 
-// Tokens [begin, end) of one row from the state in h (advanced in place), writing out[t]. Without
-// kOutputs (phase 1 of the chunked scan) it only advances h, skips C, and returns sum dt.
-template <class T, bool kOutputs, class N>
-float scan_row(N n, const RowView<T>& row, std::int64_t begin, std::int64_t end, float* h, T* out) {
+// One thread's buffers for a block of tokens of one row: the per-token values (on the thread's
+// stack, so a run allocates nothing).
+struct BlockBuffers {
+  alignas(64) float partials[kBlock * kFloat8Lanes];
   alignas(64) float dt[kBlock], du[kBlock], y[kBlock];
+};
+
+// Tokens [t0, t0 + count) (count <= kBlock) of one row from the state in h (advanced in place),
+// writing out[t0 ..]. B and C are widened to fp32 as they are loaded. Without kOutputs (phase 1
+// of the chunked scan) it only advances h, skips C, and returns sum dt.
+template <class T, bool kOutputs, class N>
+float scan_block(N n, const RowView<T>& row, std::int64_t t0, std::int64_t count, float* h, T* out,
+                 BlockBuffers& w) {
+  const T* B = row.B + t0 * n;
+  const T* C = row.C + t0 * n;
+  float dt_sum = 0.0f;
+#pragma omp simd reduction(+ : dt_sum)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float step = softplus(to_float(row.dt_raw[t0 + i]) + row.dt_bias);
+    w.dt[i] = step;
+    w.du[i] = step * to_float(row.u[t0 + i]);
+    dt_sum += step;
+  }
+  if (n % kFloat8Lanes == 0) {
+    scan_vectors<compile_time_vectors<N>(), kOutputs>(n, row.A, count, w.dt, w.du, B, C, h, w.partials, w.y);
+  } else {
+    for (std::int64_t i = 0; i < count; ++i) {
+      if constexpr (kOutputs) {
+        w.y[i] = update_state(n, row.A, w.dt[i], w.du[i], B + i * n, C + i * n, h);
+      } else {
+        advance_state(n, row.A, w.dt[i], w.du[i], B + i * n, h);
+      }
+    }
+  }
+  if constexpr (kOutputs) write_outputs(count, w.y, row.D, row.u + t0, row.z + t0, out + t0);
+  return dt_sum;
+}
+
+// Tokens [begin, end) of one row, block by block.
+template <class T, bool kOutputs, class N>
+float scan_row(N n, const RowView<T>& row, std::int64_t begin, std::int64_t end, float* h, T* out,
+               BlockBuffers& w) {
   float dt_sum = 0.0f;
   for (std::int64_t t0 = begin; t0 < end; t0 += kBlock) {
     const std::int64_t count = std::min(kBlock, end - t0);
-#pragma omp simd reduction(+ : dt_sum)
-    for (std::int64_t i = 0; i < count; ++i) {
-      const float step = softplus(to_float(row.dt_raw[t0 + i]) + row.dt_bias);
-      dt[i] = step;
-      du[i] = step * to_float(row.u[t0 + i]);
-      dt_sum += step;
-    }
-    for (std::int64_t i = 0; i < count; ++i) {
-      const T* B = row.B + (t0 + i) * n;
-      if constexpr (kOutputs) {
-        y[i] = update_state(n, row.A, dt[i], du[i], B, row.C + (t0 + i) * n, h);
-      } else {
-        advance_state(n, row.A, dt[i], du[i], B, h);
-      }
-    }
-    if constexpr (kOutputs) write_outputs(count, y, row.D, row.u + t0, row.z + t0, out + t0);
+    dt_sum += scan_block<T, kOutputs>(n, row, t0, count, h, out, w);
   }
   return dt_sum;
+}
+
+// The decode step of one row, also the body of the sequential prefill (token t of the row): the
+// same state kernels as the prefill with the per-token values computed directly (the block passes'
+// vector loops cost more than they save for one token).
+template <class T, class N>
+inline void step_row(N n, const RowView<T>& row, std::int64_t t, float* h, T* out, BlockBuffers& w) {
+  const float u = to_float(row.u[t]);
+  const float dt = softplus(to_float(row.dt_raw[t]) + row.dt_bias);
+  const float du = dt * u;
+  float y;
+  if (n % kFloat8Lanes == 0) {
+    scan_vectors<compile_time_vectors<N>(), true>(n, row.A, 1, &dt, &du, row.B + t * n, row.C + t * n, h, w.partials,
+                                                  &y);
+  } else {
+    y = update_state(n, row.A, dt, du, row.B + t * n, row.C + t * n, h);
+  }
+  *out = from_float<T>((y + row.D * u) * silu(to_float(row.z[t])));
 }
 
 void check_chunk(std::int64_t chunk) {
@@ -163,10 +234,14 @@ void with_state_size(std::int64_t n, F&& f) {
 template <class T, class N>
 void decode_rows(N n, const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
                  float* state, T* out) {
-#pragma omp parallel for schedule(static) if (shape.rows() * n >= kParallelStateElements)
-  for (std::int64_t r = 0; r < shape.rows(); ++r) {
-    // Decode layouts are the prefill layouts with tokens = 1.
-    step_row(n, row_view(shape, params, x, r, 1), 0, state + r * n, out + r);
+#pragma omp parallel if (shape.rows() * n >= kParallelStateElements)
+  {
+    BlockBuffers buffers;
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < shape.rows(); ++r) {
+      // Decode layouts are the prefill layouts with tokens = 1.
+      step_row(n, row_view(shape, params, x, r, 1), 0, state + r * n, out + r, buffers);
+    }
   }
 }
 
@@ -176,10 +251,19 @@ void prefill_chunked(N n, const MambaShape& shape, const MambaParameters& params
   const std::int64_t rows = shape.rows();
   const std::int64_t chunks = (tokens + chunk - 1) / chunk;
   if (chunks <= 1) {
-    // Nothing to split: every row is one independent sequential scan, in place on its state.
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      scan_row<T, true>(n, row_view(shape, params, x, r, tokens), 0, tokens, state + r * n, out + r * tokens);
+    // Nothing to split: every row is one independent sequential scan, in place on its state. Rows
+    // outermost keeps each row's u, dt, z and out a contiguous stream for the hardware prefetcher
+    // (measured: a time-block-outer order that widens B and C to fp32 once per block for all
+    // channels ran no faster, its saving lost to strided row accesses; widening in the load is
+    // cheaper than either).
+#pragma omp parallel
+    {
+      BlockBuffers buffers;
+#pragma omp for schedule(static)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        scan_row<T, true>(n, row_view(shape, params, x, r, tokens), 0, tokens, state + r * n, out + r * tokens,
+                          buffers);
+      }
     }
     return;
   }
@@ -188,6 +272,7 @@ void prefill_chunked(N n, const MambaShape& shape, const MambaParameters& params
   auto pair_at = [&](std::int64_t r, std::int64_t k) { return workspace + (r * chunks + k) * 2 * n; };
 #pragma omp parallel
   {
+    BlockBuffers buffers;
     // Phase 1: fold each chunk (except the last, whose element nobody needs) into (a, b): b is the
     // chunk's recurrence run from h = 0, a = prod exp(dt_t A) = exp(A sum dt_t), computed from the
     // sum so that a long chunk underflows smoothly instead of through denormal products.
@@ -198,7 +283,7 @@ void prefill_chunked(N n, const MambaShape& shape, const MambaParameters& params
         float* b = a + n;
         std::fill(b, b + n, 0.0f);
         const RowView<T> row = row_view(shape, params, x, r, tokens);
-        const float dt_sum = scan_row<T, false>(n, row, k * chunk, (k + 1) * chunk, b, nullptr);
+        const float dt_sum = scan_row<T, false>(n, row, k * chunk, (k + 1) * chunk, b, nullptr, buffers);
 #pragma omp simd
         for (std::int64_t s = 0; s < n; ++s) a[s] = exp_nonpositive(row.A[s] * dt_sum);
       }
@@ -230,7 +315,7 @@ void prefill_chunked(N n, const MambaShape& shape, const MambaParameters& params
         const float* entering = pair_at(r, k) + n;
         std::copy(entering, entering + n, h);
         const std::int64_t end = std::min(tokens, (k + 1) * chunk);
-        scan_row<T, true>(n, row_view(shape, params, x, r, tokens), k * chunk, end, h, out + r * tokens);
+        scan_row<T, true>(n, row_view(shape, params, x, r, tokens), k * chunk, end, h, out + r * tokens, buffers);
         if (k + 1 == chunks) std::copy(h, h + n, state + r * n);
       }
     }
@@ -273,9 +358,10 @@ template <class T>
 void mamba_prefill_sequential(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
                               const MambaTokens<T>& x, float* state, T* out) {
   with_state_size(shape.state_size, [&](auto n) {
+    BlockBuffers buffers;
     for (std::int64_t r = 0; r < shape.rows(); ++r) {
       const RowView<T> row = row_view(shape, params, x, r, tokens);
-      for (std::int64_t t = 0; t < tokens; ++t) step_row(n, row, t, state + r * n, out + r * tokens + t);
+      for (std::int64_t t = 0; t < tokens; ++t) step_row(n, row, t, state + r * n, out + r * tokens + t, buffers);
     }
   });
 }

@@ -6,6 +6,7 @@
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/fast_math.hpp"
+#include "mechanisms/softmax_kv/cpu_avx2.hpp"
 
 namespace arch_bench {
 
@@ -67,6 +68,7 @@ SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim
   const std::int64_t wanted = (2 * std::max(threads, 1) + batch_heads - 1) / batch_heads;
   const std::int64_t allowed = std::max<std::int64_t>(1, context / kMinRowsPerSplit);
   plan.splits = std::clamp<std::int64_t>(wanted, 1, allowed);
+  plan.isa = cpu_isa();
   return plan;
 }
 
@@ -78,6 +80,7 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
   const std::int64_t splits = plan.splits;
   const std::int64_t rows_per_split = (context + splits - 1) / splits;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  const bool avx2 = plan.isa == CpuIsa::avx2 && dim % 16 == 0 && cpu_supports(CpuIsa::avx2);
   for (std::int64_t bh = 0; bh < plan.batch_heads; ++bh) {
     std::memcpy(k_cache + (bh * plan.capacity + position) * dim, k_new + bh * dim, dim * sizeof(T));
     std::memcpy(v_cache + (bh * plan.capacity + position) * dim, v_new + bh * dim, dim * sizeof(T));
@@ -92,15 +95,19 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
     alignas(64) float acc[kMaxDim] = {};
     alignas(64) float scores[kKeyBlock];
     for (std::int64_t c = 0; c < dim; ++c) query[c] = to_float(q[bh * dim + c]) * scale;
-    OnlineRow row;
     const T* keys = k_cache + bh * plan.capacity * dim;
     const T* values = v_cache + bh * plan.capacity * dim;
+    float* partial = workspace + item * (dim + 2);
+    if (avx2) {
+      softmax_decode_split_avx2(query, keys, values, begin, end, dim, partial);
+      continue;
+    }
+    OnlineRow row;
     for (std::int64_t block = begin; block < end; block += kKeyBlock) {
       const std::int64_t count = std::min(kKeyBlock, end - block);
       for (std::int64_t j = 0; j < count; ++j) scores[j] = dot_scaled(query, keys + (block + j) * dim, dim);
       fold_block(row, acc, scores, count, values + block * dim, dim);
     }
-    float* partial = workspace + item * (dim + 2);
     partial[0] = row.m;
     partial[1] = row.l;
     std::memcpy(partial + 2, acc, dim * sizeof(float));
@@ -125,7 +132,12 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
 
 template <class T>
 void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
-                     const T* k, const T* v, T* out) {
+                     const T* k, const T* v, T* out, CpuIsa isa) {
+  if (isa == CpuIsa::avx2 && cpu_supports(CpuIsa::avx2)) {
+    softmax_prefill_avx2(batch_heads, tokens, dim, q, k, v, out);
+    return;
+  }
+  // Portable kernel: the compiler vectorises the inner loops for whatever the build targets.
   const std::int64_t query_blocks = (tokens + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
   // Later query blocks see more keys; dynamic scheduling balances the causal triangle.
@@ -167,7 +179,7 @@ void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t
   template void softmax_decode_step<T>(const SoftmaxDecodePlan&, const T*, const T*, const T*, T*, \
                                        T*, std::int64_t, float*, T*);                              \
   template void softmax_prefill<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*,   \
-                                   const T*, T*);
+                                   const T*, T*, CpuIsa);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

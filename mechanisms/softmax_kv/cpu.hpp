@@ -3,6 +3,8 @@
 // storage T (float or bf16), fp32 accumulation.
 #include <cstdint>
 
+#include "mechanisms/common/cpu_isa.hpp"
+
 namespace arch_bench {
 
 // Flash-decoding split of the context: each (head, split) pair reduces its slice of the cache to
@@ -13,11 +15,13 @@ struct SoftmaxDecodePlan {
   std::int64_t dim = 0;
   std::int64_t capacity = 0;  // cache rows per head
   std::int64_t splits = 1;    // slices of the context per head
+  CpuIsa isa = CpuIsa::portable;  // kernel set; the AVX2 split kernel needs dim % 16 == 0
   // floats of workspace needed: batch_heads * splits * (dim + 2)
   std::int64_t workspace_floats() const { return batch_heads * splits * (dim + 2); }
 };
 
-// Chooses the split count for `threads` threads so each split streams at least 256 rows.
+// Chooses the split count for `threads` threads so each split streams at least 256 rows, and the
+// kernel set of the running CPU (cpu_isa()).
 SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim,
                                       std::int64_t capacity, std::int64_t context, int threads);
 
@@ -28,9 +32,10 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
                          T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out);
 
 // Causal prefill over `tokens` tokens: tiled online softmax (FlashAttention); the L x L score
-// matrix never exists, only one 64 x 64 tile per thread.
+// matrix never exists, only one 64 x 64 tile per thread. `isa` picks the kernel set (tests run
+// each one); one the CPU lacks falls back to the portable kernels.
 template <class T>
 void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
-                     const T* k, const T* v, T* out);
+                     const T* k, const T* v, T* out, CpuIsa isa = cpu_isa());
 
 }  // namespace arch_bench

@@ -30,12 +30,19 @@ void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::
 // exponent): blocks of different sub-chunks (kRwkv6SubChunk) factor the pair weight as
 // e^{(t's sub-chunk start .. t-1)} e^{(the sub-chunks between)} e^{(s+1 .. s's sub-chunk end)},
 // three factors <= 1, and pairs inside one sub-chunk take their own running sums.
+// A chunk whose decays sum to at most 80 nats on every key channel (the drawn inputs' ~30 nats per
+// chunk; 80 keeps |k| e^{80} far inside fp32) takes the factorised form instead: pair weights
+// (r_t e^{B_{t-1}}) . (k_s e^{-B_s}) with e^{B} the running product of the w's, and the chunk is three
+// register-tiled products (common/chunk_matmul.hpp). Both paths are the same sums; which one a chunk
+// takes depends only on its decays.
 // The state carries in and out (zero for a fresh sequence).
 template <class T>
 void rwkv6_prefill_chunkwise(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                              const RwkvTokens<T>& x, float* state, T* out);
 
-// Floating-point operations of one chunk of n tokens (transcendentals count one), for Cost.
+// Floating-point operations of one chunk of n tokens (transcendentals count one): on the factorised
+// path and on the sub-chunk path.
+double rwkv6_factorised_chunk_flops(std::int64_t n, std::int64_t dim);
 double rwkv6_chunk_flops(std::int64_t n, std::int64_t dim);
 
 }  // namespace arch_bench

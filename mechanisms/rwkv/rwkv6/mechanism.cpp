@@ -85,7 +85,8 @@ class Rwkv6 final : public Mechanism {
   // Bytes: r, k, v, d read and out written per token and channel (storage dtype); u (fp32) read
   // once; the state read and written per decode step, written once per prefill. FLOPs (exp counts
   // one): decode per head 5 d^2 (o += r_i S_ij; S_ij = w_i S_ij + k_i v_j) + 7 d (decay, bonus,
-  // o = bonus v); prefill as rwkv6_chunk_flops counts the chunkwise kernel.
+  // o = bonus v); prefill as rwkv6_factorised_chunk_flops counts the chunkwise kernel on the path the
+  // drawn inputs take (a chunk past 80 nats of decay takes the sub-chunk path, rwkv6_chunk_flops).
   Cost cost(const Cell& cell) const override {
     const double e = static_cast<double>(dtype_bytes(cell.dtype));
     const double bh = static_cast<double>(cell.batch_heads());
@@ -95,8 +96,8 @@ class Rwkv6 final : public Mechanism {
     if (cell.phase == Phase::decode) return {2 * state + params + 5 * bh * d * e, bh * (5 * d * d + 7 * d)};
     const std::int64_t length = cell.sequence_length;
     const std::int64_t full = length / kRwkv6Chunk, rest = length % kRwkv6Chunk;
-    double flops = static_cast<double>(full) * rwkv6_chunk_flops(kRwkv6Chunk, cell.head_dim);
-    if (rest > 0) flops += rwkv6_chunk_flops(rest, cell.head_dim);
+    double flops = static_cast<double>(full) * rwkv6_factorised_chunk_flops(kRwkv6Chunk, cell.head_dim);
+    if (rest > 0) flops += rwkv6_factorised_chunk_flops(rest, cell.head_dim);
     return {state + params + 5 * bh * static_cast<double>(length) * d * e, bh * flops};
   }
 

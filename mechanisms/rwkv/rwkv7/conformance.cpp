@@ -1,4 +1,4 @@
-// rwkv7 on inputs from .npy files (`arch-bench conformance`): the recurrent prefill, the decode step
+// rwkv7 on inputs from .npy files (`arch-bench conformance`): the chunkwise prefill, the decode step
 // token by token from S = 0, and the fp64 recurrent reference.
 #include "mechanisms/rwkv/conformance_common.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
@@ -21,7 +21,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
   ConformanceOutputs out;
   std::vector<float> state(rwkv7_state_floats(shape), 0.0f);
   std::vector<T> prefill(storage.sequence[kRwkvK].size());
-  rwkv7_recurrent(shape, length, storage.view(), state.data(), prefill.data());
+  rwkv7_prefill_chunkwise(shape, length, storage.view(), state.data(), prefill.data());
   out.prefill_out = storage_array(out_shape, prefill);
 
   std::vector<float> decode_state(state.size(), 0.0f);

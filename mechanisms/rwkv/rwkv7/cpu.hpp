@@ -3,11 +3,24 @@
 // in storage T (decode: [batch_heads, dim]); the state S [batch_heads, dim(v), dim(k)] fp32, row i
 // = value channel (the row-vector convention of rwkv7/reference.hpp).
 //
-// The prefill is the recurrence, token by token per head (OpenMP over batch x heads, each state row
-// vectorised over the key channels). A chunkwise form exists (the WY representation of the products
-// of diag(w_t) + a_t^T b_t, as for the delta rule, with a triangular solve per chunk); it has not
-// been built and held to the recurrence here, so the prefill is recurrent and the mechanism's title
-// says so.
+// The decode step is the recurrence (OpenMP over batch x heads, each state row vectorised over the
+// key channels). The prefill is chunkwise (kRwkv7Chunk tokens) in the WY/UT form of the delta rule,
+// in the column convention H = S^T [key, value]: with u_t = S_{t-1} a_t (the value the token removes)
+// the recurrence is a diagonal decay plus two rank-one writes,
+//   H_t = diag(w_t) H_{t-1} + b_t u_t^T + k_t v_t^T,   u_t^T = a_t^T H_{t-1},   o_t^T = r_t^T H_t,
+// so with G_t = sum of log w over the chunk's tokens up to t (per key channel, G_{-1} = 0) and H_0
+// the state carried in:
+//   A_ab[t][s] = sum_j a_tj b_sj e^{G_{t-1,j} - G_{s,j}}, A_ak the same with k_s   (s < t)
+//   Q_rb[t][s] = sum_j r_tj b_sj e^{G_{t,j} - G_{s,j}},   Q_rk the same with k_s   (s <= t)
+//   U = (I - A_ab)^{-1} (diag(e^{G_{t-1}}) A H_0 + A_ak V)     (a forward substitution)
+//   O = diag(e^{G_t}) R H_0 + Q_rb U + Q_rk V
+//   H_n = diag(e^{G_{n-1}}) H_0 + (B e^{G_{n-1} - G})^T U + (K e^{G_{n-1} - G})^T V
+// which is the recurrence re-associated, not an approximation. The pair weights are factorised as
+// (x_t e^{G_{t-1}}) . (y_s e^{-G_s}): RWKV-7's decay is bounded (|log w| <= e^{-0.5}), so over a
+// chunk |G| <= 32 e^{-0.5} < 20 nats and e^{+-G} are normal fp32 numbers. e^{G_t} is the running
+// product of the w_t over the chunk (the rounding the recurrence does when it scales S by w_t) and
+// e^{-G_t} its reciprocal; no exponent spans more than one chunk, so nothing grows with L. Every product
+// is register-tiled (common/chunk_matmul.hpp).
 #include <cstdint>
 
 #include "mechanisms/rwkv/kernels.hpp"
@@ -16,8 +29,19 @@ namespace arch_bench {
 
 inline std::int64_t rwkv7_state_floats(const RwkvShape& shape) { return shape.batch_heads * shape.dim * shape.dim; }
 
+inline constexpr std::int64_t kRwkv7Chunk = 32;  // tokens per chunk of the prefill
+
 // Tokens one by one, in place on S (a decode step is tokens = 1). Allocates nothing.
 template <class T>
 void rwkv7_recurrent(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state, T* out);
+
+// Causal prefill, chunkwise (above); the state S [value, key] carries in and out (zero for a fresh
+// sequence), as for rwkv7_recurrent. Allocates nothing (the chunk buffers are on the stack).
+template <class T>
+void rwkv7_prefill_chunkwise(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state,
+                             T* out);
+
+// Floating-point operations of one chunk of n tokens (transcendentals count one), for Cost.
+double rwkv7_chunk_flops(std::int64_t n, std::int64_t dim);
 
 }  // namespace arch_bench

@@ -1,0 +1,20 @@
+#pragma once
+// Branch-free float selects for loops that must vectorise. gcc 12 turns a float `c ? a : b`
+// (and std::max on floats, whose NaN semantics differ from maxps) into a branch in some loops,
+// and one branch keeps the whole loop scalar; a select on the bit patterns always if-converts.
+#include <bit>
+#include <cstdint>
+
+namespace arch_bench {
+
+// `a` when take_a, else `b`.
+inline float bit_select(bool take_a, float a, float b) {
+  const std::uint32_t mask = -static_cast<std::uint32_t>(take_a);
+  return std::bit_cast<float>((mask & std::bit_cast<std::uint32_t>(a)) | (~mask & std::bit_cast<std::uint32_t>(b)));
+}
+
+// max(x, 0) for the positive and negative halves of a piecewise function (NaN maps to 0).
+inline float positive_part(float x) { return bit_select(x > 0.0f, x, 0.0f); }
+inline float negative_part(float x) { return bit_select(x < 0.0f, x, 0.0f); }
+
+}  // namespace arch_bench

@@ -1,0 +1,56 @@
+#include "mechanisms/common/cpu_isa.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace arch_bench {
+
+bool cpu_supports(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::portable:
+      return true;
+    case CpuIsa::avx2:
+#if defined(__x86_64__) || defined(__i386__)
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+const char* cpu_isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::portable:
+      return "portable";
+    case CpuIsa::avx2:
+      return "avx2";
+  }
+  return "unknown";
+}
+
+std::optional<CpuIsa> parse_cpu_isa(std::string_view name) {
+  if (name == "portable") return CpuIsa::portable;
+  if (name == "avx2") return CpuIsa::avx2;
+  return std::nullopt;
+}
+
+CpuIsa cpu_isa() {
+  static const CpuIsa chosen = [] {
+    CpuIsa best = cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::portable;
+    // An override can only lower the choice: a kernel the CPU cannot run is never entered.
+    if (const char* env = std::getenv("ARCH_BENCH_CPU_ISA")) {
+      const std::optional<CpuIsa> wanted = parse_cpu_isa(env);
+      if (!wanted) {
+        throw std::runtime_error(std::string("ARCH_BENCH_CPU_ISA='") + env +
+                                 "' is not an ISA with kernels; use portable or avx2");
+      }
+      if (cpu_supports(*wanted) && *wanted < best) best = *wanted;
+    }
+    return best;
+  }();
+  return chosen;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,405 @@
+// AVX2 + FMA kernels of softmax_kv. Every function that uses AVX2 carries the target attribute
+// (not the whole file), so the inline library code this file instantiates keeps the build's
+// baseline ISA and the linker can never hand an AVX2 copy to code that runs on another CPU.
+//
+// Prefill is FlashAttention-2 on the CPU: for each 64-query block, every 64-key block does
+//   S^T = K_blk Q_blk^T (register-tiled: 6 keys x 16 queries, 12 ymm accumulators),
+//   an online softmax across the key rows of S^T (vectorised across queries, so the running
+//   max/sum of 8 queries live in one register),
+//   O = diag(correction) O + P V_blk (register-tiled: 6 queries x 16 channels).
+// S^T (keys x queries) rather than S is what lets the softmax state vectorise without a
+// transpose; bf16 tiles are widened to fp32 once per block, so the microkernels only see fp32.
+#include "mechanisms/softmax_kv/cpu_avx2.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+#include "mechanisms/common/bf16.hpp"
+
+#define ARCH_BENCH_AVX2 __attribute__((target("avx2,fma")))
+
+namespace arch_bench {
+
+namespace {
+
+constexpr std::int64_t kBlock = 64;   // queries per query block = keys per key block
+constexpr std::int64_t kMaxDim = 256;  // Mechanism::unsupported() rejects wider heads
+constexpr int kTileRows = 6;           // 6 x 2 accumulators + 2 operands + 1 broadcast = 15 ymm
+constexpr std::int64_t kTileCols = 16;
+
+// e^x for x <= 0, the same range reduction and Cephes polynomial as fast_math.hpp's
+// exp_nonpositive (relative error < 2e-7), eight lanes at a time.
+ARCH_BENCH_AVX2 inline __m256 exp_nonpositive8(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);  // max returns its second operand for NaN: NaN stays
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+}
+
+ARCH_BENCH_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+// bf16 -> fp32 is a 16-bit shift into the high half of each lane.
+ARCH_BENCH_AVX2 inline __m256 load8(const bf16* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+
+ARCH_BENCH_AVX2 inline float horizontal_max(__m256 v) {
+  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_max_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
+ARCH_BENCH_AVX2 inline float horizontal_sum(__m256 v) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
+// Lane j of the result is the sum of the lanes of a[j]: eight dot products finished at once.
+ARCH_BENCH_AVX2 inline __m256 sum_each(const __m256 a[8]) {
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// ---- prefill -------------------------------------------------------------------------------
+
+// st[i][0..16) = sum_c keys[i][c] qt[c][0..16) for R key rows (qt and st have row stride kBlock).
+template <int R>
+ARCH_BENCH_AVX2 inline void scores_tile(const float* keys, std::int64_t key_stride, const float* qt,
+                                        std::int64_t depth, float* st) {
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (std::int64_t c = 0; c < depth; ++c) {
+    const __m256 b0 = _mm256_loadu_ps(qt + c * kBlock);
+    const __m256 b1 = _mm256_loadu_ps(qt + c * kBlock + 8);
+    for (int i = 0; i < R; ++i) {
+      const __m256 a = _mm256_broadcast_ss(keys + i * key_stride + c);
+      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(st + i * kBlock, acc[i][0]);
+    _mm256_storeu_ps(st + i * kBlock + 8, acc[i][1]);
+  }
+}
+
+// o[i][0..16) = correction[i] o[i][0..16) + sum_j pt[j][i] values[j][0..16) for R query rows.
+template <int R>
+ARCH_BENCH_AVX2 inline void values_tile(const float* pt, const float* values, std::int64_t value_stride,
+                                        std::int64_t count, const float* correction, float* o,
+                                        std::int64_t o_stride) {
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) {
+    const __m256 scale = _mm256_broadcast_ss(correction + i);
+    acc[i][0] = _mm256_mul_ps(_mm256_loadu_ps(o + i * o_stride), scale);
+    acc[i][1] = _mm256_mul_ps(_mm256_loadu_ps(o + i * o_stride + 8), scale);
+  }
+  for (std::int64_t j = 0; j < count; ++j) {
+    const __m256 b0 = _mm256_loadu_ps(values + j * value_stride);
+    const __m256 b1 = _mm256_loadu_ps(values + j * value_stride + 8);
+    for (int i = 0; i < R; ++i) {
+      const __m256 a = _mm256_broadcast_ss(pt + j * kBlock + i);
+      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(o + i * o_stride, acc[i][0]);
+    _mm256_storeu_ps(o + i * o_stride + 8, acc[i][1]);
+  }
+}
+
+// Runs `tile.template operator()<R>(offset)` over [0, rows) in tiles of kTileRows and one tail.
+template <class Tile>
+ARCH_BENCH_AVX2 inline void over_row_tiles(std::int64_t rows, Tile&& tile) {
+  std::int64_t i = 0;
+  for (; i + kTileRows <= rows; i += kTileRows) tile.template operator()<kTileRows>(i);
+  switch (rows - i) {
+    case 5: tile.template operator()<5>(i); break;
+    case 4: tile.template operator()<4>(i); break;
+    case 3: tile.template operator()<3>(i); break;
+    case 2: tile.template operator()<2>(i); break;
+    case 1: tile.template operator()<1>(i); break;
+    default: break;
+  }
+}
+
+// S^T for `count` keys and `cols` (a multiple of 16) queries.
+ARCH_BENCH_AVX2 void scores_block(const float* keys, std::int64_t key_stride, const float* qt,
+                                  std::int64_t depth, std::int64_t count, std::int64_t cols, float* st) {
+  for (std::int64_t col = 0; col < cols; col += kTileCols) {
+    over_row_tiles(count, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX2 {
+      scores_tile<R>(keys + i * key_stride, key_stride, qt + col, depth, st + i * kBlock + col);
+    });
+  }
+}
+
+ARCH_BENCH_AVX2 void values_block(const float* pt, const float* values, std::int64_t value_stride,
+                                  std::int64_t count, std::int64_t rows, std::int64_t width,
+                                  const float* correction, float* o) {
+  for (std::int64_t col = 0; col < width; col += kTileCols) {
+    over_row_tiles(rows, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX2 {
+      values_tile<R>(pt + i, values + col, value_stride, count, correction + i, o + i * width + col, width);
+    });
+  }
+}
+
+// Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
+// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. On the
+// diagonal block key j is visible to query q only when j <= q. Blocks are aligned, so every
+// query row of a processed block sees at least its own key and the new max is finite.
+ARCH_BENCH_AVX2 void softmax_block(float* st, std::int64_t count, std::int64_t cols, bool diagonal, float* m,
+                                   float* l, float* correction) {
+  const __m256 minus_inf = _mm256_set1_ps(-INFINITY);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (std::int64_t q = 0; q < cols; q += 8) {
+    const __m256i query = _mm256_add_epi32(lanes, _mm256_set1_epi32(static_cast<int>(q)));
+    const __m256 old_max = _mm256_loadu_ps(m + q);
+    __m256 new_max = old_max;
+    for (std::int64_t j = 0; j < count; ++j) {
+      __m256 s = _mm256_loadu_ps(st + j * kBlock + q);
+      if (diagonal) {
+        const __m256i hidden = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(j)), query);
+        s = _mm256_blendv_ps(s, minus_inf, _mm256_castsi256_ps(hidden));
+      }
+      new_max = _mm256_max_ps(new_max, s);
+    }
+    const __m256 scale = exp_nonpositive8(_mm256_sub_ps(old_max, new_max));
+    __m256 sum = _mm256_setzero_ps();
+    for (std::int64_t j = 0; j < count; ++j) {
+      __m256 p = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(st + j * kBlock + q), new_max));
+      if (diagonal) {
+        const __m256i hidden = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(j)), query);
+        p = _mm256_andnot_ps(_mm256_castsi256_ps(hidden), p);  // exactly 0, not e^-87
+      }
+      _mm256_storeu_ps(st + j * kBlock + q, p);
+      sum = _mm256_add_ps(sum, p);
+    }
+    _mm256_storeu_ps(l + q, _mm256_fmadd_ps(_mm256_loadu_ps(l + q), scale, sum));
+    _mm256_storeu_ps(m + q, new_max);
+    _mm256_storeu_ps(correction + q, scale);
+  }
+}
+
+// Widens `count` rows of `dim` values to fp32 rows of `width` (>= dim) floats, zero-padded.
+template <class T>
+ARCH_BENCH_AVX2 void widen_rows(const T* src, std::int64_t count, std::int64_t dim, std::int64_t width,
+                                float* dst) {
+  for (std::int64_t j = 0; j < count; ++j) {
+    const T* row = src + j * dim;
+    float* out = dst + j * width;
+    std::int64_t c = 0;
+    for (; c + 8 <= dim; c += 8) _mm256_storeu_ps(out + c, load8(row + c));
+    for (; c < dim; ++c) out[c] = to_float(row[c]);
+    for (; c < width; ++c) out[c] = 0.0f;
+  }
+}
+
+struct PrefillScratch {
+  float qt[kMaxDim * kBlock];     // the query block, transposed and scaled by 1/sqrt(dim)
+  float keys[kBlock * kMaxDim];   // one key block in fp32
+  float values[kBlock * kMaxDim]; // one value block in fp32, rows padded to a multiple of 16
+  float st[kBlock * kBlock];      // S^T, then P^T
+  float o[kBlock * kMaxDim];      // unnormalised output rows
+  float m[kBlock], l[kBlock], correction[kBlock];
+};
+
+template <class T>
+ARCH_BENCH_AVX2 void prefill_query_block(const T* q, const T* k, const T* v, T* out, std::int64_t tokens,
+                                         std::int64_t dim, std::int64_t q_begin, PrefillScratch& s) {
+  const std::int64_t rows = std::min(kBlock, tokens - q_begin);
+  const std::int64_t cols = (rows + kTileCols - 1) / kTileCols * kTileCols;
+  const std::int64_t width = (dim + kTileCols - 1) / kTileCols * kTileCols;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (std::int64_t c = 0; c < dim; ++c) {
+    for (std::int64_t i = 0; i < cols; ++i) {
+      s.qt[c * kBlock + i] = i < rows ? to_float(q[(q_begin + i) * dim + c]) * scale : 0.0f;
+    }
+  }
+  std::fill_n(s.m, kBlock, -INFINITY);
+  std::fill_n(s.l, kBlock, 0.0f);
+  std::fill_n(s.o, rows * width, 0.0f);
+  for (std::int64_t block = 0; block <= q_begin; block += kBlock) {
+    const std::int64_t count = std::min(kBlock, tokens - block);
+    const float* keys = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      keys = k + block * dim;  // fp32 keys are read in place: the A operand takes any stride
+    } else {
+      widen_rows(k + block * dim, count, dim, dim, s.keys);
+      keys = s.keys;
+    }
+    widen_rows(v + block * dim, count, dim, width, s.values);
+    scores_block(keys, dim, s.qt, dim, count, cols, s.st);
+    softmax_block(s.st, count, cols, block == q_begin, s.m, s.l, s.correction);
+    values_block(s.st, s.values, width, count, rows, width, s.correction, s.o);
+  }
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float inverse = 1.0f / s.l[i];
+    T* row = out + (q_begin + i) * dim;
+    for (std::int64_t c = 0; c < dim; ++c) row[c] = from_float<T>(s.o[i * width + c] * inverse);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void softmax_prefill_avx2(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
+                          const T* k, const T* v, T* out) {
+  const std::int64_t blocks = (tokens + kBlock - 1) / kBlock;
+#pragma omp parallel
+  {
+    const auto scratch = std::make_unique<PrefillScratch>();
+    // Query block b does b + 1 key blocks: handing out the heaviest first keeps the dynamic
+    // schedule from ending on one long item.
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t item = 0; item < batch_heads * blocks; ++item) {
+      const std::int64_t head = item % batch_heads;
+      const std::int64_t block = blocks - 1 - item / batch_heads;
+      const std::int64_t offset = head * tokens * dim;
+      prefill_query_block(q + offset, k + offset, v + offset, out + offset, tokens, dim, block * kBlock,
+                          *scratch);
+    }
+  }
+}
+
+// ---- decode --------------------------------------------------------------------------------
+
+// Sixteen channels of a cache row as two fp32 vectors. bf16 pairs are split into even and odd
+// channels (a mask and a shift of one 32-byte load, half the work of widening 8 at a time), so
+// for bf16 the query and the accumulator live in that permuted channel order too.
+ARCH_BENCH_AVX2 inline void load16(const float* p, __m256& lo, __m256& hi) {
+  lo = _mm256_loadu_ps(p);
+  hi = _mm256_loadu_ps(p + 8);
+}
+ARCH_BENCH_AVX2 inline void load16(const bf16* p, __m256& lo, __m256& hi) {
+  const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  lo = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));                                // even
+  hi = _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(int(0xffff0000u))));  // odd
+}
+
+// Index in the layout load16 produces of channel c.
+template <class T>
+std::int64_t lane_of(std::int64_t c) {
+  if constexpr (std::is_same_v<T, float>) {
+    return c;
+  } else {
+    return c / 16 * 16 + (c % 2) * 8 + (c % 16) / 2;
+  }
+}
+
+// acc[0, 16 N) = rescale acc + sum_j p_j values[j][0, 16 N): 2 N accumulators in registers, so the
+// FMA chains are 2 N wide (N = 4 hides the 4-cycle FMA latency on two ports).
+template <int N, class T>
+ARCH_BENCH_AVX2 inline void accumulate_values(const T* rows, std::int64_t stride, std::int64_t count,
+                                              const float* p, __m256 rescale, float* acc) {
+  __m256 a[2 * N];
+  for (int i = 0; i < 2 * N; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + 8 * i), rescale);
+  for (std::int64_t j = 0; j < count; ++j) {
+    const __m256 w = _mm256_broadcast_ss(p + j);
+    for (int i = 0; i < N; ++i) {
+      __m256 lo, hi;
+      load16(rows + j * stride + 16 * i, lo, hi);
+      a[2 * i] = _mm256_fmadd_ps(w, lo, a[2 * i]);
+      a[2 * i + 1] = _mm256_fmadd_ps(w, hi, a[2 * i + 1]);
+    }
+  }
+  for (int i = 0; i < 2 * N; ++i) _mm256_storeu_ps(acc + 8 * i, a[i]);
+}
+
+template <class T>
+ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
+                                  std::int64_t end, std::int64_t dim, float* partial) {
+  alignas(32) float p[kBlock];
+  alignas(32) float q[kMaxDim];
+  alignas(32) float acc[kMaxDim] = {};
+  for (std::int64_t c = 0; c < dim; ++c) q[lane_of<T>(c)] = query[c];
+  float m = -INFINITY, l = 0.0f;
+  for (std::int64_t block = begin; block < end; block += kBlock) {
+    const std::int64_t count = std::min(kBlock, end - block);
+    const std::int64_t groups = (count + 7) / 8;
+    // Scores of eight keys at a time, eight independent FMA chains; past `end` the last row is
+    // read again (never beyond the cache) and its score masked below.
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const T* rows[8];
+      for (int j = 0; j < 8; ++j) rows[j] = keys + std::min(block + g * 8 + j, end - 1) * dim;
+      __m256 dot[8];
+      for (int j = 0; j < 8; ++j) dot[j] = _mm256_setzero_ps();
+      for (std::int64_t c = 0; c < dim; c += 16) {
+        const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
+        for (int j = 0; j < 8; ++j) {
+          __m256 lo, hi;
+          load16(rows[j] + c, lo, hi);
+          dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
+          dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);
+        }
+      }
+      _mm256_store_ps(p + g * 8, sum_each(dot));
+    }
+    for (std::int64_t j = count; j < groups * 8; ++j) p[j] = -INFINITY;
+    __m256 block_max = _mm256_set1_ps(-INFINITY);
+    for (std::int64_t g = 0; g < groups; ++g) block_max = _mm256_max_ps(block_max, _mm256_load_ps(p + g * 8));
+    const float new_max = std::max(m, horizontal_max(block_max));
+    const __m256 shift = _mm256_set1_ps(new_max);
+    __m256 sum = _mm256_setzero_ps();
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_load_ps(p + g * 8), shift));
+      _mm256_store_ps(p + g * 8, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    float block_sum = horizontal_sum(sum);
+    for (std::int64_t j = count; j < groups * 8; ++j) block_sum -= p[j];  // the masked lanes' e^-87
+    const float correction = _mm256_cvtss_f32(exp_nonpositive8(_mm256_set1_ps(m - new_max)));
+    l = l * correction + block_sum;
+    m = new_max;
+    const __m256 rescale = _mm256_set1_ps(correction);
+    const T* rows = values + block * dim;
+    std::int64_t c = 0;
+    for (; c + 64 <= dim; c += 64) accumulate_values<4>(rows + c, dim, count, p, rescale, acc + c);
+    switch ((dim - c) / 16) {
+      case 3: accumulate_values<3>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 2: accumulate_values<2>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 1: accumulate_values<1>(rows + c, dim, count, p, rescale, acc + c); break;
+      default: break;
+    }
+  }
+  partial[0] = m;
+  partial[1] = l;
+  for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc[lane_of<T>(c)];
+}
+
+template <class T>
+void softmax_decode_split_avx2(const float* query, const T* keys, const T* values, std::int64_t begin,
+                               std::int64_t end, std::int64_t dim, float* partial) {
+  decode_split(query, keys, values, begin, end, dim, partial);
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                   \
+  template void softmax_prefill_avx2<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, \
+                                        const T*, T*);                                              \
+  template void softmax_decode_split_avx2<T>(const float*, const T*, const T*, std::int64_t,         \
+                                             std::int64_t, std::int64_t, float*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench
