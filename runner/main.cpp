@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   register_diff_command(app, context);
   register_preflight_command(app, context);
   register_conformance_command(app, context);
+  register_merge_command(app, context);
+  register_report_command(app, context);
+  register_export_command(app, context);
 
   std::vector<std::string> reversed(context.argv.rbegin(), context.argv.rend());  // CLI11 wants them reversed
   install_signal_handlers();

@@ -4,7 +4,10 @@
 #  2. the two are diffed: timing verdicts are reported but do not fail (shared CI machines are
 #     noisy), structural regressions (state bytes, finiteness, tolerance, status, decision) do;
 #  3. a fresh run is diffed against the committed CPU baseline in results/ the same way;
-#  4. the Google Benchmark target runs one case (it must keep working with gbench's tooling).
+#  4. `arch-bench report` (Markdown with charts, HTML) and `export` of the run's own JSON, read back
+#     by gbench's compare.py and pandas; scripts/plot.py's tests (tests/test_plot.py);
+#  5. the Google Benchmark target runs one case (it must keep working with gbench's tooling);
+#  then a 3-shard Slurm job array on a real single-node cluster, merged (scripts/slurm/, root only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BUILD_DIR:-$ROOT/build}"
@@ -30,7 +33,48 @@ echo "== ci: diff against the committed CPU baseline"
 "$BIN/arch-bench" diff results/45_linear_recurrent_state_ci-cpu-baseline.json \
   "$OUT"/45_linear_recurrent_state_ci-b.json --fail-on never
 
+echo "== ci: report and export of this run's own JSON (charts, gbench's compare.py, pandas)"
+# Charts and the export consumers are Debian Python packages, not build dependencies: installed here.
+py_missing=()
+for package in python3-matplotlib python3-pandas python3-scipy libbenchmark-tools; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || py_missing+=("$package")
+done
+if [ ${#py_missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${py_missing[@]}" >&2
+fi
+RUN_A="$OUT"/45_linear_recurrent_state_ci-a.json RUN_B="$OUT"/45_linear_recurrent_state_ci-b.json
+"$BIN/arch-bench" report "$RUN_A" "$RUN_B" --plots "$OUT/plots" --output "$OUT/report.md"
+"$BIN/arch-bench" report "$RUN_B" --format html --plots "$OUT/html-plots" --output "$OUT/report.html"
+[ -n "${GITHUB_STEP_SUMMARY:-}" ] && cat "$OUT/report.md" >> "$GITHUB_STEP_SUMMARY"
+"$BIN/arch-bench" export "$RUN_A" --format gbench --output "$OUT/gbench-a.json"
+"$BIN/arch-bench" export "$RUN_B" --format gbench --output "$OUT/gbench-b.json"
+/usr/bin/python3 /usr/share/benchmark/compare.py --no-color benchmarks "$OUT/gbench-a.json" "$OUT/gbench-b.json" \
+  | grep -E "OVERALL_GEOMEAN|_median "
+"$BIN/arch-bench" export "$RUN_B" --format csv --output "$OUT/rows.csv"
+/usr/bin/python3 - "$OUT/rows.csv" "$RUN_B" <<'PY'
+import json, sys, pandas
+frame, rows = pandas.read_csv(sys.argv[1]), json.load(open(sys.argv[2]))["metrics"]["rows"]
+assert len(frame) == len(rows) and list(frame["median_step_ms"]) == [r["median_step_ms"] for r in rows]
+print(f"pandas read {len(frame)} rows x {len(frame.columns)} columns, medians exact")
+PY
+BUILD_DIR="$BIN" /usr/bin/python3 tests/test_plot.py
+
 echo "== ci: arch-bench-micro smoke run"
 "$BIN/arch-bench-micro" --benchmark_filter='linear_attention/decode/L=512/bfloat16' --benchmark_min_time=0.05
+
+echo "== ci: an out-of-tree plugin built against the installed package (scripts/plugin-check.sh)"
+BUILD_DIR="$BIN" "$ROOT/scripts/plugin-check.sh"
+
+echo "== ci: a 3-shard job array on a real single-node Slurm, merged (scripts/slurm/test-local-cluster.sh)"
+if [[ $(id -u) -eq 0 ]]; then
+  BUILD_DIR="$BIN" bash "$ROOT/scripts/slurm/test-local-cluster.sh"
+else
+  echo "skipped: the local Slurm cluster needs root (slurmd starts the jobs); CI runs as root"
+fi
+
+echo "== ci: every mechanism against its published implementation (scripts/crosscheck.sh, small shape set)"
+BUILD_DIR="$BIN" bash "$ROOT/scripts/crosscheck.sh" --shapes ci
 
 echo "ci-checks: all passed"

@@ -8,5 +8,5 @@ DEST="$ROOT/.device/debs"
 mkdir -p "$DEST"
 cd "$DEST"
 apt-get download nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libbenchmark-dev libbenchmark1debian \
-  googletest libgtest-dev libvalijson-dev
+  googletest libgtest-dev libvalijson-dev nettle-dev libnettle8
 ls -1 "$DEST"

@@ -3,8 +3,10 @@
 #   scripts/device-check.sh OUT_DIR
 # Builds with CUDA for sm_90, runs the GPU tests (one small case under compute-sanitizer memcheck),
 # the preflight of the CUDA profile, the seed's cell-5.2 command under --profile ARCH-CUDA-MECHANISM,
-# and linear_recurrence at batch 1 and 16 over L = 512, 2048, 8192, 32768 (decode) plus a causal
-# prefill, leaving at most 8 files in OUT_DIR: the log, the preflight and the reports. Build
+# linear_recurrence at batch 1 and 16 over L = 512, 2048, 8192, 32768 (decode) plus a causal
+# prefill, the performer and mamba_scan modes (default matrices at batch 1, and L = 8192 at batch 16),
+# and `conformance --device cuda` for every mechanism with CUDA kernels, leaving at most 10 files in
+# OUT_DIR: the log, the preflight and the reports (conformance outputs stay in the build folder). Build
 # dependencies come from .device/debs (scripts/collect-debs.sh), unpacked into a prefix, because the
 # GPU machine has no package registry. Budget: 8 minutes on one H200, build included.
 set -uo pipefail
@@ -79,6 +81,36 @@ step "linear_recurrence prefill, batch 1, L 2048/8192 (tensor-core bf16 softmax 
 check "$BIN" run --device cuda --phase prefill --sequence-lengths 2048,8192 --warmup 3 --repeats 20 \
   --timing cuda_events --run-label "${LABEL}-prefill" --workload-id arch-linear-recurrence-gpu-prefill \
   --results-dir "$OUT"
+
+# The other two mechanisms of the card on the GPU. Their fp64 checks run on the host (the performer
+# reference is O(L m d) per head), so repeats are kept low and batch 16 is one length: L = 8192, where
+# the issue's targets sit (performer decode at m = 256 vs softmax_kv; mamba prefill vs the copy
+# bandwidth).
+step "performer, batch 1, L 512/2048/8192, m 64/128/256 favor+ and trig 256 (default matrix)"
+check "$BIN" run --mode performer --device cuda --warmup 3 --repeats 10 --run-label "${LABEL}-performer-b1" \
+  --workload-id arch-performer-gpu-b1 --results-dir "$OUT"
+step "performer, batch 16, decode at L 8192, m 256"
+check "$BIN" run --mode performer --device cuda --batch 16 --sequence-lengths 8192 --phase decode --features 256 \
+  --warmup 3 --repeats 20 --run-label "${LABEL}-performer-b16" --workload-id arch-performer-gpu-b16 --results-dir "$OUT"
+step "mamba_scan, batch 1, L 512/2048/8192 (default matrix)"
+check "$BIN" run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --run-label "${LABEL}-mamba-b1" \
+  --workload-id arch-mamba-scan-gpu-b1 --results-dir "$OUT"
+step "mamba_scan, batch 16, L 8192, decode + prefill"
+check "$BIN" run --mode mamba_scan --device cuda --batch 16 --sequence-lengths 8192 --warmup 3 --repeats 20 \
+  --run-label "${LABEL}-mamba-b16" --workload-id arch-mamba-scan-gpu-b16 --results-dir "$OUT"
+
+step "conformance --device cuda (every mechanism with CUDA kernels; fp32 and bf16)"
+CONF="$BUILD/conformance-gpu"
+rm -rf "$CONF"
+for mechanism in softmax_kv linear_attention performer mamba; do
+  length=200; [ "$mechanism" = mamba ] && length=2100  # past the 1024-token scan chunk
+  check "$BIN" conformance --generate "$CONF/$mechanism-in" --mechanism "$mechanism" --batch 2 --heads 4 \
+    --length "$length" --dim 32 --features 64 --state-size 16 > /dev/null
+  for dtype in float32 bfloat16; do
+    check "$BIN" conformance --device cuda --mechanism "$mechanism" --dtype "$dtype" --inputs "$CONF/$mechanism-in" \
+      --outputs "$CONF/$mechanism-$dtype"
+  done
+done
 
 step "validate"
 for file in "$OUT"/*.json; do

@@ -13,6 +13,8 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/mamba/capacity.hpp"
 #include "mechanisms/mamba/cpu.hpp"
+#include "mechanisms/mamba/cuda.hpp"
+#include "mechanisms/mamba/cuda_plan.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
 #include "runner/conformance/adapters.hpp"
@@ -192,8 +194,18 @@ class Mamba final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "mamba", "Mamba selective scan (S6), fixed d_inner x N fp32 state, d_inner = heads * head_dim",
-        StateKind::fixed_state, {"cpu"}};
+        StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+        {"cpu", "cuda"}};
+#else
+        {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return mamba_cuda_unsupported(cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
@@ -259,6 +271,9 @@ class Mamba final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_mamba_cuda(cell, seed, backend);
+#endif
     return prepare_cell<MambaDecodeCell, MambaPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &mamba_conformance(); }

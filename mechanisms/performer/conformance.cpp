@@ -28,16 +28,29 @@ PerformerFeatures features_of(const MechanismOptions& options) {
   return *kind;
 }
 
+PerformerStabilizer stabilizer_of(const MechanismOptions& options, PerformerFeatures kind) {
+  const auto stabilizer = parse_performer_stabilizer(options.favor_stabilizer);
+  if (!stabilizer) {
+    throw UsageError(fmt::format("--favor-stabilizer {}: performer takes causal (the default) or published",
+                                 options.favor_stabilizer));
+  }
+  if (*stabilizer == PerformerStabilizer::published && kind == PerformerFeatures::trig) {
+    throw UsageError("--favor-stabilizer published applies to favor+ features; trig features have no eps to place");
+  }
+  return *stabilizer;
+}
+
 // W's rows: one per feature for favor+, one per sin/cos pair for trig.
 std::string w_rows_axis(PerformerFeatures kind) { return kind == PerformerFeatures::trig ? "m/2" : "m"; }
 
 template <class T>
-ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, PerformerFeatures kind) {
+ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, PerformerFeatures kind,
+                             PerformerStabilizer stabilizer) {
   const std::int64_t batch = inputs.axis("batch"), heads = inputs.axis("heads"), length = inputs.axis("length");
   const std::int64_t dk = inputs.axis("dim"), dv = inputs.axis("dv");
   const std::int64_t rows = inputs.axis(w_rows_axis(kind));
   const std::int64_t m = kind == PerformerFeatures::trig ? 2 * rows : rows;
-  const PerformerShape shape{batch * heads, dk, dv, m, kind};
+  const PerformerShape shape{batch * heads, dk, dv, m, kind, stabilizer};
   const std::int64_t bh = shape.batch_heads;
   const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
   const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
@@ -51,23 +64,32 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   ConformanceOutputs out;
   const int threads = omp_get_max_threads();
   std::vector<float> state(bh * m * dv), normalizer(bh * m), running_max(bh);
+  std::vector<float> value_sum(performer_value_sum_floats(shape)), decode_value_sum(value_sum.size());
   std::vector<float> workspace(performer_prefill_workspace_floats(shape, threads));
   std::vector<T> prefill(v.storage.size());
-  performer_reset_state(shape, state.data(), normalizer.data(), running_max.data());
+  performer_reset_state(shape, state.data(), normalizer.data(), running_max.data(), value_sum.data());
   const std::int64_t prefill_nonpositive =
       performer_prefill_chunkwise(shape, length, packed.data(), q.storage.data(), k.storage.data(), v.storage.data(), state.data(),
-                                  normalizer.data(), running_max.data(), workspace.data(), threads, prefill.data());
+                                  normalizer.data(), running_max.data(), workspace.data(), threads, prefill.data(),
+                                  value_sum.data());
   out.prefill_out = storage_array(out_shape, prefill);
 
   std::vector<float> decode_state(state.size()), decode_normalizer(normalizer.size()), decode_max(bh);
-  performer_reset_state(shape, decode_state.data(), decode_normalizer.data(), decode_max.data());
+  performer_reset_state(shape, decode_state.data(), decode_normalizer.data(), decode_max.data(),
+                        decode_value_sum.data());
+  // Published: the prefill normalises every row with the key max of the whole sequence. The decode
+  // loop starts from an empty state whose M is preset to that maximum, so that its rows are the
+  // prefill's (a decoder without the look-ahead, `arch-bench run --phase decode`, uses the max of
+  // the keys so far instead: the published prefill over the prefix, at its last row).
+  if (shape.published()) performer_key_max(shape, length, packed.data(), k.storage.data(), decode_max.data());
   std::int64_t decode_nonpositive = 0;
   out.decode_out = storage_array(
       out_shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dk, dv,
                                        [&](std::int64_t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
                                          decode_nonpositive += performer_decode_step(
                                              shape, packed.data(), q_t, k_t, v_t, decode_state.data(),
-                                             decode_normalizer.data(), decode_max.data(), o_t);
+                                             decode_normalizer.data(), decode_max.data(), o_t,
+                                             decode_value_sum.data());
                                        }));
 
   std::vector<double> reference(v.values.size()), reference_state(state.size()), reference_normalizer(normalizer.size()),
@@ -77,7 +99,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   for (std::int64_t h = 0; h < bh; ++h) {
     const PerformerResult r =
         performer_scan(slice_matrix(q.values, h, length, dk), slice_matrix(k.values, h, length, dk),
-                       slice_matrix(v.values, h, length, dv), projection, kind, m);
+                       slice_matrix(v.values, h, length, dv), projection, kind, m, stabilizer);
     std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
     std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * m * dv);
     std::copy(r.normalizer.begin(), r.normalizer.end(), reference_normalizer.begin() + h * m);
@@ -94,7 +116,10 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   out.states.push_back(kernel_state("final_running_max", max_shape, running_max, decode_max, reference_max));
   out.options.feature_map = performer_features_name(kind);
   out.options.features = m;
-  out.options_json = {{"feature_map", performer_features_name(kind)}, {"features", m}};
+  out.options.favor_stabilizer = performer_stabilizer_name(stabilizer);
+  out.options_json = {{"feature_map", performer_features_name(kind)},
+                      {"features", m},
+                      {"favor_stabilizer", performer_stabilizer_name(stabilizer)}};
   // Rows whose normaliser phi(q).z was <= 0 or not finite (trig features only can give one).
   out.details = {{"nonpositive_denominators",
                   {{"prefill", prefill_nonpositive}, {"decode", decode_nonpositive}, {"reference", reference_nonpositive}}}};
@@ -105,6 +130,7 @@ class PerformerConformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
     const PerformerFeatures kind = features_of(options);
+    stabilizer_of(options, kind);  // refuses an unknown one (or published with trig) before any file is read
     const std::vector<std::string> state_axes = {"batch", "heads", "m", "dv"};
     ConformanceSpec spec;
     spec.inputs = {{"q", kQkAxes, "queries"},
@@ -125,14 +151,19 @@ class PerformerConformance final : public ConformanceAdapter {
     add_state_outputs(spec.outputs, "final_running_max", {"batch", "heads"},
                       "M = max_t c_t, the largest key log-scale seen, fp32", "M from the fp64 reference");
     spec.options = "`--feature-map favor+` (the default) or `trig`; m is read from w.npy (m rows for favor+, m/2 for "
-                   "trig).";
+                   "trig). `--favor-stabilizer causal` (the default) or `published` (favor+ only).";
     spec.notes =
         "Features are stabilised (mechanisms/performer/reference.hpp): phi(x) = exp(c) f(x) with f = m^(-1/2) "
         "[exp(w_i.x~ - |x~|^2/2 - c) + 1e-6], c = max_i (w_i.x~ - |x~|^2/2) for favor+ (f = sqrt(2/m) [sin, cos], "
         "c = |x~|^2/2 for trig). A query's exp(c) cancels; a key's is kept relative to the running max M, so the "
         "absolute state is final_state * exp(final_running_max). Trig denominators phi(q).z can come close to 0 "
         "(or below it: counted in the manifest's details) at unit-scale inputs, which magnifies fp32 rounding past "
-        "the tolerance; scale q and k down (`--generate ... --qk-scale 0.3`) to compare trig ports. dim and dv are at most 256, m at most 4096.";
+        "the tolerance; scale q and k down (`--generate ... --qk-scale 0.3`) to compare trig ports. dim and dv are at most 256, m at most 4096. "
+        "With `--favor-stabilizer published` (performer-pytorch's softmax_kernel, google-research's FAVOR+) f = m^(-1/2) "
+        "[exp(w_i.x~ - |x~|^2/2 - s) + 1e-6] with s = max_i w_i.q~ for a query and, for keys, s = M = the max of w_i.k~_t "
+        "over every key and feature of the sequence; final_state and final_normalizer are then absolute (sum_t f(k_t) v_t^T, "
+        "sum_t f(k_t)), final_running_max is M, and the decode loop starts with M preset to the sequence's, so that it "
+        "equals the prefill row for row.";
     return spec;
   }
 
@@ -143,7 +174,9 @@ class PerformerConformance final : public ConformanceAdapter {
     require_axis_at_most(inputs, w_rows_axis(kind), kind == PerformerFeatures::trig ? kPerformerMaxFeatures / 2
                                                                                     : kPerformerMaxFeatures,
                          "performer");
-    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype, kind) : run_typed<float>(inputs, dtype, kind);
+    const PerformerStabilizer stabilizer = stabilizer_of(options, kind);
+    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype, kind, stabilizer)
+                                    : run_typed<float>(inputs, dtype, kind, stabilizer);
   }
 
   // q, k, v as `arch-bench run --seed` draws them, and the W a run with that seed uses.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <vector>
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/fast_math.hpp"
@@ -109,6 +111,37 @@ float favor_features(const float* proj, std::int64_t m, float* f) {
   return top;
 }
 
+// Published stabiliser: f_i = m^(-1/2) (exp(p_i - shift) + eps) with shift >= max p (a query's
+// |q~|^2/2 + max p, a key's |k~|^2/2 + M), so every exponent is <= 0.
+void published_features(const float* proj, std::int64_t m, float shift, float* f) {
+  const float ratio = 1.0f / std::sqrt(static_cast<float>(m));
+#pragma omp simd
+  for (std::int64_t i = 0; i < m; ++i) f[i] = ratio * (exp_nonpositive(proj[i] - shift) + kEps);
+}
+
+float max_of(const float* x, std::int64_t n) {
+  float top = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : top)
+  for (std::int64_t i = 0; i < n; ++i) top = x[i] > top ? x[i] : top;
+  return top;
+}
+
+// Published: brings (S, z), held at key max `from`, to the larger `to`: the exp part scales by
+// a = exp(from - to), the eps part (m^(-1/2) eps per key) stays, S <- a S + m^(-1/2) eps (1 - a) sum v.
+void raise_published_max(std::int64_t m, std::int64_t dv, float from, float to, float* state, float* normalizer,
+                         const float* value_sum) {
+  if (!(to > from)) return;
+  const float a = exp_nonpositive(from - to);
+  const float floor = kEps / std::sqrt(static_cast<float>(m)) * (1.0f - a);
+  const float count = value_sum[dv];
+  for (std::int64_t i = 0; i < m; ++i) {
+    normalizer[i] = normalizer[i] * a + floor * count;
+    float* row = state + i * dv;
+#pragma omp simd
+    for (std::int64_t j = 0; j < dv; ++j) row[j] = row[j] * a + floor * value_sum[j];
+  }
+}
+
 // trig: f = sqrt(2/m) [sin(p), cos(p)] over the m/2 projections. sin and cos share one
 // Cody-Waite reduction by pi/2 and the Cephes sinf/cosf polynomials on [-pi/4, pi/4] (|error| <
 // 1e-7 for |p| up to ~1e4): libm's sinf/cosf are scalar calls that block vectorisation.
@@ -137,18 +170,27 @@ void trig_features(const float* proj, std::int64_t m, float* f) {
 }
 
 // Query features (their log-scale is dropped: it cancels between numerator and denominator).
-void query_features(const PerformerShape& shape, const float* proj, float* f) {
+template <class T>
+void query_features(const PerformerShape& shape, const float* proj, const T* q, float* f) {
   if (shape.kind == PerformerFeatures::trig) {
     trig_features(proj, shape.features, f);
+  } else if (shape.published()) {
+    published_features(proj, shape.features, half_scaled_norm(q, shape.dk) + max_of(proj, shape.features), f);
   } else {
     favor_features(proj, shape.features, f);
   }
 }
 
 // Key features and the key's log-scale (favor+: max_i w_i.k~ - |k~|^2/2; trig: |k~|^2/2).
+// Published: the features at key max `key_max` (>= this key's max p), and log-scale 0 (S and z are
+// absolute, no running max to weigh against).
 template <class T>
-float key_features(const PerformerShape& shape, const float* proj, const T* k, float* f) {
+float key_features(const PerformerShape& shape, const float* proj, const T* k, float* f, float key_max = 0.0f) {
   const float half_norm = half_scaled_norm(k, shape.dk);
+  if (shape.published()) {
+    published_features(proj, shape.features, half_norm + key_max, f);
+    return 0.0f;
+  }
   if (shape.kind == PerformerFeatures::trig) {
     trig_features(proj, shape.features, f);
     return half_norm;
@@ -159,7 +201,8 @@ float key_features(const PerformerShape& shape, const float* proj, const T* k, f
 // One token of one head: fold (k, v) into (S, z, M), then out = phi(q).S / phi(q).z.
 template <class T>
 bool decode_one_head(const PerformerShape& shape, const float* projection, const T* q, const T* k,
-                     const T* v, float* state, float* normalizer, float* running_max, T* out) {
+                     const T* v, float* state, float* normalizer, float* running_max, T* out,
+                     float* value_sum) {
   const std::int64_t m = shape.features, dk = shape.dk, dv = shape.dv, n = shape.projection_rows();
   alignas(64) float x[2][kMaxDim];
   alignas(64) float proj[2][kMaxFeatures];
@@ -170,9 +213,34 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
   widen(q, dk, x[0]);
   widen(k, dk, x[1]);
   gemm(2, n, dk, x[0], kMaxDim, projection, n, proj[0], kMaxFeatures, false);
-  query_features(shape, proj[0], phi_q);
-  const float key_scale = key_features(shape, proj[1], k, phi_k);
+  query_features(shape, proj[0], q, phi_q);
   widen(v, dv, value);
+  if (shape.published()) {
+    // M rises to this key's max when it is larger; the state follows (eps part unchanged), then
+    // the key enters at the new M and the value sum and count grow by this token.
+    const float new_max = std::max(*running_max, max_of(proj[1], m));
+    raise_published_max(m, dv, *running_max, new_max, state, normalizer, value_sum);
+    *running_max = new_max;
+    key_features(shape, proj[1], k, phi_k, new_max);
+    for (std::int64_t j = 0; j < dv; ++j) value_sum[j] += value[j];
+    value_sum[dv] += 1.0f;
+    float denominator = 0.0f;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float a = phi_k[i], b = phi_q[i];
+      normalizer[i] += a;
+      denominator += b * normalizer[i];
+      float* row = state + i * dv;
+#pragma omp simd
+      for (std::int64_t j = 0; j < dv; ++j) {
+        row[j] += a * value[j];
+        numerator[j] += b * row[j];
+      }
+    }
+    const float inverse = 1.0f / denominator;
+    for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
+    return nonpositive(denominator);
+  }
+  const float key_scale = key_features(shape, proj[1], k, phi_k);
   // Running max: a key above M rescales the state by exp(M_old - M_new) <= 1 (0 on the first key,
   // when M = -inf); the key itself enters with weight exp(c_k - M_new) <= 1.
   const float new_max = std::max(*running_max, key_scale);
@@ -232,29 +300,58 @@ struct ChunkWorkspace {
   }
 };
 
+// max(top, max_{t,i} w_i.k~_t) over one head's `tokens` keys, a chunk at a time through x
+// [kChunk, dk] and proj [kChunk, n] (the prefill's workspace: nothing is allocated while timed).
+template <class T>
+float head_key_max(const PerformerShape& shape, std::int64_t tokens, const float* projection, const T* k, float* x,
+                   float* proj, float top) {
+  const std::int64_t dk = shape.dk, n = shape.projection_rows();
+  for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
+    const std::int64_t rows = std::min(kChunk, tokens - begin);
+    widen(k + begin * dk, rows * dk, x);
+    gemm(rows, n, dk, x, dk, projection, n, proj, n, false);
+    top = std::max(top, max_of(proj, rows * n));
+  }
+  return top;
+}
+
 template <class T>
 std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
                               const float* projection, const T* q, const T* k, const T* v,
                               float* state, float* normalizer, float* running_max,
-                              const ChunkWorkspace& w, T* out) {
+                              const ChunkWorkspace& w, T* out, float* value_sum) {
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features, n = shape.projection_rows();
   std::int64_t nonpositive_rows = 0;
+  // Published: every row uses the key max over everything up to the last token, taken in a first
+  // pass over the keys (one more [tokens, dk] x [dk, m] projection); S and z are absolute, so the
+  // running-max weights below are all exp(0) = 1.
+  float published_max = 0.0f;
+  if (shape.published()) {
+    published_max = head_key_max(shape, tokens, projection, k, w.x, w.proj, *running_max);
+    raise_published_max(m, dv, *running_max, published_max, state, normalizer, value_sum);
+  }
   for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
     const std::int64_t rows = std::min(kChunk, tokens - begin);
     // Features of the chunk's queries and keys: [rows, dk] x [dk, n] projections.
     widen(q + begin * dk, rows * dk, w.x);
     gemm(rows, n, dk, w.x, dk, projection, n, w.proj, n, false);
-    for (std::int64_t r = 0; r < rows; ++r) query_features(shape, w.proj + r * n, w.phi_q + r * m);
+    for (std::int64_t r = 0; r < rows; ++r) query_features(shape, w.proj + r * n, q + (begin + r) * dk, w.phi_q + r * m);
     widen(k + begin * dk, rows * dk, w.x);
     gemm(rows, n, dk, w.x, dk, projection, n, w.proj, n, false);
     for (std::int64_t r = 0; r < rows; ++r) {
-      w.key_scale[r] = key_features(shape, w.proj + r * n, k + (begin + r) * dk, w.phi_row);
+      w.key_scale[r] = key_features(shape, w.proj + r * n, k + (begin + r) * dk, w.phi_row, published_max);
       for (std::int64_t i = 0; i < m; ++i) w.phi_k_t[i * kChunk + r] = w.phi_row[i];
     }
     widen(v + begin * dv, rows * dv, w.values);
+    if (shape.published()) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < dv; ++j) value_sum[j] += w.values[r * dv + j];
+      }
+      value_sum[dv] += static_cast<float>(rows);
+    }
     // Running max at every row: row r's sum is taken relative to M_r, exactly as the recurrence
     // would have it after token r.
-    const float carried_max = *running_max;
+    const float carried_max = shape.published() ? 0.0f : *running_max;
     float current = carried_max;
     for (std::int64_t r = 0; r < rows; ++r) w.row_max[r] = current = std::max(current, w.key_scale[r]);
 
@@ -313,9 +410,20 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
 #pragma omp simd
     for (std::int64_t e = 0; e < m * dv; ++e) state[e] *= rescale;
     gemm(m, dv, rows, w.phi_k_t, kChunk, w.values, dv, state, dv, true);
-    *running_max = end_max;
+    if (!shape.published()) *running_max = end_max;
   }
+  if (shape.published()) *running_max = published_max;
   return nonpositive_rows;
+}
+
+// The published stabiliser needs value_sum; the kernels check once, before any thread starts.
+void require_value_sum(const PerformerShape& shape, const float* value_sum) {
+  if (shape.published() && value_sum == nullptr) {
+    throw std::invalid_argument("performer: the published stabiliser needs the value_sum state");
+  }
+  if (shape.published() && shape.kind != PerformerFeatures::favor_plus) {
+    throw std::invalid_argument("performer: the published stabiliser applies to favor+ features only");
+  }
 }
 }  // namespace
 
@@ -328,8 +436,9 @@ void pack_performer_projection(const MatrixD& projection, float* packed) {
 }
 
 void performer_reset_state(const PerformerShape& shape, float* state, float* normalizer,
-                           float* running_max) {
+                           float* running_max, float* value_sum) {
   const std::int64_t m = shape.features;
+  if (value_sum != nullptr) std::fill(value_sum, value_sum + performer_value_sum_floats(shape), 0.0f);
   std::fill(state, state + shape.batch_heads * m * shape.dv, 0.0f);
   std::fill(normalizer, normalizer + shape.batch_heads * m, 0.0f);
   std::fill(running_max, running_max + shape.batch_heads, -std::numeric_limits<float>::infinity());
@@ -340,17 +449,28 @@ std::int64_t performer_prefill_workspace_floats(const PerformerShape& shape, int
 }
 
 template <class T>
+void performer_key_max(const PerformerShape& shape, std::int64_t tokens, const float* projection, const T* k,
+                       float* key_max) {
+  std::vector<float> x(static_cast<std::size_t>(kChunk * shape.dk)),
+      proj(static_cast<std::size_t>(kChunk * shape.projection_rows()));
+  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
+    key_max[bh] = head_key_max(shape, tokens, projection, k + bh * tokens * shape.dk, x.data(), proj.data(), key_max[bh]);
+  }
+}
+
+template <class T>
 std::int64_t performer_decode_step(const PerformerShape& shape, const float* projection, const T* q,
                                    const T* k, const T* v, float* state, float* normalizer,
-                                   float* running_max, T* out) {
+                                   float* running_max, T* out, float* value_sum) {
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features;
+  require_value_sum(shape, value_sum);
   std::int64_t nonpositive_rows = 0;
 #pragma omp parallel for schedule(static) reduction(+ : nonpositive_rows) \
     if (shape.batch_heads * m * dv >= kParallelStateElements)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
     nonpositive_rows += decode_one_head(shape, projection, q + bh * dk, k + bh * dk, v + bh * dv,
                                         state + bh * m * dv, normalizer + bh * m, running_max + bh,
-                                        out + bh * dv);
+                                        out + bh * dv, value_sum ? value_sum + bh * (dv + 1) : nullptr);
   }
   return nonpositive_rows;
 }
@@ -359,8 +479,10 @@ template <class T>
 std::int64_t performer_prefill_chunkwise(const PerformerShape& shape, std::int64_t tokens,
                                          const float* projection, const T* q, const T* k,
                                          const T* v, float* state, float* normalizer,
-                                         float* running_max, float* workspace, int threads, T* out) {
+                                         float* running_max, float* workspace, int threads, T* out,
+                                         float* value_sum) {
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features;
+  require_value_sum(shape, value_sum);
   const std::int64_t slice = ChunkWorkspace::floats(shape);
   const int team = static_cast<int>(std::clamp<std::int64_t>(shape.batch_heads, 1, std::max(threads, 1)));
   std::int64_t nonpositive_rows = 0;
@@ -373,7 +495,8 @@ std::int64_t performer_prefill_chunkwise(const PerformerShape& shape, std::int64
       nonpositive_rows += prefill_one_head(shape, tokens, projection, q + bh * tokens * dk,
                                            k + bh * tokens * dk, v + bh * tokens * dv,
                                            state + bh * m * dv, normalizer + bh * m,
-                                           running_max + bh, w, out + bh * tokens * dv);
+                                           running_max + bh, w, out + bh * tokens * dv,
+                                           value_sum ? value_sum + bh * (dv + 1) : nullptr);
     }
   }
   return nonpositive_rows;
@@ -383,29 +506,31 @@ template <class T>
 std::int64_t performer_prefill_recurrent(const PerformerShape& shape, std::int64_t tokens,
                                          const float* projection, const T* q, const T* k,
                                          const T* v, float* state, float* normalizer,
-                                         float* running_max, T* out) {
+                                         float* running_max, T* out, float* value_sum) {
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features;
+  require_value_sum(shape, value_sum);
   std::int64_t nonpositive_rows = 0;
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
     for (std::int64_t t = 0; t < tokens; ++t) {
       const std::int64_t row = bh * tokens + t;
       nonpositive_rows += decode_one_head(shape, projection, q + row * dk, k + row * dk, v + row * dv,
                                           state + bh * m * dv, normalizer + bh * m, running_max + bh,
-                                          out + row * dv);
+                                          out + row * dv, value_sum ? value_sum + bh * (dv + 1) : nullptr);
     }
   }
   return nonpositive_rows;
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                  \
-  template std::int64_t performer_decode_step<T>(const PerformerShape&, const float*, const T*,    \
-                                                 const T*, const T*, float*, float*, float*, T*);  \
-  template std::int64_t performer_prefill_chunkwise<T>(const PerformerShape&, std::int64_t,        \
-                                                       const float*, const T*, const T*, const T*, \
-                                                       float*, float*, float*, float*, int, T*);   \
-  template std::int64_t performer_prefill_recurrent<T>(const PerformerShape&, std::int64_t,        \
-                                                       const float*, const T*, const T*, const T*, \
-                                                       float*, float*, float*, T*);
+#define ARCH_BENCH_INSTANTIATE(T)                                                                          \
+  template void performer_key_max<T>(const PerformerShape&, std::int64_t, const float*, const T*, float*); \
+  template std::int64_t performer_decode_step<T>(const PerformerShape&, const float*, const T*,            \
+                                                 const T*, const T*, float*, float*, float*, T*, float*);  \
+  template std::int64_t performer_prefill_chunkwise<T>(const PerformerShape&, std::int64_t,                \
+                                                       const float*, const T*, const T*, const T*,         \
+                                                       float*, float*, float*, float*, int, T*, float*);   \
+  template std::int64_t performer_prefill_recurrent<T>(const PerformerShape&, std::int64_t,                \
+                                                       const float*, const T*, const T*, const T*,         \
+                                                       float*, float*, float*, T*, float*);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "mechanisms/common/prepare_cell.hpp"
@@ -12,6 +13,8 @@
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/capacity.hpp"
 #include "mechanisms/performer/cpu.hpp"
+#include "mechanisms/performer/cuda.hpp"
+#include "mechanisms/performer/cuda_plan.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "runner/conformance/adapters.hpp"
 
@@ -24,7 +27,8 @@ constexpr std::int64_t kSoftmaxRowsChecked = 64;
 
 PerformerShape shape_of(const Cell& cell) {
   return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
-          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus)};
+          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus),
+          parse_performer_stabilizer(cell.options.favor_stabilizer).value_or(PerformerStabilizer::causal)};
 }
 
 // The cell's projection (fp64 values, exactly the fp32 ones the kernel uses) and its packed copy.
@@ -48,7 +52,7 @@ std::vector<PerformerResult> reference_per_head(const AttentionInputs& inputs, s
     results[bh] = performer_scan(inputs.head_matrix(inputs.q, bh, tokens),
                                  inputs.head_matrix(inputs.k, bh, tokens),
                                  inputs.head_matrix(inputs.v, bh, tokens), projection, shape.kind,
-                                 shape.features);
+                                 shape.features, shape.stabilizer);
   }
   return results;
 }
@@ -72,11 +76,12 @@ class PerformerDecodeCell final : public PreparedCell {
         state_(allocator, shape_.batch_heads * shape_.features * shape_.dv),
         normalizer_(allocator, shape_.batch_heads * shape_.features),
         running_max_(allocator, shape_.batch_heads),
+        value_sum_(allocator, performer_value_sum_floats(shape_)),
         q_(allocator, shape_.batch_heads * shape_.dk),
         k_(allocator, q_.size()),
         v_(allocator, shape_.batch_heads * shape_.dv),
         out_(allocator, v_.size()) {
-    performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data());
+    performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data(), value_sum_.data());
     build_context_state();
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
@@ -88,7 +93,7 @@ class PerformerDecodeCell final : public PreparedCell {
   void run() override {
     nonpositive_ = performer_decode_step(shape_, projection_.packed.data(), q_.data(), k_.data(),
                                          v_.data(), state_.data(), normalizer_.data(),
-                                         running_max_.data(), out_.data());
+                                         running_max_.data(), out_.data(), value_sum_.data());
   }
 
   Accuracy check() const override {
@@ -104,8 +109,8 @@ class PerformerDecodeCell final : public PreparedCell {
 
   std::vector<ByteSpan> buffers() const override {
     return {projection_.packed.byte_span(), state_.byte_span(), normalizer_.byte_span(),
-            running_max_.byte_span(),       q_.byte_span(),     k_.byte_span(),
-            v_.byte_span(),                 out_.byte_span()};
+            running_max_.byte_span(),       value_sum_.byte_span(), q_.byte_span(),
+            k_.byte_span(),                 v_.byte_span(),     out_.byte_span()};
   }
 
  private:
@@ -124,14 +129,14 @@ class PerformerDecodeCell final : public PreparedCell {
     }
     performer_prefill_chunkwise(shape_, length_, projection_.packed.data(), q.data(), k.data(),
                                 v.data(), state_.data(), normalizer_.data(), running_max_.data(),
-                                workspace.data(), threads, out.data());
+                                workspace.data(), threads, out.data(), value_sum_.data());
   }
 
   PerformerShape shape_;
   std::int64_t length_;
   AttentionInputs inputs_;
   Projection projection_;
-  Buffer<float> state_, normalizer_, running_max_;
+  Buffer<float> state_, normalizer_, running_max_, value_sum_;
   Buffer<T> q_, k_, v_, out_;
   std::int64_t nonpositive_ = 0;
 };
@@ -151,6 +156,7 @@ class PerformerPrefillCell final : public PreparedCell {
         state_(allocator, shape_.batch_heads * shape_.features * shape_.dv),
         normalizer_(allocator, shape_.batch_heads * shape_.features),
         running_max_(allocator, shape_.batch_heads),
+        value_sum_(allocator, performer_value_sum_floats(shape_)),
         workspace_(allocator, performer_prefill_workspace_floats(shape_, threads_)) {
     store(inputs_.q.data(), inputs_.q.size(), q_.data());
     store(inputs_.k.data(), inputs_.k.size(), k_.data());
@@ -159,11 +165,11 @@ class PerformerPrefillCell final : public PreparedCell {
 
   void run() override {
     // A prefill starts a fresh sequence: emptying the state is part of the timed work.
-    performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data());
+    performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data(), value_sum_.data());
     nonpositive_ = performer_prefill_chunkwise(shape_, inputs_.tokens, projection_.packed.data(),
                                                q_.data(), k_.data(), v_.data(), state_.data(),
                                                normalizer_.data(), running_max_.data(),
-                                               workspace_.data(), threads_, out_.data());
+                                               workspace_.data(), threads_, out_.data(), value_sum_.data());
   }
 
   Accuracy check() const override {
@@ -183,7 +189,8 @@ class PerformerPrefillCell final : public PreparedCell {
   std::vector<ByteSpan> buffers() const override {
     return {projection_.packed.byte_span(), q_.byte_span(),     k_.byte_span(),
             v_.byte_span(),                 out_.byte_span(),   state_.byte_span(),
-            normalizer_.byte_span(),        running_max_.byte_span(), workspace_.byte_span()};
+            normalizer_.byte_span(),        running_max_.byte_span(), value_sum_.byte_span(),
+            workspace_.byte_span()};
   }
 
  private:
@@ -192,7 +199,7 @@ class PerformerPrefillCell final : public PreparedCell {
   AttentionInputs inputs_;
   Projection projection_;
   Buffer<T> q_, k_, v_, out_;
-  Buffer<float> state_, normalizer_, running_max_, workspace_;
+  Buffer<float> state_, normalizer_, running_max_, value_sum_, workspace_;
   std::int64_t nonpositive_ = 0;
 };
 
@@ -202,8 +209,21 @@ class Performer final : public Mechanism {
     static const MechanismInfo info{
         "performer",
         "Performer: m random features (favor+ or trig) on the linear-attention recurrence, fixed state",
-        StateKind::fixed_state, {"cpu"}};
+        StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+        {"cpu", "cuda"}};
+#else
+        {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda" && shape_of(cell).published()) {
+      return "the published favor stabiliser has CPU kernels only (use --device cpu, or --favor-stabilizer causal)";
+    }
+    if (backend == "cuda") return performer_cuda_unsupported(cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
@@ -220,21 +240,34 @@ class Performer final : public Mechanism {
     if (*kind == PerformerFeatures::trig && m % 2 != 0) {
       return "trig features come in sin/cos pairs: m must be even, got " + std::to_string(m);
     }
+    const auto stabilizer = parse_performer_stabilizer(cell.options.favor_stabilizer);
+    if (!stabilizer) {
+      return "performer favor_stabilizer '" + cell.options.favor_stabilizer + "' is unknown (use causal or published)";
+    }
+    if (*stabilizer == PerformerStabilizer::published && *kind == PerformerFeatures::trig) {
+      return "the published favor stabiliser applies to favor+ features; trig features have no eps";
+    }
     return std::nullopt;
   }
 
   std::int64_t state_bytes(const Cell& cell) const override {
-    // S (m x dv), z (m) and the running max (1) per head, fp32 whatever the storage dtype.
+    // S (m x dv), z (m) and the running max (1) per head, fp32 whatever the storage dtype; the
+    // published stabiliser adds sum_t v_t (dv) and the token count (1).
     const std::int64_t m = cell.options.features;
-    return checked_product(cell.batch_heads(), checked_sum(checked_mul(m, cell.head_dim), m, 1), 4);
+    const std::int64_t published = shape_of(cell).published() ? checked_sum(cell.head_dim, 1) : 0;
+    return checked_product(cell.batch_heads(), checked_sum(checked_mul(m, cell.head_dim), m, 1, published), 4);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const PerformerShape shape = shape_of(cell);
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    const std::int64_t workspace =
+    const std::int64_t cpu_workspace =
         cell.phase == Phase::decode ? 0 : checked_mul(performer_prefill_workspace_floats(shape, omp_get_max_threads()), 4);
+    // A GPU cell holds its own workspace instead (cuda_plan.hpp: the features of every token, one
+    // (S, z) per chunk); the larger of the two bounds either backend, so the prediction does not
+    // depend on where the cell runs.
+    const std::int64_t workspace = std::max(cpu_workspace, performer_cuda_workspace_bytes(cell));
     return checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape), 4), workspace,
                        checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
   }
@@ -260,12 +293,17 @@ class Performer final : public Mechanism {
     const double chunk = static_cast<double>(kPerformerChunk);
     // Chunkwise: the same per-token work, plus the masked intra-chunk products, on average
     // (chunk + 1)/2 keys x (2m for the weight + 2 dv for the values).
+    // The published stabiliser projects every key twice: once for the sequence's key max first.
+    const double key_max_pass = shape.published() ? 2 * rows * d : 0;
     return {4 * bh * length * d * e + state + projection,
-            bh * length * (per_token + (chunk + 1) / 2 * (2 * m + 2 * d))};
+            bh * length * (per_token + key_max_pass + (chunk + 1) / 2 * (2 * m + 2 * d))};
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_performer_cuda(cell, seed, backend);
+#endif
     return prepare_cell<PerformerDecodeCell, PerformerPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &performer_conformance(); }

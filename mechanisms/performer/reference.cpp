@@ -50,6 +50,16 @@ std::string performer_features_name(PerformerFeatures kind) {
   return kind == PerformerFeatures::trig ? "trig" : "favor+";
 }
 
+std::optional<PerformerStabilizer> parse_performer_stabilizer(std::string_view name) {
+  if (name == "causal") return PerformerStabilizer::causal;
+  if (name == "published") return PerformerStabilizer::published;
+  return std::nullopt;
+}
+
+std::string performer_stabilizer_name(PerformerStabilizer stabilizer) {
+  return stabilizer == PerformerStabilizer::published ? "published" : "causal";
+}
+
 std::int64_t performer_projection_rows(PerformerFeatures kind, std::int64_t features) {
   return kind == PerformerFeatures::trig ? features / 2 : features;
 }
@@ -136,10 +146,75 @@ std::vector<double> performer_feature_map(const double* x, std::int64_t dk, cons
   return token.features;
 }
 
+double performer_key_max(const MatrixD& k, const MatrixD& projection) {
+  const double scale = std::pow(static_cast<double>(k.cols), -0.25);
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::int64_t t = 0; t < k.rows; ++t) {
+    for (std::int64_t i = 0; i < projection.rows; ++i) top = std::max(top, scale * dot(projection.row(i), k.row(t), k.cols));
+  }
+  return top;
+}
+
+std::vector<double> performer_published_features(const double* x, std::int64_t dk, const MatrixD& projection,
+                                                 std::int64_t features, std::optional<double> key_max,
+                                                 double eps) {
+  if (projection.cols != dk || projection.rows != features) {
+    throw std::invalid_argument("projection shape does not match m and dk");
+  }
+  const double scale = std::pow(static_cast<double>(dk), -0.25);
+  std::vector<double> scaled(static_cast<std::size_t>(dk));
+  for (std::int64_t c = 0; c < dk; ++c) scaled[c] = x[c] * scale;
+  const double half_norm = 0.5 * dot(scaled.data(), scaled.data(), dk);
+  std::vector<double> out(static_cast<std::size_t>(features));
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::int64_t i = 0; i < features; ++i) {
+    out[i] = dot(projection.row(i), scaled.data(), dk);
+    top = std::max(top, out[i]);
+  }
+  const double shift = key_max ? *key_max : top;
+  const double ratio = 1.0 / std::sqrt(static_cast<double>(features));
+  for (double& f : out) f = ratio * (std::exp(f - half_norm - shift) + eps);
+  return out;
+}
+
+namespace {
+// The published stabiliser: features fixed by the key max of all the tokens, then the plain
+// causal linear-attention recurrence on them.
+PerformerResult published_scan(const MatrixD& q, const MatrixD& k, const MatrixD& v, const MatrixD& projection,
+                               std::int64_t m) {
+  const std::int64_t dv = v.cols;
+  PerformerResult result{MatrixD(q.rows, dv), MatrixD(m, dv), std::vector<double>(static_cast<std::size_t>(m), 0.0),
+                         performer_key_max(k, projection), 0};
+  for (std::int64_t t = 0; t < q.rows; ++t) {
+    const std::vector<double> key = performer_published_features(k.row(t), k.cols, projection, m, result.running_max);
+    const std::vector<double> query = performer_published_features(q.row(t), q.cols, projection, m, std::nullopt);
+    double denominator = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      result.normalizer[i] += key[i];
+      for (std::int64_t j = 0; j < dv; ++j) result.state(i, j) += key[i] * v(t, j);
+      denominator += query[i] * result.normalizer[i];
+    }
+    if (!(denominator > 0) || !std::isfinite(denominator)) ++result.nonpositive_denominators;
+    for (std::int64_t j = 0; j < dv; ++j) {
+      double numerator = 0;
+      for (std::int64_t i = 0; i < m; ++i) numerator += query[i] * result.state(i, j);
+      result.outputs(t, j) = numerator / denominator;
+    }
+  }
+  return result;
+}
+}  // namespace
+
 PerformerResult performer_scan(const MatrixD& q, const MatrixD& k, const MatrixD& v,
                                const MatrixD& projection, PerformerFeatures kind,
-                               std::int64_t features) {
+                               std::int64_t features, PerformerStabilizer stabilizer) {
   check_attention_shapes(q, k, v);
+  if (stabilizer == PerformerStabilizer::published) {
+    if (kind != PerformerFeatures::favor_plus) {
+      throw std::invalid_argument("the published stabiliser applies to favor+ features only");
+    }
+    return published_scan(q, k, v, projection, features);
+  }
   const std::int64_t m = features, dv = v.cols;
   PerformerResult result{MatrixD(q.rows, dv), MatrixD(m, dv),
                          std::vector<double>(static_cast<std::size_t>(m), 0.0),

@@ -19,5 +19,8 @@ void register_validate_command(CLI::App& app, CommandContext& context);
 void register_diff_command(CLI::App& app, CommandContext& context);
 void register_preflight_command(CLI::App& app, CommandContext& context);
 void register_conformance_command(CLI::App& app, CommandContext& context);
+void register_merge_command(CLI::App& app, CommandContext& context);
+void register_report_command(CLI::App& app, CommandContext& context);
+void register_export_command(CLI::App& app, CommandContext& context);
 
 }  // namespace arch_bench

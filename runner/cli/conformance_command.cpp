@@ -6,8 +6,10 @@
 
 #include "runner/cli/commands.hpp"
 #include "runner/cli/parse_lists.hpp"
+#include "runner/cli/run_options.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/core/errors.hpp"
+#include "runner/plugins/load_plugin.hpp"
 
 namespace arch_bench {
 
@@ -18,6 +20,7 @@ struct ConformanceOptions {
   std::string inputs, outputs, generate;
   std::string dtype = "float32";
   std::string feature_map;
+  std::string favor_stabilizer = MechanismOptions{}.favor_stabilizer;
   std::int64_t features = MechanismOptions{}.features;
   std::int64_t state_size = MechanismOptions{}.state_size;
   double qk_scale = MechanismOptions{}.qk_scale;
@@ -25,6 +28,8 @@ struct ConformanceOptions {
   std::string seed = "0";  // parse_seed(): 0 .. 2^63-1, as for `run --seed`
   bool overwrite = false;
   bool describe = false;
+  std::string device = "cpu";  // whose kernels run: cpu or cuda
+  std::vector<std::string> plugins;  // --plugin FILE (repeatable)
 };
 
 DType dtype_or_throw(const std::string& name) {
@@ -45,6 +50,10 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
   options.features = o.features;
   options.state_size = o.state_size;
   options.qk_scale = o.qk_scale;
+  options.favor_stabilizer = o.favor_stabilizer;
+  if (o.favor_stabilizer != "causal" && o.favor_stabilizer != "published") {
+    throw UsageError(fmt::format("--favor-stabilizer: '{}' is neither causal nor published", o.favor_stabilizer));
+  }
   const DType dtype = dtype_or_throw(o.dtype);
   const auto given = [&](const char* name) { return command.get_option(name)->count() > 0; };
 
@@ -60,6 +69,7 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
   }
 
   if (given("--generate")) {
+    if (given("--device")) throw UsageError("--device chooses the kernels of a run; --generate only writes inputs");
     if (!o.inputs.empty() || !o.outputs.empty()) {
       throw UsageError("--generate writes inputs only; run the mechanism on them in a second call with --inputs and "
                        "--outputs");
@@ -77,8 +87,10 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
     const std::string mechanism = o.mechanism.empty() ? "ID" : o.mechanism;
     // The feature map shapes the inputs (performer's trig W has m/2 rows): the run must use it too.
     const std::string feature_map = o.feature_map.empty() ? "" : " --feature-map " + o.feature_map;
-    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}{}\n", mechanism,
-               o.generate, dtype_name(dtype), feature_map);
+    // The inputs do not depend on the stabiliser, but the run that reads them must use the one asked for.
+    const std::string stabilizer = given("--favor-stabilizer") ? " --favor-stabilizer " + o.favor_stabilizer : "";
+    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}{}{}\n", mechanism,
+               o.generate, dtype_name(dtype), feature_map, stabilizer);
     return 0;
   }
 
@@ -95,12 +107,14 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
     }
   }
   ConformanceRequest request{o.mechanism, o.inputs, o.outputs, dtype, options, o.overwrite};
+  request.device = o.device;
   const ConformanceResult result = run_conformance(request);
   const nlohmann::json& m = result.manifest;
   const double tolerance = m["tolerance"].get<double>();
   std::vector<std::string> axes;
   for (const auto& [axis, size] : m["axes"].items()) axes.push_back(fmt::format("{}={}", axis, size.get<std::int64_t>()));
-  fmt::print("conformance {} {} ({})\n", o.mechanism, dtype_name(dtype), fmt::join(axes, " "));
+  fmt::print("conformance {} {}{} ({})\n", o.mechanism, dtype_name(dtype), o.device == "cuda" ? " on cuda" : "",
+             fmt::join(axes, " "));
   print_comparison("prefill_out vs reference_out", m["prefill_out"]["vs_reference"], tolerance);
   print_comparison("decode_out vs reference_out", m["decode_out"]["vs_reference"], tolerance);
   print_comparison("decode_out vs prefill_out", m["decode_out"]["vs_prefill"], tolerance);
@@ -141,7 +155,16 @@ void register_conformance_command(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   command->add_option("--feature-map", o->feature_map,
                       "linear_attention: elu (default) or relu; performer: favor+ (default) or trig");
+  command->add_option("--favor-stabilizer", o->favor_stabilizer,
+                      "performer (favor+): causal (default) or published (performer-pytorch / google-research eps "
+                      "placement; see README)")
+      ->capture_default_str();
   command->add_flag("--overwrite", o->overwrite, "Replace existing output files (never done otherwise)");
+  command->add_option("--device", o->device,
+                      "Whose kernels run: cpu (default) or cuda (the GPU kernels of softmax_kv, linear_attention, "
+                      "performer and mamba; the fp64 reference is the same; without a usable device: exit 2 with "
+                      "the probe's reason)")
+      ->capture_default_str();
   command->add_option("--generate", o->generate,
                       "Write seeded inputs for --mechanism (or for every mechanism with an adapter) into this "
                       "folder, as '<f4'; never replaces a file");
@@ -160,7 +183,11 @@ void register_conformance_command(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   command->add_flag("--describe", o->describe,
                     "Print the file layout (names, shapes, dtypes) of --mechanism, or of every mechanism, as Markdown");
-  command->callback([o, command, &context]() { context.exit_code = run(*o, *command); });
+  add_plugin_option(*command, o->plugins);
+  command->callback([o, command, &context]() {
+    load_plugins(o->plugins);
+    context.exit_code = run(*o, *command);
+  });
 }
 
 }  // namespace arch_bench

@@ -4,6 +4,9 @@
 #include "mechanisms/registry.hpp"
 #include "runner/backends/cuda/device_probe.hpp"
 #include "runner/cli/commands.hpp"
+#include "runner/cli/run_options.hpp"
+#include "runner/plugins/load_plugin.hpp"
+#include "runner/plugins/plugin_report.hpp"
 #include "runner/modes/mode.hpp"
 
 namespace arch_bench {
@@ -32,6 +35,7 @@ nlohmann::json listing() {
                           {"title", info.title},
                           {"state_kind", state_kind_name(info.state_kind)},
                           {"backends", info.backends}});
+    if (const nlohmann::json plugin = plugin_json(info.id); !plugin.is_null()) mechanisms.back()["plugin"] = plugin;
   }
   const CudaProbe cuda = probe_cuda();
   nlohmann::json backends = nlohmann::json::array();
@@ -47,7 +51,10 @@ void register_list_command(CLI::App& app, CommandContext& context) {
   auto as_json = std::make_shared<bool>(false);
   CLI::App* command = app.add_subcommand("list", "List the modes, mechanisms and backends of this build");
   command->add_flag("--json", *as_json, "Print the listing as JSON");
-  command->callback([as_json, &context]() {
+  auto plugins = std::make_shared<std::vector<std::string>>();
+  add_plugin_option(*command, *plugins);
+  command->callback([as_json, plugins, &context]() {
+    load_plugins(*plugins);
     const nlohmann::json all = listing();
     context.exit_code = 0;
     if (*as_json) {
@@ -70,6 +77,11 @@ void register_list_command(CLI::App& app, CommandContext& context) {
       fmt::print("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
                  m["state_kind"].get<std::string>(), fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
                  m["title"].get<std::string>());
+      if (m.contains("plugin")) {
+        fmt::print("  {:<20} plugin {} {} ({}, sha256 {})\n", "", m["plugin"]["name"].get<std::string>(),
+                   m["plugin"]["version"].get<std::string>(), m["plugin"]["path"].get<std::string>(),
+                   m["plugin"]["sha256"].get<std::string>().substr(0, 16));
+      }
     }
     fmt::print("backends:\n");
     for (const auto& b : all["backends"]) {

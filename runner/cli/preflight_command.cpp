@@ -9,6 +9,7 @@
 
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
+#include "runner/plugins/load_plugin.hpp"
 #include "runner/preflight/preflight.hpp"
 #include "runner/preflight/preflight_report.hpp"
 #include "runner/profiles/profile.hpp"
@@ -70,6 +71,7 @@ void register_preflight_command(CLI::App& app, CommandContext& context) {
   add_plan_options(*command, options->plan);
   command->callback([options, command, &context]() {
     options->plan.given = given_options(*command);
+    load_plugins(options->plan.plugins);
     context.exit_code = preflight(*options, quoted_command_line(context.argv));
   });
 }

@@ -23,6 +23,8 @@
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
 #include "runner/cli/signals.hpp"
+#include "runner/plugins/load_plugin.hpp"
+#include "runner/plugins/plugin_report.hpp"
 #include "runner/core/interrupt.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/core/execute.hpp"
@@ -40,6 +42,7 @@
 #include "runner/report/console_table.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
+#include "runner/shard/shard.hpp"
 
 namespace arch_bench {
 
@@ -275,7 +278,8 @@ int write_report(const nlohmann::json& document, const std::filesystem::path& ou
 // No mechanism evidence: the plan and its predicted bytes, and, when the profile's preflight
 // failed, the checks that did.
 int write_dry_run(RunReport report, const Plan& plan, const std::optional<PreflightResult>& preflight,
-                  const std::optional<Profile>& profile, const std::filesystem::path& output, const RunOptions& options) {
+                  const std::optional<Profile>& profile, const std::filesystem::path& output, const RunOptions& options,
+                  const nlohmann::json& shard_block) {
   const std::vector<Check> failed = preflight ? preflight->failed() : std::vector<Check>{};
   report.evidence_level = "dry_run";
   report.host = preflight ? preflight->machine.host : host_facts();
@@ -287,8 +291,10 @@ int write_dry_run(RunReport report, const Plan& plan, const std::optional<Prefli
   nlohmann::json document = to_json(report);
   document["workload"]["omp_wait_policy"] = omp_wait_policy();
   document["plan"] = plan_to_json(plan);
+  if (shard_block.is_object()) document["shard"] = shard_block;
   if (!failed.empty()) document["failure"]["checks"] = failed_checks_json(failed);
   if (profile) document["profile"] = profile_record_json(*profile, *preflight);
+  annotate_plugin_mechanisms(document);
   if (const int status = write_report(document, output, options.overwrite); status != 0) {
     return status;
   }
@@ -311,6 +317,9 @@ int run(const RunOptions& options, const std::string& command_line) {
   ResolvedSettings settings = resolve_settings(options, defaults.workload, profile ? &*profile : nullptr);
   const Workload& workload = settings.workload;
   check_run_label(options.run_label);
+  // Parsed before anything is checked or measured: a bad --shard is refused at once (exit 2).
+  std::optional<ShardSpec> shard_spec;
+  if (options.given.contains("shard")) shard_spec = parse_shard(options.shard, process_environment());
 
   // A profile names its backend; without one, --device picks (and may refuse) it.
   BackendChoice backend_choice{profile ? profile->backend : "cpu", {}};
@@ -319,7 +328,12 @@ int run(const RunOptions& options, const std::string& command_line) {
   omp_set_num_threads(workload.threads);
   std::optional<PreflightResult> preflight;
   if (profile) preflight = run_preflight(*profile, mode, workload, read_machine_facts());
-  const Plan plan = preflight ? preflight->plan : build_plan(mode, workload, backend_choice.name);
+  const Plan full_plan = preflight ? preflight->plan : build_plan(mode, workload, backend_choice.name);
+  // --shard: this process measures its part of the plan only (runner/shard/shard.hpp).
+  std::optional<ShardSelection> shard;
+  if (shard_spec) shard = select_shard(*shard_spec, full_plan, mode.id(), backend_choice.name, workload);
+  const Plan& plan = shard ? shard->plan : full_plan;
+  const nlohmann::json shard_block = shard ? shard_json(*shard, process_environment()) : nlohmann::json(nullptr);
 
   const std::filesystem::path output = checked_output(options, defaults.experiment);
   if (!options.dry_run && (!preflight || preflight->passed())) check_resources(plan, workload, backend_choice.name, output);
@@ -360,7 +374,7 @@ int run(const RunOptions& options, const std::string& command_line) {
     }
   }
   if (options.dry_run || (preflight && !preflight->passed())) {
-    return write_dry_run(std::move(report), plan, preflight, profile, output, options);
+    return write_dry_run(std::move(report), plan, preflight, profile, output, options, shard_block);
   }
 
   // From here until the rows are back, a first SIGINT/SIGTERM stops the measuring loop (signals.hpp).
@@ -369,6 +383,10 @@ int run(const RunOptions& options, const std::string& command_line) {
   progress(fmt::format("arch-bench run --mode {}: {} cells, {} thread(s), {} cache, writing {}", mode.id(),
                        plan.cells.size(), workload.threads, cache_state_name(workload.cache_state),
                        output.string()));
+  if (shard) {
+    progress(fmt::format("shard {} of {}: {} of the plan's {} cells (plan {})", shard->spec.index, shard->spec.count,
+                         plan.cells.size(), shard->plan_cells, shard->plan_hash));
+  }
 
   const bool gpu = report.backend == "cuda";
   std::unique_ptr<Backend> backend;
@@ -396,6 +414,7 @@ int run(const RunOptions& options, const std::string& command_line) {
   graceful_interrupt.reset();
   const int stop_signal = interrupt_signal();
   report.decision = mode.decide(report.rows, workload);
+  if (shard) mark_partial_decision(report.decision, *shard);
   for (const Row& row : report.rows) {
     if (row.status == RowStatus::failed && !report.failure) {
       report.failure = Failure{row.failure_kind.empty() ? "mechanism_error" : row.failure_kind, row.reason, row.cell};
@@ -412,8 +431,10 @@ int run(const RunOptions& options, const std::string& command_line) {
   nlohmann::json document = to_json(report);
   document["workload"]["omp_wait_policy"] = omp_wait_policy();
   if (profile) document["profile"] = profile_record_json(*profile, *preflight);
+  if (shard) document["shard"] = shard_block;
   const nlohmann::json extras = mode.report_extras(report.rows, workload);
   if (extras.is_object()) document.update(extras);
+  annotate_plugin_mechanisms(document);
   const std::vector<std::string> errors = schema_errors(document, "result");
   if (!errors.empty()) {
     fmt::print(stderr, "error: the report does not match schemas/result.schema.json; nothing was written:\n");
@@ -441,6 +462,7 @@ void register_run_command(CLI::App& app, CommandContext& context) {
   add_run_options(*command, *options);
   command->callback([options, command, &context]() {
     options->given = given_options(*command);
+    load_plugins(options->plugins);  // before the mode reads the registry
     context.exit_code = run(*options, quoted_command_line(context.argv));
   });
 }

@@ -39,6 +39,19 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
                "baseline softmax_kv)");
   c.add_option("--qk-scale", o.qk_scale,
                "Scale of the N(0,1) q and k inputs (default 1); FAVOR+ error grows with |q|, |k| (see README)");
+  c.add_option("--favor-stabilizer", o.favor_stabilizer,
+               "performer (favor+): causal (default; eps relative to each token's largest feature, decode-safe) or "
+               "published (eps placed as performer-pytorch's softmax_kernel and google-research's FAVOR+: after "
+               "the key max over the whole sequence; see README)");
+  add_plugin_option(c, o.plugins);
+}
+
+void add_plugin_option(CLI::App& c, std::vector<std::string>& plugins) {
+  c.add_option("--plugin", plugins,
+               "Load mechanisms from a plugin library (repeatable; also ARCH_BENCH_PLUGIN_PATH, colon-separated "
+               "files or folders of *.so); see README, \"Add your own mechanism\"")
+      ->type_name("FILE")
+      ->allow_extra_args(false);  // one file per --plugin, so a word after it is never taken as a second
 }
 
 void add_run_options(CLI::App& c, RunOptions& o) {
@@ -77,6 +90,11 @@ void add_run_options(CLI::App& c, RunOptions& o) {
   c.add_option("--semantic-id", o.semantic_id, "Identity of the mechanism question (mode default)");
   c.add_option("--workload-id", o.workload_id, "Identity of the workload definition (mode default)");
   c.add_flag("--quiet,-q", o.quiet, "No progress lines on stderr");
+  c.add_option("--shard", o.shard,
+               "Measure only shard I of N of the plan (0 <= I < N; cells split by predicted cost, the same split in "
+               "every shard), or auto: I and N from a Slurm job array (SLURM_ARRAY_TASK_ID, _COUNT, _MIN). The "
+               "report carries a shard block and decides nothing alone; join the N reports with `arch-bench merge`")
+      ->type_name("I/N|auto");
 }
 
 std::string quoted_command_line(const std::vector<std::string>& argv) {
@@ -172,7 +190,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   nlohmann::json& sources = resolved.sources;
   for (const char* key : {"mode", "sequence_lengths", "batch", "heads", "head_dim", "dtype", "phases", "warmup",
                           "repeats", "cache_state", "threads", "seed", "feature_map", "features", "state_size",
-                          "qk_scale", "device"}) {
+                          "qk_scale", "favor_stabilizer", "device"}) {
     sources[key] = "mode_default";
   }
   resolved.device = o.device;
@@ -252,6 +270,12 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
       throw UsageError(fmt::format("--qk-scale must be a positive number (got {})", o.qk_scale));
     }
     w.options.qk_scale = o.qk_scale;
+  }
+  if (given("favor_stabilizer", "favor_stabilizer")) {
+    if (o.favor_stabilizer != "causal" && o.favor_stabilizer != "published") {
+      throw UsageError(fmt::format("--favor-stabilizer: '{}' is neither causal nor published", o.favor_stabilizer));
+    }
+    w.options.favor_stabilizer = o.favor_stabilizer;
   }
 
   if (o.device != "cpu" && o.device != "cuda" && o.device != "auto") {

@@ -31,17 +31,22 @@ struct RunOptions {
   std::string profile;  // --profile: id or file of the profile to apply (empty: none)
   std::string feature_map, features;
   std::string candidates;  // --candidates (landscape): comma-separated mechanism ids
+  std::vector<std::string> plugins;  // --plugin FILE, repeatable (runner/plugins/load_plugin.hpp)
   std::int64_t state_size = 0;
   double qk_scale = 1.0;
+  std::string favor_stabilizer;  // --favor-stabilizer (performer): causal | published
   bool dry_run = false;
   bool overwrite = false;
   bool quiet = false;
+  std::string shard;  // --shard I/N or auto (runner/shard/shard_spec.hpp); empty: the whole plan
   std::set<std::string> given;  // options typed on the command line, as "sequence_lengths", "query_heads", ...
 };
 
 // The options that shape the plan and its measurement settings (--mode, --sequence-lengths, ...,
 // --warmup, --repeats, --cache); `preflight` takes these too.
 void add_plan_options(CLI::App& command, RunOptions& options);
+// --plugin FILE (repeatable) into `plugins`; `list` and `conformance` take it too.
+void add_plugin_option(CLI::App& command, std::vector<std::string>& plugins);
 // add_plan_options plus what only `run` takes (--profile, --dry-run, --device, output, identity).
 void add_run_options(CLI::App& command, RunOptions& options);
 // The command line as typed, quoted for a POSIX shell, after "arch-bench": what a report records.

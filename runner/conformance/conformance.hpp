@@ -39,6 +39,8 @@ struct ConformanceRequest {
   DType dtype = DType::float32;
   MechanismOptions options;  // feature_map "" means the mechanism's default
   bool overwrite = false;    // replace existing output files
+  // "cpu" (the CPU kernels) or "cuda" (the GPU kernels, on_cuda.hpp; the fp64 reference is the same).
+  std::string device = "cpu";
 };
 
 struct ConformanceResult {
@@ -48,7 +50,8 @@ struct ConformanceResult {
 };
 
 // Reads, runs, compares and writes (each file atomically; never over an existing file unless
-// request.overwrite). Throws UsageError, with nothing written, for bad input.
+// request.overwrite). Throws UsageError, with nothing written, for bad input, and for --device cuda
+// without a usable device (the probe's reason) or for a mechanism without CUDA kernels.
 ConformanceResult run_conformance(const ConformanceRequest& request);
 
 struct GenerateRequest {

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "mechanisms/registry.hpp"
+#include "runner/backends/cuda/device_probe.hpp"
 #include "runner/conformance/conformance.hpp"
+#include "runner/conformance/on_cuda.hpp"
 #include "mechanisms/common/checked_size.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
@@ -125,6 +127,21 @@ const ConformanceAdapter& find_conformance_adapter(const std::string& id) {
 
 ConformanceResult run_conformance(const ConformanceRequest& request) {
   const ConformanceAdapter& adapter = find_conformance_adapter(request.mechanism);
+  if (request.device != "cpu" && request.device != "cuda") {
+    throw UsageError(fmt::format("--device {}: use cpu or cuda", request.device));
+  }
+  // The device first: without one the run stops here, with the probe's reason and nothing written.
+  std::unique_ptr<Backend> cuda;
+  if (request.device == "cuda") {
+    const std::vector<std::string> with_kernels = cuda_conformance_mechanisms();
+    const CudaProbe probe = probe_cuda();
+    if (!probe.usable) throw UsageError(fmt::format("--device cuda: {}", probe.reason));
+    if (std::find(with_kernels.begin(), with_kernels.end(), request.mechanism) == with_kernels.end()) {
+      throw UsageError(fmt::format("--device cuda: {} has no CUDA kernels (those with: {})", request.mechanism,
+                                   fmt::join(with_kernels, ", ")));
+    }
+    cuda = make_cuda_backend(0);
+  }
   const ConformanceSpec spec = adapter.spec(request.options);
   if (request.outputs.empty()) throw UsageError("--outputs is empty");
   const ConformanceInputs inputs = read_conformance_inputs(spec, request.inputs, request.mechanism);
@@ -141,7 +158,9 @@ ConformanceResult run_conformance(const ConformanceRequest& request) {
   StagedFolder staged(request.outputs, "--outputs");
   check_existing_outputs(request.outputs, output_files, request.overwrite);
 
-  const ConformanceOutputs out = adapter.run(inputs, request.dtype, request.options);
+  ConformanceOutputs out = adapter.run(inputs, request.dtype, request.options);
+  // On the GPU the kernel outputs are replaced by the CUDA kernels' (the reference stays).
+  if (cuda) run_conformance_kernels_on_cuda(request.mechanism, inputs, request.dtype, out, *cuda);
 
   // What will be written, in order; every name must be one the spec announced (and checked above).
   std::vector<std::pair<std::string, const NpyArray*>> files = {
@@ -163,6 +182,8 @@ ConformanceResult run_conformance(const ConformanceRequest& request) {
   manifest["git_commit"] = build_info::git_commit;
   manifest["mechanism"] = request.mechanism;
   manifest["dtype"] = dtype_name(request.dtype);
+  // Which kernels produced prefill_out, decode_out and the states.
+  manifest["device"] = cuda ? json{{"backend", "cuda"}, {"gpu", cuda->facts()}} : json{{"backend", "cpu"}};
   manifest["options"] = out.options_json;
   manifest["tolerance"] = tolerance;
   manifest["axes"] = inputs.axes;

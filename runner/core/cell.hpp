@@ -21,6 +21,11 @@ struct MechanismOptions {
   // Multiplies the N(0,1) q and k draws. Attention logits q.k/sqrt(d) have unit spread at 1; the
   // norms |q|^2/sqrt(d) that FAVOR+'s variance grows with (as e^(|q~|^2+|k~|^2)/m) shrink as scale^2.
   double qk_scale = 1.0;
+  // performer (favor+): where the eps of the features sits. "causal" (default): relative to each
+  // token's own largest feature, keys kept against a running max (decode-safe). "published": as
+  // performer-pytorch's softmax_kernel and google-research's FAVOR+, after subtracting max_i w_i.q~
+  // per query and, for keys, the key maximum over the whole sequence (mechanisms/performer/reference.hpp).
+  std::string favor_stabilizer = "causal";
 };
 
 struct Cell {

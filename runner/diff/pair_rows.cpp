@@ -58,6 +58,9 @@ RowKey row_key(const nlohmann::json& row, int occurrence) {
   // Copying and dumping `options` recurse once per level of nesting: read_report refuses documents
   // nested deeper than kMaxJsonDepth (runner/report/json_input.hpp), so this stays shallow.
   if (const auto it = row.find("options"); it != row.end() && it->is_object()) key.options = *it;
+  // Reports written before --favor-stabilizer existed used the causal stabiliser: read them as such,
+  // so that they still pair with today's rows.
+  if (key.options.is_object() && !key.options.contains("favor_stabilizer")) key.options["favor_stabilizer"] = "causal";
   key.occurrence = occurrence;
   return key;
 }

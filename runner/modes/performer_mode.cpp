@@ -39,6 +39,8 @@ Arm performer_arm(const Workload& workload, const std::string& map, std::int64_t
   Arm arm{"performer", Role::candidate, "", workload.options};
   arm.options.feature_map = map;
   arm.options.features = m;
+  // Trig features have no eps to place: their arm records (and uses) the causal stabiliser.
+  if (map == "trig") arm.options.favor_stabilizer = "causal";
   arm.variant = map == "trig" ? fmt::format("trig m={}", m) : fmt::format("m={}", m);
   return arm;
 }

@@ -27,7 +27,8 @@ json options_json(const MechanismOptions& options) {
   return {{"feature_map", options.feature_map},
           {"features", options.features},
           {"state_size", options.state_size},
-          {"qk_scale", options.qk_scale}};
+          {"qk_scale", options.qk_scale},
+          {"favor_stabilizer", options.favor_stabilizer}};
 }
 
 json cell_json(const Cell& cell) {

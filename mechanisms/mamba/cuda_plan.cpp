@@ -1,0 +1,59 @@
+#include "mechanisms/mamba/cuda_plan.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "mechanisms/common/checked_size.hpp"
+
+namespace arch_bench {
+
+namespace {
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
+constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
+}  // namespace
+
+MambaDecodePlan plan_mamba_decode(const MambaShape& shape) {
+  MambaDecodePlan plan;
+  plan.rows = shape.rows();
+  plan.channels = static_cast<int>(shape.channels);
+  plan.state_size = static_cast<int>(shape.state_size);
+  // The smallest power of two >= N, at most a warp: N = 16 gives 16 lanes (two rows per warp).
+  int lanes = 1;
+  while (lanes < 32 && lanes < shape.state_size) lanes *= 2;
+  plan.lanes = lanes;
+  plan.blocks = ceil_div(checked_mul(plan.rows, lanes), plan.threads);
+  return plan;
+}
+
+MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens) {
+  MambaPrefillPlan plan;
+  plan.batch = shape.batch;
+  plan.channels = static_cast<int>(shape.channels);
+  plan.state_size = static_cast<int>(shape.state_size);
+  plan.tokens = tokens;
+  plan.channel_groups = ceil_div(shape.channels, kMambaScanChannels);
+  plan.chunks = ceil_div(tokens, kMambaScanChunk);
+  plan.blocks = checked_mul(shape.batch, plan.channel_groups);
+  plan.shared_bytes = sizeof(float) * static_cast<std::size_t>(mamba_scan_shared_floats(plan.state_size));
+  return plan;
+}
+
+std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
+  const std::int64_t n = cell.options.state_size;
+  if (n < 1 || n > kMambaMaxStateSize) {
+    return "the CUDA kernels of mamba take state_size (N) 1.." + std::to_string(kMambaMaxStateSize);
+  }
+  const MambaShape shape{cell.batch, checked_mul(cell.heads, cell.head_dim), n};
+  if (shape.rows() < 1) return "the CUDA kernels of mamba need batch * d_inner >= 1";
+  if (shape.channels > std::numeric_limits<std::int32_t>::max()) return "d_inner exceeds 2^31 - 1";
+  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
+  if (plan_mamba_decode(shape).blocks > kMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
+  const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length);
+  if (prefill.blocks > kMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  // CUB's temp storage (a few hundred bytes) comes on top of the dynamic part.
+  if (prefill.shared_bytes + 1024 > kDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
+  return std::nullopt;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,683 @@
+// CUDA kernels of causal Performer attention: a fused decode step and a five-stage chunkwise prefill
+// (cuda_plan.hpp describes the geometry). Every product is fp32 FMA on SIMT cores, as in
+// linear_attention's kernels: fp32 storage must meet 1e-4 against the fp64 reference, which tf32
+// tensor cores would not, and the bf16 path widens to fp32 on load (the features are fp32 anyway).
+// expf (not __expf) keeps fp32 within the tolerance; the stabiliser is the CPU
+// kernel's (cpu.cpp): favor+ features relative to the token's largest projection, the keys' log-scale
+// carried by the causal running max M.
+#include <cub/block/block_scan.cuh>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "mechanisms/performer/cuda.hpp"
+#include "runner/backends/cuda/cuda_check.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+template <class T>
+struct DeviceStorage {
+  using type = T;
+};
+template <>
+struct DeviceStorage<bf16> {
+  using type = __nv_bfloat16;
+};
+static_assert(sizeof(bf16) == sizeof(__nv_bfloat16));
+
+__device__ __forceinline__ float load_float(float x) { return x; }
+__device__ __forceinline__ float load_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ void store_float(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store_float(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+
+constexpr float kEps = static_cast<float>(kPerformerEpsilon);
+constexpr int kWarps = kPerformerCudaThreads / 32;
+
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// sin and cos of x as the CPU kernel computes them (cpu.cpp, trig_features): one Cody-Waite
+// reduction by pi/2 in three parts and the Cephes polynomials on [-pi/4, pi/4] (|error| < 1e-7 for
+// |x| up to ~1e4). sincosf would do, but its slow path for large |x| (Payne-Hanek) needs a local
+// array, and this keeps GPU and CPU features within a rounding of each other.
+__device__ __forceinline__ void trig_pair(float x, float* sine, float* cosine) {
+  const float n = rintf(x * 0.636619772367581343f);
+  const float r = ((x - n * 1.5703125f) - n * 4.837512969970703125e-4f) - n * 7.54978995489188216e-8f;
+  const float z = r * r;
+  const float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+  const float c =
+      ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+  const int quadrant = static_cast<int>(n) & 3;
+  const float a = (quadrant & 1) ? c : s;
+  const float b = (quadrant & 1) ? s : c;
+  *sine = (quadrant & 2) ? -a : a;
+  *cosine = ((quadrant + 1) & 2) ? -b : b;
+}
+
+// Block-wide sum and max over kPerformerCudaThreads threads; `scratch` holds kWarps floats. Every
+// thread gets the result; the trailing barrier lets the caller reuse `scratch` at once.
+__device__ float block_sum(float x, float* scratch) {
+  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += scratch[w];
+  __syncthreads();
+  return total;
+}
+__device__ float block_max(float x, float* scratch) {
+  for (int offset = 16; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
+  __syncthreads();
+  float top = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) top = fmaxf(top, scratch[w]);
+  __syncthreads();
+  return top;
+}
+
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_reset_kernel(float* __restrict__ state, float* __restrict__ normalizer, float* __restrict__ running_max,
+                           std::int64_t state_elements, std::int64_t normalizer_elements, std::int64_t heads) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < state_elements;
+       i += stride) {
+    state[i] = 0.0f;
+    if (i < normalizer_elements) normalizer[i] = 0.0f;
+    if (i < heads) running_max[i] = -INFINITY;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decode: one block per (batch, head). Shared memory (floats, PerformerDecodePlan::shared_bytes):
+// x_q, x_k [dk], phi_q, phi_k [m], v [dv], partial numerators [row_groups][dv], scratch.
+template <class T>
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_decode_kernel(const float* __restrict__ projection, const T* __restrict__ q, const T* __restrict__ k,
+                            const T* __restrict__ v, float* __restrict__ state, float* __restrict__ normalizer,
+                            float* __restrict__ running_max, T* __restrict__ out, float* __restrict__ denominators,
+                            int dk, int dv, int m, int n, int row_groups, PerformerFeatures kind) {
+  extern __shared__ float shared[];
+  float* x_q = shared;
+  float* x_k = x_q + dk;
+  float* phi_q = x_k + dk;
+  float* phi_k = phi_q + m;
+  float* value = phi_k + m;
+  float* partial = value + dv;
+  float* scratch = partial + row_groups * dv;
+
+  const std::int64_t bh = blockIdx.x;
+  q += bh * dk;
+  k += bh * dk;
+  v += bh * dv;
+  state += bh * m * dv;
+  normalizer += bh * m;
+  out += bh * dv;
+  const float old_max = running_max[bh];  // written by thread 0 only after the last barrier
+
+  float norm = 0.0f;
+  for (int d = threadIdx.x; d < dk; d += blockDim.x) {
+    x_q[d] = load_float(q[d]);
+    const float x = load_float(k[d]);
+    x_k[d] = x;
+    norm = fmaf(x, x, norm);
+  }
+  for (int j = threadIdx.x; j < dv; j += blockDim.x) value[j] = load_float(v[j]);
+  __syncthreads();
+
+  // q and k projected together: one pass over W (coalesced: consecutive threads, consecutive rows).
+  const bool trig = kind == PerformerFeatures::trig;
+  const float trig_ratio = sqrtf(2.0f / static_cast<float>(m));
+  float top_q = -INFINITY, top_k = -INFINITY;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float pq = 0.0f, pk = 0.0f;
+    for (int d = 0; d < dk; ++d) {
+      const float w = projection[static_cast<std::int64_t>(d) * n + i];
+      pq = fmaf(x_q[d], w, pq);
+      pk = fmaf(x_k[d], w, pk);
+    }
+    if (trig) {
+      float s, c;
+      trig_pair(pq, &s, &c);
+      phi_q[i] = trig_ratio * s;
+      phi_q[i + n] = trig_ratio * c;
+      trig_pair(pk, &s, &c);
+      phi_k[i] = trig_ratio * s;
+      phi_k[i + n] = trig_ratio * c;
+    } else {
+      phi_q[i] = pq;
+      phi_k[i] = pk;
+      top_q = fmaxf(top_q, pq);
+      top_k = fmaxf(top_k, pk);
+    }
+  }
+  const float half_norm = block_sum(norm, scratch) * (0.5f / sqrtf(static_cast<float>(dk)));
+  float key_scale = half_norm;
+  if (!trig) {
+    top_q = block_max(top_q, scratch);
+    top_k = block_max(top_k, scratch);
+    key_scale = top_k - half_norm;
+    const float ratio = 1.0f / sqrtf(static_cast<float>(m));
+    for (int i = threadIdx.x; i < m; i += blockDim.x) {  // each thread rewrites what it wrote
+      phi_q[i] = ratio * (expf(phi_q[i] - top_q) + kEps);
+      phi_k[i] = ratio * (expf(phi_k[i] - top_k) + kEps);
+    }
+  }
+  // Running max: a key above M rescales the state by exp(M_old - M_new) <= 1 (0 for the first
+  // key, M = -inf); the key itself enters with weight exp(c_k - M_new) <= 1.
+  const float new_max = fmaxf(old_max, key_scale);
+  const float rescale = expf(old_max - new_max);
+  const float weight = expf(key_scale - new_max);
+  __syncthreads();  // features complete
+
+  float denominator = 0.0f;
+  for (int i = threadIdx.x; i < m; i += blockDim.x) {
+    const float z = fmaf(normalizer[i], rescale, weight * phi_k[i]);
+    normalizer[i] = z;
+    denominator = fmaf(phi_q[i], z, denominator);
+  }
+  const int j = threadIdx.x % dv;      // performer_decode_column
+  const int group = threadIdx.x / dv;  // performer_decode_group
+  if (group < row_groups) {
+    // S read and written once; a batch of rows in flight together, not one latency each.
+    constexpr int kBatch = 8;
+    const float vj = value[j];
+    float numerator = 0.0f;
+    float* column = state + j;
+    for (int base = group; base < m; base += kBatch * row_groups) {
+      float s[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = base + b * row_groups;
+        s[b] = i < m ? column[static_cast<std::int64_t>(i) * dv] : 0.0f;
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = base + b * row_groups;
+        if (i < m) {
+          const float updated = fmaf(weight * phi_k[i], vj, s[b] * rescale);
+          column[static_cast<std::int64_t>(i) * dv] = updated;
+          numerator = fmaf(phi_q[i], updated, numerator);
+        }
+      }
+    }
+    partial[group * dv + j] = numerator;
+  }
+  denominator = block_sum(denominator, scratch);  // its barriers also publish `partial`
+  if (group == 0) {
+    float numerator = 0.0f;
+    for (int g = 0; g < row_groups; ++g) numerator += partial[g * dv + j];
+    store_float(out + j, numerator / denominator);
+  }
+  if (threadIdx.x == 0) {
+    running_max[bh] = new_max;
+    denominators[bh] = denominator;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefill stage 1: the features of kPerformerFeatureTokens tokens of one head, queries or keys.
+// Each thread owns projection rows i, i + 256, ... and keeps one accumulator per token of the tile.
+template <class T>
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_features_kernel(const float* __restrict__ projection, const T* __restrict__ q,
+                              const T* __restrict__ k, float* __restrict__ query_features,
+                              float* __restrict__ key_features, float* __restrict__ key_scale, std::int64_t tokens,
+                              int dk, int m, int n, std::int64_t token_tiles, PerformerFeatures kind) {
+  constexpr int kTokens = kPerformerFeatureTokens;
+  extern __shared__ float shared[];
+  float* x = shared;                                  // [16][dk]
+  float* partial = x + kTokens * dk;                  // [16][warps]
+  float* top = partial + kTokens * kWarps;            // [16]
+  float* half_norm = top + kTokens;                   // [16]
+
+  const PerformerFeatureTile tile = performer_feature_block(blockIdx.x, token_tiles);
+  const std::int64_t first = tile.first_token;
+  const int rows = tokens - first < kTokens ? static_cast<int>(tokens - first) : kTokens;
+  const T* source = (tile.keys ? k : q) + (tile.bh * tokens + first) * dk;
+  float* features = (tile.keys ? key_features : query_features) + (tile.bh * tokens + first) * m;
+
+  for (int e = threadIdx.x; e < kTokens * dk; e += blockDim.x) {
+    x[e] = e / dk < rows ? load_float(source[e]) : 0.0f;
+  }
+  __syncthreads();
+
+  const bool trig = kind == PerformerFeatures::trig;
+  const float trig_ratio = sqrtf(2.0f / static_cast<float>(m));
+  float local_top[kTokens];
+#pragma unroll
+  for (int r = 0; r < kTokens; ++r) local_top[r] = -INFINITY;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float acc[kTokens] = {};
+    for (int d = 0; d < dk; ++d) {
+      const float w = projection[static_cast<std::int64_t>(d) * n + i];
+#pragma unroll
+      for (int r = 0; r < kTokens; ++r) acc[r] = fmaf(x[r * dk + d], w, acc[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < kTokens; ++r) {
+      if (r >= rows) break;
+      float* row = features + static_cast<std::int64_t>(r) * m;
+      if (trig) {
+        float s, c;
+        trig_pair(acc[r], &s, &c);
+        row[i] = trig_ratio * s;
+        row[i + n] = trig_ratio * c;
+      } else {
+        row[i] = acc[r];
+        local_top[r] = fmaxf(local_top[r], acc[r]);
+      }
+    }
+  }
+  // Per-token reductions: the largest projection (favor+) and |x~|^2 / 2 (keys).
+  if (!trig) {
+#pragma unroll
+    for (int r = 0; r < kTokens; ++r) {
+      float t = local_top[r];
+      for (int offset = 16; offset > 0; offset >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffffu, t, offset));
+      if (threadIdx.x % 32 == 0) partial[r * kWarps + threadIdx.x / 32] = t;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < kTokens) {
+    const int r = threadIdx.x;
+    float t = -INFINITY;
+    if (!trig) {
+      for (int w = 0; w < kWarps; ++w) t = fmaxf(t, partial[r * kWarps + w]);
+    }
+    top[r] = t;
+    float norm = 0.0f;
+    for (int d = 0; d < dk; ++d) norm = fmaf(x[r * dk + d], x[r * dk + d], norm);
+    half_norm[r] = norm * (0.5f / sqrtf(static_cast<float>(dk)));
+  }
+  __syncthreads();
+  if (!trig) {
+    const float ratio = 1.0f / sqrtf(static_cast<float>(m));
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {  // each thread rewrites what it wrote
+      for (int r = 0; r < rows; ++r) {
+        float* f = features + static_cast<std::int64_t>(r) * m + i;
+        *f = ratio * (expf(*f - top[r]) + kEps);
+      }
+    }
+  }
+  if (tile.keys && static_cast<int>(threadIdx.x) < rows) {
+    const int r = threadIdx.x;
+    key_scale[tile.bh * tokens + first + r] = trig ? half_norm[r] : top[r] - half_norm[r];
+  }
+}
+
+// Prefill stage 2: M_t = max(M_carried, c_0..c_t) per head, 256 tokens per step of a block scan;
+// the carried M is kept for stages 4 and 5, and the final one becomes the state's M.
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_row_max_kernel(const float* __restrict__ key_scale, float* __restrict__ row_max,
+                             float* __restrict__ running_max, float* __restrict__ carried_max, std::int64_t tokens) {
+  using Scan = cub::BlockScan<float, kPerformerCudaThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  __shared__ float step_max;
+  const std::int64_t bh = blockIdx.x;
+  float carry = running_max[bh];
+  if (threadIdx.x == 0) carried_max[bh] = carry;
+  for (std::int64_t t0 = 0; t0 < tokens; t0 += kPerformerCudaThreads) {
+    const std::int64_t t = t0 + threadIdx.x;
+    const float c = t < tokens ? key_scale[bh * tokens + t] : -INFINITY;
+    float inclusive;
+    Scan(temp).InclusiveScan(c, inclusive, MaxOp{});
+    inclusive = fmaxf(inclusive, carry);
+    if (t < tokens) row_max[bh * tokens + t] = inclusive;
+    if (threadIdx.x == kPerformerCudaThreads - 1) step_max = inclusive;
+    __syncthreads();  // step_max written; temp free for the next scan
+    carry = step_max;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) running_max[bh] = carry;
+}
+
+// The M the state entering chunk `chunk` is relative to, and the M after its last token.
+__device__ __forceinline__ float chunk_entering_max(const float* row_max, const float* carried_max, std::int64_t bh,
+                                                    std::int64_t tokens, std::int64_t chunk) {
+  return chunk == 0 ? carried_max[bh] : row_max[bh * tokens + chunk * kPerformerTile - 1];
+}
+__device__ __forceinline__ float chunk_end_max(const float* row_max, std::int64_t bh, std::int64_t tokens,
+                                               std::int64_t chunk) {
+  const std::int64_t end = (chunk + 1) * kPerformerTile < tokens ? (chunk + 1) * kPerformerTile : tokens;
+  return row_max[bh * tokens + end - 1];
+}
+
+// Prefill stage 3: U_c = sum_j exp(c_j - M_end) f(k_j) v_j^T for one 64 x 64 tile of S, and (value
+// tile 0) the weighted key sums. Rows past the sequence load as 0.
+template <class T>
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_chunk_state_kernel(const float* __restrict__ key_features, const float* __restrict__ key_scale,
+                                 const float* __restrict__ row_max, const T* __restrict__ v,
+                                 float* __restrict__ chunk_states, float* __restrict__ chunk_sums,
+                                 std::int64_t tokens, int m, int dv, std::int64_t chunks, int key_tiles,
+                                 int value_tiles) {
+  extern __shared__ float shared[];
+  float* k_tile = shared + PerformerChunkStateSharedLayout::k;  // [j][i]
+  float* v_tile = shared + PerformerChunkStateSharedLayout::v;  // [j][c]
+  __shared__ float weights[kPerformerTile];
+
+  const PerformerChunkTile tile = performer_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
+  const std::int64_t bh = tile.bh, chunk = tile.chunk;
+  const std::int64_t first = chunk * kPerformerTile;
+  const int rows = performer_chunk_rows(tokens, chunk);
+  const int i0 = static_cast<int>(tile.key_tile) * kPerformerTile;
+  const int j0 = static_cast<int>(tile.value_tile) * kPerformerTile;
+  const float end_max = chunk_end_max(row_max, bh, tokens, chunk);
+  if (threadIdx.x < kPerformerTile) {
+    const int r = threadIdx.x;
+    weights[r] = r < rows ? expf(key_scale[bh * tokens + first + r] - end_max) : 0.0f;
+  }
+  __syncthreads();
+  const float* k_rows = key_features + (bh * tokens + first) * m;
+  const T* v_rows = v + (bh * tokens + first) * dv;
+  for (int e = threadIdx.x; e < kPerformerTile * kPerformerTile; e += blockDim.x) {
+    const int r = e / kPerformerTile, c = e % kPerformerTile;
+    const bool row = r < rows;
+    k_tile[e] = row && i0 + c < m ? weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f;
+    v_tile[e] = row && j0 + c < dv ? load_float(v_rows[static_cast<std::int64_t>(r) * dv + j0 + c]) : 0.0f;
+  }
+  __syncthreads();
+
+  const int t = threadIdx.x;
+  float acc[4][4] = {};
+  for (int r = 0; r < rows; ++r) {
+    float a[4], b[4];
+#pragma unroll
+    for (int x = 0; x < 4; ++x) a[x] = k_tile[r * kPerformerTile + performer_tile_row(t, x)];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) b[y] = v_tile[r * kPerformerTile + performer_tile_column(t, y)];
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+#pragma unroll
+      for (int y = 0; y < 4; ++y) acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
+    }
+  }
+  float* tile_out = chunk_states + (bh * chunks + chunk) * m * dv;
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const int i = i0 + performer_tile_row(t, x);
+    if (i >= m) continue;
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      const int j = j0 + performer_tile_column(t, y);
+      if (j < dv) tile_out[static_cast<std::int64_t>(i) * dv + j] = acc[x][y];
+    }
+  }
+  if (tile.value_tile == 0 && threadIdx.x < kPerformerTile && i0 + static_cast<int>(threadIdx.x) < m) {
+    float sum = 0.0f;
+    for (int r = 0; r < rows; ++r) sum += k_tile[r * kPerformerTile + threadIdx.x];
+    chunk_sums[(bh * chunks + chunk) * m + i0 + threadIdx.x] = sum;
+  }
+}
+
+// Prefill stage 4: the exclusive scan over chunks in place, each chunk's entry relative to the M
+// it enters with: S_in(c + 1) = S_in(c) exp(M_in(c) - M_end(c)) + U_c, from the carried state.
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_chunk_prefix_kernel(float* __restrict__ chunk_states, float* __restrict__ chunk_sums,
+                                  float* __restrict__ state, float* __restrict__ normalizer,
+                                  const float* __restrict__ row_max, const float* __restrict__ carried_max,
+                                  std::int64_t tokens, int m, int dv, std::int64_t chunks,
+                                  std::int64_t blocks_per_head) {
+  const std::int64_t bh = blockIdx.x / blocks_per_head;
+  const std::int64_t e = (blockIdx.x % blocks_per_head) * blockDim.x + threadIdx.x;
+  const std::int64_t state_elements = static_cast<std::int64_t>(m) * dv;
+  if (e >= state_elements + m) return;
+  float* carried;
+  float* column;
+  std::int64_t stride;
+  if (e < state_elements) {
+    carried = state + bh * state_elements + e;
+    column = chunk_states + bh * chunks * state_elements + e;
+    stride = state_elements;
+  } else {
+    carried = normalizer + bh * m + (e - state_elements);
+    column = chunk_sums + bh * chunks * m + (e - state_elements);
+    stride = m;
+  }
+  constexpr int kBatch = 8;
+  float running = *carried;
+  float entering = carried_max[bh];
+  for (std::int64_t c0 = 0; c0 < chunks; c0 += kBatch) {
+    float local[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) local[b] = c0 + b < chunks ? column[(c0 + b) * stride] : 0.0f;
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (c0 + b < chunks) {
+        column[(c0 + b) * stride] = running;
+        const float end = chunk_end_max(row_max, bh, tokens, c0 + b);
+        // entering = -inf only before the first key, when running is 0: 0 * exp(-inf) = 0.
+        running = fmaf(running, expf(entering - end), local[b]);
+        entering = end;
+      }
+    }
+  }
+  *carried = running;
+}
+
+// Prefill stage 5: the outputs of one chunk for one 64-column tile of dv; thread (ty, tx) holds rows
+// ty + 16a and columns tx + 16b of both A = f(Q_c) f(K_c)^T and the output.
+template <class T>
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_chunk_output_kernel(const float* __restrict__ query_features, const float* __restrict__ key_features,
+                                  const float* __restrict__ key_scale, const float* __restrict__ row_max,
+                                  const float* __restrict__ carried_max, const T* __restrict__ v,
+                                  const float* __restrict__ chunk_states, const float* __restrict__ chunk_sums,
+                                  float* __restrict__ denominators_out, T* __restrict__ out, std::int64_t tokens,
+                                  int m, int dv, std::int64_t chunks, int value_tiles) {
+  using Layout = PerformerOutputSharedLayout;
+  constexpr int kQ = kPerformerFeatureStep + kPerformerPad;
+  constexpr int kA = kPerformerTile + kPerformerPad;
+  extern __shared__ float shared[];
+  float* q_tile = shared + Layout::q;
+  float* k_tile = shared + Layout::k;
+  float* s_tile = shared + Layout::s;
+  float* z_tile = shared + Layout::z;
+  float* a_tile = shared + Layout::a;
+  float* v_tile = shared + Layout::v;
+  float* denominators = shared + Layout::denominator;
+  float* row_scale = shared + Layout::row_scale;
+  float* maxima = shared + Layout::row_max;
+  float* scales = shared + Layout::key_scale;
+
+  const PerformerChunkTile tile = performer_output_block(blockIdx.x, chunks, value_tiles);
+  const std::int64_t bh = tile.bh, chunk = tile.chunk;
+  const std::int64_t first = chunk * kPerformerTile;
+  const int rows = performer_chunk_rows(tokens, chunk);
+  const int j0 = static_cast<int>(tile.value_tile) * kPerformerTile;
+  const float* q_rows = query_features + (bh * tokens + first) * m;
+  const float* k_rows = key_features + (bh * tokens + first) * m;
+  const T* v_rows = v + (bh * tokens + first) * dv;
+  const float* s_in = chunk_states + (bh * chunks + chunk) * m * dv;
+  const float* z_in = chunk_sums + (bh * chunks + chunk) * m;
+  if (threadIdx.x < kPerformerTile) {
+    const int r = threadIdx.x;
+    const float entering = chunk_entering_max(row_max, carried_max, bh, tokens, chunk);
+    const float own = r < rows ? row_max[bh * tokens + first + r] : 0.0f;
+    maxima[r] = own;
+    scales[r] = r < rows ? key_scale[bh * tokens + first + r] : 0.0f;
+    // M_in <= M_r; M_in = -inf (no key before) multiplies a zero state.
+    row_scale[r] = r < rows ? expf(entering - own) : 0.0f;
+  }
+
+  const int t = threadIdx.x;
+  float acc_a[4][4] = {};
+  float acc_o[4][4] = {};
+  float denominator = 0.0f;  // threads < 64: f(q_r) . z_in for r = threadIdx.x
+
+  for (int i0 = 0; i0 < m; i0 += kPerformerFeatureStep) {
+    for (int e = threadIdx.x; e < kPerformerTile * kPerformerFeatureStep; e += blockDim.x) {
+      const int r = e / kPerformerFeatureStep, c = e % kPerformerFeatureStep;
+      const bool inside = r < rows && i0 + c < m;
+      const std::int64_t at = static_cast<std::int64_t>(r) * m + i0 + c;
+      q_tile[r * kQ + c] = inside ? q_rows[at] : 0.0f;
+      k_tile[r * kQ + c] = inside ? k_rows[at] : 0.0f;
+    }
+    for (int e = threadIdx.x; e < kPerformerFeatureStep * kPerformerTile; e += blockDim.x) {
+      const int i = e / kPerformerTile, j = e % kPerformerTile;
+      s_tile[e] = i0 + i < m && j0 + j < dv ? s_in[static_cast<std::int64_t>(i0 + i) * dv + j0 + j] : 0.0f;
+    }
+    if (threadIdx.x < kPerformerFeatureStep) {
+      z_tile[threadIdx.x] = i0 + static_cast<int>(threadIdx.x) < m ? z_in[i0 + threadIdx.x] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int i = 0; i < kPerformerFeatureStep; ++i) {
+      float a[4], b[4], s[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) a[x] = q_tile[performer_tile_row(t, x) * kQ + i];
+#pragma unroll
+      for (int y = 0; y < 4; ++y) {
+        b[y] = k_tile[performer_tile_column(t, y) * kQ + i];
+        s[y] = s_tile[i * kPerformerTile + performer_tile_column(t, y)];
+      }
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+#pragma unroll
+        for (int y = 0; y < 4; ++y) {
+          acc_a[x][y] = fmaf(a[x], b[y], acc_a[x][y]);
+          acc_o[x][y] = fmaf(a[x], s[y], acc_o[x][y]);
+        }
+      }
+    }
+    if (threadIdx.x < kPerformerTile) {
+      for (int i = 0; i < kPerformerFeatureStep; ++i) {
+        denominator = fmaf(q_tile[threadIdx.x * kQ + i], z_tile[i], denominator);
+      }
+    }
+    __syncthreads();  // the next step (or A and V below) overwrite the tiles
+  }
+
+  // Inter-chunk part brought from M_in to each row's M_r; intra-chunk weights e^(c_j - M_r) <= 1,
+  // causal inclusive (row r sees keys j <= r).
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const int row = performer_tile_row(t, x);
+    const float scale = row_scale[row];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      const int j = performer_tile_column(t, y);
+      acc_o[x][y] *= scale;
+      a_tile[row * kA + j] = j <= row && row < rows ? acc_a[x][y] * expf(scales[j] - maxima[row]) : 0.0f;
+    }
+  }
+  for (int e = threadIdx.x; e < kPerformerTile * kPerformerTile; e += blockDim.x) {
+    const int r = e / kPerformerTile, j = e % kPerformerTile;
+    v_tile[e] = r < rows && j0 + j < dv ? load_float(v_rows[static_cast<std::int64_t>(r) * dv + j0 + j]) : 0.0f;
+  }
+  __syncthreads();
+  if (threadIdx.x < kPerformerTile) {
+    const int r = threadIdx.x;
+    denominator *= row_scale[r];
+    for (int j = 0; j < kPerformerTile; ++j) denominator += a_tile[r * kA + j];
+    denominators[r] = denominator;
+    if (tile.value_tile == 0 && r < rows) denominators_out[bh * tokens + first + r] = denominator;
+  }
+  for (int j = 0; j < rows; ++j) {
+    float a[4], b[4];
+#pragma unroll
+    for (int x = 0; x < 4; ++x) a[x] = a_tile[performer_tile_row(t, x) * kA + j];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) b[y] = v_tile[j * kPerformerTile + performer_tile_column(t, y)];
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+#pragma unroll
+      for (int y = 0; y < 4; ++y) acc_o[x][y] = fmaf(a[x], b[y], acc_o[x][y]);
+    }
+  }
+  __syncthreads();  // denominators
+  T* out_rows = out + (bh * tokens + first) * dv;
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const int row = performer_tile_row(t, x);
+    if (row >= rows) continue;
+    const float inverse = 1.0f / denominators[row];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      const int j = j0 + performer_tile_column(t, y);
+      if (j < dv) store_float(out_rows + static_cast<std::int64_t>(row) * dv + j, acc_o[x][y] * inverse);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_performer_reset_state(std::int64_t batch_heads, std::int64_t features, std::int64_t dv, float* state,
+                                  float* normalizer, float* running_max, CUstream_st* stream) {
+  const std::int64_t elements = batch_heads * features * dv;
+  if (elements == 0) return;
+  const std::int64_t blocks = (elements + kPerformerCudaThreads - 1) / kPerformerCudaThreads;
+  performer_reset_kernel<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), kPerformerCudaThreads, 0, stream>>>(
+      state, normalizer, running_max, elements, batch_heads * features, batch_heads);
+  check_launch("performer_reset_kernel");
+}
+
+template <class T>
+void launch_performer_decode(const PerformerDecodePlan& plan, const float* projection, const T* q, const T* k,
+                             const T* v, float* state, float* normalizer, float* running_max, T* out,
+                             float* denominators, CUstream_st* stream) {
+  using D = typename DeviceStorage<T>::type;
+  if (plan.blocks == 0) return;
+  performer_decode_kernel<D><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+      projection, reinterpret_cast<const D*>(q), reinterpret_cast<const D*>(k), reinterpret_cast<const D*>(v), state,
+      normalizer, running_max, reinterpret_cast<D*>(out), denominators, plan.dk, plan.dv, plan.features,
+      plan.projection_rows, plan.row_groups, plan.kind);
+  check_launch("performer_decode_kernel");
+}
+
+template <class T>
+void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const T* q, const T* k,
+                              const T* v, float* state, float* normalizer, float* running_max, T* out,
+                              float* workspace, CUstream_st* stream) {
+  using D = typename DeviceStorage<T>::type;
+  if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; (S, z, M) unchanged
+  const PerformerPrefillWorkspace& w = plan.workspace;
+  float* query_features = workspace + w.query_features;
+  float* key_features = workspace + w.key_features;
+  float* key_scale = workspace + w.key_scale;
+  float* row_max = workspace + w.row_max;
+  float* carried_max = workspace + w.carried_max;
+  float* chunk_states = workspace + w.chunk_states;
+  float* chunk_sums = workspace + w.chunk_sums;
+  const D* v_d = reinterpret_cast<const D*>(v);
+  performer_features_kernel<D>
+      <<<static_cast<unsigned>(plan.feature_blocks), plan.threads, plan.feature_shared_bytes, stream>>>(
+          projection, reinterpret_cast<const D*>(q), reinterpret_cast<const D*>(k), query_features, key_features,
+          key_scale, plan.tokens, plan.dk, plan.features, plan.projection_rows, plan.token_tiles, plan.kind);
+  check_launch("performer_features_kernel");
+  performer_row_max_kernel<<<static_cast<unsigned>(plan.max_blocks), plan.threads, 0, stream>>>(
+      key_scale, row_max, running_max, carried_max, plan.tokens);
+  check_launch("performer_row_max_kernel");
+  performer_chunk_state_kernel<D>
+      <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_shared_bytes, stream>>>(
+          key_features, key_scale, row_max, v_d, chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv,
+          plan.chunks, static_cast<int>(plan.key_tiles), static_cast<int>(plan.value_tiles));
+  check_launch("performer_chunk_state_kernel");
+  performer_chunk_prefix_kernel<<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
+      chunk_states, chunk_sums, state, normalizer, row_max, carried_max, plan.tokens, plan.features, plan.dv,
+      plan.chunks, plan.prefix_blocks / plan.batch_heads);
+  check_launch("performer_chunk_prefix_kernel");
+  performer_chunk_output_kernel<D>
+      <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_shared_bytes, stream>>>(
+          query_features, key_features, key_scale, row_max, carried_max, v_d, chunk_states, chunk_sums,
+          workspace + w.denominators, reinterpret_cast<D*>(out), plan.tokens, plan.features, plan.dv, plan.chunks,
+          static_cast<int>(plan.value_tiles));
+  check_launch("performer_chunk_output_kernel");
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                              \
+  template void launch_performer_decode<T>(const PerformerDecodePlan&, const float*, const T*, const T*,       \
+                                           const T*, float*, float*, float*, T*, float*, CUstream_st*);        \
+  template void launch_performer_prefill<T>(const PerformerPrefillPlan&, const float*, const T*, const T*,     \
+                                            const T*, float*, float*, float*, T*, float*, CUstream_st*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench

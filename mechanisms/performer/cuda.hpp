@@ -1,0 +1,43 @@
+#pragma once
+// CUDA kernels of causal Performer attention (cuda.cu) and its CUDA prepared cells (cuda_cells.cpp).
+// Layouts as on the CPU (cpu.hpp): q/k [batch_heads, tokens, dk], v/out [batch_heads, tokens, dv] in
+// storage T (float or bf16); the packed projection [dk, rows] (pack_performer_projection), S
+// [batch_heads, m, dv], z [batch_heads, m] and M [batch_heads] in fp32; fp32 accumulation everywhere.
+// Launchers only enqueue on `stream`; each launch is checked. No CUDA headers here.
+#include <cstdint>
+#include <memory>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/performer/cuda_plan.hpp"
+
+struct CUstream_st;
+
+namespace arch_bench {
+
+class Backend;
+class PreparedCell;
+
+// S = 0, z = 0, M = -inf for every head (performer_reset_state on the device).
+void launch_performer_reset_state(std::int64_t batch_heads, std::int64_t features, std::int64_t dv, float* state,
+                                  float* normalizer, float* running_max, CUstream_st* stream);
+
+// One decode step in place (one fused kernel per step): the features of q_t and k_t from W, the
+// running max, the rescale-and-update of (S, z) and the read-out. `denominators` [batch_heads]
+// receives each head's phi(q).z (the cells count the nonpositive ones, as the CPU kernel does).
+template <class T>
+void launch_performer_decode(const PerformerDecodePlan& plan, const float* projection, const T* q, const T* k,
+                             const T* v, float* state, float* normalizer, float* running_max, T* out,
+                             float* denominators, CUstream_st* stream);
+
+// Causal prefill over plan.tokens tokens (five kernels, see PerformerPrefillPlan); (S, z, M) carry
+// in and out. `workspace` holds plan.workspace.floats floats; its `denominators` part receives every
+// row's phi(q).z.
+template <class T>
+void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const T* q, const T* k,
+                              const T* v, float* state, float* normalizer, float* running_max, T* out,
+                              float* workspace, CUstream_st* stream);
+
+// The CUDA decode or prefill cell (cuda_cells.cpp; CUDA builds only). `backend` is the CUDA backend.
+std::unique_ptr<PreparedCell> prepare_performer_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);
+
+}  // namespace arch_bench

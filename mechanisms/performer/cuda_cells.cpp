@@ -1,0 +1,243 @@
+// The CUDA prepared cells of Performer, mirroring the CPU cells of mechanism.cpp: the same seeded
+// inputs and projection, device buffers from the backend's allocator, run() only enqueues on the
+// backend's stream (no synchronisation, allocation or copy), check() downloads the output and
+// compares it with the same fp64 reference, and adds the same approximation error vs softmax.
+#include <cmath>
+#include <vector>
+
+#include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/mechanism.hpp"
+#include "mechanisms/performer/approximation.hpp"
+#include "mechanisms/performer/cuda.hpp"
+#include "runner/backends/cuda/cuda_backend.hpp"
+#include "runner/backends/cuda/device_transfer.hpp"
+#include "runner/core/errors.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+// Exact softmax rows per head compared in a prefill check (as the CPU cell does).
+constexpr std::int64_t kSoftmaxRowsChecked = 64;
+
+PerformerShape shape_of(const Cell& cell) {
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
+          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus)};
+}
+
+// Rows [first, first + rows) of every head of a [batch_heads, tokens, dim] tensor.
+std::vector<float> head_rows(const AttentionInputs& inputs, const std::vector<float>& tensor, std::int64_t first,
+                             std::int64_t rows) {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(inputs.batch_heads * rows * inputs.dim));
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    const float* begin = tensor.data() + (bh * inputs.tokens + first) * inputs.dim;
+    out.insert(out.end(), begin, begin + rows * inputs.dim);
+  }
+  return out;
+}
+
+// The cell's projection (fp64 rows for the reference, exactly the fp32 values the kernel reads) and
+// its packed copy on the device.
+struct DeviceProjection {
+  MatrixD rows;
+  Buffer<float> packed;
+  DeviceProjection(CudaBackend& cuda, const PerformerShape& shape, std::uint64_t seed)
+      : rows(performer_projection(shape.kind, shape.features, shape.dk, seed)),
+        packed(cuda.allocator(), static_cast<std::size_t>(performer_projection_floats(shape))) {
+    std::vector<float> host(packed.size());
+    pack_performer_projection(rows, host.data());
+    upload<float>(cuda, host.data(), static_cast<std::int64_t>(host.size()), packed.data());
+  }
+};
+
+std::vector<PerformerResult> reference_per_head(const AttentionInputs& inputs, std::int64_t tokens,
+                                                const PerformerShape& shape, const MatrixD& projection) {
+  std::vector<PerformerResult> results(static_cast<std::size_t>(inputs.batch_heads));
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    results[bh] = performer_scan(inputs.head_matrix(inputs.q, bh, tokens), inputs.head_matrix(inputs.k, bh, tokens),
+                                 inputs.head_matrix(inputs.v, bh, tokens), projection, shape.kind, shape.features);
+  }
+  return results;
+}
+
+// Rows whose phi(q).z was <= 0 or not finite, as the CPU kernels count them.
+std::int64_t count_nonpositive(const std::vector<float>& denominators) {
+  std::int64_t count = 0;
+  for (const float d : denominators) count += !(d > 0.0f) || !std::isfinite(d) ? 1 : 0;
+  return count;
+}
+
+void add_approximation(Accuracy& accuracy, const SoftmaxApproximationError& error, std::int64_t nonpositive) {
+  accuracy.nonpositive_denominators = nonpositive;
+  accuracy.approx_rel_l2_vs_softmax = error.rel_l2;
+  accuracy.approx_max_abs_vs_softmax = error.max_abs;
+}
+
+// Decode: (S, z, M) already hold the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class PerformerDecodeCudaCell final : public PreparedCell {
+ public:
+  PerformerDecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        shape_(shape_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        plan_(plan_performer_decode(shape_)),
+        projection_(cuda_, shape_, seed),
+        state_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads * shape_.features * shape_.dv)),
+        normalizer_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads * shape_.features)),
+        running_max_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads)),
+        denominators_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads)),
+        q_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads * shape_.dk)),
+        k_(backend.allocator(), q_.size()),
+        v_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads * shape_.dv)),
+        out_(backend.allocator(), v_.size()) {
+    launch_performer_reset_state(shape_.batch_heads, shape_.features, shape_.dv, state_.data(), normalizer_.data(),
+                                 running_max_.data(), cuda_.stream());
+    build_context_state();
+    upload<T>(cuda_, head_rows(inputs_, inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    poison(cuda_, out_.data(), out_.bytes());
+    poison(cuda_, denominators_.data(), denominators_.bytes());
+  }
+
+  void run() override {
+    launch_performer_decode<T>(plan_, projection_.packed.data(), q_.data(), k_.data(), v_.data(), state_.data(),
+                               normalizer_.data(), running_max_.data(), out_.data(), denominators_.data(),
+                               cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    const std::vector<float> denominators =
+        download<float>(cuda_, denominators_.data(), static_cast<std::int64_t>(denominators_.size()));
+    ErrorAccumulator errors;
+    const std::vector<PerformerResult> refs = reference_per_head(inputs_, length_ + 1, shape_, projection_.rows);
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      errors.add_row(out.data() + bh * shape_.dv, refs[bh].outputs.row(length_), shape_.dv);
+    }
+    Accuracy accuracy = errors.finish();
+    add_approximation(accuracy, approximation_vs_softmax_decode(inputs_, out.data()), count_nonpositive(denominators));
+    return accuracy;
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {projection_.packed.byte_span(), state_.byte_span(), normalizer_.byte_span(), running_max_.byte_span(),
+            denominators_.byte_span(),      q_.byte_span(),     k_.byte_span(),          v_.byte_span(),
+            out_.byte_span()};
+  }
+
+ private:
+  // The CUDA prefill over the L context tokens leaves their state in (S, z, M). Its inputs and
+  // workspace are staging memory from an allocator of their own, freed before prepare returns:
+  // set-up, not part of the decode cell, whose peak must stay fixed as L grows (as on the CPU).
+  void build_context_state() {
+    if (length_ == 0) return;
+    const PerformerPrefillPlan plan = plan_performer_prefill(shape_, length_);
+    DeviceAllocator staging;
+    const std::int64_t count = shape_.batch_heads * length_ * shape_.dk;
+    Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
+        out(staging, q.size());
+    Buffer<float> workspace(staging, static_cast<std::size_t>(plan.workspace.floats));
+    upload<T>(cuda_, head_rows(inputs_, inputs_.q, 0, length_).data(), count, q.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.k, 0, length_).data(), count, k.data());
+    upload<T>(cuda_, head_rows(inputs_, inputs_.v, 0, length_).data(), count, v.data());
+    launch_performer_prefill<T>(plan, projection_.packed.data(), q.data(), k.data(), v.data(), state_.data(),
+                                normalizer_.data(), running_max_.data(), out.data(), workspace.data(), cuda_.stream());
+    cuda_.synchronize();  // the staging buffers are freed on return
+  }
+
+  CudaBackend& cuda_;
+  PerformerShape shape_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  PerformerDecodePlan plan_;
+  DeviceProjection projection_;
+  Buffer<float> state_, normalizer_, running_max_, denominators_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+template <class T>
+class PerformerPrefillCudaCell final : public PreparedCell {
+ public:
+  PerformerPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        shape_(shape_of(cell)),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        plan_(plan_performer_prefill(shape_, cell.sequence_length)),
+        projection_(cuda_, shape_, seed),
+        q_(backend.allocator(), inputs_.q.size()),
+        k_(backend.allocator(), inputs_.k.size()),
+        v_(backend.allocator(), inputs_.v.size()),
+        out_(backend.allocator(), inputs_.v.size()),
+        state_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads * shape_.features * shape_.dv)),
+        normalizer_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads * shape_.features)),
+        running_max_(backend.allocator(), static_cast<std::size_t>(shape_.batch_heads)),
+        workspace_(backend.allocator(), static_cast<std::size_t>(plan_.workspace.floats)) {
+    upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    poison(cuda_, out_.data(), out_.bytes());
+    poison(cuda_, workspace_.data(), workspace_.bytes());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: emptying the state is part of the timed work.
+    launch_performer_reset_state(shape_.batch_heads, shape_.features, shape_.dv, state_.data(), normalizer_.data(),
+                                 running_max_.data(), cuda_.stream());
+    launch_performer_prefill<T>(plan_, projection_.packed.data(), q_.data(), k_.data(), v_.data(), state_.data(),
+                                normalizer_.data(), running_max_.data(), out_.data(), workspace_.data(),
+                                cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    const std::vector<float> denominators = download<float>(cuda_, workspace_.data() + plan_.workspace.denominators,
+                                                            shape_.batch_heads * inputs_.tokens);
+    ErrorAccumulator errors;
+    const std::vector<PerformerResult> refs = reference_per_head(inputs_, inputs_.tokens, shape_, projection_.rows);
+    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
+      for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
+        errors.add_row(out.data() + (bh * inputs_.tokens + t) * shape_.dv, refs[bh].outputs.row(t), shape_.dv);
+      }
+    }
+    Accuracy accuracy = errors.finish();
+    add_approximation(accuracy, approximation_vs_softmax_prefill(inputs_, out.data(), kSoftmaxRowsChecked),
+                      count_nonpositive(denominators));
+    return accuracy;
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {projection_.packed.byte_span(), q_.byte_span(),           k_.byte_span(),
+            v_.byte_span(),                 out_.byte_span(),         state_.byte_span(),
+            normalizer_.byte_span(),        running_max_.byte_span(), workspace_.byte_span()};
+  }
+
+ private:
+  CudaBackend& cuda_;
+  PerformerShape shape_;
+  AttentionInputs inputs_;
+  PerformerPrefillPlan plan_;
+  DeviceProjection projection_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> state_, normalizer_, running_max_, workspace_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCell> prepare_performer_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
+  if (auto why = performer_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
+  const bool bf16_storage = cell.dtype == DType::bfloat16;
+  if (cell.phase == Phase::decode) {
+    if (bf16_storage) return std::make_unique<PerformerDecodeCudaCell<bf16>>(cell, seed, backend);
+    return std::make_unique<PerformerDecodeCudaCell<float>>(cell, seed, backend);
+  }
+  if (bf16_storage) return std::make_unique<PerformerPrefillCudaCell<bf16>>(cell, seed, backend);
+  return std::make_unique<PerformerPrefillCudaCell<float>>(cell, seed, backend);
+}
+
+}  // namespace arch_bench

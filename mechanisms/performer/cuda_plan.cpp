@@ -1,0 +1,112 @@
+#include "mechanisms/performer/cuda_plan.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "mechanisms/common/checked_size.hpp"
+
+namespace arch_bench {
+
+namespace {
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
+constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
+
+PerformerShape shape_of(const Cell& cell) {
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
+          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus),
+          parse_performer_stabilizer(cell.options.favor_stabilizer).value_or(PerformerStabilizer::causal)};
+}
+}  // namespace
+
+PerformerDecodePlan plan_performer_decode(const PerformerShape& shape) {
+  PerformerDecodePlan plan;
+  plan.blocks = shape.batch_heads;
+  plan.dk = static_cast<int>(shape.dk);
+  plan.dv = static_cast<int>(shape.dv);
+  plan.features = static_cast<int>(shape.features);
+  plan.projection_rows = static_cast<int>(shape.projection_rows());
+  plan.kind = shape.kind;
+  // As many row groups as fit in the block, never more than there are rows of S.
+  plan.row_groups = static_cast<int>(std::clamp<std::int64_t>(kPerformerCudaThreads / std::max<std::int64_t>(shape.dv, 1),
+                                                              1, std::max<std::int64_t>(shape.features, 1)));
+  plan.shared_bytes = sizeof(float) * static_cast<std::size_t>(2 * shape.dk + 2 * shape.features + shape.dv +
+                                                               plan.row_groups * shape.dv + kPerformerReduceFloats);
+  return plan;
+}
+
+PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens) {
+  PerformerPrefillPlan plan;
+  plan.batch_heads = shape.batch_heads;
+  plan.tokens = tokens;
+  plan.dk = static_cast<int>(shape.dk);
+  plan.dv = static_cast<int>(shape.dv);
+  plan.features = static_cast<int>(shape.features);
+  plan.projection_rows = static_cast<int>(shape.projection_rows());
+  plan.kind = shape.kind;
+  const std::int64_t m = shape.features, bh = shape.batch_heads;
+  plan.chunks = ceil_div(tokens, kPerformerTile);
+  plan.token_tiles = ceil_div(tokens, kPerformerFeatureTokens);
+  plan.key_tiles = ceil_div(m, kPerformerTile);
+  plan.value_tiles = ceil_div(shape.dv, kPerformerTile);
+  plan.feature_blocks = checked_product(bh, plan.token_tiles, 2);
+  plan.max_blocks = bh;
+  plan.state_blocks = checked_product(bh, plan.chunks, plan.key_tiles, plan.value_tiles);
+  plan.prefix_elements = checked_add(checked_mul(m, shape.dv), m);
+  plan.prefix_blocks = checked_mul(bh, ceil_div(plan.prefix_elements, plan.threads));
+  plan.output_blocks = checked_product(bh, plan.chunks, plan.value_tiles);
+  plan.feature_shared_bytes = sizeof(float) * static_cast<std::size_t>(performer_feature_shared_floats(plan.dk));
+  plan.state_shared_bytes = sizeof(float) * PerformerChunkStateSharedLayout::floats;
+  plan.output_shared_bytes = sizeof(float) * PerformerOutputSharedLayout::floats;
+  // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
+  PerformerPrefillWorkspace& w = plan.workspace;
+  const std::int64_t features = checked_product(bh, tokens, m);
+  const std::int64_t per_token = checked_mul(bh, tokens);
+  w.query_features = 0;
+  w.key_features = features;
+  w.key_scale = checked_add(w.key_features, features);
+  w.row_max = checked_add(w.key_scale, per_token);
+  w.carried_max = checked_add(w.row_max, per_token);
+  w.chunk_states = checked_add(w.carried_max, bh);
+  w.chunk_sums = checked_add(w.chunk_states, checked_product(bh, plan.chunks, m, shape.dv));
+  w.denominators = checked_add(w.chunk_sums, checked_product(bh, plan.chunks, m));
+  w.floats = checked_add(w.denominators, per_token);
+  return plan;
+}
+
+std::int64_t PerformerPrefillPlan::workspace_bytes() const { return checked_mul(workspace.floats, 4); }
+
+std::int64_t performer_cuda_workspace_bytes(const Cell& cell) {
+  if (cell.phase == Phase::decode) return checked_mul(cell.batch_heads(), 4);
+  return plan_performer_prefill(shape_of(cell), cell.sequence_length).workspace_bytes();
+}
+
+std::optional<std::string> performer_cuda_unsupported(const Cell& cell) {
+  if (cell.head_dim < 1 || cell.head_dim > kPerformerMaxDim) {
+    return "the CUDA kernels of performer take head_dim 1.." + std::to_string(kPerformerMaxDim);
+  }
+  if (cell.options.features < 1 || cell.options.features > kPerformerMaxFeatures) {
+    return "the CUDA kernels of performer take features (m) 1.." + std::to_string(kPerformerMaxFeatures);
+  }
+  if (cell.batch_heads() < 1) return "the CUDA kernels of performer need batch * heads >= 1";
+  if (parse_performer_stabilizer(cell.options.favor_stabilizer) == PerformerStabilizer::published) {
+    return "the CUDA kernels of performer implement the causal favor stabiliser only (--favor-stabilizer causal); "
+           "the published one runs on the CPU";
+  }
+  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
+  const PerformerShape shape = shape_of(cell);
+  const PerformerDecodePlan decode = plan_performer_decode(shape);
+  if (decode.blocks > kMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  if (decode.shared_bytes > kDefaultSharedBytes) return "performer decode shared memory exceeds 48 KiB";
+  // A decode cell builds its context with the prefill, so both must fit.
+  if (cell.sequence_length == 0) return std::nullopt;
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, cell.sequence_length);
+  if (std::max({plan.feature_blocks, plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kMaxGridX) {
+    return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence or "
+           "fewer heads";
+  }
+  if (plan.feature_shared_bytes > kDefaultSharedBytes) return "performer feature shared memory exceeds 48 KiB";
+  return std::nullopt;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,53 @@
+// `arch-bench export FILE --format gbench|csv [--output PATH]`: read and validate -> convert -> write.
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "runner/cli/commands.hpp"
+#include "runner/diff/load_report.hpp"
+#include "runner/present/exporters.hpp"
+#include "runner/report/atomic_write.hpp"
+
+namespace arch_bench {
+
+namespace {
+struct ExportOptions {
+  std::string file;
+  std::string format;
+  std::string output;
+};
+
+int run_export(const ExportOptions& options) {
+  if (!options.output.empty()) check_output_path(options.output, false, "choose another --output");
+  const LoadedReport report = read_report(options.file);
+  validate_report(report);
+  const std::string text = options.format == "gbench" ? export_gbench(report) : export_csv(report);
+  if (options.output.empty()) {
+    fmt::print("{}", text);
+  } else {
+    write_file_atomically(options.output, text, false);
+    fmt::print(stderr, "wrote {} ({})\n", options.output, options.format);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+}  // namespace
+
+void register_export_command(CLI::App& app, CommandContext& context) {
+  auto options = std::make_shared<ExportOptions>();
+  CLI::App* command = app.add_subcommand(
+      "export", "Write a result report in another tool's format: gbench (Google Benchmark JSON, for compare.py "
+                "and dashboards) or csv (one line per cell, for spreadsheets and pandas)");
+  command->add_option("file", options->file, "A result report (validated against the schema first)")->required();
+  command->add_option("--format", options->format, "gbench or csv")
+      ->check(CLI::IsMember({"gbench", "csv"}))
+      ->required();
+  command->add_option("--output", options->output, "Write to this file (atomically; never overwrites) instead of "
+                                                   "standard output");
+  command->footer("Exit codes: 0 written; 2 bad input (unreadable or invalid report, bad --format, --output "
+                  "exists), nothing written.");
+  command->callback([options, &context]() { context.exit_code = run_export(*options); });
+}
+
+}  // namespace arch_bench

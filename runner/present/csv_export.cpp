@@ -1,0 +1,70 @@
+// A result report as CSV: one line per row (cell), the report's identity repeated on each line so
+// that files of several runs can be concatenated and grouped. Missing or null values are empty
+// fields; numbers keep full precision (the shortest text that reads back as the same double).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runner/present/exporters.hpp"
+#include "runner/present/number_text.hpp"
+
+namespace arch_bench {
+
+namespace {
+using nlohmann::json;
+
+// Identity columns, then the row's own fields in the order a reader scans them.
+constexpr const char* kIdentityColumns[] = {"run_label", "workload_id", "mode", "backend"};
+constexpr const char* kRowColumns[] = {
+    "mechanism", "variant", "role", "state_kind", "phase", "sequence_length", "batch", "heads", "head_dim", "dtype",
+    "options", "status", "reason", "failure_kind", "repeats", "warmup", "steps_per_sample", "median_step_ms",
+    "mean_step_ms", "p05_step_ms", "p95_step_ms", "min_step_ms", "max_step_ms", "stdev_step_ms", "rel_stdev",
+    "state_bytes", "peak_memory_bytes", "predicted_peak_bytes", "output_finite", "max_abs_error", "max_rel_error",
+    "tolerance", "within_tolerance", "approx_rel_l2_vs_softmax", "bytes_moved", "flops", "achieved_gbps",
+    "achieved_gflops", "fraction_of_memory_bandwidth", "fraction_of_peak_flops", "timing_method",
+    "launch_overhead_ms"};
+
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+std::string field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string value_text(const json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_integer()) return fmt::format("{}", value.get<std::int64_t>());
+  if (value.is_number_unsigned()) return fmt::format("{}", value.get<std::uint64_t>());
+  if (value.is_number_float()) return fmt::format("{}", value.get<double>());
+  return value.dump();  // options: compact JSON in one field
+}
+
+std::string lookup(const json& object, const char* key) {
+  const auto found = object.find(key);
+  return found == object.end() ? std::string() : value_text(*found);
+}
+}  // namespace
+
+std::string export_csv(const LoadedReport& report) {
+  const json& document = report.document;
+  const std::string identity[] = {present_text::text(document["identity"], "run_label"),
+                                  present_text::text(document["identity"], "workload_id"),
+                                  present_text::text(document["identity"], "mode"),
+                                  present_text::text(document["hardware"], "backend")};
+  std::string out;
+  bool first = true;
+  for (const char* column : kIdentityColumns) out += (first ? "" : ",") + std::string(column), first = false;
+  for (const char* column : kRowColumns) out += std::string(",") + column;
+  out += "\n";
+  for (const json& row : document["metrics"]["rows"]) {
+    std::string line;
+    for (std::size_t i = 0; i < std::size(identity); ++i) line += (i == 0 ? "" : ",") + field(identity[i]);
+    for (const char* column : kRowColumns) line += "," + field(lookup(row, column));
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace arch_bench

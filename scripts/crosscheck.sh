@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Sets up and runs scripts/crosscheck.py: every mechanism against its published implementation.
+#  1. Debian packages: python3-numpy, python3-torch (and python3-pip, which downloads the rest); when
+#     Debian's torch cannot be imported, PyPI's torch wheel is installed into a virtual environment
+#     in the cache folder instead.
+#  2. The published packages, pinned, from PyPI (`pip download --no-deps`, at set-up time only),
+#     unpacked into $CACHE/pkgs. Nothing is installed from them and nothing is built: crosscheck.py
+#     loads only their pure-PyTorch reference functions by file path.
+#  3. crosscheck.py with the arch-bench of $BUILD_DIR (default build/); arguments go to it
+#     (--shapes ci|full, --only MECHANISMS).
+# The cache folder is $ARCH_BENCH_CROSSCHECK_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/arch-bench/crosscheck.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="${BUILD_DIR:-$ROOT/build}/arch-bench"
+CACHE="${ARCH_BENCH_CROSSCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/arch-bench/crosscheck}"
+PY=/usr/bin/python3
+# The versions whose reference functions the README's mapping table describes.
+PINS=(performer-pytorch==1.1.4 einops==0.8.2 fla-core==0.6.0)
+MAMBA_PIN=mamba-ssm==2.3.2.post1
+
+missing=()
+for package in python3-numpy python3-torch python3-pip; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "crosscheck: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+mkdir -p "$CACHE"
+if ! "$PY" -c "import numpy, torch" 2>/dev/null; then
+  echo "crosscheck: Debian's torch does not import; using PyPI's torch in $CACHE/venv" >&2
+  [ -x "$CACHE/venv/bin/python" ] || "$PY" -m venv --system-site-packages "$CACHE/venv"
+  "$CACHE/venv/bin/python" -c "import torch" 2>/dev/null || "$CACHE/venv/bin/pip" install -q torch numpy >&2
+  PY="$CACHE/venv/bin/python"
+fi
+
+stamp="$CACHE/pkgs/.complete-$(echo "${PINS[*]} $MAMBA_PIN" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "crosscheck: downloading ${PINS[*]} $MAMBA_PIN into $CACHE" >&2
+  rm -rf "$CACHE/download" "$CACHE/pkgs"
+  mkdir -p "$CACHE/download" "$CACHE/pkgs"
+  "$PY" -m pip download -q --no-deps --only-binary :all: -d "$CACHE/download" "${PINS[@]}" >&2
+  # mamba-ssm is a source distribution only; MAMBA_SKIP_CUDA_BUILD keeps pip's metadata step from
+  # looking for nvcc (nothing is built: only ops/selective_scan_interface.py is read).
+  MAMBA_SKIP_CUDA_BUILD=TRUE "$PY" -m pip download -q --no-deps --no-build-isolation -d "$CACHE/download" \
+    "$MAMBA_PIN" >&2
+  for wheel in "$CACHE"/download/*.whl; do "$PY" -m zipfile -e "$wheel" "$CACHE/pkgs"; done
+  tar -xzf "$CACHE"/download/mamba_ssm-*.tar.gz -C "$CACHE/download"
+  cp -r "$CACHE"/download/mamba_ssm-*/mamba_ssm "$CACHE/pkgs/"
+  touch "$stamp"
+fi
+
+[ -x "$BIN" ] || { echo "crosscheck: $BIN is missing; build arch-bench first (scripts/test.sh)" >&2; exit 2; }
+exec "$PY" "$ROOT/scripts/crosscheck.py" --bin "$BIN" --cache "$CACHE" "$@"

@@ -1,0 +1,202 @@
+// mamba CUDA kernels on a real device: the registered mechanism's CUDA cells against the fp64
+// reference (decode and prefill, bf16 and fp32, L around the scan's 1024-token chunks, odd channel
+// counts and state sizes), and the kernels against each other: a decode step after a prefill over L
+// tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
+// the h it is given. Every output is poisoned with NaN before the run. Skipped without a device.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mechanisms/registry.hpp"
+#include "support/gpu.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+#if ARCH_BENCH_HAVE_CUDA
+#include "mechanisms/mamba/cuda.hpp"
+#include "mechanisms/mamba/inputs.hpp"
+#include "runner/backends/cuda/cuda_backend.hpp"
+#include "runner/backends/cuda/device_transfer.hpp"
+#endif
+
+namespace arch_bench {
+namespace {
+
+Cell mamba_cell(Phase phase, std::int64_t length, DType dtype, std::int64_t heads = 2, std::int64_t dim = 8,
+                std::int64_t n = 16, std::int64_t batch = 2) {
+  Cell cell = testing::mechanism_cell("mamba", heads, dim, length, dtype, phase, batch);
+  cell.options.state_size = n;
+  return cell;
+}
+
+Accuracy run_cell(Backend& backend, const Cell& cell) {
+  const Mechanism* mamba = find_mechanism("mamba");
+  EXPECT_FALSE(mamba->unsupported_on(cell, "cuda"));
+  auto prepared = mamba->prepare(cell, 11, backend);
+  const std::int64_t allocations = backend.allocator().allocation_count();
+  prepared->run();
+  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
+  backend.synchronize();
+  return prepared->check();
+}
+
+using CellCase = std::tuple<Phase, DType, std::int64_t>;
+
+class MambaGpuCells : public ::testing::TestWithParam<CellCase> {};
+
+TEST_P(MambaGpuCells, RunOnceAndMatchTheFp64Reference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const auto& [phase, dtype, length] = GetParam();
+  const Accuracy accuracy = run_cell(*backend, mamba_cell(phase, length, dtype));
+  EXPECT_TRUE(accuracy.output_finite);
+  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
+  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 2 : 2 * length);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, MambaGpuCells,
+                         ::testing::Combine(::testing::Values(Phase::decode, Phase::prefill),
+                                            ::testing::Values(DType::float32, DType::bfloat16),
+                                            ::testing::Values<std::int64_t>(1, 100, 1023, 1024, 1025, 2500)),
+                         [](const ::testing::TestParamInfo<CellCase>& info) {
+                           return phase_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param)) +
+                                  "_L" + std::to_string(std::get<2>(info.param));
+                         });
+
+TEST(MambaGpu, OddChannelCountsAndStateSizesMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  struct Shape {
+    std::int64_t heads, dim, n;
+  };
+  // d_inner 5 (an odd last channel run), N 1, 5, 17 (partial state groups and decode lanes), 256.
+  for (const Shape s : {Shape{1, 5, 16}, Shape{1, 7, 1}, Shape{3, 3, 5}, Shape{2, 4, 17}, Shape{1, 4, 256}}) {
+    for (const Phase phase : {Phase::decode, Phase::prefill}) {
+      const Accuracy accuracy = run_cell(*backend, mamba_cell(phase, 1100, DType::float32, s.heads, s.dim, s.n, 1));
+      const std::string where = "d_inner " + std::to_string(s.heads * s.dim) + " N " + std::to_string(s.n) + " " +
+                                phase_name(phase);
+      EXPECT_TRUE(accuracy.output_finite) << where;
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << where;
+    }
+  }
+}
+
+#if ARCH_BENCH_HAVE_CUDA
+
+// Tokens [first, first + count) of a layer's inputs on the device, in the kernels' layouts.
+template <class T>
+struct DeviceSequence {
+  DeviceSequence(CudaBackend& cuda, const MambaInputs& in, std::int64_t first, std::int64_t count)
+      : u(cuda.allocator(), static_cast<std::size_t>(in.rows() * count)),
+        dt_raw(cuda.allocator(), u.size()),
+        z(cuda.allocator(), u.size()),
+        B(cuda.allocator(), static_cast<std::size_t>(in.batch * count * in.state_size)),
+        C(cuda.allocator(), B.size()),
+        out(cuda.allocator(), u.size()) {
+    auto rows = [&](const std::vector<float>& x) {
+      std::vector<float> r;
+      for (std::int64_t row = 0; row < in.rows(); ++row) r.insert(r.end(), in.row(x, row) + first, in.row(x, row) + first + count);
+      return r;
+    };
+    auto tokens = [&](const std::vector<float>& x) {
+      std::vector<float> r;
+      for (std::int64_t b = 0; b < in.batch; ++b) {
+        r.insert(r.end(), in.token(x, b, first), in.token(x, b, first) + count * in.state_size);
+      }
+      return r;
+    };
+    upload<T>(cuda, rows(in.u).data(), static_cast<std::int64_t>(u.size()), u.data());
+    upload<T>(cuda, rows(in.dt_raw).data(), static_cast<std::int64_t>(u.size()), dt_raw.data());
+    upload<T>(cuda, rows(in.z).data(), static_cast<std::int64_t>(u.size()), z.data());
+    upload<T>(cuda, tokens(in.B).data(), static_cast<std::int64_t>(B.size()), B.data());
+    upload<T>(cuda, tokens(in.C).data(), static_cast<std::int64_t>(B.size()), C.data());
+    poison(cuda, out.data(), out.bytes());
+  }
+  MambaTokens<T> view() const { return {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  Buffer<T> u, dt_raw, z, B, C, out;
+};
+
+struct DeviceLayer {
+  DeviceLayer(CudaBackend& cuda, const MambaInputs& in)
+      : A(cuda.allocator(), in.A_log.size()),
+        dt_bias(cuda.allocator(), in.dt_bias.size()),
+        D(cuda.allocator(), in.D.size()),
+        state(cuda.allocator(), static_cast<std::size_t>(in.rows() * in.state_size)) {
+    const std::vector<float> a = in.A();
+    upload<float>(cuda, a.data(), static_cast<std::int64_t>(a.size()), A.data());
+    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), dt_bias.data());
+    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D.data());
+    zero_async(cuda, state.data(), state.bytes());
+  }
+  MambaParameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
+  Buffer<float> A, dt_bias, D, state;
+};
+
+// Prefill of tokens [first, first + count) continuing from layer.state; returns out [rows, count].
+template <class T>
+std::vector<float> prefill(CudaBackend& cuda, const MambaInputs& in, std::int64_t first, std::int64_t count,
+                           DeviceLayer& layer) {
+  DeviceSequence<T> x(cuda, in, first, count);
+  launch_mamba_prefill<T>(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), layer.view(), x.view(),
+                          layer.state.data(), x.out.data(), cuda.stream());
+  cuda.synchronize();
+  return download<T>(cuda, x.out.data(), static_cast<std::int64_t>(x.out.size()));
+}
+
+template <class T>
+void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::int64_t length) {
+  const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, length + 1, dtype), length + 1, 23);
+  DeviceLayer whole(cuda, in);
+  const std::vector<float> rows = prefill<T>(cuda, in, 0, length + 1, whole);
+  DeviceLayer stepped(cuda, in);
+  if (length > 0) prefill<T>(cuda, in, 0, length, stepped);
+  DeviceSequence<T> token(cuda, in, length, 1);
+  launch_mamba_decode<T>(plan_mamba_decode({in.batch, in.channels, in.state_size}), stepped.view(), token.view(),
+                         stepped.state.data(), token.out.data(), cuda.stream());
+  cuda.synchronize();
+  const std::vector<float> step = download<T>(cuda, token.out.data(), in.rows());
+  std::vector<float> last;
+  for (std::int64_t r = 0; r < in.rows(); ++r) last.push_back(rows[static_cast<std::size_t>(r * (length + 1) + length)]);
+  const std::string where = dtype_name(dtype) + " L=" + std::to_string(length);
+  EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
+  const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
+  EXPECT_LT(testing::relative_max_error(download<float>(cuda, stepped.state.data(), states),
+                                        download<float>(cuda, whole.state.data(), states)),
+            1e-5)
+      << where;
+}
+
+TEST(MambaGpu, DecodeAfterPrefillEqualsLastRowOfPrefillOverLPlusOneTokens) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {0, 1, 1023, 1024, 1500}) {
+    expect_decode_equals_last_prefill_row<float>(cuda, DType::float32, length);
+    expect_decode_equals_last_prefill_row<bf16>(cuda, DType::bfloat16, length);
+  }
+}
+
+TEST(MambaGpu, PrefillContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 2000, DType::float32), 2000, 29);
+  DeviceLayer whole(cuda, in);
+  const std::vector<float> all = prefill<float>(cuda, in, 0, 2000, whole);
+  // Tokens [0, 1300) then [1300, 2000), carrying h: 1300 is not a chunk boundary.
+  DeviceLayer carried(cuda, in);
+  const std::vector<float> head = prefill<float>(cuda, in, 0, 1300, carried);
+  const std::vector<float> tail = prefill<float>(cuda, in, 1300, 700, carried);
+  std::vector<float> joined;
+  for (std::int64_t r = 0; r < in.rows(); ++r) {
+    joined.insert(joined.end(), head.begin() + r * 1300, head.begin() + (r + 1) * 1300);
+    joined.insert(joined.end(), tail.begin() + r * 700, tail.begin() + (r + 1) * 700);
+  }
+  EXPECT_LT(testing::relative_max_error(joined, all), 1e-5);
+  const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
+  EXPECT_LT(testing::relative_max_error(download<float>(cuda, carried.state.data(), states),
+                                        download<float>(cuda, whole.state.data(), states)),
+            1e-5);
+}
+
+#endif  // ARCH_BENCH_HAVE_CUDA
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,233 @@
+// performer CUDA kernels on a real device: the registered mechanism's CUDA cells against the fp64
+// reference (decode and prefill, bf16 and fp32, favor+ and trig, L around chunk boundaries, odd m
+// and head widths), and the kernels against each other: a decode at position L equals the last row
+// of a prefill over L + 1 tokens with the same (S, z, M), and a prefill continues from the state it
+// is given. Every output is poisoned with NaN before the run. Skipped without a device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mechanisms/registry.hpp"
+#include "support/gpu.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+#if ARCH_BENCH_HAVE_CUDA
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/performer/cuda.hpp"
+#include "runner/backends/cuda/cuda_backend.hpp"
+#include "runner/backends/cuda/device_transfer.hpp"
+#endif
+
+namespace arch_bench {
+namespace {
+
+using testing::small_cell;
+
+Cell performer_cell(Phase phase, std::int64_t length, DType dtype, const std::string& map, std::int64_t dim = 64,
+                    std::int64_t features = 128) {
+  Cell cell = small_cell(2, dim, length, dtype, phase);
+  cell.mechanism = "performer";
+  cell.options.feature_map = map;
+  cell.options.features = features;
+  // Trig denominators come close to 0 at unit scale (see the CPU tests); x0.3 keeps them away.
+  if (map == "trig") cell.options.qk_scale = 0.3;
+  return cell;
+}
+
+Accuracy run_cell(Backend& backend, const Cell& cell) {
+  const Mechanism* performer = find_mechanism("performer");
+  EXPECT_FALSE(performer->unsupported_on(cell, "cuda"));
+  auto prepared = performer->prepare(cell, 11, backend);
+  const std::int64_t allocations = backend.allocator().allocation_count();
+  prepared->run();
+  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
+  backend.synchronize();
+  return prepared->check();
+}
+
+using CellCase = std::tuple<Phase, DType, std::string, std::int64_t>;
+
+class PerformerGpuCells : public ::testing::TestWithParam<CellCase> {};
+
+TEST_P(PerformerGpuCells, RunOnceAndMatchTheFp64Reference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const auto& [phase, dtype, map, length] = GetParam();
+  const Accuracy accuracy = run_cell(*backend, performer_cell(phase, length, dtype, map));
+  EXPECT_TRUE(accuracy.output_finite);
+  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
+  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 2 : 2 * length);
+  EXPECT_EQ(accuracy.nonpositive_denominators, 0);
+  ASSERT_TRUE(accuracy.approx_rel_l2_vs_softmax.has_value());
+  EXPECT_TRUE(std::isfinite(*accuracy.approx_rel_l2_vs_softmax));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cells, PerformerGpuCells,
+    ::testing::Combine(::testing::Values(Phase::decode, Phase::prefill),
+                       ::testing::Values(DType::float32, DType::bfloat16), ::testing::Values("favor+", "trig"),
+                       ::testing::Values<std::int64_t>(1, 15, 63, 64, 65, 300)),
+    [](const ::testing::TestParamInfo<CellCase>& info) {
+      const std::string map = std::get<2>(info.param) == "trig" ? "trig" : "favor";
+      return phase_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param)) + "_" + map + "_L" +
+             std::to_string(std::get<3>(info.param));
+    });
+
+TEST(PerformerGpu, OddFeatureCountsAndHeadWidthsMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  struct Shape {
+    std::int64_t dim, features;
+  };
+  for (const Shape s : {Shape{16, 2}, Shape{48, 100}, Shape{100, 1000}, Shape{256, 256}, Shape{32, 4096}}) {
+    for (const Phase phase : {Phase::decode, Phase::prefill}) {
+      const Accuracy accuracy = run_cell(*backend, performer_cell(phase, 130, DType::float32, "favor+", s.dim, s.features));
+      const std::string where = std::to_string(s.dim) + " m " + std::to_string(s.features) + " " + phase_name(phase);
+      EXPECT_TRUE(accuracy.output_finite) << where;
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << where;
+    }
+  }
+}
+
+TEST(PerformerGpu, ThePublishedStabiliserIsRefused) {
+  Cell cell = performer_cell(Phase::prefill, 64, DType::float32, "favor+");
+  cell.options.favor_stabilizer = "published";
+  EXPECT_TRUE(find_mechanism("performer")->unsupported_on(cell, "cuda"));
+}
+
+#if ARCH_BENCH_HAVE_CUDA
+
+std::vector<float> head_rows(const AttentionInputs& in, const std::vector<float>& tensor, std::int64_t first,
+                             std::int64_t rows) {
+  std::vector<float> out;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    const float* begin = tensor.data() + (bh * in.tokens + first) * in.dim;
+    out.insert(out.end(), begin, begin + rows * in.dim);
+  }
+  return out;
+}
+
+// A head's projection, packed, and an empty (S, z, M) on the device.
+struct DeviceHeads {
+  DeviceHeads(CudaBackend& cuda, const PerformerShape& shape, std::uint64_t seed)
+      : projection(cuda.allocator(), static_cast<std::size_t>(performer_projection_floats(shape))),
+        state(cuda.allocator(), static_cast<std::size_t>(shape.batch_heads * shape.features * shape.dv)),
+        normalizer(cuda.allocator(), static_cast<std::size_t>(shape.batch_heads * shape.features)),
+        running_max(cuda.allocator(), static_cast<std::size_t>(shape.batch_heads)) {
+    std::vector<float> packed(projection.size());
+    pack_performer_projection(performer_projection(shape.kind, shape.features, shape.dk, seed), packed.data());
+    upload<float>(cuda, packed.data(), static_cast<std::int64_t>(packed.size()), projection.data());
+    launch_performer_reset_state(shape.batch_heads, shape.features, shape.dv, state.data(), normalizer.data(),
+                                 running_max.data(), cuda.stream());
+  }
+  std::vector<float> all_state(CudaBackend& cuda) const {
+    std::vector<float> out = download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()));
+    const std::vector<float> z = download<float>(cuda, normalizer.data(), static_cast<std::int64_t>(normalizer.size()));
+    out.insert(out.end(), z.begin(), z.end());
+    return out;
+  }
+  Buffer<float> projection, state, normalizer, running_max;
+};
+
+template <class T>
+std::vector<float> prefill(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in,
+                           std::int64_t first, std::int64_t rows, DeviceHeads& heads) {
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, rows);
+  const std::int64_t count = in.batch_heads * rows * in.dim;
+  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
+      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
+  Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
+  upload<T>(cuda, head_rows(in, in.q, first, rows).data(), count, q.data());
+  upload<T>(cuda, head_rows(in, in.k, first, rows).data(), count, k.data());
+  upload<T>(cuda, head_rows(in, in.v, first, rows).data(), count, v.data());
+  poison(cuda, out.data(), out.bytes());
+  poison(cuda, workspace.data(), workspace.bytes());
+  launch_performer_prefill<T>(plan, heads.projection.data(), q.data(), k.data(), v.data(), heads.state.data(),
+                              heads.normalizer.data(), heads.running_max.data(), out.data(), workspace.data(),
+                              cuda.stream());
+  cuda.synchronize();
+  return download<T>(cuda, out.data(), count);
+}
+
+template <class T>
+std::vector<float> decode(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in, std::int64_t t,
+                          DeviceHeads& heads) {
+  const PerformerDecodePlan plan = plan_performer_decode(shape);
+  const std::int64_t count = in.batch_heads * in.dim;
+  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
+      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
+  Buffer<float> denominators(cuda.allocator(), static_cast<std::size_t>(in.batch_heads));
+  upload<T>(cuda, head_rows(in, in.q, t, 1).data(), count, q.data());
+  upload<T>(cuda, head_rows(in, in.k, t, 1).data(), count, k.data());
+  upload<T>(cuda, head_rows(in, in.v, t, 1).data(), count, v.data());
+  poison(cuda, out.data(), out.bytes());
+  launch_performer_decode<T>(plan, heads.projection.data(), q.data(), k.data(), v.data(), heads.state.data(),
+                             heads.normalizer.data(), heads.running_max.data(), out.data(), denominators.data(),
+                             cuda.stream());
+  cuda.synchronize();
+  return download<T>(cuda, out.data(), count);
+}
+
+template <class T>
+void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, PerformerFeatures kind,
+                                           std::int64_t length) {
+  const std::string map = performer_features_name(kind);
+  const Cell cell = performer_cell(Phase::prefill, length + 1, dtype, map);
+  const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features, kind};
+  const AttentionInputs in = make_attention_inputs(cell, length + 1, 17);
+  DeviceHeads whole(cuda, shape, 5);
+  const std::vector<float> rows = prefill<T>(cuda, shape, in, 0, length + 1, whole);
+  DeviceHeads stepped(cuda, shape, 5);
+  if (length > 0) prefill<T>(cuda, shape, in, 0, length, stepped);
+  const std::vector<float> step = decode<T>(cuda, shape, in, length, stepped);
+  std::vector<float> last;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    const float* row = rows.data() + (bh * (length + 1) + length) * in.dim;
+    last.insert(last.end(), row, row + in.dim);
+  }
+  const std::string where = dtype_name(dtype) + " " + map + " L=" + std::to_string(length);
+  EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
+  EXPECT_LT(testing::relative_max_error(stepped.all_state(cuda), whole.all_state(cuda)), 1e-5) << where;
+  const std::vector<float> m_whole = download<float>(cuda, whole.running_max.data(), in.batch_heads);
+  const std::vector<float> m_step = download<float>(cuda, stepped.running_max.data(), in.batch_heads);
+  EXPECT_LT(testing::relative_max_error(m_step, m_whole), 1e-6) << where;
+}
+
+TEST(PerformerGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {0, 1, 63, 64, 65, 300}) {
+    for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+      expect_decode_equals_last_prefill_row<float>(cuda, DType::float32, kind, length);
+      expect_decode_equals_last_prefill_row<bf16>(cuda, DType::bfloat16, kind, length);
+    }
+  }
+}
+
+TEST(PerformerGpu, PrefillContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const Cell cell = performer_cell(Phase::prefill, 160, DType::float32, "favor+");
+  const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
+                             PerformerFeatures::favor_plus};
+  const AttentionInputs in = make_attention_inputs(cell, 160, 19);
+  DeviceHeads whole(cuda, shape, 7);
+  const std::vector<float> all = prefill<float>(cuda, shape, in, 0, 160, whole);
+  // Tokens [0, 100) then [100, 160), carrying (S, z, M): 100 is not a chunk boundary.
+  DeviceHeads carried(cuda, shape, 7);
+  const std::vector<float> head = prefill<float>(cuda, shape, in, 0, 100, carried);
+  const std::vector<float> tail = prefill<float>(cuda, shape, in, 100, 60, carried);
+  std::vector<float> joined;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    joined.insert(joined.end(), head.begin() + bh * 100 * in.dim, head.begin() + (bh + 1) * 100 * in.dim);
+    joined.insert(joined.end(), tail.begin() + bh * 60 * in.dim, tail.begin() + (bh + 1) * 60 * in.dim);
+  }
+  EXPECT_LT(testing::relative_max_error(joined, all), 1e-5);
+  EXPECT_LT(testing::relative_max_error(carried.all_state(cuda), whole.all_state(cuda)), 1e-5);
+}
+
+#endif  // ARCH_BENCH_HAVE_CUDA
+
+}  // namespace
+}  // namespace arch_bench

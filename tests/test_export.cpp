@@ -1,0 +1,244 @@
+// `arch-bench export`: the Google Benchmark JSON and the CSV of a committed result report, checked
+// against the report itself (every sample, every aggregate, every field round-trips), then through
+// the real executable, and where Debian's packages are installed through the formats' real
+// consumers: gbench's compare.py (libbenchmark-tools) and pandas (python3-pandas).
+#include <cstdlib>
+#include <fstream>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "runner/diff/load_report.hpp"
+#include "runner/present/exporters.hpp"
+#include "support/cli.hpp"
+
+namespace arch_bench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::run_cli;
+using testing::TempFolder;
+
+const fs::path kResults = fs::path(ARCH_BENCH_SOURCE_DIR) / "results";
+const std::string kLinearReport = (kResults / "45_linear_recurrent_state_cpp-kernels-2core.json").string();
+const std::string kPerformerReport = (kResults / "performer_favor_cpp-kernels-2core.json").string();
+constexpr const char* kCompareScript = "/usr/share/benchmark/compare.py";
+
+// RFC 4180 reader for the test: fields of every line, quotes undone.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> lines(1);
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      lines.back().push_back(field), field.clear();
+    } else if (c == '\n') {
+      lines.back().push_back(field), field.clear();
+      lines.emplace_back();
+    } else {
+      field += c;
+    }
+  }
+  if (lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+bool python_has(const std::string& modules) {
+  const std::string command = "/usr/bin/python3 -c 'import " + modules + "' > /dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+
+TEST(GbenchExport, EverySampleIsAnIterationRunAndTheAggregatesAreTheReportsStatistics) {
+  const LoadedReport report = read_report(kLinearReport);
+  const json exported = json::parse(export_gbench(report));
+  const json& rows = report.document["metrics"]["rows"];
+  EXPECT_EQ(exported["context"]["num_cpus"], report.document["hardware"]["host"]["logical_cores"]);
+  EXPECT_EQ(exported["context"]["library_build_type"], "release");
+  EXPECT_EQ(exported["context"]["arch_bench"]["run_label"], "cpp-kernels-2core");
+
+  std::size_t expected = 0;
+  for (const json& row : rows) expected += row["samples_ms"].size() + 4;  // + mean, median, stddev, cv
+  ASSERT_EQ(exported["benchmarks"].size(), expected);
+
+  std::map<std::string, std::vector<const json*>> by_name;
+  for (const json& run : exported["benchmarks"]) by_name[run["name"].get<std::string>()].push_back(&run);
+  for (const json& row : rows) {
+    const std::string name = fmt::format("{}/decode/L:{}/B:1/H:8/D:64/bfloat16", row["mechanism"].get<std::string>(),
+                                         row["sequence_length"].get<int>());
+    ASSERT_TRUE(by_name.count(name)) << name;
+    const auto& runs = by_name[name];
+    ASSERT_EQ(runs.size(), row["samples_ms"].size());
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      EXPECT_EQ((*runs[i])["run_type"], "iteration");
+      EXPECT_EQ((*runs[i])["repetition_index"], i);
+      EXPECT_EQ((*runs[i])["time_unit"], "us");
+      EXPECT_DOUBLE_EQ((*runs[i])["real_time"].get<double>(), row["samples_ms"][i].get<double>() * 1000);
+      EXPECT_EQ((*runs[i])["state_bytes"], row["state_bytes"].get<double>());
+    }
+    ASSERT_TRUE(by_name.count(name + "_median"));
+    const json& median = *by_name[name + "_median"].front();
+    EXPECT_EQ(median["run_type"], "aggregate");
+    EXPECT_EQ(median["aggregate_name"], "median");
+    EXPECT_EQ(median["run_name"], name);
+    EXPECT_DOUBLE_EQ(median["real_time"].get<double>(), row["median_step_ms"].get<double>() * 1000);
+    const json& cv = *by_name[name + "_cv"].front();
+    EXPECT_EQ(cv["aggregate_unit"], "percentage");
+    EXPECT_DOUBLE_EQ(cv["real_time"].get<double>(),
+                     row["stdev_step_ms"].get<double>() / row["mean_step_ms"].get<double>());
+  }
+}
+
+TEST(GbenchExport, VariantsGetTheirOwnNamesAndFamilies) {
+  const json exported = json::parse(export_gbench(read_report(kPerformerReport)));
+  std::set<std::string> iteration_names;
+  std::map<std::string, std::set<int>> families;  // family prefix -> family_index seen
+  for (const json& run : exported["benchmarks"]) {
+    if (run["run_type"] != "iteration") continue;
+    const std::string name = run["name"];
+    iteration_names.insert(name);
+    families[name.substr(0, name.find('/'))].insert(run["family_index"].get<int>());
+  }
+  // softmax_kv + 4 performer variants, decode and prefill, 3 lengths.
+  EXPECT_EQ(iteration_names.size(), 30u);
+  EXPECT_TRUE(iteration_names.count("performer[trig_m=256]/prefill/L:8192/B:1/H:8/D:64/bfloat16"));
+  EXPECT_EQ(families.size(), 5u);
+  for (const auto& [family, indices] : families) EXPECT_EQ(indices.size(), 1u) << family;
+}
+
+TEST(GbenchExport, AFailedRowIsAnErroredRun) {
+  LoadedReport report = read_report(kLinearReport);
+  json& row = report.document["metrics"]["rows"][0];
+  row["status"] = "failed";
+  row["reason"] = "out of memory";
+  row["samples_ms"] = json::array();
+  const json exported = json::parse(export_gbench(report));
+  const json& first = exported["benchmarks"][0];
+  EXPECT_EQ(first["error_occurred"], true);
+  EXPECT_NE(first["error_message"].get<std::string>().find("out of memory"), std::string::npos);
+}
+
+TEST(CsvExport, OneLinePerRowAndEveryValueReadsBack) {
+  const LoadedReport report = read_report(kPerformerReport);
+  const auto lines = parse_csv(export_csv(report));
+  const json& rows = report.document["metrics"]["rows"];
+  ASSERT_EQ(lines.size(), rows.size() + 1);
+  const std::vector<std::string>& header = lines.front();
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  for (const char* name : {"run_label", "mechanism", "variant", "phase", "sequence_length", "median_step_ms",
+                           "p05_step_ms", "p95_step_ms", "state_bytes", "peak_memory_bytes", "max_rel_error",
+                           "status", "options", "approx_rel_l2_vs_softmax"}) {
+    EXPECT_TRUE(column.count(name)) << name;
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto& fields = lines[r + 1];
+    ASSERT_EQ(fields.size(), header.size()) << "line " << r + 2;
+    EXPECT_EQ(fields[column["run_label"]], "cpp-kernels-2core");
+    EXPECT_EQ(fields[column["mechanism"]], rows[r]["mechanism"]);
+    EXPECT_EQ(fields[column["variant"]], rows[r]["variant"]);
+    // Full precision: the text reads back as the very same double.
+    EXPECT_EQ(std::stod(fields[column["median_step_ms"]]), rows[r]["median_step_ms"].get<double>());
+    EXPECT_EQ(std::stod(fields[column["max_rel_error"]]), rows[r]["max_rel_error"].get<double>());
+    EXPECT_EQ(json::parse(fields[column["options"]]), rows[r]["options"]);
+  }
+}
+
+TEST(CsvExport, QuotesFieldsWithCommasQuotesAndLineBreaks) {
+  LoadedReport report = read_report(kLinearReport);
+  json& row = report.document["metrics"]["rows"][1];
+  row["status"] = "skipped";
+  row["reason"] = "needs \"more\" memory,\nsee notes";
+  row["median_step_ms"] = nullptr;
+  const auto lines = parse_csv(export_csv(report));
+  ASSERT_EQ(lines.size(), report.document["metrics"]["rows"].size() + 1);
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < lines[0].size(); ++i) column[lines[0][i]] = i;
+  EXPECT_EQ(lines[2][column["reason"]], "needs \"more\" memory,\nsee notes");
+  EXPECT_EQ(lines[2][column["median_step_ms"]], "");  // null is an empty field
+  EXPECT_EQ(lines[2].size(), lines[0].size());
+}
+
+TEST(ExportCli, WritesOnceAndRefusesToOverwrite) {
+  TempFolder folder;
+  const auto csv = folder / "out.csv";
+  auto result = run_cli(fmt::format("export '{}' --format csv --output '{}'", kLinearReport, csv.string()));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string first = testing::read_text(csv);
+  EXPECT_EQ(first, export_csv(read_report(kLinearReport)));
+  result = run_cli(fmt::format("export '{}' --format gbench --output '{}'", kLinearReport, csv.string()));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("exists"), std::string::npos) << result.err;
+  EXPECT_EQ(testing::read_text(csv), first);
+}
+
+TEST(ExportCli, BadInputIsExitTwoAndNamesTheProblem) {
+  TempFolder folder;
+  auto result = run_cli(fmt::format("export '{}' --format xml", kLinearReport));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--format"), std::string::npos) << result.err;
+  result = run_cli(fmt::format("export '{}'", kLinearReport));
+  EXPECT_EQ(result.exit_code, 2);
+  const auto not_a_report = folder / "not-a-report.json";
+  std::ofstream(not_a_report) << R"({"schema_version": "1.0.0", "metrics": {"rows": []}})";
+  result = run_cli(fmt::format("export '{}' --format csv", not_a_report.string()));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("not-a-report.json"), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty());
+}
+
+// The consumer the format exists for: gbench's own compare.py reads the export and compares two runs.
+TEST(ExportConsumers, GbenchComparePyReadsTheExport) {
+  if (!fs::exists(kCompareScript) || !python_has("scipy, numpy")) {
+    GTEST_SKIP() << "skipped: needs " << kCompareScript << " (apt-get install libbenchmark-tools) and "
+                 << "python3-scipy for /usr/bin/python3";
+  }
+  TempFolder folder;
+  const auto a = folder / "a.json", out = folder / "compare.txt";
+  ASSERT_EQ(run_cli(fmt::format("export '{}' --format gbench --output '{}'", kLinearReport, a.string())).exit_code, 0);
+  // The same cells on both sides, so that every benchmark pairs: the export against itself.
+  const std::string command = fmt::format("/usr/bin/python3 {} --no-color benchmarks '{}' '{}' > '{}' 2>&1",
+                                          kCompareScript, a.string(), a.string(), out.string());
+  ASSERT_EQ(std::system(command.c_str()), 0) << testing::read_text(out);
+  const std::string text = testing::read_text(out);
+  EXPECT_NE(text.find("softmax_kv/decode/L:8192/B:1/H:8/D:64/bfloat16_median"), std::string::npos) << text;
+  EXPECT_NE(text.find("U Test"), std::string::npos) << text;  // enough repetitions for its rank test
+  EXPECT_NE(text.find("OVERALL_GEOMEAN"), std::string::npos) << text;
+}
+
+TEST(ExportConsumers, PandasReadsTheCsv) {
+  if (!python_has("pandas")) GTEST_SKIP() << "skipped: python3-pandas is not installed for /usr/bin/python3";
+  TempFolder folder;
+  const auto csv = folder / "out.csv", script = folder / "check.py";
+  ASSERT_EQ(run_cli(fmt::format("export '{}' --format csv --output '{}'", kPerformerReport, csv.string())).exit_code, 0);
+  const LoadedReport report = read_report(kPerformerReport);
+  const json& rows = report.document["metrics"]["rows"];
+  std::ofstream(script) << fmt::format(R"(import sys, pandas
+frame = pandas.read_csv(sys.argv[1])
+assert len(frame) == {}, len(frame)
+assert frame["median_step_ms"].dtype == "float64"
+assert frame["sequence_length"].dtype == "int64"
+assert frame["median_step_ms"].iloc[0] == {:.17g}
+assert set(frame["phase"]) == {{"decode", "prefill"}}
+print(frame.groupby(["mechanism", "variant", "phase"], dropna=False)["median_step_ms"].median().to_string())
+)",
+                                       rows.size(), rows[0]["median_step_ms"].get<double>());
+  const std::string command = "/usr/bin/python3 '" + script.string() + "' '" + csv.string() + "' > '" +
+                              (folder / "out.txt").string() + "' 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << testing::read_text(folder / "out.txt");
+}
+
+}  // namespace
+}  // namespace arch_bench

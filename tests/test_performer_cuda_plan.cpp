@@ -1,0 +1,195 @@
+// performer CUDA launch planning, on the CPU: the grids and thread maps the kernels use (the same
+// constexpr index maps, replayed here) cover every element exactly once, the workspace parts are
+// disjoint and sized, shared memory fits without opt-in, and the cells the kernels refuse.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "mechanisms/common/checked_size.hpp"
+#include "mechanisms/performer/cuda_plan.hpp"
+#include "mechanisms/registry.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+constexpr std::size_t kSharedWithoutOptIn = 48 * 1024;
+
+PerformerShape shape(std::int64_t heads, std::int64_t dim, std::int64_t m,
+                     PerformerFeatures kind = PerformerFeatures::favor_plus) {
+  return {heads, dim, dim, m, kind};
+}
+
+bool all_once(const std::vector<int>& touched) {
+  return std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; });
+}
+
+TEST(PerformerCudaPlan, DecodeTouchesEveryStateElementExactlyOnce) {
+  for (const std::int64_t dv : {1, 3, 16, 64, 100, 256}) {
+    for (const std::int64_t m : {1, 2, 64, 256, 1000}) {
+      const PerformerDecodePlan plan = plan_performer_decode(shape(3, dv, m));
+      std::vector<int> touched(static_cast<std::size_t>(m * dv), 0);
+      for (int t = 0; t < plan.threads; ++t) {
+        const int j = performer_decode_column(plan, t), group = performer_decode_group(plan, t);
+        if (group >= plan.row_groups) continue;  // idle in the update, busy in the loads
+        ASSERT_LT(j, dv);
+        for (std::int64_t i = group; i < m; i += plan.row_groups) ++touched[static_cast<std::size_t>(i * dv + j)];
+      }
+      EXPECT_TRUE(all_once(touched)) << "m " << m << " dv " << dv;
+      EXPECT_EQ(plan.blocks, 3);  // one block per head owns its S, z and M
+    }
+  }
+}
+
+TEST(PerformerCudaPlan, DecodeSharedMemoryFitsForEveryFeatureCountAndWidth) {
+  for (const std::int64_t m : {1, 256, 4096}) {
+    for (const std::int64_t d : {1, 64, 256}) {
+      for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+        if (kind == PerformerFeatures::trig && m % 2 != 0) continue;
+        const PerformerDecodePlan plan = plan_performer_decode(shape(8, d, m, kind));
+        EXPECT_EQ(plan.threads, kPerformerCudaThreads);
+        EXPECT_LE(plan.shared_bytes, kSharedWithoutOptIn) << m << " " << d;
+        // x_q, x_k, phi_q, phi_k, v, partial numerators and the scratch of the reductions.
+        EXPECT_EQ(plan.shared_bytes,
+                  sizeof(float) * static_cast<std::size_t>(2 * d + 2 * m + d + plan.row_groups * d + kPerformerReduceFloats));
+        EXPECT_EQ(plan.projection_rows, kind == PerformerFeatures::trig ? m / 2 : m);
+        EXPECT_GE(plan.row_groups, 1);
+        EXPECT_LE(plan.row_groups * d, kPerformerCudaThreads);
+      }
+    }
+  }
+  // The seed's shape: 4 row groups of 64 columns fill the 256-thread block.
+  EXPECT_EQ(plan_performer_decode(shape(8, 64, 256)).row_groups, 4);
+}
+
+TEST(PerformerCudaPlan, FeatureBlocksCoverEveryTokenOfQueriesAndKeysOnce) {
+  for (const std::int64_t tokens : {1, 15, 16, 17, 100}) {
+    const std::int64_t heads = 3;
+    const PerformerPrefillPlan plan = plan_performer_prefill(shape(heads, 64, 256), tokens);
+    std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
+    for (std::int64_t block = 0; block < plan.feature_blocks; ++block) {
+      const PerformerFeatureTile tile = performer_feature_block(block, plan.token_tiles);
+      ASSERT_LT(tile.bh, heads);
+      for (int r = 0; r < kPerformerFeatureTokens && tile.first_token + r < tokens; ++r) {
+        ++(tile.keys ? keys : queries)[static_cast<std::size_t>(tile.bh * tokens + tile.first_token + r)];
+      }
+    }
+    EXPECT_TRUE(all_once(queries)) << tokens;
+    EXPECT_TRUE(all_once(keys)) << tokens;
+  }
+}
+
+TEST(PerformerCudaPlan, ChunkStateTilesCoverTheChunkWorkspaceExactlyOnce) {
+  for (const std::int64_t m : {1, 64, 100, 256}) {
+    for (const std::int64_t dv : {16, 64, 200}) {
+      const std::int64_t heads = 2, tokens = 130;
+      const PerformerPrefillPlan plan = plan_performer_prefill({heads, dv, dv, m, PerformerFeatures::favor_plus}, tokens);
+      std::vector<int> states(static_cast<std::size_t>(heads * plan.chunks * m * dv), 0);
+      std::vector<int> sums(static_cast<std::size_t>(heads * plan.chunks * m), 0);
+      for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
+        const PerformerChunkTile tile = performer_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
+        ASSERT_LT(tile.bh, heads);
+        const std::int64_t base = tile.bh * plan.chunks + tile.chunk;
+        for (int t = 0; t < plan.threads; ++t) {
+          for (int a = 0; a < 4; ++a) {
+            const std::int64_t i = tile.key_tile * kPerformerTile + performer_tile_row(t, a);
+            if (i >= m) continue;
+            for (int b = 0; b < 4; ++b) {
+              const std::int64_t j = tile.value_tile * kPerformerTile + performer_tile_column(t, b);
+              if (j < dv) ++states[static_cast<std::size_t>((base * m + i) * dv + j)];
+            }
+          }
+          const std::int64_t i = tile.key_tile * kPerformerTile + t;
+          if (tile.value_tile == 0 && t < kPerformerTile && i < m) ++sums[static_cast<std::size_t>(base * m + i)];
+        }
+      }
+      EXPECT_TRUE(all_once(states)) << m << "x" << dv;
+      EXPECT_TRUE(all_once(sums)) << m << "x" << dv;
+    }
+  }
+}
+
+TEST(PerformerCudaPlan, OutputTilesCoverEveryTokenExactlyOnce) {
+  for (const std::int64_t tokens : {1, 63, 64, 65, 130}) {
+    for (const std::int64_t dv : {16, 64, 100, 256}) {
+      const std::int64_t heads = 2;
+      const PerformerPrefillPlan plan = plan_performer_prefill(shape(heads, dv, 32), tokens);
+      std::vector<int> touched(static_cast<std::size_t>(heads * tokens * dv), 0);
+      for (std::int64_t block = 0; block < plan.output_blocks; ++block) {
+        const PerformerChunkTile tile = performer_output_block(block, plan.chunks, plan.value_tiles);
+        const int rows = performer_chunk_rows(tokens, tile.chunk);
+        for (int t = 0; t < plan.threads; ++t) {
+          for (int a = 0; a < 4; ++a) {
+            const int row = performer_tile_row(t, a);
+            if (row >= rows) continue;
+            for (int b = 0; b < 4; ++b) {
+              const std::int64_t j = tile.value_tile * kPerformerTile + performer_tile_column(t, b);
+              if (j < dv) {
+                ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kPerformerTile + row) * dv + j)];
+              }
+            }
+          }
+        }
+      }
+      EXPECT_TRUE(all_once(touched)) << tokens << " " << dv;
+    }
+  }
+}
+
+TEST(PerformerCudaPlan, WorkspacePartsAreDisjointAndSized) {
+  const std::int64_t heads = 3, tokens = 130, m = 96, dv = 48;
+  const PerformerPrefillPlan plan = plan_performer_prefill({heads, 40, dv, m, PerformerFeatures::favor_plus}, tokens);
+  const PerformerPrefillWorkspace& w = plan.workspace;
+  const std::int64_t chunks = 3;
+  ASSERT_EQ(plan.chunks, chunks);
+  EXPECT_EQ(w.query_features, 0);
+  EXPECT_EQ(w.key_features - w.query_features, heads * tokens * m);
+  EXPECT_EQ(w.key_scale - w.key_features, heads * tokens * m);
+  EXPECT_EQ(w.row_max - w.key_scale, heads * tokens);
+  EXPECT_EQ(w.carried_max - w.row_max, heads * tokens);
+  EXPECT_EQ(w.chunk_states - w.carried_max, heads);
+  EXPECT_EQ(w.chunk_sums - w.chunk_states, heads * chunks * m * dv);
+  EXPECT_EQ(w.denominators - w.chunk_sums, heads * chunks * m);
+  EXPECT_EQ(w.floats - w.denominators, heads * tokens);
+  EXPECT_EQ(plan.workspace_bytes(), 4 * w.floats);
+  EXPECT_EQ(plan.prefix_elements, m * dv + m);
+  EXPECT_EQ(plan.prefix_blocks % heads, 0);
+  EXPECT_GE(plan.prefix_blocks / heads * plan.threads, plan.prefix_elements);
+  EXPECT_LE(plan.output_shared_bytes, kSharedWithoutOptIn);
+  EXPECT_LE(plan.state_shared_bytes + sizeof(float) * kPerformerTile, kSharedWithoutOptIn);
+  EXPECT_LE(plan_performer_prefill(shape(1, 256, 4096), 10).feature_shared_bytes, kSharedWithoutOptIn);
+  // A sequence too long for 64-bit sizes is refused, not wrapped.
+  EXPECT_THROW(plan_performer_prefill(shape(1 << 20, 64, 4096), std::int64_t{1} << 40), SizeOverflow);
+}
+
+TEST(PerformerCudaPlan, UnsupportedCellsAndTheStabiliser) {
+  const Mechanism* performer = find_mechanism("performer");
+  ASSERT_NE(performer, nullptr);
+  Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
+  EXPECT_FALSE(performer_cuda_unsupported(cell));
+  cell.options.feature_map = "trig";
+  EXPECT_FALSE(performer_cuda_unsupported(cell));
+  cell.options.feature_map = "favor+";
+  cell.options.favor_stabilizer = "published";
+  const auto published = performer_cuda_unsupported(cell);
+  ASSERT_TRUE(published);
+  EXPECT_NE(published->find("causal"), std::string::npos) << *published;
+  const auto on_cuda = performer->unsupported_on(cell, "cuda");
+  ASSERT_TRUE(on_cuda);
+  EXPECT_NE(on_cuda->find("causal"), std::string::npos) << *on_cuda;
+  EXPECT_FALSE(performer->unsupported_on(cell, "cpu"));
+  cell.options.favor_stabilizer = "causal";
+  cell.head_dim = 512;
+  EXPECT_TRUE(performer_cuda_unsupported(cell));
+  // The GPU workspace of a prefill: features of every token, one (S, z) per chunk.
+  cell.head_dim = 64;
+  const std::int64_t gpu = performer_cuda_workspace_bytes(cell);
+  EXPECT_GE(gpu, 4 * (2 * 8 * 1024 * 256 + 8 * 16 * 256 * 64));
+  EXPECT_GE(performer->predicted_peak_bytes(cell), gpu);
+  cell.phase = Phase::decode;
+  EXPECT_EQ(performer_cuda_workspace_bytes(cell), 4 * 8);  // one denominator per head
+}
+
+}  // namespace
+}  // namespace arch_bench
