@@ -55,7 +55,9 @@ RUN_A="$OUT"/45_linear_recurrent_state_ci-a.json RUN_B="$OUT"/45_linear_recurren
 "$BIN/arch-bench" export "$RUN_B" --format csv --output "$OUT/rows.csv"
 /usr/bin/python3 - "$OUT/rows.csv" "$RUN_B" <<'PY'
 import json, sys, pandas
-frame, rows = pandas.read_csv(sys.argv[1]), json.load(open(sys.argv[2]))["metrics"]["rows"]
+# round_trip: pandas' default fast float parser can be off by an ulp; the CSV holds shortest round-trip text.
+frame = pandas.read_csv(sys.argv[1], float_precision="round_trip")
+rows = json.load(open(sys.argv[2]))["metrics"]["rows"]
 assert len(frame) == len(rows) and list(frame["median_step_ms"]) == [r["median_step_ms"] for r in rows]
 print(f"pandas read {len(frame)} rows x {len(frame.columns)} columns, medians exact")
 PY
