@@ -4,27 +4,13 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "runner/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-template <class T>
-struct DeviceStorage {
-  using type = T;
-};
-template <>
-struct DeviceStorage<bf16> {
-  using type = __nv_bfloat16;
-};
-static_assert(sizeof(bf16) == sizeof(__nv_bfloat16));
-
-__device__ __forceinline__ float load_float(float x) { return x; }
-__device__ __forceinline__ float load_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void store_float(float* p, float x) { *p = x; }
-__device__ __forceinline__ void store_float(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
 // The same feature maps as feature_maps.hpp; expf (not __expf) keeps fp32 within 1e-4.
 __device__ __forceinline__ float phi(FeatureMap map, float x) {

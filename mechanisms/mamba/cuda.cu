@@ -6,27 +6,13 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/mamba/cuda.hpp"
 #include "runner/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-template <class T>
-struct DeviceStorage {
-  using type = T;
-};
-template <>
-struct DeviceStorage<bf16> {
-  using type = __nv_bfloat16;
-};
-static_assert(sizeof(bf16) == sizeof(__nv_bfloat16));
-
-__device__ __forceinline__ float load_float(float x) { return x; }
-__device__ __forceinline__ float load_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void store_float(float* p, float x) { *p = x; }
-__device__ __forceinline__ void store_float(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
 // softplus(x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
 __device__ __forceinline__ float softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
