@@ -16,17 +16,24 @@
 namespace {
 
 // OpenMP threads that spin-wait between parallel regions take the cores other work needs: under a
-// load of ~5 on 2 cores a conformance case took 26-30 s instead of 1.4 s (measured again here: 29 s
-// spinning vs 4.6 s passive at load 12). Passive waiting puts idle threads to sleep at once, and
-// costs little for kernels that are long next to a wake-up. libgomp reads OMP_WAIT_POLICY once, in
-// its constructor, before main() (an environment changed by .preinit_array is reset by libc's own
-// start-up before libgomp's runs), so arch-bench sets the policy and executes itself again, once.
-// A policy (or GOMP_SPINCOUNT) the user set is kept; the report records the policy in effect.
-void run_with_passive_omp_wait_policy(char** argv) {
+// load of ~5 on 2 cores a conformance case took 26-30 s with libgomp's default wait (it spins for
+// milliseconds) instead of 1.4 s passive. But a passive team pays a futex wake on every region:
+// 94 us median to fork and join two threads on this project's 2-core VM, against 0.6-1.1 us for
+// a team still spinning, which made every small parallel decode step slower than a serial one.
+// So arch-bench bounds the spin: GOMP_SPINCOUNT = kBoundedSpinCount spins (about 20 ns each here,
+// so a worker gives up its core ~100 us after a region ends), a region entered back to back costs
+// ~1 us, and a team idle for longer sleeps as a passive one would. libgomp reads its environment
+// once, in its constructor, before main() (an environment changed by .preinit_array is reset by
+// libc's own start-up before libgomp's runs), so arch-bench sets it and executes itself again,
+// once. A policy (or GOMP_SPINCOUNT) the user set is kept; the report records the policy in effect
+// and the fork/join cost measured under it.
+constexpr const char* kBoundedSpinCount = "4000";
+
+void run_with_bounded_omp_spin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::setenv("GOMP_SPINCOUNT", kBoundedSpinCount, 1);
   ::execv("/proc/self/exe", argv);
-  ::unsetenv("OMP_WAIT_POLICY");  // no /proc: libgomp keeps its default, and the report says so
+  ::unsetenv("GOMP_SPINCOUNT");  // no /proc: libgomp keeps its default, and the report says so
 }
 
 // The design card's form `arch-bench --mode linear_recurrence ...` means `arch-bench run ...`.
@@ -42,7 +49,7 @@ std::vector<std::string> with_default_subcommand(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace arch_bench;
-  run_with_passive_omp_wait_policy(argv);
+  run_with_bounded_omp_spin(argv);
   CLI::App app{
       "arch-bench: measures what a sequence-mixing mechanism costs per token (time, state bytes, peak memory) "
       "and how faithful it is, and writes a schema-validated JSON evidence report.\n"

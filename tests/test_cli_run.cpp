@@ -2,6 +2,8 @@
 // and no file; a good run writes a valid report; results are never overwritten.
 #include <gtest/gtest.h>
 
+#include "mechanisms/common/cpu_isa.hpp"
+
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
 
@@ -127,6 +129,9 @@ TEST(CliRun, SeedInvocationWritesAValidReportUnderTheRunLabel) {
   EXPECT_EQ(report["identity"]["profile_id"], "ARCH-CUDA-MECHANISM");
   EXPECT_EQ(report["evidence_level"], "cpu_measured");
   EXPECT_EQ(report["hardware"]["backend"], "cpu");
+  // A CPU run records what a parallel region cost it and which hand-written kernel set it entered.
+  EXPECT_GT(report["hardware"]["omp_fork_join_us"].get<double>(), 0.0);
+  EXPECT_EQ(report["hardware"]["cpu_isa"], cpu_isa_name(cpu_isa()));
   EXPECT_NE(result.err.find("CPU"), std::string::npos);  // the run says where it measured
   EXPECT_EQ(report["metrics"]["rows"].size(), 4u);
   for (const auto& row : report["metrics"]["rows"]) {
@@ -163,16 +168,17 @@ TEST(CliRun, ValidateAcceptsGoodReportsAndRejectsBrokenOnes) {
   EXPECT_EQ(run_cli("validate '" + garbage.string() + "'").exit_code, 2);
 }
 
-// Issue 8, item 15: the harness's OpenMP threads wait passively unless the user chose otherwise,
-// and the report says which policy was in effect.
-TEST(CliRun, OpenMpWaitPolicyIsPassiveByDefaultAndRecorded) {
+// Issue 8, item 15 (and issue 16's threading policy): the harness's OpenMP threads spin for a
+// bounded time only (GOMP_SPINCOUNT=4000) unless the user chose otherwise, and the report says which
+// policy was in effect.
+TEST(CliRun, OpenMpWaitIsABoundedSpinByDefaultAndRecorded) {
   TempFolder folder;
   const auto output = folder / "r.json";
   const CliResult result = run_cli("run --dry-run --output '" + output.string() + "'" + kTiny);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(testing::read_json(output)["workload"]["omp_wait_policy"], "passive");
-  // libgomp itself says what it read at start-up (before main): passive (no spinning: GOMP_SPINCOUNT
-  // 0; its display says PASSIVE for an unset policy too) unless the user chose.
+  EXPECT_EQ(testing::read_json(output)["workload"]["omp_wait_policy"], "bounded spin (GOMP_SPINCOUNT=4000)");
+  // libgomp itself says what it read at start-up (before main): a spin count of 4000 unless the
+  // user chose.
   ::setenv("OMP_DISPLAY_ENV", "verbose", 1);
   const CliResult shown = run_cli("list");
   ::setenv("OMP_WAIT_POLICY", "active", 1);
@@ -181,7 +187,7 @@ TEST(CliRun, OpenMpWaitPolicyIsPassiveByDefaultAndRecorded) {
   const CliResult recorded = run_cli("run --dry-run --output '" + chosen.string() + "'" + kTiny);
   ::unsetenv("OMP_WAIT_POLICY");
   ::unsetenv("OMP_DISPLAY_ENV");
-  EXPECT_NE(shown.err.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << shown.err;
+  EXPECT_NE(shown.err.find("GOMP_SPINCOUNT = '4000'"), std::string::npos) << shown.err;
   EXPECT_NE(user.err.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << user.err;
   ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
   EXPECT_EQ(testing::read_json(chosen)["workload"]["omp_wait_policy"], "active");

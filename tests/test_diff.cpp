@@ -384,6 +384,28 @@ TEST(DiffCompare, GeomeanOfMedianRatios) {
   EXPECT_EQ(diff_of(old_report, new_report, never).summary.exit_code, 0);
 }
 
+// Issue 16: a 1.5x slowdown measured while the host shared the core (probe ~1.5 against ~1.0) is
+// reported as UNSURE with the cause, not as a regression; the same slowdown with both rows equally
+// contended, or with no probe in the old report, is still SLOWER.
+TEST(DiffCompare, ASlowdownUnderDifferentHostContentionIsUnsureNotSlower) {
+  json old_report = make_report();
+  for (json& row : rows_of(old_report)) row["host_contention"] = 1.02;
+  json contended = old_report;
+  scale_samples(contended, 1.5);
+  for (json& row : rows_of(contended)) row["host_contention"] = 1.5;
+  const DiffResult diff = diff_of(old_report, contended);
+  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
+  EXPECT_EQ(diff.summary.exit_code, 0);
+  for (const RowDiff& row : diff.rows) EXPECT_NE(row.reason.find("host contended the core"), std::string::npos) << row.reason;
+
+  json same_host = contended;
+  for (json& row : rows_of(same_host)) row["host_contention"] = 1.1;
+  EXPECT_EQ(diff_of(old_report, same_host).summary.verdicts.at(Verdict::slower), 4);
+  json unprobed = old_report;
+  for (json& row : rows_of(unprobed)) row["host_contention"] = nullptr;
+  EXPECT_EQ(diff_of(unprobed, contended).summary.verdicts.at(Verdict::slower), 4);
+}
+
 TEST(DiffCompare, FailedRowGetsNoTimingVerdictButAStructuralRegression) {
   const json old_report = make_report();
   json new_report = old_report;

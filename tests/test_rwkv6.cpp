@@ -105,6 +105,15 @@ TEST(Rwkv6Kernel, RecurrentMatchesReferenceFp32) {
   std::printf("recurrent fp32 vs fp64 reference: %.3g\n", error);
 }
 
+// The recurrence takes 8 channels at a time where it can: head dims off the vector (7, 12) take the
+// scalar tails, 40 and 72 the column blocks of 32 and 8 floats and their remainders.
+TEST(Rwkv6Kernel, RecurrentMatchesReferenceAtHeadDimsOffTheVector) {
+  for (std::int64_t dim : {7, 12, 40, 72}) {
+    const Problem<float> p(rwkv6_cell(1, dim, 70, DType::float32), 70);
+    EXPECT_LT(p.against_reference(p.run(false)), 1e-5) << "dim " << dim;
+  }
+}
+
 TEST(Rwkv6Kernel, ChunkwiseEqualsRecurrentAtLengthsAroundTheChunk) {
   for (std::int64_t tokens : {1, 15, 16, 17, 63, 64, 65, 129, 300}) {
     const Problem<float> p(rwkv6_cell(2, 32, tokens, DType::float32), tokens);

@@ -115,6 +115,16 @@ TEST(Rwkv7Kernel, RecurrentMatchesReferenceFp32) {
   std::printf("recurrent fp32 vs fp64 reference: %.3g\n", error);
 }
 
+// The recurrence updates 8 state rows at a time where dim is a multiple of 8 (40: an odd number of
+// vectors per row, 64); 7 and 12 take the scalar rows (12 with a vector prologue and a scalar tail).
+TEST(Rwkv7Kernel, RecurrentMatchesReferenceAtHeadDimsOffTheVector) {
+  for (std::int64_t dim : {7, 12, 40, 64}) {
+    const Problem<float> p(rwkv7_cell(1, dim, 70, DType::float32), 70);
+    std::vector<float> state;
+    EXPECT_LT(p.against_reference(p.prefill(&state)), 1e-5) << "dim " << dim;
+  }
+}
+
 // The WY/UT chunkwise prefill is the recurrence re-associated: outputs and final state agree to fp32
 // rounding at lengths around the chunk (1, a chunk +- 1, several chunks and a remainder) and at both
 // ends of the decay's range (w_raw = -20: w = 1 - 1e-9; +20: w = e^{-e^{-0.5}} = 0.545, the strongest).

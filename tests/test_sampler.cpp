@@ -14,6 +14,7 @@
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
+#include "runner/measure/fork_join.hpp"
 #include "runner/measure/timer_overhead.hpp"
 
 namespace arch_bench {
@@ -237,6 +238,16 @@ TEST(SamplerTimerOverhead, CpuClockOverheadIsFiniteAndNonNegative) {
   EXPECT_TRUE(std::isfinite(overhead));
   EXPECT_GE(overhead, 0.0);
   EXPECT_THROW(measure_timer_overhead_ms(backend, 0), std::invalid_argument);
+}
+
+TEST(OmpForkJoin, CostIsAPositiveMedianAndBadArgumentsAreRefused) {
+  for (const int threads : {1, 2}) {
+    const double us = measure_omp_fork_join_us(threads, 51);
+    EXPECT_TRUE(std::isfinite(us)) << threads;
+    EXPECT_GT(us, 0.0) << threads;
+  }
+  EXPECT_THROW(measure_omp_fork_join_us(2, 0), std::invalid_argument);
+  EXPECT_THROW(measure_omp_fork_join_us(0, 10), std::invalid_argument);
 }
 
 }  // namespace

@@ -69,6 +69,22 @@ inline float8 exp_nonpositive(float8 x) {
   return p * std::bit_cast<float8>(exponent);
 }
 
+// e^x lane-wise for any x, clamped above at 88 (e^88 < FLT_MAX) as fast_math.hpp's exp_clamped;
+// exp_nonpositive's range reduction holds up to 88 (n <= 127 keeps the exponent field finite).
+inline float8 exp_clamped(float8 x) {
+#if defined(__AVX__)
+  x = _mm256_min_ps(broadcast_float8(88.0f), x);  // minps returns its second operand for NaN
+#else
+  x = x > 88.0f ? broadcast_float8(88.0f) : x;
+#endif
+  return exp_nonpositive(x);
+}
+
+// The sum of the 8 lanes.
+inline float sum_lanes(float8 v) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
 // sums[t] = the sum of the 8 lanes of rows[t], for `count` rows of 8 floats. With AVX, eight rows
 // at a time through a horizontal-add tree (9 instructions per 8 rows); a per-row reduction is a
 // dependent chain of shuffles and adds per row instead.

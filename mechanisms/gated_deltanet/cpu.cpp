@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/fast_math.hpp"
@@ -17,7 +18,6 @@ constexpr float kNormEps = static_cast<float>(kGatedDeltaNetNormEps);
 
 // Below this many state elements a step is a few microseconds, and waking a second thread costs
 // more than it saves.
-constexpr std::int64_t kParallelStateElements = 1 << 17;
 
 // x / sqrt(x.x + eps) * scale, widened to fp32.
 template <class T>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
@@ -14,12 +15,9 @@ namespace {
 constexpr std::int64_t kMaxDim = 256;  // Mechanism::unsupported() rejects wider heads
 constexpr std::int64_t kChunk = kLinearAttentionChunk;
 
-// Decode threading policy: a step runs on the calling thread until the state reaches 2^17 elements
-// (512 KiB of fp32 S). At 8 heads x 64 x 64 (128 KiB, a pass bound by L2 traffic) measured on a
-// loaded 2-core machine: serial median 4.3-4.4 us; two threads 4.1-5.2 us with libgomp's default
-// spin-then-sleep wait (best 2.5 us, but a wide spread) and 10-14 us with OMP_WAIT_POLICY=passive,
-// so the fork/join does not pay at this size.
-constexpr std::int64_t kParallelStateElements = 1 << 17;
+// Decode threading: common/parallel_policy.hpp. At 8 heads x 64 x 64 (128 KiB of fp32 S, a pass
+// bound by L2 traffic) the serial step takes 3.5-4.4 us; split over two cores each half stays in its
+// own core's L2.
 
 // phi over a row, in the float domain, vectorised: elu(x) + 1 is e^x for x <= 0, so
 // exp_nonpositive applies (clamped at 0, the other side of the select is x + 1).

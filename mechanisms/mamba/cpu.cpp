@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/fast_math.hpp"
@@ -18,11 +19,8 @@ constexpr std::int64_t kMaxN = kMambaMaxStateSize;  // Mechanism::unsupported() 
 // Tokens of one row whose dt, dt*u and output gate are computed together in one vectorised pass
 // before the (sequential in time) state loop runs over them.
 constexpr std::int64_t kBlock = 64;
-// Below this many state elements a decode step runs on the calling thread. With the harness's
-// passive OpenMP wait, waking the second thread costs tens of microseconds on a 2-core VM: the
-// default cell (d_inner 512 x N 16 = 2^13 elements) took 21 us serial and 54-100 us on 2 threads
-// (fp32, hot; ggml's SSM_SCAN at T = 1 took 28-30 us on the same machine).
-constexpr std::int64_t kParallelStateElements = 1 << 16;
+// Decode threading: common/parallel_policy.hpp (passive waiting made the split cost 54-100 us here).
+constexpr std::int64_t kParallelStateElements = kParallelScanElements;
 
 // softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|). With e = e^-|x| in (0, 1],
 // log1p(e) = 2 atanh(s), s = e / (2 + e) in (0, 1/3], whose odd series converges fast: seven

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/fast_math.hpp"
 
@@ -21,7 +22,6 @@ constexpr float kEps = static_cast<float>(kPerformerEpsilon);
 
 // Below this many state elements a step is a few microseconds, and waking a second thread costs
 // more than it saves (as in linear_attention).
-constexpr std::int64_t kParallelStateElements = 1 << 17;
 
 bool nonpositive(float denominator) { return !(denominator > 0.0f) || !std::isfinite(denominator); }
 

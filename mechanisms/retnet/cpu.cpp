@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 
@@ -14,7 +15,6 @@ constexpr std::int64_t kChunk = kRetNetChunk;
 
 // Below this many state elements a step is a few microseconds, and waking a second thread costs
 // more than it saves.
-constexpr std::int64_t kParallelStateElements = 1 << 17;
 
 template <class T>
 void decode_one_head(std::int64_t dk, std::int64_t dv, float gamma, const T* q, const T* k, const T* v, float* state,

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "mechanisms/common/fast_math.hpp"
+#include "mechanisms/common/parallel_policy.hpp"
 
 namespace arch_bench {
 
@@ -38,9 +39,9 @@ struct RwkvTokens {
 // Head dims up to this fit the kernels' stack scratch (Mechanism::unsupported rejects wider heads).
 inline constexpr std::int64_t kRwkvMaxDim = 256;
 
-// Below this many state elements x tokens a call is a few microseconds, and waking a second thread
-// costs more than it saves (as linear_attention's decode).
-inline constexpr std::int64_t kRwkvParallelWork = 1 << 17;
+// Below this many state elements x tokens a call stays on the calling thread
+// (common/parallel_policy.hpp).
+inline constexpr std::int64_t kRwkvParallelWork = kParallelStateElements;
 
 // RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw).
 #pragma omp declare simd

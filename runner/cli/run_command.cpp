@@ -19,6 +19,7 @@
 #include "runner/backends/cpu/host_facts.hpp"
 #include "runner/backends/cuda/cuda_entry.hpp"
 #include "runner/backends/cuda/device_probe.hpp"
+#include "mechanisms/common/cpu_isa.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
@@ -30,6 +31,7 @@
 #include "runner/core/execute.hpp"
 #include "runner/core/plan.hpp"
 #include "runner/measure/ceilings.hpp"
+#include "runner/measure/fork_join.hpp"
 #include "runner/measure/timer_overhead.hpp"
 #include "runner/preflight/dry_run.hpp"
 #include "runner/preflight/machine_facts.hpp"
@@ -175,12 +177,12 @@ void check_resources(const Plan& plan, const Workload& workload, const std::stri
   check_free_space(output.parent_path(), "output folder", report_bytes, "the report");
 }
 
-// The OpenMP wait policy in effect (main() makes it passive unless the user chose one).
+// The OpenMP wait policy in effect (main() bounds the spin unless the user chose a policy).
 std::string omp_wait_policy() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   if (policy != nullptr) return policy;
   const char* spin = std::getenv("GOMP_SPINCOUNT");
-  return spin != nullptr ? fmt::format("unset (GOMP_SPINCOUNT={})", spin) : "unset";
+  return spin != nullptr ? fmt::format("bounded spin (GOMP_SPINCOUNT={})", spin) : "unset";
 }
 
 // An interrupted run keeps the rows measured before the signal; nothing is decided from them.
@@ -404,6 +406,10 @@ int run(const RunOptions& options, const std::string& command_line) {
   }
   report.ceilings = ceilings;
   report.timer_overhead_ms = measure_timer_overhead_ms(*backend);
+  if (!gpu) {
+    report.omp_fork_join_us = measure_omp_fork_join_us(workload.threads);
+    report.cpu_isa = cpu_isa_name(cpu_isa());
+  }
   report.host = backend->facts();
   if (gpu) {
     report.gpu = cuda_device_facts(*backend);

@@ -79,6 +79,7 @@ void measure_row(Row& row, const PlannedCell& planned, const Workload& workload,
                                           workload.cache_state, report_progress, workload.timing);
   row.samples_ms = std::move(measured.samples_ms);
   row.allocations_during_timing = measured.allocations_during_timing;
+  if (!measured.contention_ratios.empty()) row.host_contention = summarize(measured.contention_ratios).median;
   row.stats = summarize(row.samples_ms);
   attach_rates(row, ceilings);
   if (is_cuda_timing(workload.timing.method)) {

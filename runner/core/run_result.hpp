@@ -50,6 +50,9 @@ struct Row {
 
   std::int64_t peak_memory_bytes = 0;          // tracked allocator peak during the cell
   std::int64_t allocations_during_timing = 0;  // allocator calls inside warmup + repeats
+  // CPU: median of host_contention_ratio() over the samples (~1 on a core of its own; ~1.5 when the
+  // host shares the core, which slows throughput-bound kernels by about that much).
+  std::optional<double> host_contention;
   Accuracy accuracy;
   double tolerance = 0;  // max_rel_error accepted for the dtype
 

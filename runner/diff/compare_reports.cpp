@@ -1,5 +1,7 @@
 // compare_reports(): pair -> timing verdict + structural checks per pair -> summary and exit code.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,6 +42,16 @@ std::optional<double> median_of(const nlohmann::json& row) {
   return samples.empty() ? std::nullopt : std::optional<double>(summarize(samples).median);
 }
 
+// Rows whose host_contention probes differ by more than this factor were measured on a core shared
+// differently (an uncontended core reads ~1, a shared one ~1.5).
+constexpr double kContentionDifference = 1.2;
+
+std::optional<double> contention_of(const nlohmann::json& row) {
+  const auto found = row.find("host_contention");
+  if (found == row.end() || !found->is_number()) return std::nullopt;
+  return found->get<double>();
+}
+
 RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
   RowDiff row;
   row.key = pair.key;
@@ -68,6 +80,18 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
     row.timing.reason = *row.old_status == *row.new_status
                             ? fmt::format("not timed: status {} in both reports", *row.old_status)
                             : "not timed in both reports";
+  }
+  // A timing change between rows whose cores were contended differently is the host's, not the
+  // kernel's (runner/measure/contention.hpp): reported, but not as a regression or improvement.
+  const std::optional<double> old_contention = contention_of(*pair.old_row), new_contention = contention_of(*pair.new_row);
+  if ((row.timing.verdict == Verdict::slower || row.timing.verdict == Verdict::faster) && old_contention &&
+      new_contention &&
+      std::max(*old_contention, *new_contention) > kContentionDifference * std::min(*old_contention, *new_contention)) {
+    row.timing.verdict = Verdict::unsure;
+    row.timing.reason = fmt::format("{} by {:+.0f}%, but the host contended the core differently (probe {:.2f} vs "
+                                    "{:.2f}): the machine changed, not necessarily the kernel",
+                                    *row.timing.change > 0 ? "slower" : "faster", 100 * *row.timing.change,
+                                    *old_contention, *new_contention);
   }
   row.verdict = row.timing.verdict;
   row.reason = row.timing.reason;

@@ -8,6 +8,7 @@
 
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
+#include "runner/measure/contention.hpp"
 #include "runner/measure/statistics.hpp"
 
 namespace arch_bench {
@@ -69,6 +70,8 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   // After warmup: a CUDA graph is captured here (it records launches, it runs nothing).
   const std::unique_ptr<SampleTimer> timer = backend.make_timer(work, timing);
   const double steps = static_cast<double>(timing.steps_per_sample);
+  const bool probe_contention = backend.name() == "cpu";
+  if (probe_contention) measured.contention_ratios.reserve(static_cast<std::size_t>(repeats));
   for (std::int64_t i = 0; i < repeats; ++i) {
     stop_if_interrupted(done, total);
     if (cache == CacheState::cold) {
@@ -77,6 +80,8 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
       const std::vector<ByteSpan> buffers = cell.buffers();
       backend.evict(buffers);
     }
+    // Registers only: it neither warms nor evicts the cell's buffers.
+    if (probe_contention) measured.contention_ratios.push_back(host_contention_ratio());
     measured.samples_ms.push_back(timer->sample_ms() / steps);
     ticker.tick(++done);
   }

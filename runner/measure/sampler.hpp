@@ -16,6 +16,8 @@ struct MeasuredSamples {
   std::vector<double> samples_ms;  // one per timed repeat (elapsed / steps_per_sample), in order
   // Allocator calls made during warmup + repeats; a decode step should make none.
   std::int64_t allocations_during_timing = 0;
+  // CPU backend: host_contention_ratio() taken just before each timed sample (empty otherwise).
+  std::vector<double> contention_ratios;
 };
 
 // Reports (calls of run() done, warmup + repeats) every tenth of the way and at the end.

@@ -158,6 +158,7 @@ json to_json(const Row& row) {
               {"peak_memory_bytes", row.peak_memory_bytes},
               {"peak_memory_mb", row.peak_memory_bytes / kMiB},
               {"allocations_during_timing", row.allocations_during_timing},
+              {"host_contention", row.host_contention ? finite_or_null(*row.host_contention) : json(nullptr)},
               {"output_finite", row.accuracy.output_finite},
               {"max_abs_error", finite_or_null(row.accuracy.max_abs_error)},
               {"max_rel_error", finite_or_null(row.accuracy.max_rel_error)},
@@ -201,6 +202,8 @@ json to_json(const RunReport& r) {
                    {"gpu", r.gpu},
                    {"ceilings", r.ceilings ? ceilings_json(*r.ceilings) : json(nullptr)},
                    {"timer_overhead_ms", optional_number(r.timer_overhead_ms)}};
+  if (r.omp_fork_join_us) hardware["omp_fork_join_us"] = *r.omp_fork_join_us;
+  if (!r.cpu_isa.empty()) hardware["cpu_isa"] = r.cpu_isa;
   return {{"schema_version", kResultSchemaVersion},
           {"identity",
            {{"semantic_id", r.identity.semantic_id},

@@ -120,6 +120,7 @@ Row row_from_json(const json& r) {
     row.samples_ms.push_back(sample.is_number() ? sample.get<double>() : kNaN);
   }
   row.launch_overhead_ms = optional_number(r, "launch_overhead_ms");
+  row.host_contention = optional_number(r, "host_contention");
   row.device_free_before_bytes = optional_integer(r, "device_free_before_bytes");
   row.device_free_after_bytes = optional_integer(r, "device_free_after_bytes");
   row.stats = SampleStats{number_or(r, "mean_step_ms", 0),  number_or(r, "median_step_ms", 0),

@@ -6,6 +6,7 @@
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/float8.hpp"
 
 namespace arch_bench {
 
@@ -16,32 +17,80 @@ constexpr std::int64_t kChunk = kRwkv6Chunk, kSub = kRwkv6SubChunk, kMaxDim = kR
 #pragma omp declare simd
 inline float log_decay(float d) { return std::max(rwkv6_log_decay(d), -100.0f); }
 
+// Columns [j0, j0 + 8 kVectors) of one token's step: o[cols] = bonus v[cols] + r^T S[:, cols] and
+// S[:, cols] = diag(w) S[:, cols] + k v[cols]^T, the value slice and the output slice held in
+// registers so that each state row slice is loaded once and stored once.
+template <int kVectors>
+inline void update_columns(std::int64_t dim, std::int64_t j0, float bonus, const float* __restrict ri,
+                           const float* __restrict wi, const float* __restrict ki, const float* __restrict vj,
+                           float* __restrict S, float* __restrict o) {
+  float8 v[kVectors], acc[kVectors];
+  for (int c = 0; c < kVectors; ++c) {
+    v[c] = load_float8(vj + j0 + c * kFloat8Lanes);
+    acc[c] = bonus * v[c];
+  }
+  for (std::int64_t i = 0; i < dim; ++i) {
+    float* row = S + i * dim + j0;
+    const float a = ri[i], w = wi[i], b = ki[i];
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) {
+      const float8 x = load_float8(row + c * kFloat8Lanes);
+      acc[c] += a * x;
+      store_float8(row + c * kFloat8Lanes, w * x + b * v[c]);
+    }
+  }
+  for (int c = 0; c < kVectors; ++c) store_float8(o + j0 + c * kFloat8Lanes, acc[c]);
+}
+
+// One token's inputs widened to fp32 with w = exp(max(-exp(d), -100)); returns the bonus
+// r . (u * k). Eight channels at a time where dim allows (the two exps per channel are most of a
+// step when done one by one).
+template <class T>
+float prepare_token(std::int64_t dim, const float* __restrict u, const T* r, const T* k, const T* v, const T* d,
+                    float* ri, float* ki, float* vj, float* wi) {
+  float8 bonus8{};
+  std::int64_t i = 0;
+  for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) {
+    const float8 r8 = load_float8(r + i), k8 = load_float8(k + i);
+    float8 g = -exp_clamped(load_float8(d + i));
+    g = g < -100.0f ? broadcast_float8(-100.0f) : g;
+    store_float8(ri + i, r8);
+    store_float8(ki + i, k8);
+    store_float8(vj + i, load_float8(v + i));
+    store_float8(wi + i, exp_nonpositive(g));
+    bonus8 += r8 * load_float8(u + i) * k8;
+  }
+  float bonus = sum_lanes(bonus8);
+  for (; i < dim; ++i) {
+    ri[i] = to_float(r[i]);
+    ki[i] = to_float(k[i]);
+    vj[i] = to_float(v[i]);
+    wi[i] = exp_nonpositive(log_decay(to_float(d[i])));
+    bonus += ri[i] * u[i] * ki[i];
+  }
+  return bonus;
+}
+
 template <class T>
 void recurrent_head(std::int64_t dim, const float* __restrict u, std::int64_t tokens, const T* r, const T* k,
                     const T* v, const T* d, float* __restrict S, T* out) {
   alignas(64) float ri[kMaxDim], ki[kMaxDim], vj[kMaxDim], wi[kMaxDim], o[kMaxDim];
   for (std::int64_t t = 0; t < tokens; ++t) {
     const std::int64_t row = t * dim;
-    float bonus = 0.0f;
-#pragma omp simd reduction(+ : bonus)
-    for (std::int64_t i = 0; i < dim; ++i) {
-      ri[i] = to_float(r[row + i]);
-      ki[i] = to_float(k[row + i]);
-      vj[i] = to_float(v[row + i]);
-      wi[i] = exp_nonpositive(log_decay(to_float(d[row + i])));
-      bonus += ri[i] * u[i] * ki[i];
-    }
-    // o = r^T S_{t-1} + (r . (u * k)) v, then S = diag(w) S + k v^T, in one pass over S.
-#pragma omp simd
-    for (std::int64_t j = 0; j < dim; ++j) o[j] = bonus * vj[j];
-    for (std::int64_t i = 0; i < dim; ++i) {
-      float* __restrict s = S + i * dim;
-      const float a = ri[i], w = wi[i], b = ki[i];
-#pragma omp simd
-      for (std::int64_t j = 0; j < dim; ++j) {
-        const float x = s[j];
-        o[j] += a * x;
-        s[j] = w * x + b * vj[j];
+    const float bonus = prepare_token(dim, u, r + row, k + row, v + row, d + row, ri, ki, vj, wi);
+    // o = r^T S_{t-1} + bonus v, then S = diag(w) S + k v^T, in one pass over S.
+    std::int64_t j0 = 0;
+    for (; j0 + 4 * kFloat8Lanes <= dim; j0 += 4 * kFloat8Lanes) update_columns<4>(dim, j0, bonus, ri, wi, ki, vj, S, o);
+    for (; j0 + kFloat8Lanes <= dim; j0 += kFloat8Lanes) update_columns<1>(dim, j0, bonus, ri, wi, ki, vj, S, o);
+    if (j0 < dim) {
+      for (std::int64_t j = j0; j < dim; ++j) o[j] = bonus * vj[j];
+      for (std::int64_t i = 0; i < dim; ++i) {
+        float* s = S + i * dim;
+        for (std::int64_t j = j0; j < dim; ++j) {
+          const float x = s[j];
+          o[j] += ri[i] * x;
+          s[j] = wi[i] * x + ki[i] * vj[j];
+        }
       }
     }
     for (std::int64_t j = 0; j < dim; ++j) out[row + j] = from_float<T>(o[j]);

@@ -165,18 +165,6 @@ void prefill_head(std::int64_t dim, std::int64_t tokens, const T* r, const T* w_
 
 }  // namespace
 
-double rwkv7_chunk_flops(std::int64_t n_, std::int64_t dim_) {
-  const double n = static_cast<double>(n_), d = static_cast<double>(dim_);
-  const double strict = n * (n - 1) / 2, lower = n * (n + 1) / 2;
-  return n * d * 30                          // load: log-decay (exp, sigmoid), w, e^{+-G}, 4 scaled rows
-         + 2 * d * (2 * strict + 2 * lower)  // the four pair-weight blocks
-         + 2 * n * d * d + 2 * strict * d    // U before the substitution: A H_0 + A_ak V
-         + 2 * strict * d                    // forward substitution
-         + 2 * n * d * d + 4 * lower * d     // O = R H_0 + Q_rb U + Q_rk V
-         + 2 * n * d + d * d                 // decay of bk_t and H
-         + 2 * d * d * 2 * n;                // H += [B; K]^T [U; V]
-}
-
 template <class T>
 void rwkv7_prefill_chunkwise(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state,
                              T* out) {

@@ -25,7 +25,8 @@ struct Rwkv7Policy {
   template <class T>
   static void prefill(const RwkvShape& shape, const RwkvParameters&, std::int64_t tokens, const RwkvTokens<T>& x,
                       float* state, T* out) {
-    rwkv7_prefill_chunkwise(shape, tokens, x, state, out);
+    // The recurrence: faster than the chunkwise WY form on the CPUs measured (cpu.hpp).
+    rwkv7_recurrent(shape, tokens, x, state, out);
   }
   static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
     return rwkv7_reference(in.head_matrix(kRwkvR, bh, rows), in.head_matrix(kRwkvDecay, bh, rows),
@@ -75,7 +76,7 @@ class Rwkv7 final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "rwkv7",
-        "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, chunkwise WY prefill (32)",
+        "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU)",
         StateKind::fixed_state, {"cpu"}};
     return info;
   }
@@ -96,18 +97,16 @@ class Rwkv7 final : public Mechanism {
   // Bytes: r, w_raw, k, v, kappa, iclr read and out written per token and channel (storage dtype);
   // the state read and written per decode step, written once per prefill. FLOPs (exp counts one):
   // decode per head 8 d for w = exp(-e^-0.5 sigmoid(w_raw)), a and b, and per state element 9:
-  // S.a (2), S w + (S.a) b + v k (5), S.r (2); prefill as rwkv7_chunk_flops counts the chunkwise kernel.
+  // S.a (2), S w + (S.a) b + v k (5), S.r (2); the prefill is that recurrence, token by token.
   Cost cost(const Cell& cell) const override {
     const double e = static_cast<double>(dtype_bytes(cell.dtype));
     const double bh = static_cast<double>(cell.batch_heads());
     const double d = static_cast<double>(cell.head_dim);
     const double state = static_cast<double>(state_bytes(cell));
     if (cell.phase == Phase::decode) return {2 * state + 7 * bh * d * e, bh * (9 * d * d + 8 * d)};
-    const std::int64_t length = cell.sequence_length;
-    const std::int64_t full = length / kRwkv7Chunk, rest = length % kRwkv7Chunk;
-    double flops = static_cast<double>(full) * rwkv7_chunk_flops(kRwkv7Chunk, cell.head_dim);
-    if (rest > 0) flops += rwkv7_chunk_flops(rest, cell.head_dim);
-    return {state + 7 * bh * static_cast<double>(length) * d * e, bh * flops};
+    const double length = static_cast<double>(cell.sequence_length);
+    const double flops = length * (9 * d * d + 8 * d);
+    return {state + 7 * bh * length * d * e, bh * flops};
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {

@@ -1,0 +1,18 @@
+#pragma once
+// Whether the core a CPU sample runs on is shared with other work. On the 2-vCPU VMs this project
+// runs on, medians of one binary fell into two modes ~1.5x apart, switching every few hundred
+// milliseconds within a run (issue 16). The cause is the host: a dependent FMA chain (bound by FMA
+// latency, i.e. by clock frequency) kept its time, while eight independent chains (bound by the
+// core's FMA issue bandwidth) took 1.45-1.55x longer in the slow mode: the clock did not change,
+// the vCPU's physical core was being shared (an SMT sibling busy with another guest). Nothing in
+// the guest can prevent that, so every CPU sample is preceded by this probe and the report says
+// how contended each row's core was.
+namespace arch_bench {
+
+// Time of 8 independent FMA chains over time of 1 dependent chain of the same number of steps,
+// about 1.3 us each on a 3 GHz core. With two FMA pipes and a 4-cycle FMA latency (Zen 3, Skylake
+// and later) both take 4 cycles per step, so an uncontended core reads ~1; a core whose issue
+// bandwidth is shared reads more (1.45-1.55 measured in the slow mode here).
+double host_contention_ratio();
+
+}  // namespace arch_bench
