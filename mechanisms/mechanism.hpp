@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "mechanisms/common/cpu_isa.hpp"
 #include "runner/backends/backend.hpp"
 #include "runner/core/cell.hpp"
 
@@ -57,6 +58,9 @@ class PreparedCell {
   virtual Accuracy check() const = 0;
   // The buffers the timed unit touches, so that a cold sample can evict them first.
   virtual std::vector<ByteSpan> buffers() const = 0;
+  // CPU cells: the ISA of the kernel run() enters (cpu_isa.hpp). Cells with a hand-written kernel
+  // set chosen at run time override it; the rest run what the build compiled.
+  virtual std::string cpu_kernel_isa() const { return build_target_kernel_isa(); }
 };
 
 struct MechanismInfo {

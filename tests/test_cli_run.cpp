@@ -132,6 +132,15 @@ TEST(CliRun, SeedInvocationWritesAValidReportUnderTheRunLabel) {
   // A CPU run records what a parallel region cost it and which hand-written kernel set it entered.
   EXPECT_GT(report["hardware"]["omp_fork_join_us"].get<double>(), 0.0);
   EXPECT_EQ(report["hardware"]["cpu_isa"], cpu_isa_name(cpu_isa()));
+  for (const auto& row : report["metrics"]["rows"]) {
+    const std::string isa = row["cpu_kernel_isa"].get<std::string>();
+    if (row["mechanism"] == "softmax_kv" && cpu_isa() == CpuIsa::avx2) {
+      EXPECT_EQ(isa, "avx2 (run-time dispatch)");  // head_dim 16: the AVX2 kernels' multiple
+    } else if (row["mechanism"] != "softmax_kv") {
+      EXPECT_EQ(isa, build_target_kernel_isa()) << row["mechanism"];
+    }
+    EXPECT_GT(row["host_contention"].get<double>(), 0.0);
+  }
   EXPECT_NE(result.err.find("CPU"), std::string::npos);  // the run says where it measured
   EXPECT_EQ(report["metrics"]["rows"].size(), 4u);
   for (const auto& row : report["metrics"]["rows"]) {
@@ -191,6 +200,23 @@ TEST(CliRun, OpenMpWaitIsABoundedSpinByDefaultAndRecorded) {
   EXPECT_NE(user.err.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << user.err;
   ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
   EXPECT_EQ(testing::read_json(chosen)["workload"]["omp_wait_policy"], "active");
+}
+
+// Issue 16: every CPU row names the ISA of the kernel it ran; ARCH_BENCH_CPU_ISA=portable takes
+// softmax_kv off its hand-written AVX2 set, and the rows say so.
+TEST(CliRun, EveryCpuRowRecordsItsKernelIsaAndTheOverrideShows) {
+  TempFolder folder;
+  const auto output = folder / "portable.json";
+  ::setenv("ARCH_BENCH_CPU_ISA", "portable", 1);
+  const CliResult result = run_cli("run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
+  ::unsetenv("ARCH_BENCH_CPU_ISA");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = testing::read_json(output);
+  EXPECT_EQ(report["hardware"]["cpu_isa"], "portable");
+  ASSERT_EQ(report["metrics"]["rows"].size(), 8u);
+  for (const auto& row : report["metrics"]["rows"]) {
+    EXPECT_EQ(row["cpu_kernel_isa"], build_target_kernel_isa()) << row["mechanism"] << " " << row["phase"];
+  }
 }
 
 TEST(CliRun, HelpExplainsEveryRunOption) {

@@ -36,6 +36,27 @@ std::optional<CpuIsa> parse_cpu_isa(std::string_view name) {
   return std::nullopt;
 }
 
+const char* build_isa_name() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "avx2";
+#elif defined(__AVX__)
+  return "avx";
+#elif defined(__SSE4_2__)
+  return "sse4.2";
+#else
+  return "x86-64";
+#endif
+}
+
+std::string dispatched_kernel_isa(CpuIsa isa) {
+  if (isa == CpuIsa::portable) return build_target_kernel_isa();
+  return std::string(cpu_isa_name(isa)) + " (run-time dispatch)";
+}
+
+std::string build_target_kernel_isa() { return std::string(build_isa_name()) + " (build target, compiler-vectorised)"; }
+
 CpuIsa cpu_isa() {
   static const CpuIsa chosen = [] {
     CpuIsa best = cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::portable;

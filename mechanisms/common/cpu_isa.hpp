@@ -4,6 +4,7 @@
 // so results stay correct on any x86-64 machine; the portable (compiler-vectorised) kernels are
 // the fallback everywhere else.
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace arch_bench {
@@ -19,5 +20,14 @@ std::optional<CpuIsa> parse_cpu_isa(std::string_view name);
 
 // Whether the running CPU can execute kernels written for `isa`.
 bool cpu_supports(CpuIsa isa);
+
+// The vector ISA the build compiled its portable kernels for (the compiler's target: "avx512",
+// "avx2", "avx", "sse4.2" or "x86-64"), which is what a kernel without a hand-written set runs.
+const char* build_isa_name();
+
+// What a CPU row records as its kernel's ISA: "<isa> (run-time dispatch)" for a hand-written
+// kernel set entered at run time, "<build isa> (build target, compiler-vectorised)" otherwise.
+std::string dispatched_kernel_isa(CpuIsa isa);
+std::string build_target_kernel_isa();
 
 }  // namespace arch_bench

@@ -72,6 +72,14 @@ SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim
   return plan;
 }
 
+bool softmax_decode_uses_avx2(const SoftmaxDecodePlan& plan) {
+  return plan.isa == CpuIsa::avx2 && plan.dim % 16 == 0 && cpu_supports(CpuIsa::avx2);
+}
+
+CpuIsa softmax_prefill_isa(CpuIsa isa) {
+  return isa == CpuIsa::avx2 && cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::portable;
+}
+
 template <class T>
 void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_new, const T* v_new,
                          T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out) {
@@ -80,7 +88,7 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
   const std::int64_t splits = plan.splits;
   const std::int64_t rows_per_split = (context + splits - 1) / splits;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  const bool avx2 = plan.isa == CpuIsa::avx2 && dim % 16 == 0 && cpu_supports(CpuIsa::avx2);
+  const bool avx2 = softmax_decode_uses_avx2(plan);
   for (std::int64_t bh = 0; bh < plan.batch_heads; ++bh) {
     std::memcpy(k_cache + (bh * plan.capacity + position) * dim, k_new + bh * dim, dim * sizeof(T));
     std::memcpy(v_cache + (bh * plan.capacity + position) * dim, v_new + bh * dim, dim * sizeof(T));
@@ -133,7 +141,7 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
 template <class T>
 void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
                      const T* k, const T* v, T* out, CpuIsa isa) {
-  if (isa == CpuIsa::avx2 && cpu_supports(CpuIsa::avx2)) {
+  if (softmax_prefill_isa(isa) == CpuIsa::avx2) {
     softmax_prefill_avx2(batch_heads, tokens, dim, q, k, v, out);
     return;
   }

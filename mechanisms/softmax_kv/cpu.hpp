@@ -25,6 +25,13 @@ struct SoftmaxDecodePlan {
 SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim,
                                       std::int64_t capacity, std::int64_t context, int threads);
 
+// Whether softmax_decode_step enters the AVX2 split kernel for this plan (the ISA asked for, the
+// CPU having it, dim % 16 == 0).
+bool softmax_decode_uses_avx2(const SoftmaxDecodePlan& plan);
+
+// The kernel set softmax_prefill enters when asked for `isa`.
+CpuIsa softmax_prefill_isa(CpuIsa isa = cpu_isa());
+
 // One decode step for the token at `position`: appends k_new/v_new to the cache at `position`,
 // then o = softmax(q K[0..position]^T / sqrt(dim)) V[0..position] for every head.
 template <class T>

@@ -55,6 +55,10 @@ class SoftmaxDecodeCell final : public PreparedCell {
 
   Accuracy check() const override { return check_softmax_decode(inputs_, length_, out_.data()); }
 
+  std::string cpu_kernel_isa() const override {
+    return dispatched_kernel_isa(softmax_decode_uses_avx2(plan_) ? CpuIsa::avx2 : CpuIsa::portable);
+  }
+
   std::vector<ByteSpan> buffers() const override {
     return {k_cache_.byte_span(), v_cache_.byte_span(), q_.byte_span(), k_new_.byte_span(),
             v_new_.byte_span(),   out_.byte_span(),     workspace_.byte_span()};
@@ -88,6 +92,8 @@ class SoftmaxPrefillCell final : public PreparedCell {
   }
 
   Accuracy check() const override { return check_softmax_prefill(inputs_, out_.data()); }
+
+  std::string cpu_kernel_isa() const override { return dispatched_kernel_isa(softmax_prefill_isa()); }
 
   std::vector<ByteSpan> buffers() const override {
     return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};

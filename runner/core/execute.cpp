@@ -65,6 +65,7 @@ void measure_row(Row& row, const PlannedCell& planned, const Workload& workload,
                  const Ceilings& ceilings, const SampleProgress& report_progress) {
   auto prepared = planned.mechanism->prepare(planned.cell, workload.seed, backend);
   prepared->run();
+  if (backend.name() == "cpu") row.cpu_kernel_isa = prepared->cpu_kernel_isa();
   row.accuracy = prepared->check();
   if (!row.accuracy.output_finite) {
     // Timings of a cell whose outputs are NaN/inf say nothing about the mechanism: no samples, no

@@ -53,6 +53,7 @@ struct Row {
   // CPU: median of host_contention_ratio() over the samples (~1 on a core of its own; ~1.5 when the
   // host shares the core, which slows throughput-bound kernels by about that much).
   std::optional<double> host_contention;
+  std::string cpu_kernel_isa;  // CPU rows: PreparedCell::cpu_kernel_isa(); empty otherwise
   Accuracy accuracy;
   double tolerance = 0;  // max_rel_error accepted for the dtype
 

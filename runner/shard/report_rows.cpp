@@ -121,6 +121,7 @@ Row row_from_json(const json& r) {
   }
   row.launch_overhead_ms = optional_number(r, "launch_overhead_ms");
   row.host_contention = optional_number(r, "host_contention");
+  if (const auto isa = r.find("cpu_kernel_isa"); isa != r.end() && isa->is_string()) row.cpu_kernel_isa = isa->get<std::string>();
   row.device_free_before_bytes = optional_integer(r, "device_free_before_bytes");
   row.device_free_after_bytes = optional_integer(r, "device_free_after_bytes");
   row.stats = SampleStats{number_or(r, "mean_step_ms", 0),  number_or(r, "median_step_ms", 0),
