@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "mechanisms/common/cpu_isa.hpp"
 #include "runner/backends/backend.hpp"
 #include "runner/core/cell.hpp"
 
@@ -58,9 +57,10 @@ class PreparedCell {
   virtual Accuracy check() const = 0;
   // The buffers the timed unit touches, so that a cold sample can evict them first.
   virtual std::vector<ByteSpan> buffers() const = 0;
-  // CPU cells: the ISA of the kernel run() enters (cpu_isa.hpp). Cells with a hand-written kernel
-  // set chosen at run time override it; the rest run what the build compiled.
-  virtual std::string cpu_kernel_isa() const { return build_target_kernel_isa(); }
+  // CPU cells with a hand-written kernel set chosen at run time: the ISA run() enters, e.g.
+  // "avx2 (run-time dispatch)" (mechanisms/common/cpu_isa.hpp). Empty (the default) states
+  // nothing: a built-in mechanism's row then records the build's target ISA, a plugin's null.
+  virtual std::string cpu_kernel_isa() const { return {}; }
 };
 
 struct MechanismInfo {

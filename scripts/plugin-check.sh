@@ -44,6 +44,9 @@ for r in rows:
     assert r["status"] == "ok", r.get("reason")
     assert r["within_tolerance"], f"max_rel_error {r['max_rel_error']} above {r['tolerance']}"
     assert r["plugin"]["sha256"] == sha, "the row names another file than the one built"
+    assert r["cpu_kernel_isa"] is None, "a plugin that states no kernel ISA gets null, not the host's build target"
+builtins = [r for r in report["metrics"]["rows"] if "plugin" not in r]
+assert builtins and all(r["cpu_kernel_isa"] for r in builtins), "every built-in CPU row names its kernel's ISA"
 decode = {r["state_bytes"] for r in rows if r["phase"] == "decode"}
 assert len(decode) == 1, f"the window's state must not grow with L: {decode}"
 assert [p["sha256"] for p in report["plugins"]] == [sha]

@@ -92,6 +92,23 @@ INSTANTIATE_TEST_SUITE_P(FeatureMaps, LinearAttentionMaps,
                          ::testing::Values(FeatureMap::elu_plus_one, FeatureMap::relu_plus_one),
                          [](const ::testing::TestParamInfo<FeatureMap>& info) { return feature_map_name(info.param); });
 
+// The prefill the mechanism runs takes the recurrence while a head's state fits L1 (d = 64: the same
+// bits as linear_attention_prefill_recurrent) and the chunk form beyond (d = 72: chunkwise's bits);
+// either way it matches the fp64 reference.
+TEST(LinearAttention, PrefillTakesTheRecurrenceUpToD64AndTheChunkFormBeyond) {
+  for (const std::int64_t dim : {64, 72}) {
+    const AttentionInputs in = make_attention_inputs(small_cell(2, dim, 0, DType::float32), 130, 25);
+    const LinearAttentionShape shape{in.batch_heads, in.dim, in.dim, FeatureMap::elu_plus_one};
+    std::vector<float> out(in.q.size()), state(in.batch_heads * dim * dim, 0.0f), normalizer(in.batch_heads * dim, 0.0f);
+    linear_attention_prefill(shape, in.tokens, in.q.data(), in.k.data(), in.v.data(), state.data(), normalizer.data(),
+                             out.data());
+    const PrefillResult expected = prefill<float>(in, FeatureMap::elu_plus_one, /*chunkwise=*/dim > 64);
+    EXPECT_EQ(out, expected.out) << "dim " << dim;
+    EXPECT_EQ(state, expected.state) << "dim " << dim;
+    EXPECT_LT(relative_max_error(out, reference_outputs(in, FeatureMap::elu_plus_one)), 1e-5) << "dim " << dim;
+  }
+}
+
 TEST(LinearAttention, DecodeAtPositionTEqualsRowTOfPrefill) {
   const std::int64_t length = 130;
   const AttentionInputs in = make_attention_inputs(small_cell(2, 32, length, DType::float32), length + 1, 31);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mechanisms/common/parallel_policy.hpp"
+#include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
@@ -193,12 +194,23 @@ void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::
                                         const T* q, const T* k, const T* v, float* state,
                                         float* normalizer, T* out) {
   const std::int64_t dk = shape.dk, dv = shape.dv;
+#pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv * tokens >= kParallelStateElements)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
     for (std::int64_t t = 0; t < tokens; ++t) {
       const std::int64_t row = bh * tokens + t;
       decode_one_head(shape, q + row * dk, k + row * dk, v + row * dv, state + bh * dk * dv,
                       normalizer + bh * dk, out + row * dv);
     }
+  }
+}
+
+template <class T>
+void linear_attention_prefill(const LinearAttentionShape& shape, std::int64_t tokens, const T* q, const T* k,
+                              const T* v, float* state, float* normalizer, T* out) {
+  if (recurrent_prefill_pays(shape.dk * shape.dv)) {
+    linear_attention_prefill_recurrent(shape, tokens, q, k, v, state, normalizer, out);
+  } else {
+    linear_attention_prefill_chunkwise(shape, tokens, q, k, v, state, normalizer, out);
   }
 }
 
@@ -210,7 +222,9 @@ void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::
                                                       T*);                                          \
   template void linear_attention_prefill_recurrent<T>(const LinearAttentionShape&, std::int64_t,    \
                                                       const T*, const T*, const T*, float*, float*, \
-                                                      T*);
+                                                      T*);                                          \
+  template void linear_attention_prefill<T>(const LinearAttentionShape&, std::int64_t, const T*,      \
+                                            const T*, const T*, float*, float*, T*);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

@@ -33,10 +33,20 @@ void linear_attention_prefill_chunkwise(const LinearAttentionShape& shape, std::
                                         const T* q, const T* k, const T* v, float* state,
                                         float* normalizer, T* out);
 
-// The same prefill as a loop of decode steps: the recurrent form the chunkwise one must equal.
+// The same prefill as a loop of decode steps per head (OpenMP over heads): the recurrent form the
+// chunkwise one must equal.
 template <class T>
 void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::int64_t tokens,
                                         const T* q, const T* k, const T* v, float* state,
                                         float* normalizer, T* out);
+
+// The prefill the mechanism runs: the recurrence when a head's state fits L1
+// (common/prefill_form.hpp), the chunk form otherwise. Measured on a 2-core Zen 3 (AVX2, fp32,
+// hot, 2 threads, 8 heads): at d = 64 the recurrence took 4.1-4.9 ms against 5.5-5.7 ms at
+// T = 2048, and 16.2-23.2 against 20.8-22.1 ms at T = 8192; at d = 128 (4 heads, T = 2048) the two
+// were level (7.6-8.1 against 7.8-11.1 ms), so wider heads keep the chunk form.
+template <class T>
+void linear_attention_prefill(const LinearAttentionShape& shape, std::int64_t tokens, const T* q, const T* k,
+                              const T* v, float* state, float* normalizer, T* out);
 
 }  // namespace arch_bench

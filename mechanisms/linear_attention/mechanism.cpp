@@ -8,6 +8,7 @@
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/capacity.hpp"
+#include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
@@ -96,8 +97,8 @@ class LinearPrefillCell final : public PreparedCell {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     std::fill(normalizer_.span().begin(), normalizer_.span().end(), 0.0f);
-    linear_attention_prefill_chunkwise(shape_, inputs_.tokens, q_.data(), k_.data(), v_.data(),
-                                       state_.data(), normalizer_.data(), out_.data());
+    linear_attention_prefill(shape_, inputs_.tokens, q_.data(), k_.data(), v_.data(), state_.data(),
+                             normalizer_.data(), out_.data());
   }
 
   Accuracy check() const override { return check_linear_attention_prefill(inputs_, shape_.map, out_.data()); }
@@ -165,10 +166,13 @@ class LinearAttention final : public Mechanism {
       return {2 * state + 4 * bh * d * e, bh * (4 * d * d + 4 * d)};
     }
     const double length = static_cast<double>(cell.sequence_length);
-    const double chunk = static_cast<double>(kLinearAttentionChunk);
-    // Per token: phi(q) S (2 d^2), state update (2 d^2), and the masked intra-chunk products,
-    // on average chunk/2 keys x (2d for the weight + 2d for the values).
-    return {4 * bh * length * d * e + state, bh * length * (4 * d * d + 2 * chunk * d)};
+    // The form linear_attention_prefill takes: the recurrence does a decode step's FLOPs per token;
+    // the chunk form adds the masked intra-chunk products, on average chunk/2 keys x (2d for the
+    // weight + 2d for the values).
+    const double per_token = recurrent_prefill_pays(cell.head_dim * cell.head_dim)
+                                 ? 4 * d * d + 4 * d
+                                 : 4 * d * d + 2 * static_cast<double>(kLinearAttentionChunk) * d;
+    return {4 * bh * length * d * e + state, bh * length * per_token};
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,

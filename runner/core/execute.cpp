@@ -7,10 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "mechanisms/common/cpu_isa.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/statistics.hpp"
+#include "runner/plugins/plugin_report.hpp"
 
 namespace arch_bench {
 
@@ -65,7 +67,13 @@ void measure_row(Row& row, const PlannedCell& planned, const Workload& workload,
                  const Ceilings& ceilings, const SampleProgress& report_progress) {
   auto prepared = planned.mechanism->prepare(planned.cell, workload.seed, backend);
   prepared->run();
-  if (backend.name() == "cpu") row.cpu_kernel_isa = prepared->cpu_kernel_isa();
+  if (backend.name() == "cpu") {
+    row.cpu_kernel_isa = prepared->cpu_kernel_isa();
+    // Unstated: a built-in kernel runs what this build compiled; a plugin's build is its own.
+    if (row.cpu_kernel_isa.empty() && plugin_json(planned.cell.mechanism).is_null()) {
+      row.cpu_kernel_isa = build_target_kernel_isa();
+    }
+  }
   row.accuracy = prepared->check();
   if (!row.accuracy.output_finite) {
     // Timings of a cell whose outputs are NaN/inf say nothing about the mechanism: no samples, no

@@ -3,13 +3,15 @@
 // in storage T (decode: [batch_heads, dim]); the state S [batch_heads, dim(v), dim(k)] fp32, row i
 // = value channel (the row-vector convention of rwkv7/reference.hpp).
 //
-// The decode step and the mechanism's prefill are the recurrence (OpenMP over batch x heads; eight
-// state rows at a time, each vectorised over the key channels, the per-token decays eight channels
-// at a time). rwkv7_prefill_chunkwise is the same prefill chunkwise (kRwkv7Chunk tokens) in the
+// The decode step is the recurrence (OpenMP over batch x heads; eight state rows at a time, each
+// vectorised over the key channels, the per-token decays eight channels at a time), and so is the
+// mechanism's prefill while a head's state fits L1 (common/prefill_form.hpp: d <= 64).
+// rwkv7_prefill_chunkwise is the same prefill chunkwise (kRwkv7Chunk tokens) in the
 // WY/UT form of the delta rule; at d = 64 it does about as many FLOPs per token as the recurrence
 // (4 d^2 of inter-chunk products against ~4.5 d^2 element updates) and, measured on a 2-core Zen 3
 // (AVX2) at T = 2048, 8 heads, took 9.1-10.4 ms against the vectorised recurrence's 6.6-7.2 ms, so
-// it is the checked alternative (tests, conformance) and not the cell's kernel. The chunkwise form,
+// it is the prefill only for wider heads, whose state streams from L2 every token of the recurrence
+// (and the checked alternative in tests and conformance). The chunkwise form,
 // in the column convention H = S^T [key, value]: with u_t = S_{t-1} a_t (the value the token removes)
 // the recurrence is a diagonal decay plus two rank-one writes,
 //   H_t = diag(w_t) H_{t-1} + b_t u_t^T + k_t v_t^T,   u_t^T = a_t^T H_{t-1},   o_t^T = r_t^T H_t,

@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "mechanisms/capacity.hpp"
+#include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
@@ -25,8 +26,12 @@ struct Rwkv7Policy {
   template <class T>
   static void prefill(const RwkvShape& shape, const RwkvParameters&, std::int64_t tokens, const RwkvTokens<T>& x,
                       float* state, T* out) {
-    // The recurrence: faster than the chunkwise WY form on the CPUs measured (cpu.hpp).
-    rwkv7_recurrent(shape, tokens, x, state, out);
+    // The recurrence while a head's state fits L1, the chunkwise WY form beyond (cpu.hpp).
+    if (recurrent_prefill_pays(shape.dim * shape.dim)) {
+      rwkv7_recurrent(shape, tokens, x, state, out);
+    } else {
+      rwkv7_prefill_chunkwise(shape, tokens, x, state, out);
+    }
   }
   static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
     return rwkv7_reference(in.head_matrix(kRwkvR, bh, rows), in.head_matrix(kRwkvDecay, bh, rows),
