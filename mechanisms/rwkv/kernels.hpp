@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "mechanisms/common/fast_math.hpp"
+#include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/parallel_policy.hpp"
 
 namespace arch_bench {
@@ -43,12 +44,14 @@ inline constexpr std::int64_t kRwkvMaxDim = 256;
 // (common/parallel_policy.hpp).
 inline constexpr std::int64_t kRwkvParallelWork = kParallelStateElements;
 
-// RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw).
+// RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw), one
+// channel at a time and eight (float8: the decode steps' prologue).
+inline constexpr float kRwkv7DecayScale = 0.60653065971263342f;  // e^{-0.5}
 #pragma omp declare simd
 inline float rwkv6_log_decay(float d) { return -exp_clamped(d); }
+inline float8 rwkv6_log_decay(float8 d) { return -exp_clamped(d); }
 #pragma omp declare simd
-inline float rwkv7_log_decay(float w_raw) {
-  return -0.60653065971263342f / (1.0f + exp_clamped(-w_raw));  // e^{-0.5} = 0.6065...
-}
+inline float rwkv7_log_decay(float w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
+inline float8 rwkv7_log_decay(float8 w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
 
 }  // namespace arch_bench

@@ -52,7 +52,7 @@ float prepare_token(std::int64_t dim, const float* __restrict u, const T* r, con
   std::int64_t i = 0;
   for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) {
     const float8 r8 = load_float8(r + i), k8 = load_float8(k + i);
-    float8 g = -exp_clamped(load_float8(d + i));
+    float8 g = rwkv6_log_decay(load_float8(d + i));
     g = g < -100.0f ? broadcast_float8(-100.0f) : g;
     store_float8(ri + i, r8);
     store_float8(ki + i, k8);

@@ -17,8 +17,7 @@ void prepare_token(std::int64_t dim, std::int64_t row, const T* r, const T* w_ra
                    const T* iclr, float* rj, float* wj, float* kj, float* aj, float* bj) {
   std::int64_t j = 0;
   for (; j + kFloat8Lanes <= dim; j += kFloat8Lanes) {
-    const float8 w = load_float8(w_raw + row + j);
-    const float8 log_decay = -0.60653065971263342f / (1.0f + exp_clamped(-w));  // e^{-0.5} = 0.6065...
+    const float8 log_decay = rwkv7_log_decay(load_float8(w_raw + row + j));
     const float8 kap = load_float8(kappa + row + j);
     store_float8(rj + j, load_float8(r + row + j));
     store_float8(kj + j, load_float8(k + row + j));
