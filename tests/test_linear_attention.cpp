@@ -88,6 +88,35 @@ TEST_P(LinearAttentionMaps, ChunkwiseHandlesPartialChunksAndNarrowHeads) {
   }
 }
 
+// The recurrent prefill fuses tokens in pairs (one pass over the state per pair); the fusion keeps
+// every operation of two single-token steps in order, so its outputs and states are bitwise those of
+// the decode step applied token by token, at odd lengths (a single-token tail) and at head widths
+// that take the two-vector, one-vector and scalar column paths.
+TEST_P(LinearAttentionMaps, RecurrentPrefillIsBitwiseTheDecodeStepTokenByToken) {
+  for (const std::int64_t dim : {20, 24, 40, 64}) {
+    const std::int64_t length = 7;
+    const AttentionInputs in = make_attention_inputs(small_cell(2, dim, 0, DType::float32), length, 26);
+    const PrefillResult prefilled = prefill<float>(in, GetParam(), false);
+    const LinearAttentionShape shape{in.batch_heads, dim, dim, GetParam()};
+    std::vector<float> state(in.batch_heads * dim * dim, 0.0f), normalizer(in.batch_heads * dim, 0.0f);
+    std::vector<float> out(in.q.size());
+    std::vector<float> q(in.batch_heads * dim), k(q.size()), v(q.size()), o(q.size());
+    for (std::int64_t t = 0; t < length; ++t) {
+      for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+        const std::int64_t row = (h * length + t) * dim;
+        std::copy_n(in.q.begin() + row, dim, q.begin() + h * dim);
+        std::copy_n(in.k.begin() + row, dim, k.begin() + h * dim);
+        std::copy_n(in.v.begin() + row, dim, v.begin() + h * dim);
+      }
+      linear_attention_decode_step(shape, q.data(), k.data(), v.data(), state.data(), normalizer.data(), o.data());
+      for (std::int64_t h = 0; h < in.batch_heads; ++h) std::copy_n(o.begin() + h * dim, dim, out.begin() + (h * length + t) * dim);
+    }
+    EXPECT_EQ(out, prefilled.out) << "dim " << dim;
+    EXPECT_EQ(state, prefilled.state) << "dim " << dim;
+    EXPECT_EQ(normalizer, prefilled.normalizer) << "dim " << dim;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FeatureMaps, LinearAttentionMaps,
                          ::testing::Values(FeatureMap::elu_plus_one, FeatureMap::relu_plus_one),
                          [](const ::testing::TestParamInfo<FeatureMap>& info) { return feature_map_name(info.param); });

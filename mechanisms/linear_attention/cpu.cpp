@@ -20,21 +20,29 @@ constexpr std::int64_t kChunk = kLinearAttentionChunk;
 // bound by L2 traffic) the serial step takes 3.5-4.4 us; split over two cores each half stays in its
 // own core's L2.
 
-// phi over a row, in the float domain, vectorised: elu(x) + 1 is e^x for x <= 0, so
-// exp_nonpositive applies (clamped at 0, the other side of the select is x + 1).
+// phi over a row, in the float domain, 8 lanes at a time: elu(x) + 1 is e^x for x <= 0, so
+// exp_nonpositive applies to min(x, 0) (the other side of the select is x + 1). The vector form
+// (float8.hpp: maxps clamp, the shifted-sum rounding) is a third cheaper than what gcc makes of
+// the scalar one under `omp simd`, and the map was a quarter of the recurrent prefill's time.
 template <class T>
 void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __restrict phi) {
-  if (map == FeatureMap::relu_plus_one) {
-#pragma omp simd
-    for (std::int64_t i = 0; i < dim; ++i) {
-      phi[i] = positive_part(to_float(x[i])) + 1.0f;
+  const bool relu = map == FeatureMap::relu_plus_one;
+  std::int64_t i = 0;
+  for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) {
+    const float8 value = load_float8(x + i);
+    const float8 zero{};
+    float8 mapped;
+    if (relu) {
+      mapped = (value > zero ? value : zero) + 1.0f;
+    } else {
+      mapped = value > zero ? value + 1.0f : exp_nonpositive(value < zero ? value : zero);
     }
-    return;
+    store_float8(phi + i, mapped);
   }
-#pragma omp simd
-  for (std::int64_t i = 0; i < dim; ++i) {
+  for (; i < dim; ++i) {
     const float value = to_float(x[i]);
-    phi[i] = bit_select(value > 0.0f, value + 1.0f, exp_nonpositive(negative_part(value)));
+    phi[i] = relu ? positive_part(value) + 1.0f
+                  : bit_select(value > 0.0f, value + 1.0f, exp_nonpositive(negative_part(value)));
   }
 }
 
@@ -63,6 +71,14 @@ inline void update_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, co
   }
   for (int c = 0; c < kVectors; ++c) store_float8(numerator + j0 + c * kFloat8Lanes, acc[c]);
 }
+
+// One token's feature-mapped query and key, value and numerator, in fp32.
+struct TokenRows {
+  float* phi_q;
+  float* phi_k;
+  float* value;
+  float* numerator;
+};
 
 template <class T>
 void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, const T* v,
@@ -96,6 +112,82 @@ void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, 
   }
   const float inverse = 1.0f / denominator;
   for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
+}
+
+// Two consecutive tokens of one head, columns [j0, j0 + 8 kVectors): the state slice is loaded once,
+// takes token 0's update, gives token 0's numerator, takes token 1's update, gives token 1's
+// numerator, and is stored once. The same operations in the same order as two update_columns
+// passes, so the results are bitwise those of two decode steps, with half the state loads and
+// stores: the single-token pass is bound by its one store per FMA pair, this one by the FMAs.
+template <int kVectors>
+inline void update_columns_two_tokens(std::int64_t dk, std::int64_t dv, std::int64_t j0, const TokenRows& first,
+                                      const TokenRows& second, float* __restrict state) {
+  float8 v0[kVectors], v1[kVectors], acc0[kVectors], acc1[kVectors];
+  for (int c = 0; c < kVectors; ++c) {
+    v0[c] = load_float8(first.value + j0 + c * kFloat8Lanes);
+    v1[c] = load_float8(second.value + j0 + c * kFloat8Lanes);
+    acc0[c] = float8{};
+    acc1[c] = float8{};
+  }
+  for (std::int64_t i = 0; i < dk; ++i) {
+    float* row = state + i * dv + j0;
+    const float a0 = first.phi_k[i], b0 = first.phi_q[i], a1 = second.phi_k[i], b1 = second.phi_q[i];
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) {
+      const float8 after_first = load_float8(row + c * kFloat8Lanes) + a0 * v0[c];
+      acc0[c] += b0 * after_first;
+      const float8 after_second = after_first + a1 * v1[c];
+      acc1[c] += b1 * after_second;
+      store_float8(row + c * kFloat8Lanes, after_second);
+    }
+  }
+  for (int c = 0; c < kVectors; ++c) {
+    store_float8(first.numerator + j0 + c * kFloat8Lanes, acc0[c]);
+    store_float8(second.numerator + j0 + c * kFloat8Lanes, acc1[c]);
+  }
+}
+
+// Tokens t and t + 1 of one head (the recurrent prefill's step): decode_one_head twice, fused.
+template <class T>
+void decode_two_tokens(const LinearAttentionShape& shape, const T* q, const T* k, const T* v, float* state,
+                       float* normalizer, T* out) {
+  const std::int64_t dk = shape.dk, dv = shape.dv;
+  alignas(64) float buffers[2][4][kMaxDim];
+  TokenRows rows[2];
+  float inverse[2];
+  for (int r = 0; r < 2; ++r) {
+    rows[r] = {buffers[r][0], buffers[r][1], buffers[r][2], buffers[r][3]};
+    map_row(shape.map, q + r * dk, dk, rows[r].phi_q);
+    map_row(shape.map, k + r * dk, dk, rows[r].phi_k);
+    for (std::int64_t j = 0; j < dv; ++j) rows[r].value[j] = to_float(v[r * dv + j]);
+    float denominator = 0.0f;
+    const float* phi_k = rows[r].phi_k;
+    const float* phi_q = rows[r].phi_q;
+#pragma omp simd reduction(+ : denominator)
+    for (std::int64_t i = 0; i < dk; ++i) {
+      normalizer[i] += phi_k[i];
+      denominator += phi_q[i] * normalizer[i];
+    }
+    inverse[r] = 1.0f / denominator;
+  }
+  std::int64_t j0 = 0;
+  for (; j0 + 2 * kFloat8Lanes <= dv; j0 += 2 * kFloat8Lanes) update_columns_two_tokens<2>(dk, dv, j0, rows[0], rows[1], state);
+  for (; j0 + kFloat8Lanes <= dv; j0 += kFloat8Lanes) update_columns_two_tokens<1>(dk, dv, j0, rows[0], rows[1], state);
+  for (int r = 0; r < 2 && j0 < dv; ++r) {
+    float* numerator = rows[r].numerator;
+    std::fill(numerator + j0, numerator + dv, 0.0f);
+    for (std::int64_t i = 0; i < dk; ++i) {
+      float* row = state + i * dv;
+      const float a = rows[r].phi_k[i], b = rows[r].phi_q[i];
+      for (std::int64_t j = j0; j < dv; ++j) {
+        row[j] += a * rows[r].value[j];
+        numerator[j] += b * row[j];
+      }
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    for (std::int64_t j = 0; j < dv; ++j) out[r * dv + j] = from_float<T>(rows[r].numerator[j] * inverse[r]);
+  }
 }
 
 // One thread's chunk buffers (on its stack, about 5 x 64 KiB at dim 256), reused for every head it
@@ -189,6 +281,22 @@ void linear_attention_prefill_chunkwise(const LinearAttentionShape& shape, std::
   }
 }
 
+// The recurrent prefill streams q, k and v rows while its state stays in L1; fetching the rows
+// this many tokens ahead measured 10-15% faster at 8 heads x 64, T = 2048, 2 threads (the hardware
+// prefetcher alone leaves the feature map stalled on its loads). Prefetching past the end is
+// harmless: a prefetch never faults.
+constexpr std::int64_t kPrefetchTokens = 8;
+
+template <class T>
+inline void prefetch_token_rows(const T* q, const T* k, const T* v, std::int64_t qk_elements, std::int64_t v_elements) {
+  constexpr std::int64_t kLine = 64 / sizeof(T);
+  for (std::int64_t i = 0; i < qk_elements; i += kLine) {
+    __builtin_prefetch(q + i);
+    __builtin_prefetch(k + i);
+  }
+  for (std::int64_t j = 0; j < v_elements; j += kLine) __builtin_prefetch(v + j);
+}
+
 template <class T>
 void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::int64_t tokens,
                                         const T* q, const T* k, const T* v, float* state,
@@ -196,7 +304,15 @@ void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::
   const std::int64_t dk = shape.dk, dv = shape.dv;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv * tokens >= kParallelStateElements)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    for (std::int64_t t = 0; t < tokens; ++t) {
+    std::int64_t t = 0;
+    for (; t + 2 <= tokens; t += 2) {
+      const std::int64_t row = bh * tokens + t;
+      prefetch_token_rows(q + (row + kPrefetchTokens) * dk, k + (row + kPrefetchTokens) * dk,
+                          v + (row + kPrefetchTokens) * dv, 2 * dk, 2 * dv);
+      decode_two_tokens(shape, q + row * dk, k + row * dk, v + row * dv, state + bh * dk * dv,
+                        normalizer + bh * dk, out + row * dv);
+    }
+    for (; t < tokens; ++t) {
       const std::int64_t row = bh * tokens + t;
       decode_one_head(shape, q + row * dk, k + row * dk, v + row * dv, state + bh * dk * dv,
                       normalizer + bh * dk, out + row * dv);

@@ -19,6 +19,7 @@ constexpr std::int64_t kMaxN = kMambaMaxStateSize;  // Mechanism::unsupported() 
 // Tokens of one row whose dt, dt*u and output gate are computed together in one vectorised pass
 // before the (sequential in time) state loop runs over them.
 constexpr std::int64_t kBlock = 64;
+constexpr float kLog2e = 1.44269504088896341f;
 // Decode threading: common/parallel_policy.hpp (passive waiting made the split cost 54-100 us here).
 constexpr std::int64_t kParallelStateElements = kParallelScanElements;
 
@@ -106,7 +107,7 @@ inline void scan_vectors(std::int64_t n, const float* __restrict A, std::int64_t
   const std::int64_t vectors = kVectors > 0 ? kVectors : n / kFloat8Lanes;
   float8 a[kVectors > 0 ? kVectors : kMaxVectors], state[kVectors > 0 ? kVectors : kMaxVectors];
   for (std::int64_t v = 0; v < vectors; ++v) {
-    a[v] = load_float8(A + v * kFloat8Lanes);
+    a[v] = load_float8(A + v * kFloat8Lanes) * kLog2e;  // exp(dt A) = 2^(dt A log2 e)
     state[v] = load_float8(h + v * kFloat8Lanes);
   }
   for (std::int64_t t = 0; t < count; ++t) {
@@ -115,7 +116,7 @@ inline void scan_vectors(std::int64_t n, const float* __restrict A, std::int64_t
     float8 partial{};
 #pragma GCC unroll 4
     for (std::int64_t v = 0; v < vectors; ++v) {
-      state[v] = exp_nonpositive(dt[t] * a[v]) * state[v] + du[t] * load_float8(b + v * kFloat8Lanes);
+      state[v] = exp2_nonpositive(dt[t] * a[v]) * state[v] + du[t] * load_float8(b + v * kFloat8Lanes);
       if constexpr (kOutputs) partial += load_float8(c + v * kFloat8Lanes) * state[v];
     }
     if constexpr (kOutputs) store_float8(partials + t * kFloat8Lanes, partial);
