@@ -47,6 +47,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"non_numeric_head_dim", "--head-dim x", "--head-dim"},
                       BadInput{"head_dim_too_wide", "--head-dim 512", "head_dim up to 256"},
                       BadInput{"zero_repeats", "--repeats 0", "--repeats must be a positive integer"},
+                      BadInput{"zero_rounds", "--rounds 0", "--rounds must be a positive integer"},
+                      BadInput{"more_rounds_than_repeats", "--repeats 3 --rounds 4",
+                               "--rounds must be between 1 and --repeats (3)"},
                       BadInput{"unknown_dtype", "--dtype float16", "unknown dtype 'float16'"},
                       BadInput{"unknown_mode", "--mode quadratic", "unknown mode 'quadratic'"},
                       BadInput{"unknown_phase", "--phase sideways", "unknown phase 'sideways'"},
@@ -219,11 +222,27 @@ TEST(CliRun, EveryCpuRowRecordsItsKernelIsaAndTheOverrideShows) {
   }
 }
 
+// --rounds: the report says how the repeats were taken, and every row still holds all of them.
+TEST(CliRun, RoundsAreRecordedAndEveryRowHoldsAllItsRepeats) {
+  TempFolder folder;
+  const auto output = folder / "rounds.json";
+  const CliResult result = run_cli("run --rounds 3 --output '" + output.string() + "'" +
+                                   " --sequence-lengths 64,128 --repeats 5 --warmup 1 --query-heads 2 --head-dim 16 -q");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = testing::read_json(output);
+  EXPECT_EQ(report["workload"]["rounds"], 3);
+  ASSERT_EQ(report["metrics"]["rows"].size(), 4u);
+  for (const auto& row : report["metrics"]["rows"]) {
+    EXPECT_EQ(row["repeats"], 5) << row["mechanism"];
+    EXPECT_EQ(row["samples_ms"].size(), 5u) << row["mechanism"];
+  }
+}
+
 TEST(CliRun, HelpExplainsEveryRunOption) {
   const CliResult help = run_cli("run --help");
   EXPECT_EQ(help.exit_code, 0);
   for (const char* option : {"--sequence-lengths", "--batch", "--query-heads", "--head-dim", "--dtype", "--warmup",
-                             "--repeats", "--run-label", "--output", "--seed", "--threads", "--device", "--phase",
+                             "--repeats", "--rounds", "--run-label", "--output", "--seed", "--threads", "--device", "--phase",
                              "--cache", "--overwrite"}) {
     EXPECT_NE(help.out.find(option), std::string::npos) << option;
   }

@@ -56,15 +56,18 @@ class ScriptedMechanism final : public Mechanism {
   Cost cost(const Cell&) const override { return {1000, 1000}; }
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t, Backend& backend) const override {
     ++prepared;
-    switch (script_(cell.sequence_length)) {
+    visits.push_back(cell.sequence_length);
+    const Script script = script_(cell.sequence_length);  // once per visit: a script may count visits
+    switch (script) {
       case Script::out_of_memory: throw CellFailure("out_of_memory", "cudaMalloc of 1 TiB failed");
       case Script::device_lost: throw CellFailure("device_lost", "kernel x: cudaErrorIllegalAddress", true);
       case Script::cuda_error: throw CellFailure("cuda_error", "launch of kernel y: invalid configuration");
       case Script::bad_alloc: throw std::bad_alloc();
-      default: return std::make_unique<ScriptedCell>(script_(cell.sequence_length), backend.allocator());
+      default: return std::make_unique<ScriptedCell>(script, backend.allocator());
     }
   }
   mutable int prepared = 0;
+  mutable std::vector<std::int64_t> visits;  // the sequence length of every prepare(), in order
 
  private:
   std::function<Script(std::int64_t)> script_;
@@ -165,6 +168,81 @@ TEST(Execute, RowsRecordTheirTimingPlanAndNoLaunchOverheadOnTheCpu) {
   EXPECT_EQ(rows[0].timing.steps_per_sample, 3);
   EXPECT_FALSE(rows[0].launch_overhead_ms.has_value());
   EXPECT_FALSE(rows[0].device_free_before_bytes.has_value());
+}
+
+TEST(Execute, RoundsSplitTheRepeatsEvenlyTheRemainderToTheFirstRounds) {
+  EXPECT_EQ(samples_in_round(7, 3, 0), 3);
+  EXPECT_EQ(samples_in_round(7, 3, 1), 2);
+  EXPECT_EQ(samples_in_round(7, 3, 2), 2);
+  for (std::int64_t repeats : {1, 5, 100, 101}) {
+    for (std::int64_t rounds = 1; rounds <= std::min<std::int64_t>(repeats, 9); ++rounds) {
+      std::int64_t sum = 0;
+      for (std::int64_t round = 0; round < rounds; ++round) {
+        const std::int64_t samples = samples_in_round(repeats, rounds, round);
+        EXPECT_GE(samples, 1) << repeats << " " << rounds;
+        EXPECT_LE(samples, repeats / rounds + 1) << repeats << " " << rounds;
+        sum += samples;
+      }
+      EXPECT_EQ(sum, repeats) << repeats << " " << rounds;
+    }
+  }
+}
+
+Workload rounds_workload(std::int64_t rounds, std::int64_t repeats) {
+  Workload workload = small_workload();
+  workload.rounds = rounds;
+  workload.repeats = repeats;
+  return workload;
+}
+
+// Each round visits every cell in plan order, so each cell's samples are spread over the whole run;
+// the fp64 check runs on the first visit only, and each row holds all its repeats.
+TEST(Execute, RoundsVisitEveryCellInPlanOrderAndEachRowHoldsAllItsRepeats) {
+  const ScriptedMechanism mechanism([](std::int64_t) { return Script::ok; });
+  CpuBackend backend;
+  const std::vector<Row> rows = execute_plan(plan_for(mechanism, {1, 2}), rounds_workload(3, 7), backend, Ceilings{}, {});
+  EXPECT_EQ(mechanism.visits, (std::vector<std::int64_t>{1, 2, 1, 2, 1, 2}));
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.status, RowStatus::ok);
+    EXPECT_EQ(row.samples_ms.size(), 7u);
+    EXPECT_GT(row.stats.median, 0.0);  // the statistics are of every round's samples
+    EXPECT_EQ(row.host_contention.has_value(), true);  // one probe per sample, over every round
+  }
+}
+
+TEST(Execute, ACellThatFailsInALaterRoundLosesItsSamplesAndIsNotVisitedAgain) {
+  int visits_of_two = 0;
+  const ScriptedMechanism mechanism([&](std::int64_t length) {
+    if (length != 2) return Script::ok;
+    return ++visits_of_two == 2 ? Script::out_of_memory : Script::ok;
+  });
+  CpuBackend backend;
+  const std::vector<Row> rows = execute_plan(plan_for(mechanism, {1, 2}), rounds_workload(3, 6), backend, Ceilings{}, {});
+  EXPECT_EQ(mechanism.visits, (std::vector<std::int64_t>{1, 2, 1, 2, 1}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].samples_ms.size(), 6u);
+  EXPECT_EQ(rows[1].status, RowStatus::failed);
+  EXPECT_EQ(rows[1].failure_kind, "out_of_memory");
+  EXPECT_TRUE(rows[1].samples_ms.empty());  // a row whose run broke off reports no timings
+}
+
+TEST(Execute, AnInterruptInALaterRoundKeepsTheEarlierRoundsRows) {
+  int visits_of_two = 0;
+  const ScriptedMechanism mechanism([&](std::int64_t length) {
+    if (length != 2) return Script::ok;
+    return ++visits_of_two == 2 ? Script::interrupt_in_run : Script::ok;
+  });
+  CpuBackend backend;
+  const std::vector<Row> rows = execute_plan(plan_for(mechanism, {1, 2, 3}), rounds_workload(2, 4), backend, Ceilings{}, {});
+  clear_interrupt();
+  EXPECT_EQ(mechanism.visits, (std::vector<std::int64_t>{1, 2, 3, 1, 2}));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].samples_ms.size(), 4u);  // both rounds
+  EXPECT_EQ(rows[1].failure_kind, "interrupted");
+  EXPECT_EQ(rows[2].status, RowStatus::ok);
+  EXPECT_EQ(rows[2].samples_ms.size(), 2u);  // its first round only; the run as a whole decides nothing
+  EXPECT_GT(rows[2].stats.median, 0.0);
 }
 
 }  // namespace

@@ -25,6 +25,10 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
   c.add_option("--warmup", o.warmup, "Untimed calls per cell before the timed repeats (default 10, or the profile's)");
   c.add_option("--repeats", o.repeats,
                "Timed samples per cell, every one kept in the report (default 100, or the profile's)");
+  c.add_option("--rounds", o.rounds,
+               "Passes over the plan that share the repeats (default 1): each pass visits every cell (prepare, "
+               "warmup, repeats/rounds samples), so every cell's samples span the whole run and a slow spell of a "
+               "shared host falls on all cells alike. Use 4 or more for runs that `arch-bench diff` compares");
   c.add_option("--cache", o.cache,
                "cold: evict the cell's buffers from every cache before each sample (default; what a decode "
                "step sees when many layers share the cache); hot: leave them cached");
@@ -189,7 +193,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   w = defaults;
   nlohmann::json& sources = resolved.sources;
   for (const char* key : {"mode", "sequence_lengths", "batch", "heads", "head_dim", "dtype", "phases", "warmup",
-                          "repeats", "cache_state", "threads", "seed", "feature_map", "features", "state_size",
+                          "repeats", "rounds", "cache_state", "threads", "seed", "feature_map", "features", "state_size",
                           "qk_scale", "favor_stabilizer", "device"}) {
     sources[key] = "mode_default";
   }
@@ -234,6 +238,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
     w.warmup = o.warmup;
   }
   if (given("repeats", "repeats")) w.repeats = positive("--repeats", o.repeats);
+  if (given("rounds", "rounds")) w.rounds = positive("--rounds", o.rounds);
   if (given("cache", "cache_state")) {
     if (o.cache == "cold") w.cache_state = CacheState::cold;
     else if (o.cache == "hot") w.cache_state = CacheState::hot;

@@ -19,6 +19,7 @@ struct RunOptions {
   std::string mode = "linear_recurrence";
   std::string sequence_lengths;  // empty: the mode's default
   std::int64_t batch = 0, heads = 0, head_dim = 0, warmup = -1, repeats = -1;  // 0/-1: mode default
+  std::int64_t rounds = 1;
   std::string dtype, phase, cache, device = "auto";
   std::string run_label = "default";
   std::string output;

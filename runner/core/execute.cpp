@@ -62,96 +62,133 @@ void fail_row(Row& row, std::string kind, std::string reason) {
   row.launch_overhead_ms.reset();
 }
 
-// Prepare, first run + fp64 check, warmup + samples, launch overhead: everything one row holds.
-void measure_row(Row& row, const PlannedCell& planned, const Workload& workload, Backend& backend,
-                 const Ceilings& ceilings, const SampleProgress& report_progress) {
+// One visit of a cell in round `round` of workload.rounds: prepare, one untimed run, then in the
+// first round the fp64 check (a cell with NaN/inf outputs fails and is not visited again), warmup
+// and this round's share of the samples, appended to the row. The last round also measures the
+// launch overhead (CUDA) while the cell is still prepared.
+void visit_cell(Row& row, std::vector<double>& contention, const PlannedCell& planned, const Workload& workload,
+                Backend& backend, std::int64_t round, const SampleProgress& report_progress) {
   auto prepared = planned.mechanism->prepare(planned.cell, workload.seed, backend);
   prepared->run();
-  if (backend.name() == "cpu") {
-    row.cpu_kernel_isa = prepared->cpu_kernel_isa();
-    // Unstated: a built-in kernel runs what this build compiled; a plugin's build is its own.
-    if (row.cpu_kernel_isa.empty() && plugin_json(planned.cell.mechanism).is_null()) {
-      row.cpu_kernel_isa = build_target_kernel_isa();
+  if (round == 0) {
+    if (backend.name() == "cpu") {
+      row.cpu_kernel_isa = prepared->cpu_kernel_isa();
+      // Unstated: a built-in kernel runs what this build compiled; a plugin's build is its own.
+      if (row.cpu_kernel_isa.empty() && plugin_json(planned.cell.mechanism).is_null()) {
+        row.cpu_kernel_isa = build_target_kernel_isa();
+      }
+    }
+    row.accuracy = prepared->check();
+    if (!row.accuracy.output_finite) {
+      // Timings of a cell whose outputs are NaN/inf say nothing about the mechanism: no samples, no
+      // crossover or timing verdict from this row (the decision sees a failed row).
+      fail_row(row, "non_finite_output",
+               fmt::format("outputs are not finite (NaN or inf) on the first run; max_abs_error {}: the inputs are "
+                           "out of the mechanism's range (e.g. --qk-scale {}) or the kernel is wrong",
+                           row.accuracy.max_abs_error, planned.cell.options.qk_scale));
+      return;
     }
   }
-  row.accuracy = prepared->check();
-  if (!row.accuracy.output_finite) {
-    // Timings of a cell whose outputs are NaN/inf say nothing about the mechanism: no samples, no
-    // crossover or timing verdict from this row (the decision sees a failed row).
-    fail_row(row, "non_finite_output",
-             fmt::format("outputs are not finite (NaN or inf) on the first run; max_abs_error {}: the inputs are "
-                         "out of the mechanism's range (e.g. --qk-scale {}) or the kernel is wrong",
-                         row.accuracy.max_abs_error, planned.cell.options.qk_scale));
-    return;
-  }
-  MeasuredSamples measured = measure_cell(*prepared, backend, workload.warmup, workload.repeats,
-                                          workload.cache_state, report_progress, workload.timing);
-  row.samples_ms = std::move(measured.samples_ms);
-  row.allocations_during_timing = measured.allocations_during_timing;
-  if (!measured.contention_ratios.empty()) row.host_contention = summarize(measured.contention_ratios).median;
-  row.stats = summarize(row.samples_ms);
-  attach_rates(row, ceilings);
-  if (is_cuda_timing(workload.timing.method)) {
+  const std::int64_t samples = samples_in_round(workload.repeats, workload.rounds, round);
+  MeasuredSamples measured = measure_cell(*prepared, backend, workload.warmup, samples, workload.cache_state,
+                                          report_progress, workload.timing);
+  row.samples_ms.insert(row.samples_ms.end(), measured.samples_ms.begin(), measured.samples_ms.end());
+  row.allocations_during_timing += measured.allocations_during_timing;
+  contention.insert(contention.end(), measured.contention_ratios.begin(), measured.contention_ratios.end());
+  if (round + 1 == workload.rounds && is_cuda_timing(workload.timing.method)) {
     row.launch_overhead_ms = measure_launch_overhead_ms(
         *prepared, backend, std::max(workload.timing.steps_per_sample, kLaunchOverheadMinSteps),
         std::min(workload.repeats, kLaunchOverheadMaxSamples));
   }
 }
+
+// The statistics of every sample a row took, over all its rounds.
+void finish_row(Row& row, const std::vector<double>& contention, const Ceilings& ceilings) {
+  if (row.status != RowStatus::ok || row.samples_ms.empty()) return;
+  if (!contention.empty()) row.host_contention = summarize(contention).median;
+  row.stats = summarize(row.samples_ms);
+  attach_rates(row, ceilings);
+}
 }  // namespace
 
 std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backend& backend,
                               const Ceilings& ceilings, const ProgressSink& progress) {
-  std::vector<Row> rows;
   const std::size_t total = plan.cells.size();
-  std::optional<std::string> device_lost;  // a sticky device error fails every later cell
-  for (std::size_t index = 0; index < total; ++index) {
-    const PlannedCell& planned = plan.cells[index];
-    Row row = row_for(planned, workload, backend.name());
-    const std::string name = cell_name(planned);
-    if (device_lost) {
-      fail_row(row, "device_lost", "not run: an earlier cell lost the device (" + *device_lost + ")");
-      rows.push_back(std::move(row));
-      continue;
-    }
-    if (interrupt_requested()) break;  // cells not started are simply absent from the report
-    if (progress) progress(fmt::format("[{}/{}] {}: preparing", index + 1, total, name), true);
-    Allocator& allocator = backend.allocator();
-    allocator.reset_peak();
-    row.device_free_before_bytes = backend.device_free_bytes();
-    auto report_progress = [&](std::int64_t done, std::int64_t all) {
-      if (progress) progress(fmt::format("[{}/{}] {}: {}/{} samples", index + 1, total, name, done, all), true);
-    };
-    try {
-      measure_row(row, planned, workload, backend, ceilings, report_progress);
-      if (progress && row.status == RowStatus::ok) {
-        progress(fmt::format("[{}/{}] {}: median {:.4f} ms, max_rel_error {:.2e}", index + 1, total, name,
-                             row.stats.median, row.accuracy.max_rel_error),
-                 false);
-      } else if (progress) {
-        progress(fmt::format("[{}/{}] {}: FAILED ({}): {}", index + 1, total, name, row.failure_kind, row.reason),
-                 false);
+  std::vector<Row> rows;
+  rows.reserve(total);
+  for (const PlannedCell& planned : plan.cells) rows.push_back(row_for(planned, workload, backend.name()));
+  std::vector<std::vector<double>> contention(total);
+  std::vector<bool> visited(total, false);
+  std::optional<std::string> device_lost;  // a sticky device error fails every later visit
+  bool interrupted = false;
+  const std::int64_t rounds = workload.rounds;
+  for (std::int64_t round = 0; round < rounds && !interrupted; ++round) {
+    for (std::size_t index = 0; index < total; ++index) {
+      const PlannedCell& planned = plan.cells[index];
+      Row& row = rows[index];
+      if (row.status != RowStatus::ok) continue;  // failed in an earlier round: not visited again
+      const std::string name = cell_name(planned);
+      const std::string where =
+          rounds > 1 ? fmt::format("[{}/{}] round {}/{} {}", index + 1, total, round + 1, rounds, name)
+                     : fmt::format("[{}/{}] {}", index + 1, total, name);
+      if (device_lost) {
+        fail_row(row, "device_lost", "not run: an earlier cell lost the device (" + *device_lost + ")");
+        visited[index] = true;
+        continue;
       }
-    } catch (const CellFailure& failure) {
-      // One failing cell does not lose the others: the row records why and the decision sees it.
-      fail_row(row, failure.kind(), failure.what());
-      if (failure.device_lost()) device_lost = failure.what();
-      if (progress) progress(fmt::format("[{}/{}] {}: FAILED ({}): {}", index + 1, total, name, failure.kind(), failure.what()), false);
-    } catch (const std::bad_alloc&) {
-      fail_row(row, "out_of_memory",
-               fmt::format("out of host memory (std::bad_alloc) preparing or running the cell; predicted peak {} bytes",
-                           planned.predicted_peak_bytes));
-      if (progress) progress(fmt::format("[{}/{}] {}: FAILED (out_of_memory)", index + 1, total, name), false);
-    } catch (const std::exception& error) {
-      fail_row(row, "mechanism_error", error.what());
-      if (progress) progress(fmt::format("[{}/{}] {}: FAILED: {}", index + 1, total, name, error.what()), false);
+      if (interrupt_requested()) {  // cells not started are absent from the report
+        interrupted = true;
+        break;
+      }
+      visited[index] = true;
+      if (progress) progress(where + ": preparing", true);
+      Allocator& allocator = backend.allocator();
+      allocator.reset_peak();
+      if (round == 0) row.device_free_before_bytes = backend.device_free_bytes();
+      auto report_progress = [&](std::int64_t done, std::int64_t all) {
+        if (progress) progress(fmt::format("{}: {}/{} samples", where, done, all), true);
+      };
+      try {
+        visit_cell(row, contention[index], planned, workload, backend, round, report_progress);
+        if (row.status != RowStatus::ok) {
+          if (progress) progress(fmt::format("{}: FAILED ({}): {}", where, row.failure_kind, row.reason), false);
+        } else if (progress && round + 1 == rounds) {
+          finish_row(row, contention[index], ceilings);
+          progress(fmt::format("[{}/{}] {}: median {:.4f} ms, max_rel_error {:.2e}", index + 1, total, name,
+                               row.stats.median, row.accuracy.max_rel_error),
+                   false);
+        }
+      } catch (const CellFailure& failure) {
+        // One failing cell does not lose the others: the row records why and the decision sees it.
+        fail_row(row, failure.kind(), failure.what());
+        if (failure.device_lost()) device_lost = failure.what();
+        if (progress) progress(fmt::format("{}: FAILED ({}): {}", where, failure.kind(), failure.what()), false);
+      } catch (const std::bad_alloc&) {
+        fail_row(row, "out_of_memory",
+                 fmt::format("out of host memory (std::bad_alloc) preparing or running the cell; predicted peak {} "
+                             "bytes",
+                             planned.predicted_peak_bytes));
+        if (progress) progress(fmt::format("{}: FAILED (out_of_memory)", where), false);
+      } catch (const std::exception& error) {
+        fail_row(row, "mechanism_error", error.what());
+        if (progress) progress(fmt::format("{}: FAILED: {}", where, error.what()), false);
+      }
+      row.peak_memory_bytes = std::max(row.peak_memory_bytes, allocator.peak_bytes());
+      if (!device_lost) row.device_free_after_bytes = backend.device_free_bytes();
+      if (row.failure_kind == "interrupted") {
+        interrupted = true;
+        break;
+      }
     }
-    row.peak_memory_bytes = allocator.peak_bytes();
-    if (!device_lost) row.device_free_after_bytes = backend.device_free_bytes();
-    const bool interrupted = row.failure_kind == "interrupted";
-    rows.push_back(std::move(row));
-    if (interrupted) break;
   }
-  return rows;
+  std::vector<Row> measured;
+  measured.reserve(total);
+  for (std::size_t index = 0; index < total; ++index) {
+    if (!visited[index]) continue;
+    finish_row(rows[index], contention[index], ceilings);
+    measured.push_back(std::move(rows[index]));
+  }
+  return measured;
 }
 
 }  // namespace arch_bench

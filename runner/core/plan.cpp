@@ -27,6 +27,11 @@ void validate_workload(const Workload& w) {
   if (w.head_dim <= 0) throw UsageError(fmt::format("--head-dim must be positive (got {})", w.head_dim));
   if (w.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0 (got {})", w.warmup));
   if (w.repeats <= 0) throw UsageError(fmt::format("--repeats must be >= 1 (got {}): a cell needs samples", w.repeats));
+  if (w.rounds < 1 || w.rounds > w.repeats) {
+    throw UsageError(fmt::format("--rounds must be between 1 and --repeats ({}): every round takes at least one sample "
+                                 "of every cell (got {})",
+                                 w.repeats, w.rounds));
+  }
   if (w.threads <= 0) throw UsageError(fmt::format("--threads must be positive (got {})", w.threads));
   if (w.phases.empty()) throw UsageError("--phase is empty; use decode, prefill or both");
   for (std::int64_t m : w.features) {

@@ -13,6 +13,10 @@ namespace arch_bench {
 enum class CacheState { cold, hot };
 std::string cache_state_name(CacheState state);
 
+// The samples round `round` (0-based) of `rounds` takes out of `repeats`: an even split, one more
+// for each of the first repeats % rounds rounds. Needs 1 <= rounds <= repeats (validate_workload).
+std::int64_t samples_in_round(std::int64_t repeats, std::int64_t rounds, std::int64_t round);
+
 struct Workload {
   std::vector<std::int64_t> sequence_lengths;
   std::int64_t batch = 1;
@@ -22,6 +26,11 @@ struct Workload {
   std::vector<Phase> phases{Phase::decode};
   std::int64_t warmup = 10;
   std::int64_t repeats = 100;
+  // Passes over the plan that share the repeats: round r visits every cell in plan order (prepare,
+  // warmup, its share of the samples), so each cell's samples span the whole run and a slow spell of
+  // the host (another guest on the core, memory traffic) falls on every cell alike instead of on
+  // whichever cell was running. 1: each cell measured once, start to finish.
+  std::int64_t rounds = 1;
   CacheState cache_state = CacheState::cold;
   TimingPlan timing;  // steady_clock on the CPU; cuda_events[_batched] or cuda_graph on the GPU
   int threads = 1;

@@ -100,11 +100,14 @@ std::string ceilings_line(const json& ceilings) {
 std::string workload_line(const json& workload) {
   std::vector<std::string> lengths;
   for (const json& length : at_or_null(workload, "sequence_lengths")) lengths.push_back(integer_text(length));
-  return fmt::format("L = {} · batch {} · heads {} · head_dim {} · {} · warmup {}, repeats {} · cache {} · {} threads",
+  const json& rounds = at_or_null(workload, "rounds");
+  const std::string rounds_text =
+      rounds.is_number_integer() && rounds.get<std::int64_t>() > 1 ? " in " + integer_text(rounds) + " rounds" : "";
+  return fmt::format("L = {} · batch {} · heads {} · head_dim {} · {} · warmup {}, repeats {}{} · cache {} · {} threads",
                      fmt::join(lengths, ", "), integer_text(at_or_null(workload, "batch")),
                      integer_text(at_or_null(workload, "heads")), integer_text(at_or_null(workload, "head_dim")),
                      t::text(workload, "dtype"), integer_text(at_or_null(workload, "warmup")),
-                     integer_text(at_or_null(workload, "repeats")), t::text(workload, "cache_state"),
+                     integer_text(at_or_null(workload, "repeats")), rounds_text, t::text(workload, "cache_state"),
                      integer_text(at_or_null(workload, "threads")));
 }
 

@@ -9,10 +9,12 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }
 
 void print_run_table(std::FILE* out, const RunReport& report) {
-  fmt::print(out, "\n{} | {} | {} {} | {} cache | backend {}\n", report.identity.mode, report.identity.run_label,
+  const std::string rounds =
+      report.workload.rounds > 1 ? fmt::format(" | {} rounds", report.workload.rounds) : std::string();
+  fmt::print(out, "\n{} | {} | {} {} | {} cache{} | backend {}\n", report.identity.mode, report.identity.run_label,
              dtype_name(report.workload.dtype), fmt::format("B={} H={} d={}", report.workload.batch,
                                                             report.workload.heads, report.workload.head_dim),
-             cache_state_name(report.workload.cache_state), report.backend);
+             cache_state_name(report.workload.cache_state), rounds, report.backend);
   if (report.ceilings) {
     fmt::print(out, "ceilings: memory read {:.1f} GB/s, triad {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s\n",
                report.ceilings->memory_read_gbps, report.ceilings->memory_triad_gbps, report.ceilings->peak_gflops);

@@ -85,6 +85,7 @@ json workload_json(const Workload& w) {
           {"phases", phases},
           {"warmup", w.warmup},
           {"repeats", w.repeats},
+          {"rounds", w.rounds},
           {"cache_state", cache_state_name(w.cache_state)},
           {"threads", w.threads},
           {"seed", w.seed},

@@ -22,7 +22,7 @@ std::int64_t predicted_cost_us(const PlannedCell& planned, const Workload& workl
   const NominalRates rates = nominal_rates(backend);
   double seconds = 0;
   if (planned.mechanism != nullptr) {
-    const double samples = static_cast<double>(workload.warmup + workload.repeats);
+    const double samples = static_cast<double>(workload.warmup * workload.rounds + workload.repeats);
     const double steps = static_cast<double>(std::max<std::int64_t>(1, workload.timing.steps_per_sample));
     seconds += samples * steps * roofline_seconds(planned.mechanism->cost(planned.cell), rates);
     Cell prefill = planned.cell;

@@ -164,6 +164,7 @@ Workload workload_from_report(const json& report, const Mode& mode) {
   for (const json& phase : required(block, "phases")) w.phases.push_back(phase_from(phase.get<std::string>()));
   w.warmup = integer_or(block, "warmup", w.warmup);
   w.repeats = integer_or(block, "repeats", w.repeats);
+  w.rounds = integer_or(block, "rounds", 1);
   w.cache_state = text_or(block, "cache_state", "cold") == "hot" ? CacheState::hot : CacheState::cold;
   w.threads = static_cast<int>(integer_or(block, "threads", w.threads));
   w.seed = required(block, "seed").get<std::uint64_t>();
