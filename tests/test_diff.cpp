@@ -406,6 +406,41 @@ TEST(DiffCompare, ASlowdownUnderDifferentHostContentionIsUnsureNotSlower) {
   EXPECT_EQ(diff_of(unprobed, contended).summary.verdicts.at(Verdict::slower), 4);
 }
 
+// Issue 16: memory-bound rows (>= half the run's read ceiling) measured while the host's memory
+// delivered less are compared at equal bandwidth (time x probe rate). A 20% slowdown under a 20%
+// lower probe is the host's: UNSURE with both numbers. The same slowdown on a compute-bound row,
+// under probes within 5% of each other, or twice as large as the bandwidth explains, stays SLOWER.
+TEST(DiffCompare, AMemoryBoundSlowdownTheBandwidthProbeExplainsIsUnsureNotSlower) {
+  json old_report = make_report();
+  for (json& row : rows_of(old_report)) {
+    row["host_memory_gbps"] = 24.0;
+    row["fraction_of_memory_bandwidth"] = 0.8;
+  }
+  json slower_host = old_report;
+  scale_samples(slower_host, 1.2);
+  for (json& row : rows_of(slower_host)) row["host_memory_gbps"] = 20.0;
+  const DiffResult diff = diff_of(old_report, slower_host);
+  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
+  EXPECT_EQ(diff.summary.exit_code, 0);
+  for (const RowDiff& row : diff.rows) {
+    EXPECT_NE(row.reason.find("memory read 24.0 vs 20.0 GB/s"), std::string::npos) << row.reason;
+    // 1.2 x 20 / 24 = 1: nothing left at equal bandwidth (+0.0% or -0.0% by rounding)
+    EXPECT_NE(row.reason.find("0.0%: the machine changed"), std::string::npos) << row.reason;
+  }
+
+  json compute_bound = slower_host;
+  for (json& row : rows_of(compute_bound)) row["fraction_of_memory_bandwidth"] = 0.1;
+  EXPECT_EQ(diff_of(old_report, compute_bound).summary.verdicts.at(Verdict::slower), 4);
+  json same_bandwidth = slower_host;
+  for (json& row : rows_of(same_bandwidth)) row["host_memory_gbps"] = 23.5;
+  EXPECT_EQ(diff_of(old_report, same_bandwidth).summary.verdicts.at(Verdict::slower), 4);
+  json real_regression = slower_host;
+  scale_samples(real_regression, 1.5);  // 1.8x the old time under a 1.2x slower host: +50% at equal bandwidth
+  const DiffResult regressed = diff_of(old_report, real_regression);
+  EXPECT_EQ(regressed.summary.verdicts.at(Verdict::slower), 4);
+  EXPECT_NE(regressed.rows[0].reason.find("+50% at equal memory bandwidth"), std::string::npos) << regressed.rows[0].reason;
+}
+
 TEST(DiffCompare, FailedRowGetsNoTimingVerdictButAStructuralRegression) {
   const json old_report = make_report();
   json new_report = old_report;

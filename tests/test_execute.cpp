@@ -170,6 +170,24 @@ TEST(Execute, RowsRecordTheirTimingPlanAndNoLaunchOverheadOnTheCpu) {
   EXPECT_FALSE(rows[0].device_free_before_bytes.has_value());
 }
 
+// The host probes of a CPU row: the contention probe always, the memory probe only when the cache is
+// cold (its reads would evict part of a hot cell's working set).
+TEST(Execute, ColdCpuRowsRecordTheHostMemoryProbeAndHotRowsDoNot) {
+  const ScriptedMechanism mechanism([](std::int64_t) { return Script::ok; });
+  CpuBackend backend;
+  Workload cold = small_workload();
+  cold.cache_state = CacheState::cold;
+  const std::vector<Row> cold_rows = execute_plan(plan_for(mechanism, {1}), cold, backend, Ceilings{}, {});
+  ASSERT_EQ(cold_rows.size(), 1u);
+  ASSERT_TRUE(cold_rows[0].host_memory_gbps.has_value());
+  EXPECT_GT(*cold_rows[0].host_memory_gbps, 0.0);
+  EXPECT_TRUE(std::isfinite(*cold_rows[0].host_memory_gbps));
+  EXPECT_TRUE(cold_rows[0].host_contention.has_value());
+  const std::vector<Row> hot_rows = execute_plan(plan_for(mechanism, {1}), small_workload(), backend, Ceilings{}, {});
+  EXPECT_FALSE(hot_rows[0].host_memory_gbps.has_value());
+  EXPECT_TRUE(hot_rows[0].host_contention.has_value());
+}
+
 TEST(Execute, RoundsSplitTheRepeatsEvenlyTheRemainderToTheFirstRounds) {
   EXPECT_EQ(samples_in_round(7, 3, 0), 3);
   EXPECT_EQ(samples_in_round(7, 3, 1), 2);

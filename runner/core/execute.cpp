@@ -66,7 +66,12 @@ void fail_row(Row& row, std::string kind, std::string reason) {
 // first round the fp64 check (a cell with NaN/inf outputs fails and is not visited again), warmup
 // and this round's share of the samples, appended to the row. The last round also measures the
 // launch overhead (CUDA) while the cell is still prepared.
-void visit_cell(Row& row, std::vector<double>& contention, const PlannedCell& planned, const Workload& workload,
+// The per-sample host probes of one row, over all its rounds.
+struct HostProbes {
+  std::vector<double> contention, memory_gbps;
+};
+
+void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const Workload& workload,
                 Backend& backend, std::int64_t round, const SampleProgress& report_progress) {
   auto prepared = planned.mechanism->prepare(planned.cell, workload.seed, backend);
   prepared->run();
@@ -94,7 +99,9 @@ void visit_cell(Row& row, std::vector<double>& contention, const PlannedCell& pl
                                           report_progress, workload.timing);
   row.samples_ms.insert(row.samples_ms.end(), measured.samples_ms.begin(), measured.samples_ms.end());
   row.allocations_during_timing += measured.allocations_during_timing;
-  contention.insert(contention.end(), measured.contention_ratios.begin(), measured.contention_ratios.end());
+  probes.contention.insert(probes.contention.end(), measured.contention_ratios.begin(),
+                           measured.contention_ratios.end());
+  probes.memory_gbps.insert(probes.memory_gbps.end(), measured.memory_gbps.begin(), measured.memory_gbps.end());
   if (round + 1 == workload.rounds && is_cuda_timing(workload.timing.method)) {
     row.launch_overhead_ms = measure_launch_overhead_ms(
         *prepared, backend, std::max(workload.timing.steps_per_sample, kLaunchOverheadMinSteps),
@@ -103,9 +110,10 @@ void visit_cell(Row& row, std::vector<double>& contention, const PlannedCell& pl
 }
 
 // The statistics of every sample a row took, over all its rounds.
-void finish_row(Row& row, const std::vector<double>& contention, const Ceilings& ceilings) {
+void finish_row(Row& row, const HostProbes& probes, const Ceilings& ceilings) {
   if (row.status != RowStatus::ok || row.samples_ms.empty()) return;
-  if (!contention.empty()) row.host_contention = summarize(contention).median;
+  if (!probes.contention.empty()) row.host_contention = summarize(probes.contention).median;
+  if (!probes.memory_gbps.empty()) row.host_memory_gbps = summarize(probes.memory_gbps).median;
   row.stats = summarize(row.samples_ms);
   attach_rates(row, ceilings);
 }
@@ -117,7 +125,7 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
   std::vector<Row> rows;
   rows.reserve(total);
   for (const PlannedCell& planned : plan.cells) rows.push_back(row_for(planned, workload, backend.name()));
-  std::vector<std::vector<double>> contention(total);
+  std::vector<HostProbes> probes(total);
   std::vector<bool> visited(total, false);
   std::optional<std::string> device_lost;  // a sticky device error fails every later visit
   bool interrupted = false;
@@ -149,11 +157,11 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
         if (progress) progress(fmt::format("{}: {}/{} samples", where, done, all), true);
       };
       try {
-        visit_cell(row, contention[index], planned, workload, backend, round, report_progress);
+        visit_cell(row, probes[index], planned, workload, backend, round, report_progress);
         if (row.status != RowStatus::ok) {
           if (progress) progress(fmt::format("{}: FAILED ({}): {}", where, row.failure_kind, row.reason), false);
         } else if (progress && round + 1 == rounds) {
-          finish_row(row, contention[index], ceilings);
+          finish_row(row, probes[index], ceilings);
           progress(fmt::format("[{}/{}] {}: median {:.4f} ms, max_rel_error {:.2e}", index + 1, total, name,
                                row.stats.median, row.accuracy.max_rel_error),
                    false);
@@ -185,7 +193,7 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
   measured.reserve(total);
   for (std::size_t index = 0; index < total; ++index) {
     if (!visited[index]) continue;
-    finish_row(rows[index], contention[index], ceilings);
+    finish_row(rows[index], probes[index], ceilings);
     measured.push_back(std::move(rows[index]));
   }
   return measured;

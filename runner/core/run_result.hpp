@@ -48,6 +48,9 @@ struct Row {
   std::optional<std::int64_t> device_free_before_bytes, device_free_after_bytes;
   SampleStats stats;               // of samples_ms
 
+  // CPU, cold cache: median over the samples of the host's memory read rate just before each
+  // (runner/measure/memory_probe.hpp), GB/s.
+  std::optional<double> host_memory_gbps;
   std::int64_t peak_memory_bytes = 0;          // tracked allocator peak during the cell
   std::int64_t allocations_during_timing = 0;  // allocator calls inside warmup + repeats
   // CPU: median of host_contention_ratio() over the samples (~1 on a core of its own; ~1.5 when the

@@ -46,10 +46,50 @@ std::optional<double> median_of(const nlohmann::json& row) {
 // differently (an uncontended core reads ~1, a shared one ~1.5).
 constexpr double kContentionDifference = 1.2;
 
-std::optional<double> contention_of(const nlohmann::json& row) {
-  const auto found = row.find("host_contention");
+// Rows that ran at half the run's read ceiling or more are bound by memory bandwidth: their time
+// follows what the host's memory delivers, which drifts on a shared host (memory_probe.hpp).
+constexpr double kMemoryBoundFraction = 0.5;
+// Memory probes further apart than this factor saw two different bandwidths (on a steady host the
+// median probe of a row repeats within ~2%).
+constexpr double kMemoryDifference = 1.05;
+
+std::optional<double> number_in(const nlohmann::json& row, const char* key) {
+  const auto found = row.find(key);
   if (found == row.end() || !found->is_number()) return std::nullopt;
   return found->get<double>();
+}
+
+bool memory_bound(const nlohmann::json& row) {
+  const std::optional<double> fraction = number_in(row, "fraction_of_memory_bandwidth");
+  return fraction && *fraction >= kMemoryBoundFraction;
+}
+
+// A timing change of two memory-bound rows measured under different host memory bandwidth is judged
+// at equal bandwidth (time x probe rate, the bytes a row's time is worth): when that change is below
+// the minimum effect, the host explains it and the verdict is UNSURE; otherwise the verdict stands and
+// the reason gives the change at equal bandwidth too.
+void judge_at_equal_bandwidth(RowDiff& row, const RowPair& pair, const DiffSettings& settings) {
+  if (row.timing.verdict != Verdict::slower && row.timing.verdict != Verdict::faster) return;
+  const std::optional<double> old_gbps = number_in(*pair.old_row, "host_memory_gbps"),
+                              new_gbps = number_in(*pair.new_row, "host_memory_gbps");
+  if (!old_gbps || !new_gbps || *old_gbps <= 0 || *new_gbps <= 0 || !row.timing.old_median_ms ||
+      !row.timing.new_median_ms || *row.timing.old_median_ms <= 0) {
+    return;
+  }
+  if (!memory_bound(*pair.old_row) || !memory_bound(*pair.new_row)) return;
+  if (std::max(*old_gbps, *new_gbps) <= kMemoryDifference * std::min(*old_gbps, *new_gbps)) return;
+  const double at_equal_bandwidth =
+      (*row.timing.new_median_ms * *new_gbps) / (*row.timing.old_median_ms * *old_gbps) - 1.0;
+  const std::string probes = fmt::format("the host's memory read {:.1f} vs {:.1f} GB/s (probe)", *old_gbps, *new_gbps);
+  if (std::fabs(at_equal_bandwidth) < settings.timing.min_effect) {
+    row.timing.reason = fmt::format("{} by {:+.0f}%, but {}; at equal bandwidth the change is {:+.1f}%: the machine "
+                                    "changed, not necessarily the kernel",
+                                    *row.timing.change > 0 ? "slower" : "faster", 100 * *row.timing.change, probes,
+                                    100 * at_equal_bandwidth);
+    row.timing.verdict = Verdict::unsure;
+  } else {
+    row.timing.reason += fmt::format("; {:+.0f}% at equal memory bandwidth ({})", 100 * at_equal_bandwidth, probes);
+  }
 }
 
 RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
@@ -83,7 +123,8 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
   }
   // A timing change between rows whose cores were contended differently is the host's, not the
   // kernel's (runner/measure/contention.hpp): reported, but not as a regression or improvement.
-  const std::optional<double> old_contention = contention_of(*pair.old_row), new_contention = contention_of(*pair.new_row);
+  const std::optional<double> old_contention = number_in(*pair.old_row, "host_contention"),
+                              new_contention = number_in(*pair.new_row, "host_contention");
   if ((row.timing.verdict == Verdict::slower || row.timing.verdict == Verdict::faster) && old_contention &&
       new_contention &&
       std::max(*old_contention, *new_contention) > kContentionDifference * std::min(*old_contention, *new_contention)) {
@@ -93,6 +134,7 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
                                     *row.timing.change > 0 ? "slower" : "faster", 100 * *row.timing.change,
                                     *old_contention, *new_contention);
   }
+  judge_at_equal_bandwidth(row, pair, settings);
   row.verdict = row.timing.verdict;
   row.reason = row.timing.reason;
   return row;

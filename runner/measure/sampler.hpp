@@ -18,6 +18,9 @@ struct MeasuredSamples {
   std::int64_t allocations_during_timing = 0;
   // CPU backend: host_contention_ratio() taken just before each timed sample (empty otherwise).
   std::vector<double> contention_ratios;
+  // CPU backend, cold cache: MemoryProbe::read_gbps() taken just before each timed sample (empty
+  // otherwise: the probe's reads would evict part of a hot cell's working set).
+  std::vector<double> memory_gbps;
 };
 
 // Reports (calls of run() done, warmup + repeats) every tenth of the way and at the end.

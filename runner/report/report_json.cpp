@@ -160,6 +160,7 @@ json to_json(const Row& row) {
               {"peak_memory_mb", row.peak_memory_bytes / kMiB},
               {"allocations_during_timing", row.allocations_during_timing},
               {"host_contention", row.host_contention ? finite_or_null(*row.host_contention) : json(nullptr)},
+              {"host_memory_gbps", row.host_memory_gbps ? finite_or_null(*row.host_memory_gbps) : json(nullptr)},
               {"cpu_kernel_isa", row.cpu_kernel_isa.empty() ? json(nullptr) : json(row.cpu_kernel_isa)},
               {"output_finite", row.accuracy.output_finite},
               {"max_abs_error", finite_or_null(row.accuracy.max_abs_error)},
