@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "mechanisms/common/checked_size.hpp"
+#include "mechanisms/common/cpu_isa.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/signals.hpp"
 #include "runner/core/errors.hpp"
@@ -49,6 +51,16 @@ std::vector<std::string> with_default_subcommand(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace arch_bench;
+  // Before anything else runs: a binary built for another CPU (-march=native on a newer machine)
+  // stops here with the reason instead of dying of SIGILL in a kernel.
+  if (const std::vector<std::string> missing = build_isa_features_missing_here(); !missing.empty()) {
+    fmt::print(stderr,
+               "error: this arch-bench was compiled for a CPU with {} ({}), which this CPU lacks: {}. Rebuild it on "
+               "this machine, or configure with -DARCH_BENCH_NATIVE=OFF for a binary that runs on any x86-64 "
+               "(softmax_kv's kernels still dispatch to AVX2 at run time there)\n",
+               fmt::join(build_isa_features(), ", "), build_isa_name(), fmt::join(missing, ", "));
+    return 2;
+  }
   run_with_bounded_omp_spin(argv);
   CLI::App app{
       "arch-bench: measures what a sequence-mixing mechanism costs per token (time, state bytes, peak memory) "

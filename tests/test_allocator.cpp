@@ -100,5 +100,22 @@ TEST(Allocator, CpuBuffersAreCacheLineAligned) {
   }
 }
 
+// Buffers of 2 MiB and more start on a 2 MiB boundary (so that the whole of each can be a
+// transparent huge page), are counted at the size asked for, and are fully writable.
+TEST(Allocator, LargeCpuBuffersAreHugePageAlignedAndCountedAtTheirSize) {
+  CpuBackend backend;
+  Allocator& allocator = backend.allocator();
+  for (std::size_t bytes : {std::size_t{2} << 20, (std::size_t{3} << 20) + 4, std::size_t{16} << 20}) {
+    const std::size_t count = bytes / sizeof(float);
+    Buffer<float> buffer(allocator, count);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer.data()) % (std::size_t{2} << 20), 0u) << bytes;
+    EXPECT_EQ(allocator.current_bytes(), static_cast<std::int64_t>(count * sizeof(float))) << bytes;
+    buffer.data()[0] = 1.0f;
+    buffer.data()[count - 1] = 2.0f;
+    EXPECT_EQ(buffer.data()[count - 1], 2.0f);
+  }
+  EXPECT_EQ(allocator.current_bytes(), 0);
+}
+
 }  // namespace
 }  // namespace arch_bench

@@ -55,6 +55,89 @@ std::string dispatched_kernel_isa(CpuIsa isa) {
   return std::string(cpu_isa_name(isa)) + " (run-time dispatch)";
 }
 
+std::vector<std::string> build_isa_features() {
+  std::vector<std::string> features;
+  // Only names __builtin_cpu_supports knows, so each can be checked on the running CPU.
+#if defined(__SSE4_2__)
+  features.push_back("sse4.2");
+#endif
+#if defined(__POPCNT__)
+  features.push_back("popcnt");
+#endif
+#if defined(__AVX__)
+  features.push_back("avx");
+#endif
+#if defined(__AVX2__)
+  features.push_back("avx2");
+#endif
+#if defined(__FMA__)
+  features.push_back("fma");
+#endif
+#if defined(__BMI__)
+  features.push_back("bmi");
+#endif
+#if defined(__BMI2__)
+  features.push_back("bmi2");
+#endif
+#if defined(__AVX512F__)
+  features.push_back("avx512f");
+#endif
+#if defined(__AVX512VL__)
+  features.push_back("avx512vl");
+#endif
+#if defined(__AVX512BW__)
+  features.push_back("avx512bw");
+#endif
+#if defined(__AVX512DQ__)
+  features.push_back("avx512dq");
+#endif
+#if defined(__AVX512VNNI__)
+  features.push_back("avx512vnni");
+#endif
+#if defined(__AVX512BF16__)
+  features.push_back("avx512bf16");
+#endif
+  return features;
+}
+
+std::vector<std::string> missing_isa_features(const std::vector<std::string>& features,
+                                              const std::function<bool(const std::string&)>& supported) {
+  std::vector<std::string> missing;
+  for (const std::string& feature : features) {
+    if (!supported(feature)) missing.push_back(feature);
+  }
+  return missing;
+}
+
+namespace {
+bool running_cpu_supports(const std::string& feature) {
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports wants a string literal, so each name the build can list is spelled out.
+  static const std::vector<std::pair<std::string, bool>> known = {
+      {"sse4.2", __builtin_cpu_supports("sse4.2") != 0},   {"popcnt", __builtin_cpu_supports("popcnt") != 0},
+      {"avx", __builtin_cpu_supports("avx") != 0},         {"avx2", __builtin_cpu_supports("avx2") != 0},
+      {"fma", __builtin_cpu_supports("fma") != 0},         {"bmi", __builtin_cpu_supports("bmi") != 0},
+      {"bmi2", __builtin_cpu_supports("bmi2") != 0},       {"avx512f", __builtin_cpu_supports("avx512f") != 0},
+      {"avx512vl", __builtin_cpu_supports("avx512vl") != 0}, {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},
+      {"avx512dq", __builtin_cpu_supports("avx512dq") != 0},
+      {"avx512vnni", __builtin_cpu_supports("avx512vnni") != 0},
+      {"avx512bf16", __builtin_cpu_supports("avx512bf16") != 0},
+  };
+  for (const auto& [name, present] : known) {
+    if (name == feature) return present;
+  }
+  return false;
+#else
+  (void)feature;
+  return false;
+#endif
+}
+}  // namespace
+
+std::vector<std::string> build_isa_features_missing_here() {
+  return missing_isa_features(build_isa_features(), running_cpu_supports);
+}
+
 std::string build_target_kernel_isa() { return std::string(build_isa_name()) + " (build target, compiler-vectorised)"; }
 
 CpuIsa cpu_isa() {

@@ -3,9 +3,11 @@
 // -march=native, but a kernel written for one ISA is only entered when the running CPU has it,
 // so results stay correct on any x86-64 machine; the portable (compiler-vectorised) kernels are
 // the fallback everywhere else.
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace arch_bench {
 
@@ -29,5 +31,18 @@ const char* build_isa_name();
 // kernel set entered at run time, "<build isa> (build target, compiler-vectorised)" otherwise.
 std::string dispatched_kernel_isa(CpuIsa isa);
 std::string build_target_kernel_isa();
+
+// The instruction-set extensions this build's code was compiled to use (from the compiler's target
+// macros: with ARCH_BENCH_NATIVE, those of the build machine), e.g. {"avx", "avx2", "fma", "bmi2"}.
+std::vector<std::string> build_isa_features();
+
+// Those of `features` that `supported` says the running CPU lacks, in order.
+std::vector<std::string> missing_isa_features(const std::vector<std::string>& features,
+                                              const std::function<bool(const std::string&)>& supported);
+
+// The build's features this CPU lacks (empty when it can run everything the build compiled). A
+// -march=native binary copied to an older CPU would otherwise die of SIGILL in the first kernel,
+// or worse, in the middle of a run; main() refuses to start instead, naming the features.
+std::vector<std::string> build_isa_features_missing_here();
 
 }  // namespace arch_bench

@@ -114,6 +114,16 @@ bool cpu_flag_present(const std::string& flag) {
   return false;
 }
 
+// The bracketed word of /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise] never"), or
+// null where the file is absent.
+nlohmann::json transparent_hugepage_mode() {
+  const auto line = read_first_line("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (!line) return nullptr;
+  const std::size_t open = line->find('['), close = line->find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return *line;
+  return line->substr(open + 1, close - open - 1);
+}
+
 std::string operating_system() {
   utsname name{};
   if (uname(&name) != 0) return "unknown";
@@ -142,6 +152,11 @@ nlohmann::json host_facts() {
       {"frequency_governor", governor ? nlohmann::json(*governor) : nlohmann::json(nullptr)},
       // Under a hypervisor, cores and memory bandwidth may be shared with other guests.
       {"hypervisor", cpu_flag_present("hypervisor")},
+      // The kernel's THP mode: with "always" or "madvise" the harness's buffers of 2 MiB and more are
+      // backed by huge pages (cpu_backend.cpp); with "never" they are 4 KiB pages and large cells pay
+      // TLB misses.
+      {"transparent_hugepages", transparent_hugepage_mode()},
+      {"huge_page_buffers", "buffers of 2 MiB and more: 2 MiB-aligned, madvise(MADV_HUGEPAGE), touched at allocation"},
   };
 }
 
