@@ -1,9 +1,6 @@
 #include "runner/measure/contention.hpp"
 
-#include <algorithm>
 #include <chrono>
-
-#include <omp.h>
 
 namespace arch_bench {
 
@@ -49,14 +46,6 @@ double host_contention_ratio() {
   const double throughput = seconds([&] { return independent_chains(m, c); }, sink);
   g_addend = g_addend + sink * 0.0f;  // keeps both results live
   return latency > 0.0 ? throughput / latency : 1.0;
-}
-
-double host_contention_ratio(int threads) {
-  if (threads <= 1) return host_contention_ratio();
-  double largest = 0.0;
-#pragma omp parallel num_threads(threads) reduction(max : largest)
-  largest = std::max(largest, host_contention_ratio());
-  return largest;
 }
 
 }  // namespace arch_bench

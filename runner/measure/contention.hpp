@@ -15,8 +15,4 @@ namespace arch_bench {
 // bandwidth is shared reads more (1.45-1.55 measured in the slow mode here).
 double host_contention_ratio();
 
-// host_contention_ratio() on each of `threads` OpenMP threads at once, the largest: a sample split
-// over the team waits for its slowest thread, so the most contended vCPU is the one that counts.
-double host_contention_ratio(int threads);
-
 }  // namespace arch_bench

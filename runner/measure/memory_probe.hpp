@@ -5,10 +5,9 @@
 // memory-bound cell's time follows it: two back-to-back runs of one binary differed by up to 28% on
 // softmax_kv decode. A 512 KiB buffer, flushed from every cache and read back by one thread, tracks
 // the rate a 16 MiB read gets at the same moment (probe / 16 MiB read stayed at 1.04-1.08 while
-// both drifted), in ~30 us. The sampler runs it before every cold CPU sample, on every thread of the
-// team at once (a sample's threads share the memory, and any one of their vCPUs may be the slow
-// one), so each row says what bandwidth it was measured under and `arch-bench diff` can tell a
-// slower kernel from a slower host.
+// both drifted), in ~30 us. The sampler runs it before every cold CPU sample, so each row says what
+// bandwidth it was measured under and `arch-bench diff` can tell a slower kernel from a slower host.
+// It runs on the calling thread only: no parallel region of its own next to the timed one.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,17 +16,15 @@ namespace arch_bench {
 
 class MemoryProbe {
  public:
-  static constexpr std::size_t kBytesPerThread = 512 * 1024;
-  explicit MemoryProbe(int threads);
-  // Each of the `threads` OpenMP threads flushes its own 512 KiB (clflush), then all read theirs
-  // at once: GB/s = all the bytes / the slowest thread's read time.
+  static constexpr std::size_t kBytes = 512 * 1024;
+  MemoryProbe();
+  // Flushes the probe buffer from every cache (clflush), then times one streaming read of it: GB/s.
   double read_gbps();
 
  private:
   struct FreeDeleter {
     void operator()(void* p) const noexcept;
   };
-  int threads_;
   std::unique_ptr<std::uint64_t[], FreeDeleter> words_;
 };
 

@@ -5,7 +5,6 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
@@ -76,12 +75,13 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   if (probe_contention) measured.contention_ratios.reserve(static_cast<std::size_t>(repeats));
   std::optional<MemoryProbe> memory_probe;
   if (probe_contention && cache == CacheState::cold) {
-    memory_probe.emplace(omp_get_max_threads());
+    memory_probe.emplace();
     measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
   }
   for (std::int64_t i = 0; i < repeats; ++i) {
     stop_if_interrupted(done, total);
-    // Before the eviction: the probe's own lines then leave the caches with the cell's.
+    // Before the eviction, so that whatever the probe's read displaced, the cell's buffers are then
+    // flushed as always.
     if (memory_probe) measured.memory_gbps.push_back(memory_probe->read_gbps());
     if (cache == CacheState::cold) {
       // Asked for every sample rather than once: a cell may reallocate a buffer inside run(),
@@ -90,7 +90,7 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
       backend.evict(buffers);
     }
     // Registers only: it neither warms nor evicts the cell's buffers.
-    if (probe_contention) measured.contention_ratios.push_back(host_contention_ratio(omp_get_max_threads()));
+    if (probe_contention) measured.contention_ratios.push_back(host_contention_ratio());
     measured.samples_ms.push_back(timer->sample_ms() / steps);
     ticker.tick(++done);
   }
