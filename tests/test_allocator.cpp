@@ -1,7 +1,9 @@
 // Allocator accounting through Buffer: what a report's peak memory and "allocations during timing"
 // rest on.
+#include <algorithm>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -100,20 +102,31 @@ TEST(Allocator, CpuBuffersAreCacheLineAligned) {
   }
 }
 
-// Buffers of 2 MiB and more start on a 2 MiB boundary (so that the whole of each can be a
-// transparent huge page), are counted at the size asked for, and are fully writable.
-TEST(Allocator, LargeCpuBuffersAreHugePageAlignedAndCountedAtTheirSize) {
+// Buffers of 2 MiB and more lie in whole huge pages, each at its own offset modulo 4 KiB (so that
+// row t of several streamed buffers never shares its low 12 address bits: 4K aliasing), stay
+// cache-line aligned, are counted at the size asked for, and are fully writable.
+TEST(Allocator, LargeCpuBuffersAreCacheLineAlignedAtDistinctOffsetsModulo4KiB) {
   CpuBackend backend;
   Allocator& allocator = backend.allocator();
-  for (std::size_t bytes : {std::size_t{2} << 20, (std::size_t{3} << 20) + 4, std::size_t{16} << 20}) {
+  std::vector<Buffer<float>> buffers;
+  std::vector<std::uintptr_t> offsets;
+  std::int64_t bytes_live = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::size_t bytes = (std::size_t{2} << 20) + static_cast<std::size_t>(i) * 4096 * 3;
     const std::size_t count = bytes / sizeof(float);
-    Buffer<float> buffer(allocator, count);
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer.data()) % (std::size_t{2} << 20), 0u) << bytes;
-    EXPECT_EQ(allocator.current_bytes(), static_cast<std::int64_t>(count * sizeof(float))) << bytes;
-    buffer.data()[0] = 1.0f;
-    buffer.data()[count - 1] = 2.0f;
-    EXPECT_EQ(buffer.data()[count - 1], 2.0f);
+    buffers.emplace_back(allocator, count);
+    bytes_live += static_cast<std::int64_t>(count * sizeof(float));
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(buffers.back().data());
+    EXPECT_EQ(address % 64, 0u) << i;
+    offsets.push_back(address % 4096);
+    buffers.back().data()[0] = 1.0f;
+    buffers.back().data()[count - 1] = 2.0f;
+    EXPECT_EQ(buffers.back().data()[count - 1], 2.0f);
   }
+  EXPECT_EQ(allocator.current_bytes(), bytes_live);
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end()) << "two buffers alias modulo 4 KiB";
+  buffers.clear();
   EXPECT_EQ(allocator.current_bytes(), 0);
 }
 

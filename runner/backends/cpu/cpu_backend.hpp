@@ -1,6 +1,8 @@
 #pragma once
 // The CPU backend: 64-byte aligned host buffers with byte accounting, steady_clock timing and
 // cache-line flushes for cold samples.
+#include <cstddef>
+
 #include "runner/backends/backend.hpp"
 
 namespace arch_bench {
@@ -9,6 +11,9 @@ class HostAllocator final : public Allocator {
  protected:
   void* raw_allocate(std::size_t bytes) override;
   void raw_deallocate(void* pointer, std::size_t bytes) noexcept override;
+
+ private:
+  std::size_t next_color_ = 0;  // the offset into its first huge page of the next large buffer
 };
 
 class CpuBackend final : public Backend {

@@ -156,7 +156,7 @@ nlohmann::json host_facts() {
       // backed by huge pages (cpu_backend.cpp); with "never" they are 4 KiB pages and large cells pay
       // TLB misses.
       {"transparent_hugepages", transparent_hugepage_mode()},
-      {"huge_page_buffers", "buffers of 2 MiB and more: 2 MiB-aligned, madvise(MADV_HUGEPAGE), touched at allocation"},
+      {"huge_page_buffers", "buffers of 2 MiB and more: in whole 2 MiB pages, madvise(MADV_HUGEPAGE), touched at allocation, each at its own 256-byte multiple into its first page"},
   };
 }
 
