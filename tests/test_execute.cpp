@@ -229,12 +229,18 @@ TEST(Execute, RoundsVisitEveryCellInPlanOrderAndEachRowHoldsAllItsRepeats) {
   }
 }
 
-TEST(Execute, ACellThatFailsInALaterRoundLosesItsSamplesAndIsNotVisitedAgain) {
-  int visits_of_two = 0;
-  const ScriptedMechanism mechanism([&](std::int64_t length) {
+// A script under which the cell of length 2 does `second` on its second visit (round 2) and every
+// other visit is ok.
+std::function<Script(std::int64_t)> on_second_visit_of_length_two(Script second) {
+  auto visits = std::make_shared<int>(0);
+  return [visits, second](std::int64_t length) {
     if (length != 2) return Script::ok;
-    return ++visits_of_two == 2 ? Script::out_of_memory : Script::ok;
-  });
+    return ++*visits == 2 ? second : Script::ok;
+  };
+}
+
+TEST(Execute, ACellThatFailsInALaterRoundLosesItsSamplesAndIsNotVisitedAgain) {
+  const ScriptedMechanism mechanism(on_second_visit_of_length_two(Script::out_of_memory));
   CpuBackend backend;
   const std::vector<Row> rows = execute_plan(plan_for(mechanism, {1, 2}), rounds_workload(3, 6), backend, Ceilings{}, {});
   EXPECT_EQ(mechanism.visits, (std::vector<std::int64_t>{1, 2, 1, 2, 1}));
@@ -246,11 +252,7 @@ TEST(Execute, ACellThatFailsInALaterRoundLosesItsSamplesAndIsNotVisitedAgain) {
 }
 
 TEST(Execute, AnInterruptInALaterRoundKeepsTheEarlierRoundsRows) {
-  int visits_of_two = 0;
-  const ScriptedMechanism mechanism([&](std::int64_t length) {
-    if (length != 2) return Script::ok;
-    return ++visits_of_two == 2 ? Script::interrupt_in_run : Script::ok;
-  });
+  const ScriptedMechanism mechanism(on_second_visit_of_length_two(Script::interrupt_in_run));
   CpuBackend backend;
   const std::vector<Row> rows = execute_plan(plan_for(mechanism, {1, 2, 3}), rounds_workload(2, 4), backend, Ceilings{}, {});
   clear_interrupt();
