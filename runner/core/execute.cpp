@@ -62,15 +62,15 @@ void fail_row(Row& row, std::string kind, std::string reason) {
   row.launch_overhead_ms.reset();
 }
 
-// One visit of a cell in round `round` of workload.rounds: prepare, one untimed run, then in the
-// first round the fp64 check (a cell with NaN/inf outputs fails and is not visited again), warmup
-// and this round's share of the samples, appended to the row. The last round also measures the
-// launch overhead (CUDA) while the cell is still prepared.
 // The per-sample host probes of one row, over all its rounds.
 struct HostProbes {
   std::vector<double> contention, memory_gbps;
 };
 
+// One visit of a cell in round `round` of workload.rounds: prepare, one untimed run, then in the
+// first round the fp64 check (a cell with NaN/inf outputs fails and is not visited again), warmup
+// and this round's share of the samples, appended to the row. The last round also measures the
+// launch overhead (CUDA) while the cell is still prepared.
 void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const Workload& workload,
                 Backend& backend, std::int64_t round, const SampleProgress& report_progress) {
   auto prepared = planned.mechanism->prepare(planned.cell, workload.seed, backend);
