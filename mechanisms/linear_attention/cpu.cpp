@@ -80,38 +80,60 @@ struct TokenRows {
   float* numerator;
 };
 
+// One token's rows: phi(q), phi(k) and v in fp32, the normalizer z advanced by phi(k) in place;
+// returns 1 / phi(q).z, the output scale.
 template <class T>
-void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, const T* v,
-                     float* state, float* normalizer, T* out) {
+float prepare_token(const LinearAttentionShape& shape, const T* q, const T* k, const T* v, float* normalizer,
+                    const TokenRows& token) {
   const std::int64_t dk = shape.dk, dv = shape.dv;
-  alignas(64) float phi_q[kMaxDim], phi_k[kMaxDim], value[kMaxDim];
-  alignas(64) float numerator[kMaxDim];
-  map_row(shape.map, q, dk, phi_q);
-  map_row(shape.map, k, dk, phi_k);
-  for (std::int64_t j = 0; j < dv; ++j) value[j] = to_float(v[j]);
+  map_row(shape.map, q, dk, token.phi_q);
+  map_row(shape.map, k, dk, token.phi_k);
+  for (std::int64_t j = 0; j < dv; ++j) token.value[j] = to_float(v[j]);
+  const float* phi_q = token.phi_q;
+  const float* phi_k = token.phi_k;
   float denominator = 0.0f;
 #pragma omp simd reduction(+ : denominator)
   for (std::int64_t i = 0; i < dk; ++i) {
     normalizer[i] += phi_k[i];
     denominator += phi_q[i] * normalizer[i];
   }
+  return 1.0f / denominator;
+}
+
+// Columns [j0, dv) of one token's step, one at a time: the head widths that are not a multiple of 8.
+inline void update_tail_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, const TokenRows& token,
+                                float* state) {
+  if (j0 >= dv) return;
+  float* numerator = token.numerator;
+  std::fill(numerator + j0, numerator + dv, 0.0f);
+  for (std::int64_t i = 0; i < dk; ++i) {
+    float* row = state + i * dv;
+    const float a = token.phi_k[i], b = token.phi_q[i];
+    for (std::int64_t j = j0; j < dv; ++j) {
+      row[j] += a * token.value[j];
+      numerator[j] += b * row[j];
+    }
+  }
+}
+
+template <class T>
+void write_token(std::int64_t dv, const float* numerator, float inverse, T* out) {
+  for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
+}
+
+template <class T>
+void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, const T* v,
+                     float* state, float* normalizer, T* out) {
+  const std::int64_t dk = shape.dk, dv = shape.dv;
+  alignas(64) float phi_q[kMaxDim], phi_k[kMaxDim], value[kMaxDim], numerator[kMaxDim];
+  const TokenRows token{phi_q, phi_k, value, numerator};
+  const float inverse = prepare_token(shape, q, k, v, normalizer, token);
   // One pass over S: each row slice is updated and immediately read back for the output.
   std::int64_t j0 = 0;
   for (; j0 + 4 * kFloat8Lanes <= dv; j0 += 4 * kFloat8Lanes) update_columns<4>(dk, dv, j0, phi_q, phi_k, value, state, numerator);
   for (; j0 + kFloat8Lanes <= dv; j0 += kFloat8Lanes) update_columns<1>(dk, dv, j0, phi_q, phi_k, value, state, numerator);
-  if (j0 < dv) {
-    std::fill(numerator + j0, numerator + dv, 0.0f);
-    for (std::int64_t i = 0; i < dk; ++i) {
-      float* row = state + i * dv;
-      const float a = phi_k[i], b = phi_q[i];
-      for (std::int64_t j = j0; j < dv; ++j) {
-        row[j] += a * value[j];
-        numerator[j] += b * row[j];
-      }
-    }
-  }
-  const float inverse = 1.0f / denominator;
-  for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
+  update_tail_columns(dk, dv, j0, token, state);
+  write_token(dv, numerator, inverse, out);
 }
 
 // Two consecutive tokens of one head, columns [j0, j0 + 8 kVectors): the state slice is loaded once,
@@ -157,37 +179,15 @@ void decode_two_tokens(const LinearAttentionShape& shape, const T* q, const T* k
   float inverse[2];
   for (int r = 0; r < 2; ++r) {
     rows[r] = {buffers[r][0], buffers[r][1], buffers[r][2], buffers[r][3]};
-    map_row(shape.map, q + r * dk, dk, rows[r].phi_q);
-    map_row(shape.map, k + r * dk, dk, rows[r].phi_k);
-    for (std::int64_t j = 0; j < dv; ++j) rows[r].value[j] = to_float(v[r * dv + j]);
-    float denominator = 0.0f;
-    const float* phi_k = rows[r].phi_k;
-    const float* phi_q = rows[r].phi_q;
-#pragma omp simd reduction(+ : denominator)
-    for (std::int64_t i = 0; i < dk; ++i) {
-      normalizer[i] += phi_k[i];
-      denominator += phi_q[i] * normalizer[i];
-    }
-    inverse[r] = 1.0f / denominator;
+    inverse[r] = prepare_token(shape, q + r * dk, k + r * dk, v + r * dv, normalizer, rows[r]);
   }
   std::int64_t j0 = 0;
   for (; j0 + 2 * kFloat8Lanes <= dv; j0 += 2 * kFloat8Lanes) update_columns_two_tokens<2>(dk, dv, j0, rows[0], rows[1], state);
   for (; j0 + kFloat8Lanes <= dv; j0 += kFloat8Lanes) update_columns_two_tokens<1>(dk, dv, j0, rows[0], rows[1], state);
-  for (int r = 0; r < 2 && j0 < dv; ++r) {
-    float* numerator = rows[r].numerator;
-    std::fill(numerator + j0, numerator + dv, 0.0f);
-    for (std::int64_t i = 0; i < dk; ++i) {
-      float* row = state + i * dv;
-      const float a = rows[r].phi_k[i], b = rows[r].phi_q[i];
-      for (std::int64_t j = j0; j < dv; ++j) {
-        row[j] += a * rows[r].value[j];
-        numerator[j] += b * row[j];
-      }
-    }
-  }
-  for (int r = 0; r < 2; ++r) {
-    for (std::int64_t j = 0; j < dv; ++j) out[r * dv + j] = from_float<T>(rows[r].numerator[j] * inverse[r]);
-  }
+  // Scalar columns are independent of each other: token 0's whole tail, then token 1's, is the order
+  // of two decode steps.
+  for (int r = 0; r < 2; ++r) update_tail_columns(dk, dv, j0, rows[r], state);
+  for (int r = 0; r < 2; ++r) write_token(dv, rows[r].numerator, inverse[r], out + r * dv);
 }
 
 // One thread's chunk buffers (on its stack, about 5 x 64 KiB at dim 256), reused for every head it

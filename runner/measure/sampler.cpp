@@ -86,10 +86,10 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   // After warmup: a CUDA graph is captured here (it records launches, it runs nothing).
   const std::unique_ptr<SampleTimer> timer = backend.make_timer(work, timing);
   const double steps = static_cast<double>(timing.steps_per_sample);
-  const bool probe_contention = backend.name() == "cpu";
-  if (probe_contention) measured.contention_ratios.reserve(static_cast<std::size_t>(repeats));
+  const bool on_cpu = backend.name() == "cpu";  // the host probes and the team wake-up
+  if (on_cpu) measured.contention_ratios.reserve(static_cast<std::size_t>(repeats));
   std::optional<MemoryProbe> memory_probe;
-  if (probe_contention && cache == CacheState::cold) {
+  if (on_cpu && cache == CacheState::cold) {
     memory_probe.emplace();
     measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
   }
@@ -105,8 +105,8 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
       backend.evict(buffers);
     }
     // Registers only: it neither warms nor evicts the cell's buffers.
-    if (probe_contention) measured.contention_ratios.push_back(host_contention_ratio());
-    if (probe_contention) wake_openmp_team();
+    if (on_cpu) measured.contention_ratios.push_back(host_contention_ratio());
+    if (on_cpu) wake_openmp_team();
     measured.samples_ms.push_back(timer->sample_ms() / steps);
     ticker.tick(++done);
   }
