@@ -20,6 +20,7 @@ include(CMakePackageConfigHelpers)
 set(ARCH_BENCH_SDK_HEADERS
   mechanisms/mechanism.hpp
   mechanisms/common/bf16.hpp
+  mechanisms/common/kernel_helpers.hpp
   mechanisms/common/check_rows.hpp
   mechanisms/common/checked_size.hpp
   mechanisms/common/compare.hpp

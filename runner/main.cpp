@@ -11,6 +11,7 @@
 
 #include "mechanisms/common/checked_size.hpp"
 #include "mechanisms/common/cpu_isa.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/signals.hpp"
 #include "runner/core/errors.hpp"
@@ -57,8 +58,14 @@ int main(int argc, char** argv) {
     fmt::print(stderr,
                "error: this arch-bench was compiled for a CPU with {} ({}), which this CPU lacks: {}. Rebuild it on "
                "this machine, or configure with -DARCH_BENCH_NATIVE=OFF for a binary that runs on any x86-64 "
-               "(softmax_kv's kernels still dispatch to AVX2 at run time there)\n",
+               "(every kernel then dispatches to the best ISA variant this CPU runs)\n",
                fmt::join(build_isa_features(), ", "), build_isa_name(), fmt::join(missing, ", "));
+    return 2;
+  }
+  try {
+    check_kernel_variant_environment();
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
     return 2;
   }
   run_with_bounded_omp_spin(argv);

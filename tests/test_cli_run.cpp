@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "mechanisms/common/cpu_isa.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
@@ -135,12 +136,13 @@ TEST(CliRun, SeedInvocationWritesAValidReportUnderTheRunLabel) {
   // A CPU run records what a parallel region cost it and which hand-written kernel set it entered.
   EXPECT_GT(report["hardware"]["omp_fork_join_us"].get<double>(), 0.0);
   EXPECT_EQ(report["hardware"]["cpu_isa"], cpu_isa_name(cpu_isa()));
+  EXPECT_EQ(report["hardware"]["cpu_kernel_variant"], kernel_variant_name(dispatched_kernel_variant()));
   for (const auto& row : report["metrics"]["rows"]) {
     const std::string isa = row["cpu_kernel_isa"].get<std::string>();
     if (row["mechanism"] == "softmax_kv" && cpu_isa() == CpuIsa::avx2) {
       EXPECT_EQ(isa, "avx2 (run-time dispatch)");  // head_dim 16: the AVX2 kernels' multiple
     } else if (row["mechanism"] != "softmax_kv") {
-      EXPECT_EQ(isa, build_target_kernel_isa()) << row["mechanism"];
+      EXPECT_EQ(isa, kernel_variant_isa(dispatched_kernel_variant())) << row["mechanism"];
     }
     EXPECT_GT(row["host_contention"].get<double>(), 0.0);
   }
@@ -218,8 +220,42 @@ TEST(CliRun, EveryCpuRowRecordsItsKernelIsaAndTheOverrideShows) {
   EXPECT_EQ(report["hardware"]["cpu_isa"], "portable");
   ASSERT_EQ(report["metrics"]["rows"].size(), 8u);
   for (const auto& row : report["metrics"]["rows"]) {
-    EXPECT_EQ(row["cpu_kernel_isa"], build_target_kernel_isa()) << row["mechanism"] << " " << row["phase"];
+    EXPECT_EQ(row["cpu_kernel_isa"], kernel_variant_isa(dispatched_kernel_variant()))
+        << row["mechanism"] << " " << row["phase"];
   }
+}
+
+// ARCH_BENCH_KERNEL_VARIANT picks the compiled kernels' ISA variant, and the report says which ran.
+TEST(CliRun, TheKernelVariantOverrideRunsAndIsRecordedPerRow) {
+  if (!cpu_runs_kernel_variant(KernelVariant::x86_64_v3)) GTEST_SKIP() << "this CPU cannot run x86-64-v3";
+  TempFolder folder;
+  const auto output = folder / "v3.json";
+  ::setenv("ARCH_BENCH_KERNEL_VARIANT", "x86-64-v3", 1);
+  const CliResult result = run_cli("run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
+  ::unsetenv("ARCH_BENCH_KERNEL_VARIANT");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = testing::read_json(output);
+  EXPECT_EQ(report["hardware"]["cpu_kernel_variant"], "x86-64-v3");
+  int compiled_rows = 0;
+  for (const auto& row : report["metrics"]["rows"]) {
+    if (row["mechanism"] == "softmax_kv") continue;  // hand-written kernels: ARCH_BENCH_CPU_ISA's business
+    EXPECT_EQ(row["cpu_kernel_isa"], "x86-64-v3 (run-time dispatch, compiler-vectorised)") << row["mechanism"];
+    EXPECT_EQ(row["status"], "ok") << row["mechanism"];
+    ++compiled_rows;
+  }
+  EXPECT_GT(compiled_rows, 0);
+}
+
+TEST(CliRun, AnUnknownKernelVariantIsABadInputAndWritesNothing) {
+  TempFolder folder;
+  const auto output = folder / "never.json";
+  ::setenv("ARCH_BENCH_KERNEL_VARIANT", "avx1024", 1);
+  const CliResult result = run_cli("run --output '" + output.string() + "'" + kTiny);
+  ::unsetenv("ARCH_BENCH_KERNEL_VARIANT");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("ARCH_BENCH_KERNEL_VARIANT='avx1024'"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("build"), std::string::npos) << result.err;  // names the variants there are
+  EXPECT_FALSE(std::filesystem::exists(output));
 }
 
 // --rounds: the report says how the repeats were taken, and every row still holds all of them.

@@ -26,9 +26,15 @@ TEST(CpuIsa, MissingFeaturesAreTheCompiledOnesTheCpuLacksInOrder) {
 TEST(CpuIsa, TheBuildFeaturesAgreeWithTheBuildIsaName) {
   const std::vector<std::string> features = build_isa_features();
   const std::string isa = build_isa_name();
-  if (isa == "avx512") EXPECT_TRUE(has(features, "avx512f"));
-  if (isa == "avx2") EXPECT_TRUE(has(features, "avx2") && has(features, "fma"));
-  if (isa == "x86-64") EXPECT_FALSE(has(features, "avx"));
+  if (isa == "avx512") {
+    EXPECT_TRUE(has(features, "avx512f"));
+  }
+  if (isa == "avx2") {
+    EXPECT_TRUE(has(features, "avx2") && has(features, "fma"));
+  }
+  if (isa == "x86-64") {
+    EXPECT_FALSE(has(features, "avx"));
+  }
 }
 
 // The tests run on the machine that built them, so the start-up check must let this binary run.

@@ -19,7 +19,7 @@ RunReport sample_report() {
   report.workload.sequence_lengths = {512};
   const Mode* mode = find_mode("linear_recurrence");
   report.arms = mode->arms(report.workload);
-  report.ceilings = Ceilings{10, 12, 50, 2, "test"};
+  report.ceilings = Ceilings{10, 12, 50, 2, "test", {}, {}};
   report.timer_overhead_ms = 2e-5;
   Row row;
   row.cell = Cell{"softmax_kv", Phase::decode, 512, 1, 8, 64, DType::bfloat16, {}};

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "mechanisms/common/kernel_helpers.hpp"
+
 namespace arch_bench {
 
 struct bf16 {
@@ -27,6 +29,7 @@ struct bf16 {
 static_assert(sizeof(bf16) == 2);
 
 // Storage <-> float conversions used by every kernel, so that float and bf16 storage share code.
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 inline float to_float(float x) { return x; }
 inline float to_float(bf16 x) { return static_cast<float>(x); }
 
@@ -45,4 +48,5 @@ float round_through(float x) {
   return to_float(from_float<T>(x));
 }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

@@ -4,8 +4,10 @@
 // and one branch keeps the whole loop scalar; a select on the bit patterns always if-converts.
 #include <bit>
 #include <cstdint>
+#include "mechanisms/common/kernel_helpers.hpp"
 
 namespace arch_bench {
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
 // `a` when take_a, else `b`.
 inline float bit_select(bool take_a, float a, float b) {
@@ -17,4 +19,5 @@ inline float bit_select(bool take_a, float a, float b) {
 inline float positive_part(float x) { return bit_select(x > 0.0f, x, 0.0f); }
 inline float negative_part(float x) { return bit_select(x < 0.0f, x, 0.0f); }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

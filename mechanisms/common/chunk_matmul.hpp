@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "mechanisms/common/kernel_helpers.hpp"
+
 namespace arch_bench {
 
 // What the caller knows about the product, so that the tile loop skips work that is known zero or
@@ -24,6 +26,7 @@ struct MatmulShape {
   bool lower_c = false;     // only C[i][j] with j <= i is needed (a causal score matrix); others may hold anything
 };
 
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 namespace detail {
 
 #if defined(__AVX512F__)
@@ -133,4 +136,5 @@ inline void chunk_matmul(std::int64_t m, std::int64_t n, std::int64_t k, const f
   if (i < m) detail::matmul_remainder_rows(m - i, i, n, k, a, lda, b, ldb, c, ldc, shape);
 }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

@@ -5,7 +5,10 @@
 #include <bit>
 #include <cstdint>
 
+#include "mechanisms/common/kernel_helpers.hpp"
+
 namespace arch_bench {
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
 // e^x for x <= 0 (softmax exponents after max subtraction); relative error < 2e-7 on
 // [-87, 0], and underflows smoothly to ~0 below -87 (including -inf).
@@ -45,4 +48,5 @@ inline float exp_clamped(float x) {
   return exp_nonpositive(x);
 }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

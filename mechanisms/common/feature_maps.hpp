@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "mechanisms/common/kernel_helpers.hpp"
 #include "mechanisms/common/matrix.hpp"
 
 namespace arch_bench {
@@ -16,11 +17,13 @@ std::optional<FeatureMap> parse_feature_map(std::string_view name);  // "elu" | 
 std::string feature_map_name(FeatureMap map);
 
 // phi(x) > 0 for every finite x, so the normaliser phi(q).z is strictly positive.
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 template <class Real>
 inline Real apply_feature_map(FeatureMap map, Real x) {
   if (map == FeatureMap::relu_plus_one) return (x > Real(0) ? x : Real(0)) + Real(1);
   return x > Real(0) ? x + Real(1) : std::exp(x);  // elu(x) + 1
 }
+ARCH_BENCH_KERNEL_HELPERS_END
 
 // The seed's positive_feature_map contract: same shape, every element > 0, empty input rejected
 // with std::invalid_argument.

@@ -12,8 +12,10 @@
 #endif
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_helpers.hpp"
 
 namespace arch_bench {
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
 using float8 = float __attribute__((vector_size(32)));
 using int8x32 = std::int32_t __attribute__((vector_size(32)));
@@ -136,4 +138,5 @@ inline void sum_lanes(std::int64_t count, const float* rows, float* sums) {
   }
 }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

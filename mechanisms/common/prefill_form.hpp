@@ -9,8 +9,10 @@
 // see linear_attention/cpu.hpp and rwkv/rwkv7/cpu.hpp. A wider state streams from L2 every token,
 // and the chunk form takes over.
 #include <cstdint>
+#include "mechanisms/common/kernel_helpers.hpp"
 
 namespace arch_bench {
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
 inline constexpr std::int64_t kRecurrentPrefillStateElements = 64 * 64;  // 16 KiB of fp32 per head
 
@@ -18,4 +20,5 @@ inline bool recurrent_prefill_pays(std::int64_t state_elements_per_head) {
   return state_elements_per_head <= kRecurrentPrefillStateElements;
 }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

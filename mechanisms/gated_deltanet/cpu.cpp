@@ -5,6 +5,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
@@ -178,9 +179,10 @@ void prefill_one_head(std::int64_t dk, std::int64_t dv, std::int64_t tokens, con
 }
 }  // namespace
 
-template <class T>
+template <class T, KernelVariant V>
 void gated_deltanet_decode_step(const GatedDeltaNetShape& shape, const T* q, const T* k, const T* v, const float* g,
                                 const float* beta, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (gated_deltanet_decode_step<T, W>(shape, q, k, v, g, beta, state, out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv >= kParallelStateElements)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -189,9 +191,10 @@ void gated_deltanet_decode_step(const GatedDeltaNetShape& shape, const T* q, con
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void gated_deltanet_prefill_chunkwise(const GatedDeltaNetShape& shape, std::int64_t tokens, const T* q, const T* k,
                                       const T* v, const float* g, const float* beta, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (gated_deltanet_prefill_chunkwise<T, W>(shape, tokens, q, k, v, g, beta, state, out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
 #pragma omp parallel
   {
@@ -204,9 +207,10 @@ void gated_deltanet_prefill_chunkwise(const GatedDeltaNetShape& shape, std::int6
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void gated_deltanet_prefill_recurrent(const GatedDeltaNetShape& shape, std::int64_t tokens, const T* q, const T* k,
                                       const T* v, const float* g, const float* beta, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (gated_deltanet_prefill_recurrent<T, W>(shape, tokens, q, k, v, g, beta, state, out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
     for (std::int64_t t = 0; t < tokens; ++t) {
@@ -217,15 +221,13 @@ void gated_deltanet_prefill_recurrent(const GatedDeltaNetShape& shape, std::int6
   }
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                                   \
-  template void gated_deltanet_decode_step<T>(const GatedDeltaNetShape&, const T*, const T*, const T*, const float*, \
-                                              const float*, float*, T*);                                            \
-  template void gated_deltanet_prefill_chunkwise<T>(const GatedDeltaNetShape&, std::int64_t, const T*, const T*,    \
-                                                    const T*, const float*, const float*, float*, T*);              \
-  template void gated_deltanet_prefill_recurrent<T>(const GatedDeltaNetShape&, std::int64_t, const T*, const T*,    \
+#define ARCH_BENCH_GATED_DELTANET_KERNELS(PREFIX, T, V)                                                               \
+  PREFIX void gated_deltanet_decode_step<T, V>(const GatedDeltaNetShape&, const T*, const T*, const T*, const float*, \
+                                              const float*, float*, T*);                                              \
+  PREFIX void gated_deltanet_prefill_chunkwise<T, V>(const GatedDeltaNetShape&, std::int64_t, const T*, const T*,     \
+                                                    const T*, const float*, const float*, float*, T*);                \
+  PREFIX void gated_deltanet_prefill_recurrent<T, V>(const GatedDeltaNetShape&, std::int64_t, const T*, const T*,     \
                                                     const T*, const float*, const float*, float*, T*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_GATED_DELTANET_KERNELS)
 
 }  // namespace arch_bench

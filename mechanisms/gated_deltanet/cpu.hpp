@@ -5,6 +5,8 @@
 // fp32, as flash-linear-attention's use_qk_l2norm_in_kernel does.
 #include <cstdint>
 
+#include "mechanisms/common/kernel_variant.hpp"
+
 namespace arch_bench {
 
 struct GatedDeltaNetShape {
@@ -19,7 +21,7 @@ inline constexpr std::int64_t kGatedDeltaNetMaxDim = 256;  // GatedDeltaNet::uns
 // One decode step, in place: S = alpha (I - beta k k^T) S + beta k v^T, out = S^T q, with
 // alpha = exp(g). q/k/v/out hold one token per head ([batch_heads, dim]), g and beta one value per
 // head. Two passes over S (S^T k, then the update fused with the read-out); allocates nothing.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void gated_deltanet_decode_step(const GatedDeltaNetShape& shape, const T* q, const T* k, const T* v, const float* g,
                                 const float* beta, float* state, T* out);
 
@@ -32,12 +34,12 @@ void gated_deltanet_decode_step(const GatedDeltaNetShape& shape, const T* q, con
 //   S = exp(G_last) S_0 + (diag(exp(G_last - G)) K)^T U
 // Every product is a register-tiled matrix product (mechanisms/common/chunk_matmul.hpp); only the
 // triangular solve for T is row by row. `state` carries in and out (zero for a fresh sequence).
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void gated_deltanet_prefill_chunkwise(const GatedDeltaNetShape& shape, std::int64_t tokens, const T* q, const T* k,
                                       const T* v, const float* g, const float* beta, float* state, T* out);
 
 // The same prefill as a loop of decode steps: the sequential rule the chunkwise one must equal.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void gated_deltanet_prefill_recurrent(const GatedDeltaNetShape& shape, std::int64_t tokens, const T* q, const T* k,
                                       const T* v, const float* g, const float* beta, float* state, T* out);
 

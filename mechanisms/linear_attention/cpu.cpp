@@ -9,6 +9,7 @@
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/float8.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -252,35 +253,6 @@ void prefill_one_head(const LinearAttentionShape& shape, std::int64_t tokens, co
     }
   }
 }
-}  // namespace
-
-template <class T>
-void linear_attention_decode_step(const LinearAttentionShape& shape, const T* q, const T* k,
-                                  const T* v, float* state, float* normalizer, T* out) {
-  const std::int64_t dk = shape.dk, dv = shape.dv;
-#pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv >= kParallelStateElements)
-  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    decode_one_head(shape, q + bh * dk, k + bh * dk, v + bh * dv, state + bh * dk * dv,
-                    normalizer + bh * dk, out + bh * dv);
-  }
-}
-
-template <class T>
-void linear_attention_prefill_chunkwise(const LinearAttentionShape& shape, std::int64_t tokens,
-                                        const T* q, const T* k, const T* v, float* state,
-                                        float* normalizer, T* out) {
-  const std::int64_t dk = shape.dk, dv = shape.dv;
-#pragma omp parallel
-  {
-    ChunkBuffers buffers;
-#pragma omp for schedule(static)
-    for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-      prefill_one_head(shape, tokens, q + bh * tokens * dk, k + bh * tokens * dk, v + bh * tokens * dv,
-                       state + bh * dk * dv, normalizer + bh * dk, out + bh * tokens * dv, buffers);
-    }
-  }
-}
-
 // The recurrent prefill streams q, k and v rows while its state stays in L1; fetching the rows
 // this many tokens ahead measured 10-15% faster at 8 heads x 64, T = 2048, 2 threads (the hardware
 // prefetcher alone leaves the feature map stalled on its loads). Prefetching past the end is
@@ -297,10 +269,44 @@ inline void prefetch_token_rows(const T* q, const T* k, const T* v, std::int64_t
   for (std::int64_t j = 0; j < v_elements; j += kLine) __builtin_prefetch(v + j);
 }
 
-template <class T>
+}  // namespace
+
+template <class T, KernelVariant V>
+void linear_attention_decode_step(const LinearAttentionShape& shape, const T* q, const T* k,
+                                  const T* v, float* state, float* normalizer, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (linear_attention_decode_step<T, W>(shape, q, k, v, state, normalizer, out)))
+  const std::int64_t dk = shape.dk, dv = shape.dv;
+#pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv >= kParallelStateElements)
+  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
+    decode_one_head(shape, q + bh * dk, k + bh * dk, v + bh * dv, state + bh * dk * dv,
+                    normalizer + bh * dk, out + bh * dv);
+  }
+}
+
+template <class T, KernelVariant V>
+void linear_attention_prefill_chunkwise(const LinearAttentionShape& shape, std::int64_t tokens,
+                                        const T* q, const T* k, const T* v, float* state,
+                                        float* normalizer, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (linear_attention_prefill_chunkwise<T, W>(shape, tokens, q, k, v, state, normalizer,
+      out)))
+  const std::int64_t dk = shape.dk, dv = shape.dv;
+#pragma omp parallel
+  {
+    ChunkBuffers buffers;
+#pragma omp for schedule(static)
+    for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
+      prefill_one_head(shape, tokens, q + bh * tokens * dk, k + bh * tokens * dk, v + bh * tokens * dv,
+                       state + bh * dk * dv, normalizer + bh * dk, out + bh * tokens * dv, buffers);
+    }
+  }
+}
+
+template <class T, KernelVariant V>
 void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::int64_t tokens,
                                         const T* q, const T* k, const T* v, float* state,
                                         float* normalizer, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (linear_attention_prefill_recurrent<T, W>(shape, tokens, q, k, v, state, normalizer,
+      out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv * tokens >= kParallelStateElements)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -320,29 +326,26 @@ void linear_attention_prefill_recurrent(const LinearAttentionShape& shape, std::
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void linear_attention_prefill(const LinearAttentionShape& shape, std::int64_t tokens, const T* q, const T* k,
                               const T* v, float* state, float* normalizer, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (linear_attention_prefill<T, W>(shape, tokens, q, k, v, state, normalizer, out)))
   if (recurrent_prefill_pays(shape.dk * shape.dv)) {
-    linear_attention_prefill_recurrent(shape, tokens, q, k, v, state, normalizer, out);
+    linear_attention_prefill_recurrent<T, V>(shape, tokens, q, k, v, state, normalizer, out);
   } else {
-    linear_attention_prefill_chunkwise(shape, tokens, q, k, v, state, normalizer, out);
+    linear_attention_prefill_chunkwise<T, V>(shape, tokens, q, k, v, state, normalizer, out);
   }
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                   \
-  template void linear_attention_decode_step<T>(const LinearAttentionShape&, const T*, const T*,    \
-                                                const T*, float*, float*, T*);                      \
-  template void linear_attention_prefill_chunkwise<T>(const LinearAttentionShape&, std::int64_t,    \
-                                                      const T*, const T*, const T*, float*, float*, \
-                                                      T*);                                          \
-  template void linear_attention_prefill_recurrent<T>(const LinearAttentionShape&, std::int64_t,    \
-                                                      const T*, const T*, const T*, float*, float*, \
-                                                      T*);                                          \
-  template void linear_attention_prefill<T>(const LinearAttentionShape&, std::int64_t, const T*,      \
-                                            const T*, const T*, float*, float*, T*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+#define ARCH_BENCH_LINEAR_ATTENTION_KERNELS(PREFIX, T, V)                                                           \
+  PREFIX void linear_attention_decode_step<T, V>(const LinearAttentionShape&, const T*, const T*, const T*, float*, \
+                                                 float*, T*);                                                       \
+  PREFIX void linear_attention_prefill_chunkwise<T, V>(const LinearAttentionShape&, std::int64_t, const T*,         \
+                                                       const T*, const T*, float*, float*, T*);                     \
+  PREFIX void linear_attention_prefill_recurrent<T, V>(const LinearAttentionShape&, std::int64_t, const T*,         \
+                                                       const T*, const T*, float*, float*, T*);                     \
+  PREFIX void linear_attention_prefill<T, V>(const LinearAttentionShape&, std::int64_t, const T*, const T*,         \
+                                             const T*, float*, float*, T*);
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_LINEAR_ATTENTION_KERNELS)
 
 }  // namespace arch_bench

@@ -8,6 +8,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/float8.hpp"
@@ -214,9 +215,6 @@ inline void step_row(N n, const RowView<T>& row, std::int64_t t, float* h, T* ou
   *out = from_float<T>((y + row.D * u) * silu(to_float(row.z[t])));
 }
 
-void check_chunk(std::int64_t chunk) {
-  if (chunk < 1) throw std::invalid_argument("mamba prefill chunk must be >= 1, got " + std::to_string(chunk));
-}
 
 // Calls f(n) with N as a compile-time constant for Mamba's default N = 16 (the state loops then
 // unroll into two AVX2 vectors with no remainder handling) and as a runtime
@@ -322,12 +320,23 @@ void prefill_chunked(N n, const MambaShape& shape, const MambaParameters& params
 }
 }  // namespace
 
-template <class T>
+// Throws std::invalid_argument for chunk < 1. Defined once, in the build variant: the message's
+// std::to_string and std::string code would otherwise be compiled, and merged, by every variant.
+void check_mamba_prefill_chunk(std::int64_t chunk);
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)
+void check_mamba_prefill_chunk(std::int64_t chunk) {
+  if (chunk < 1) throw std::invalid_argument("mamba prefill chunk must be >= 1, got " + std::to_string(chunk));
+}
+#endif
+
+template <class T, KernelVariant V>
 void mamba_decode_step(const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
                        float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (mamba_decode_step<T, W>(shape, params, x, state, out)))
   with_state_size(shape.state_size, [&](auto n) { decode_rows(n, shape, params, x, state, out); });
 }
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 std::int64_t mamba_prefill_chunk(const MambaShape& shape, std::int64_t tokens, int threads) {
   const std::int64_t wanted = 4 * std::max(1, threads);  // rows x chunks that keep threads busy
   const std::int64_t rows = std::max<std::int64_t>(1, shape.rows());
@@ -335,27 +344,32 @@ std::int64_t mamba_prefill_chunk(const MambaShape& shape, std::int64_t tokens, i
   const std::int64_t pieces = (wanted + rows - 1) / rows;
   return std::max(kMambaMinChunk, (tokens + pieces - 1) / pieces);
 }
+#endif
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 std::int64_t mamba_prefill_workspace_floats(const MambaShape& shape, std::int64_t tokens,
                                             std::int64_t chunk) {
-  check_chunk(chunk);
+  check_mamba_prefill_chunk(chunk);
   const std::int64_t chunks = (tokens + chunk - 1) / chunk;
   return chunks <= 1 ? 0 : shape.rows() * chunks * 2 * shape.state_size;
 }
+#endif
 
-template <class T>
+template <class T, KernelVariant V>
 void mamba_prefill_chunked(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
                            std::int64_t chunk, const MambaTokens<T>& x, float* state, float* workspace,
                            T* out) {
-  check_chunk(chunk);
+  ARCH_BENCH_DISPATCH_KERNEL(V, (mamba_prefill_chunked<T, W>(shape, params, tokens, chunk, x, state, workspace, out)))
+  check_mamba_prefill_chunk(chunk);
   with_state_size(shape.state_size, [&](auto n) {
     prefill_chunked(n, shape, params, tokens, chunk, x, state, workspace, out);
   });
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void mamba_prefill_sequential(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
                               const MambaTokens<T>& x, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (mamba_prefill_sequential<T, W>(shape, params, tokens, x, state, out)))
   with_state_size(shape.state_size, [&](auto n) {
     BlockBuffers buffers;
     for (std::int64_t r = 0; r < shape.rows(); ++r) {
@@ -365,15 +379,13 @@ void mamba_prefill_sequential(const MambaShape& shape, const MambaParameters& pa
   });
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                       \
-  template void mamba_decode_step<T>(const MambaShape&, const MambaParameters&, const MambaTokens<T>&, \
-                                     float*, T*);                                                      \
-  template void mamba_prefill_chunked<T>(const MambaShape&, const MambaParameters&, std::int64_t,      \
-                                         std::int64_t, const MambaTokens<T>&, float*, float*, T*);     \
-  template void mamba_prefill_sequential<T>(const MambaShape&, const MambaParameters&, std::int64_t,   \
+#define ARCH_BENCH_MAMBA_KERNELS(PREFIX, T, V)                                                          \
+  PREFIX void mamba_decode_step<T, V>(const MambaShape&, const MambaParameters&, const MambaTokens<T>&, \
+                                     float*, T*);                                                       \
+  PREFIX void mamba_prefill_chunked<T, V>(const MambaShape&, const MambaParameters&, std::int64_t,      \
+                                         std::int64_t, const MambaTokens<T>&, float*, float*, T*);      \
+  PREFIX void mamba_prefill_sequential<T, V>(const MambaShape&, const MambaParameters&, std::int64_t,   \
                                             const MambaTokens<T>&, float*, T*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_MAMBA_KERNELS)
 
 }  // namespace arch_bench

@@ -7,6 +7,8 @@
 // Every kernel vectorises over N and widens storage values to fp32 (fp32 accumulate).
 #include <cstdint>
 
+#include "mechanisms/common/kernel_variant.hpp"
+
 namespace arch_bench {
 
 struct MambaShape {
@@ -53,7 +55,7 @@ ScanElement<Real> combine(ScanElement<Real> first, ScanElement<Real> second) {
 // One decode step for every channel, in place on `state`; the token's inputs use the decode
 // layouts ([rows] and [batch, N]). Allocates nothing; OpenMP over channels when the step is
 // large enough to pay for waking threads.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void mamba_decode_step(const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
                        float* state, T* out);
 
@@ -86,14 +88,14 @@ std::int64_t mamba_prefill_workspace_floats(const MambaShape& shape, std::int64_
 // (chunks per thread block, carries between blocks), and the tests hold it to the
 // sequential scan. `state` carries in and out (zero for a fresh sequence); `workspace` holds
 // mamba_prefill_workspace_floats() floats (may be null when that is 0).
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void mamba_prefill_chunked(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
                            std::int64_t chunk, const MambaTokens<T>& x, float* state, float* workspace,
                            T* out);
 
 // The same prefill as a loop of decode steps over time (single-threaded): the recurrent form the
 // chunked scan must equal.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void mamba_prefill_sequential(const MambaShape& shape, const MambaParameters& params, std::int64_t tokens,
                               const MambaTokens<T>& x, float* state, T* out);
 

@@ -10,6 +10,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/fast_math.hpp"
 
 namespace arch_bench {
@@ -427,6 +428,7 @@ void require_value_sum(const PerformerShape& shape, const float* value_sum) {
 }
 }  // namespace
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 void pack_performer_projection(const MatrixD& projection, float* packed) {
   const std::int64_t rows = projection.rows, dk = projection.cols;
   const double scale = std::pow(static_cast<double>(dk), -0.25);
@@ -434,7 +436,9 @@ void pack_performer_projection(const MatrixD& projection, float* packed) {
     for (std::int64_t d = 0; d < dk; ++d) packed[d * rows + i] = static_cast<float>(projection(i, d) * scale);
   }
 }
+#endif
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 void performer_reset_state(const PerformerShape& shape, float* state, float* normalizer,
                            float* running_max, float* value_sum) {
   const std::int64_t m = shape.features;
@@ -443,14 +447,18 @@ void performer_reset_state(const PerformerShape& shape, float* state, float* nor
   std::fill(normalizer, normalizer + shape.batch_heads * m, 0.0f);
   std::fill(running_max, running_max + shape.batch_heads, -std::numeric_limits<float>::infinity());
 }
+#endif
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 std::int64_t performer_prefill_workspace_floats(const PerformerShape& shape, int threads) {
   return static_cast<std::int64_t>(std::max(threads, 1)) * ChunkWorkspace::floats(shape);
 }
+#endif
 
-template <class T>
+template <class T, KernelVariant V>
 void performer_key_max(const PerformerShape& shape, std::int64_t tokens, const float* projection, const T* k,
                        float* key_max) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (performer_key_max<T, W>(shape, tokens, projection, k, key_max)))
   std::vector<float> x(static_cast<std::size_t>(kChunk * shape.dk)),
       proj(static_cast<std::size_t>(kChunk * shape.projection_rows()));
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -458,10 +466,12 @@ void performer_key_max(const PerformerShape& shape, std::int64_t tokens, const f
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 std::int64_t performer_decode_step(const PerformerShape& shape, const float* projection, const T* q,
                                    const T* k, const T* v, float* state, float* normalizer,
                                    float* running_max, T* out, float* value_sum) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (performer_decode_step<T, W>(shape, projection, q, k, v, state, normalizer,
+      running_max, out, value_sum)))
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features;
   require_value_sum(shape, value_sum);
   std::int64_t nonpositive_rows = 0;
@@ -475,12 +485,14 @@ std::int64_t performer_decode_step(const PerformerShape& shape, const float* pro
   return nonpositive_rows;
 }
 
-template <class T>
+template <class T, KernelVariant V>
 std::int64_t performer_prefill_chunkwise(const PerformerShape& shape, std::int64_t tokens,
                                          const float* projection, const T* q, const T* k,
                                          const T* v, float* state, float* normalizer,
                                          float* running_max, float* workspace, int threads, T* out,
                                          float* value_sum) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (performer_prefill_chunkwise<T, W>(shape, tokens, projection, q, k, v, state,
+      normalizer, running_max, workspace, threads, out, value_sum)))
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features;
   require_value_sum(shape, value_sum);
   const std::int64_t slice = ChunkWorkspace::floats(shape);
@@ -502,11 +514,13 @@ std::int64_t performer_prefill_chunkwise(const PerformerShape& shape, std::int64
   return nonpositive_rows;
 }
 
-template <class T>
+template <class T, KernelVariant V>
 std::int64_t performer_prefill_recurrent(const PerformerShape& shape, std::int64_t tokens,
                                          const float* projection, const T* q, const T* k,
                                          const T* v, float* state, float* normalizer,
                                          float* running_max, T* out, float* value_sum) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (performer_prefill_recurrent<T, W>(shape, tokens, projection, q, k, v, state,
+      normalizer, running_max, out, value_sum)))
   const std::int64_t dk = shape.dk, dv = shape.dv, m = shape.features;
   require_value_sum(shape, value_sum);
   std::int64_t nonpositive_rows = 0;
@@ -521,18 +535,16 @@ std::int64_t performer_prefill_recurrent(const PerformerShape& shape, std::int64
   return nonpositive_rows;
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                          \
-  template void performer_key_max<T>(const PerformerShape&, std::int64_t, const float*, const T*, float*); \
-  template std::int64_t performer_decode_step<T>(const PerformerShape&, const float*, const T*,            \
-                                                 const T*, const T*, float*, float*, float*, T*, float*);  \
-  template std::int64_t performer_prefill_chunkwise<T>(const PerformerShape&, std::int64_t,                \
-                                                       const float*, const T*, const T*, const T*,         \
-                                                       float*, float*, float*, float*, int, T*, float*);   \
-  template std::int64_t performer_prefill_recurrent<T>(const PerformerShape&, std::int64_t,                \
-                                                       const float*, const T*, const T*, const T*,         \
+#define ARCH_BENCH_PERFORMER_KERNELS(PREFIX, T, V)                                                          \
+  PREFIX void performer_key_max<T, V>(const PerformerShape&, std::int64_t, const float*, const T*, float*); \
+  PREFIX std::int64_t performer_decode_step<T, V>(const PerformerShape&, const float*, const T*,            \
+                                                 const T*, const T*, float*, float*, float*, T*, float*);   \
+  PREFIX std::int64_t performer_prefill_chunkwise<T, V>(const PerformerShape&, std::int64_t,                \
+                                                       const float*, const T*, const T*, const T*,          \
+                                                       float*, float*, float*, float*, int, T*, float*);    \
+  PREFIX std::int64_t performer_prefill_recurrent<T, V>(const PerformerShape&, std::int64_t,                \
+                                                       const float*, const T*, const T*, const T*,          \
                                                        float*, float*, float*, T*, float*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_PERFORMER_KERNELS)
 
 }  // namespace arch_bench

@@ -13,6 +13,7 @@
 
 #include "mechanisms/common/matrix.hpp"
 #include "mechanisms/performer/reference.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -52,7 +53,7 @@ void performer_reset_state(const PerformerShape& shape, float* state, float* nor
 // Published stabiliser: key_max[bh] = max(key_max[bh], max_{t,i} w_i.k~_t) over `tokens` keys
 // [batch_heads, tokens, dk]. A prefill takes this maximum itself; `arch-bench conformance` presets a
 // decode loop's M with it, so that its rows use the same M as the published prefill.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void performer_key_max(const PerformerShape& shape, std::int64_t tokens, const float* projection, const T* k,
                        float* key_max);
 
@@ -67,7 +68,7 @@ std::int64_t performer_prefill_workspace_floats(const PerformerShape& shape, int
 // q/k/v/out hold one token per head ([batch_heads, dim]). Allocates nothing. Published: M becomes
 // max(M, this key's max), so a step after a prefill over L tokens equals the published prefill over
 // L + 1 tokens at its last row (a decoder cannot know later keys).
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 std::int64_t performer_decode_step(const PerformerShape& shape, const float* projection, const T* q,
                                    const T* k, const T* v, float* state, float* normalizer,
                                    float* running_max, T* out, float* value_sum = nullptr);
@@ -79,7 +80,7 @@ std::int64_t performer_decode_step(const PerformerShape& shape, const float* pro
 // holds performer_prefill_workspace_floats(shape, threads) floats; at most `threads` threads run.
 // Published: a first pass over the keys takes M = max(M carried in, the key max of these tokens),
 // the carried state is brought to it, and every row uses that M (the published look-ahead).
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 std::int64_t performer_prefill_chunkwise(const PerformerShape& shape, std::int64_t tokens,
                                          const float* projection, const T* q, const T* k,
                                          const T* v, float* state, float* normalizer,
@@ -87,7 +88,7 @@ std::int64_t performer_prefill_chunkwise(const PerformerShape& shape, std::int64
                                          float* value_sum = nullptr);
 
 // The same prefill as a loop of decode steps: the recurrent form the chunkwise one must equal.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 std::int64_t performer_prefill_recurrent(const PerformerShape& shape, std::int64_t tokens,
                                          const float* projection, const T* q, const T* k,
                                          const T* v, float* state, float* normalizer,

@@ -5,6 +5,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 
 namespace arch_bench {
@@ -92,9 +93,10 @@ void prefill_one_head(std::int64_t dk, std::int64_t dv, double gamma, std::int64
 }
 }  // namespace
 
-template <class T>
+template <class T, KernelVariant V>
 void retnet_decode_step(const RetNetShape& shape, const double* gamma, const T* q, const T* k, const T* v,
                         float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (retnet_decode_step<T, W>(shape, gamma, q, k, v, state, out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dk * dv >= kParallelStateElements)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -103,9 +105,10 @@ void retnet_decode_step(const RetNetShape& shape, const double* gamma, const T* 
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void retnet_prefill_chunkwise(const RetNetShape& shape, const double* gamma, std::int64_t tokens, const T* q,
                               const T* k, const T* v, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (retnet_prefill_chunkwise<T, W>(shape, gamma, tokens, q, k, v, state, out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
 #pragma omp parallel
   {
@@ -119,9 +122,10 @@ void retnet_prefill_chunkwise(const RetNetShape& shape, const double* gamma, std
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void retnet_prefill_recurrent(const RetNetShape& shape, const double* gamma, std::int64_t tokens, const T* q,
                               const T* k, const T* v, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (retnet_prefill_recurrent<T, W>(shape, gamma, tokens, q, k, v, state, out)))
   const std::int64_t dk = shape.dk, dv = shape.dv;
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
     for (std::int64_t t = 0; t < tokens; ++t) {
@@ -132,14 +136,12 @@ void retnet_prefill_recurrent(const RetNetShape& shape, const double* gamma, std
   }
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                                  \
-  template void retnet_decode_step<T>(const RetNetShape&, const double*, const T*, const T*, const T*, float*, T*); \
-  template void retnet_prefill_chunkwise<T>(const RetNetShape&, const double*, std::int64_t, const T*, const T*,   \
-                                            const T*, float*, T*);                                                 \
-  template void retnet_prefill_recurrent<T>(const RetNetShape&, const double*, std::int64_t, const T*, const T*,   \
+#define ARCH_BENCH_RETNET_KERNELS(PREFIX, T, V)                                                                      \
+  PREFIX void retnet_decode_step<T, V>(const RetNetShape&, const double*, const T*, const T*, const T*, float*, T*); \
+  PREFIX void retnet_prefill_chunkwise<T, V>(const RetNetShape&, const double*, std::int64_t, const T*, const T*,    \
+                                            const T*, float*, T*);                                                   \
+  PREFIX void retnet_prefill_recurrent<T, V>(const RetNetShape&, const double*, std::int64_t, const T*, const T*,    \
                                             const T*, float*, T*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_RETNET_KERNELS)
 
 }  // namespace arch_bench

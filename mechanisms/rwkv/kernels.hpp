@@ -47,6 +47,7 @@ inline constexpr std::int64_t kRwkvParallelWork = kParallelStateElements;
 // RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw), one
 // channel at a time and eight (float8: the decode steps' prologue).
 inline constexpr float kRwkv7DecayScale = 0.60653065971263342f;  // e^{-0.5}
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
 #pragma omp declare simd
 inline float rwkv6_log_decay(float d) { return -exp_clamped(d); }
 inline float8 rwkv6_log_decay(float8 d) { return -exp_clamped(d); }
@@ -54,4 +55,5 @@ inline float8 rwkv6_log_decay(float8 d) { return -exp_clamped(d); }
 inline float rwkv7_log_decay(float w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
 inline float8 rwkv7_log_decay(float8 w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
 
+ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

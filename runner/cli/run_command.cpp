@@ -20,6 +20,7 @@
 #include "runner/backends/cuda/cuda_entry.hpp"
 #include "runner/backends/cuda/device_probe.hpp"
 #include "mechanisms/common/cpu_isa.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
@@ -409,6 +410,7 @@ int run(const RunOptions& options, const std::string& command_line) {
   if (!gpu) {
     report.omp_fork_join_us = measure_omp_fork_join_us(workload.threads);
     report.cpu_isa = cpu_isa_name(cpu_isa());
+    report.cpu_kernel_variant = kernel_variant_name(dispatched_kernel_variant());
   }
   report.host = backend->facts();
   if (gpu) {

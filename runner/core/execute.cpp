@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "mechanisms/common/cpu_isa.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
@@ -78,9 +79,9 @@ void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const 
   if (round == 0) {
     if (backend.name() == "cpu") {
       row.cpu_kernel_isa = prepared->cpu_kernel_isa();
-      // Unstated: a built-in kernel runs what this build compiled; a plugin's build is its own.
+      // Unstated: a built-in kernel runs the ISA variant dispatch chose; a plugin's build is its own.
       if (row.cpu_kernel_isa.empty() && plugin_json(planned.cell.mechanism).is_null()) {
-        row.cpu_kernel_isa = build_target_kernel_isa();
+        row.cpu_kernel_isa = kernel_variant_isa(dispatched_kernel_variant());
       }
     }
     row.accuracy = prepared->check();

@@ -37,6 +37,7 @@ struct RunReport {
   std::optional<double> timer_overhead_ms;          // absent in a dry run
   std::optional<double> omp_fork_join_us;           // CPU runs: measure_omp_fork_join_us; absent otherwise
   std::string cpu_isa;                              // CPU runs: the hand-written kernel set entered (cpu_isa())
+  std::string cpu_kernel_variant;                   // CPU runs: the compiled kernels' variant (dispatched_kernel_variant())
   std::vector<Arm> arms;
   std::vector<Row> rows;
   std::string evidence_level = "cpu_measured";  // dry_run | cpu_measured | gpu_measured

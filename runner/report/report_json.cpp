@@ -207,6 +207,7 @@ json to_json(const RunReport& r) {
                    {"timer_overhead_ms", optional_number(r.timer_overhead_ms)}};
   if (r.omp_fork_join_us) hardware["omp_fork_join_us"] = *r.omp_fork_join_us;
   if (!r.cpu_isa.empty()) hardware["cpu_isa"] = r.cpu_isa;
+  if (!r.cpu_kernel_variant.empty()) hardware["cpu_kernel_variant"] = r.cpu_kernel_variant;
   return {{"schema_version", kResultSchemaVersion},
           {"identity",
            {{"semantic_id", r.identity.semantic_id},

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -51,6 +52,7 @@ void run_head(const RwkvShape& shape, const RwkvParameters& params, std::int64_t
 
 }  // namespace
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 void rwkv4_reset_state(const RwkvShape& shape, float* state) {
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
     float* s = state + bh * 3 * shape.dim;
@@ -58,27 +60,28 @@ void rwkv4_reset_state(const RwkvShape& shape, float* state) {
     std::fill(s + 2 * shape.dim, s + 3 * shape.dim, -1e38f);
   }
 }
+#endif
 
-template <class T>
+template <class T, KernelVariant V>
 void rwkv4_decode_step(const RwkvShape& shape, const RwkvParameters& params, const T* k, const T* v, float* state,
                        T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv4_decode_step<T, W>(shape, params, k, v, state, out)))
 #pragma omp parallel for schedule(static) if (shape.batch_heads * shape.dim * 64 >= kRwkvParallelWork)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) run_head(shape, params, bh, 1, k, v, state, out);
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void rwkv4_prefill(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens, const T* k,
                    const T* v, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv4_prefill<T, W>(shape, params, tokens, k, v, state, out)))
 #pragma omp parallel for schedule(static) if (shape.batch_heads * shape.dim * tokens >= kRwkvParallelWork / 8)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) run_head(shape, params, bh, tokens, k, v, state, out);
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                                  \
-  template void rwkv4_decode_step<T>(const RwkvShape&, const RwkvParameters&, const T*, const T*, float*, T*);    \
-  template void rwkv4_prefill<T>(const RwkvShape&, const RwkvParameters&, std::int64_t, const T*, const T*, float*, \
+#define ARCH_BENCH_RWKV4_KERNELS(PREFIX, T, V)                                                                       \
+  PREFIX void rwkv4_decode_step<T, V>(const RwkvShape&, const RwkvParameters&, const T*, const T*, float*, T*);      \
+  PREFIX void rwkv4_prefill<T, V>(const RwkvShape&, const RwkvParameters&, std::int64_t, const T*, const T*, float*, \
                                  T*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_RWKV4_KERNELS)
 
 }  // namespace arch_bench

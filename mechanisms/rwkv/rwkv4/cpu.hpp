@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mechanisms/rwkv/kernels.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -16,12 +17,12 @@ void rwkv4_reset_state(const RwkvShape& shape, float* state);
 inline std::int64_t rwkv4_state_floats(const RwkvShape& shape) { return shape.batch_heads * 3 * shape.dim; }
 
 // One token per channel, in place on the state. Allocates nothing.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void rwkv4_decode_step(const RwkvShape& shape, const RwkvParameters& params, const T* k, const T* v, float* state,
                        T* out);
 
 // Causal prefill over `tokens` tokens; the state carries in and out.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void rwkv4_prefill(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens, const T* k,
                    const T* v, float* state, T* out);
 

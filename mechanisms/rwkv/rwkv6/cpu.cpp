@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/float8.hpp"
 
@@ -340,6 +341,7 @@ HeadPointers<T> head(const RwkvShape& shape, std::int64_t tokens, const RwkvToke
 
 }  // namespace
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 double rwkv6_factorised_chunk_flops(std::int64_t n_, std::int64_t dim_) {
   const double n = static_cast<double>(n_), d = static_cast<double>(dim_);
   const double strict = n * (n - 1) / 2;
@@ -351,7 +353,9 @@ double rwkv6_factorised_chunk_flops(std::int64_t n_, std::int64_t dim_) {
          + n * d + d * d           // decay of K~ and S
          + 2 * n * d * d;          // S += K~^T V
 }
+#endif
 
+#if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
 double rwkv6_chunk_flops(std::int64_t n_, std::int64_t dim_) {
   const double n = static_cast<double>(n_), d = static_cast<double>(dim_);
   const double subs = std::ceil(n / kSub);
@@ -366,10 +370,12 @@ double rwkv6_chunk_flops(std::int64_t n_, std::int64_t dim_) {
          + (pairs + n) * 2 * d          // A V
          + n * d * 3 + d * d + 2 * n * d * d;  // state: KS, decay, K~^T V
 }
+#endif
 
-template <class T>
+template <class T, KernelVariant V>
 void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                      const RwkvTokens<T>& x, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv6_recurrent<T, W>(shape, params, tokens, x, state, out)))
   const std::int64_t dim = shape.dim;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -379,9 +385,10 @@ void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::
   }
 }
 
-template <class T>
+template <class T, KernelVariant V>
 void rwkv6_prefill_chunkwise(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                              const RwkvTokens<T>& x, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv6_prefill_chunkwise<T, W>(shape, params, tokens, x, state, out)))
   const std::int64_t dim = shape.dim;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -391,13 +398,11 @@ void rwkv6_prefill_chunkwise(const RwkvShape& shape, const RwkvParameters& param
   }
 }
 
-#define ARCH_BENCH_INSTANTIATE(T)                                                                         \
-  template void rwkv6_recurrent<T>(const RwkvShape&, const RwkvParameters&, std::int64_t, const RwkvTokens<T>&, \
-                                   float*, T*);                                                          \
-  template void rwkv6_prefill_chunkwise<T>(const RwkvShape&, const RwkvParameters&, std::int64_t,          \
+#define ARCH_BENCH_RWKV6_KERNELS(PREFIX, T, V)                                                                   \
+  PREFIX void rwkv6_recurrent<T, V>(const RwkvShape&, const RwkvParameters&, std::int64_t, const RwkvTokens<T>&, \
+                                   float*, T*);                                                                  \
+  PREFIX void rwkv6_prefill_chunkwise<T, V>(const RwkvShape&, const RwkvParameters&, std::int64_t,               \
                                            const RwkvTokens<T>&, float*, T*);
-ARCH_BENCH_INSTANTIATE(float)
-ARCH_BENCH_INSTANTIATE(bf16)
-#undef ARCH_BENCH_INSTANTIATE
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_RWKV6_KERNELS)
 
 }  // namespace arch_bench

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "mechanisms/rwkv/kernels.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -15,7 +16,7 @@ inline constexpr std::int64_t kRwkv6SubChunk = 16;  // diagonal blocks computed 
 inline std::int64_t rwkv6_state_floats(const RwkvShape& shape) { return shape.batch_heads * shape.dim * shape.dim; }
 
 // Tokens one by one (the recurrence; a decode step is tokens = 1), in place on S. Allocates nothing.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                      const RwkvTokens<T>& x, float* state, T* out);
 
@@ -36,7 +37,7 @@ void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::
 // register-tiled products (common/chunk_matmul.hpp). Both paths are the same sums; which one a chunk
 // takes depends only on its decays.
 // The state carries in and out (zero for a fresh sequence).
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void rwkv6_prefill_chunkwise(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                              const RwkvTokens<T>& x, float* state, T* out);
 

@@ -6,6 +6,7 @@
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -165,9 +166,10 @@ void prefill_head(std::int64_t dim, std::int64_t tokens, const T* r, const T* w_
 
 }  // namespace
 
-template <class T>
+template <class T, KernelVariant V>
 void rwkv7_prefill_chunkwise(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state,
                              T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv7_prefill_chunkwise<T, W>(shape, tokens, x, state, out)))
   const std::int64_t dim = shape.dim;
 #pragma omp parallel if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
   {
@@ -183,8 +185,8 @@ void rwkv7_prefill_chunkwise(const RwkvShape& shape, std::int64_t tokens, const 
   }
 }
 
-template void rwkv7_prefill_chunkwise<float>(const RwkvShape&, std::int64_t, const RwkvTokens<float>&, float*,
-                                             float*);
-template void rwkv7_prefill_chunkwise<bf16>(const RwkvShape&, std::int64_t, const RwkvTokens<bf16>&, float*, bf16*);
+#define ARCH_BENCH_RWKV7_CHUNKWISE_KERNELS(PREFIX, T, V)                                                       \
+  PREFIX void rwkv7_prefill_chunkwise<T, V>(const RwkvShape&, std::int64_t, const RwkvTokens<T>&, float*, T*);
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_RWKV7_CHUNKWISE_KERNELS)
 
 }  // namespace arch_bench

@@ -2,6 +2,7 @@
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/float8.hpp"
+#include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {
 
@@ -99,8 +100,9 @@ void recurrent_head(std::int64_t dim, std::int64_t tokens, const T* r, const T* 
 
 }  // namespace
 
-template <class T>
+template <class T, KernelVariant V>
 void rwkv7_recurrent(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state, T* out) {
+  ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv7_recurrent<T, W>(shape, tokens, x, state, out)))
   const std::int64_t dim = shape.dim;
 #pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
@@ -110,7 +112,8 @@ void rwkv7_recurrent(const RwkvShape& shape, std::int64_t tokens, const RwkvToke
   }
 }
 
-template void rwkv7_recurrent<float>(const RwkvShape&, std::int64_t, const RwkvTokens<float>&, float*, float*);
-template void rwkv7_recurrent<bf16>(const RwkvShape&, std::int64_t, const RwkvTokens<bf16>&, float*, bf16*);
+#define ARCH_BENCH_RWKV7_RECURRENT_KERNELS(PREFIX, T, V)                                               \
+  PREFIX void rwkv7_recurrent<T, V>(const RwkvShape&, std::int64_t, const RwkvTokens<T>&, float*, T*);
+ARCH_BENCH_INSTANTIATE_KERNELS(ARCH_BENCH_RWKV7_RECURRENT_KERNELS)
 
 }  // namespace arch_bench

@@ -30,6 +30,7 @@
 // is register-tiled (common/chunk_matmul.hpp).
 #include <cstdint>
 
+#include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
 
 namespace arch_bench {
@@ -39,12 +40,12 @@ inline std::int64_t rwkv7_state_floats(const RwkvShape& shape) { return shape.ba
 inline constexpr std::int64_t kRwkv7Chunk = 32;  // tokens per chunk of the prefill
 
 // Tokens one by one, in place on S (a decode step is tokens = 1). Allocates nothing.
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void rwkv7_recurrent(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state, T* out);
 
 // Causal prefill, chunkwise (above); the state S [value, key] carries in and out (zero for a fresh
 // sequence), as for rwkv7_recurrent. Allocates nothing (the chunk buffers are on the stack).
-template <class T>
+template <class T, KernelVariant V = KernelVariant::dispatched>
 void rwkv7_prefill_chunkwise(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state,
                              T* out);
 
