@@ -49,6 +49,9 @@ std::vector<KernelVariant> built_kernel_variants() {
   variants.push_back(KernelVariant::x86_64_v4);
   variants.push_back(KernelVariant::x86_64_v3);
 #endif
+#if defined(ARCH_BENCH_X86_64_BASELINE_VARIANT)
+  variants.push_back(KernelVariant::x86_64);  // for comparisons and tests: never preferred to build
+#endif
 #else
   std::vector<KernelVariant> variants;
 #if defined(ARCH_BENCH_X86_64_KERNEL_VARIANTS)
@@ -64,6 +67,12 @@ bool cpu_runs_kernel_variant(KernelVariant variant) {
     case KernelVariant::dispatched:
     case KernelVariant::build:
       return true;
+    case KernelVariant::x86_64:
+#if defined(__x86_64__)
+      return true;
+#else
+      return false;
+#endif
     case KernelVariant::x86_64_v3:
 #if defined(__x86_64__)
       return __builtin_cpu_supports("x86-64-v3") != 0;
@@ -89,8 +98,10 @@ KernelVariant dispatched_kernel_variant() {
 void check_kernel_variant_environment() { (void)variant_from_environment_or_best(); }
 
 ScopedKernelVariant::ScopedKernelVariant(KernelVariant variant) : previous_(overridden_variant()) {
-  if (!cpu_runs_kernel_variant(variant) || variant == KernelVariant::dispatched) {
-    throw std::invalid_argument(std::string("ScopedKernelVariant: this CPU cannot run ") + kernel_variant_name(variant));
+  const std::vector<KernelVariant> built = built_kernel_variants();
+  if (std::find(built.begin(), built.end(), variant) == built.end() || !cpu_runs_kernel_variant(variant)) {
+    throw std::invalid_argument(std::string("ScopedKernelVariant: ") + kernel_variant_name(variant) +
+                                " is not a variant this build has and this CPU runs");
   }
   overridden_variant() = variant;
 }
@@ -103,6 +114,8 @@ const char* kernel_variant_name(KernelVariant variant) {
       return "dispatched";
     case KernelVariant::build:
       return "build";
+    case KernelVariant::x86_64:
+      return "x86-64";
     case KernelVariant::x86_64_v3:
       return "x86-64-v3";
     case KernelVariant::x86_64_v4:
@@ -112,7 +125,8 @@ const char* kernel_variant_name(KernelVariant variant) {
 }
 
 std::optional<KernelVariant> parse_kernel_variant(std::string_view name) {
-  for (KernelVariant v : {KernelVariant::build, KernelVariant::x86_64_v3, KernelVariant::x86_64_v4}) {
+  for (KernelVariant v :
+       {KernelVariant::build, KernelVariant::x86_64, KernelVariant::x86_64_v3, KernelVariant::x86_64_v4}) {
     if (name == kernel_variant_name(v)) return v;
   }
   return std::nullopt;

@@ -4,9 +4,10 @@
 //
 // A kernel file (one that ends in ARCH_BENCH_INSTANTIATE_KERNELS) is compiled once per ISA variant:
 //   build      the build's own flags (-march=native by default; x86-64 baseline when ARCH_BENCH_NATIVE=OFF)
+//   x86_64     -march=x86-64 (SSE2), in a -march=native build only (a portable build's own is this)
 //   x86_64_v3  -march=x86-64-v3 (AVX2, FMA, F16C, BMI1/2: Haswell, Zen 1 and later)
 //   x86_64_v4  -march=x86-64-v4 (AVX-512 F/BW/DQ/VL/CD: Skylake-SP, Zen 4 and later)
-// The last two exist on x86-64 only. Each kernel is a template on its storage type T and a
+// The last three exist on x86-64 only. Each kernel is a template on its storage type T and a
 // KernelVariant V, and each variant's compilation instantiates its own V only; callers leave V at
 // `dispatched`, whose instantiation (in the build variant's compilation) calls the variant
 // dispatched_kernel_variant() chose. This is the dispatch of PyTorch's DispatchStub and ggml's
@@ -30,7 +31,7 @@
 namespace arch_bench {
 
 // `dispatched` is what callers get (every kernel's default template argument); the others are compiled.
-enum class KernelVariant { dispatched, build, x86_64_v3, x86_64_v4 };
+enum class KernelVariant { dispatched, build, x86_64, x86_64_v3, x86_64_v4 };
 
 // The variant this translation unit is compiled as (kernel_helpers.hpp).
 inline constexpr KernelVariant kThisKernelVariant = KernelVariant::ARCH_BENCH_KERNEL_VARIANT;
@@ -49,7 +50,8 @@ KernelVariant dispatched_kernel_variant();
 // (main() calls this at start-up so that the error comes before any work).
 void check_kernel_variant_environment();
 
-// For tests that compare variants: while alive, dispatch runs `variant` (which the CPU must run).
+// For tests that compare variants: while alive, dispatch runs `variant`, which must be built and
+// runnable here (else std::invalid_argument).
 class ScopedKernelVariant {
  public:
   explicit ScopedKernelVariant(KernelVariant variant);
@@ -61,7 +63,7 @@ class ScopedKernelVariant {
   std::optional<KernelVariant> previous_;
 };
 
-// "build", "x86-64-v3", "x86-64-v4" (ARCH_BENCH_KERNEL_VARIANT's spelling).
+// "build", "x86-64", "x86-64-v3", "x86-64-v4" (ARCH_BENCH_KERNEL_VARIANT's spelling).
 const char* kernel_variant_name(KernelVariant variant);
 std::optional<KernelVariant> parse_kernel_variant(std::string_view name);
 // What a CPU row records for a compiler-vectorised kernel: "x86-64-v3 (run-time dispatch,
@@ -78,6 +80,10 @@ decltype(auto) dispatch_kernel(Run&& run) {
       return std::forward<Run>(run).template operator()<KernelVariant::x86_64_v4>();
     case KernelVariant::x86_64_v3:
       return std::forward<Run>(run).template operator()<KernelVariant::x86_64_v3>();
+#if defined(ARCH_BENCH_X86_64_BASELINE_VARIANT)
+    case KernelVariant::x86_64:
+      return std::forward<Run>(run).template operator()<KernelVariant::x86_64>();
+#endif
     default:
       break;
   }
@@ -92,8 +98,14 @@ decltype(auto) dispatch_kernel(Run&& run) {
 // instantiates the file's own variant for float and bf16, and in the build variant's compilation
 // also the dispatched form, after declaring the other variants extern (defined in their own objects;
 // without that, the dispatched form would instantiate them here, with the build's flags).
+#if defined(ARCH_BENCH_X86_64_BASELINE_VARIANT)
+#define ARCH_BENCH_KERNEL_EXTERN_BASELINE(LIST, T) LIST(extern template, T, KernelVariant::x86_64)
+#else
+#define ARCH_BENCH_KERNEL_EXTERN_BASELINE(LIST, T)
+#endif
 #if defined(ARCH_BENCH_X86_64_KERNEL_VARIANTS) && defined(ARCH_BENCH_KERNEL_DISPATCHER)
 #define ARCH_BENCH_KERNEL_DISPATCH_FOR(LIST, T)          \
+  ARCH_BENCH_KERNEL_EXTERN_BASELINE(LIST, T)             \
   LIST(extern template, T, KernelVariant::x86_64_v3)     \
   LIST(extern template, T, KernelVariant::x86_64_v4)     \
   LIST(template, T, KernelVariant::dispatched)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Usage: variant_symbols.sh VARIANT OBJECT...   (VARIANT: x86_64_v3, x86_64_v4, or dispatch)
-# Fails when an object compiled as ISA variant VARIANT (x86_64_v3, x86_64_v4) defines an external
+# Usage: variant_symbols.sh VARIANT OBJECT...   (VARIANT: x86_64, x86_64_v3, x86_64_v4, or dispatch)
+# Fails when an object compiled as ISA variant VARIANT (x86_64, x86_64_v3, x86_64_v4) defines an external
 # symbol that is not its own: every such symbol must carry the variant, as a kernel template's
 # argument ((arch_bench::KernelVariant)N) or as the helpers' inline namespace (variant_<VARIANT>).
 # (DW.ref.__gxx_personality_v0, the exception personality's address, is data and one in every object.)
@@ -8,13 +8,15 @@
 # program could then run, say, AVX-512 code on an AVX2 CPU (mechanisms/common/kernel_variant.hpp).
 #
 # `dispatch` checks the build variant's objects instead: their dispatched kernels must call the
-# x86-64-v3 and -v4 kernels (undefined references), not carry copies of them compiled with the
-# build's flags.
+# other variants' kernels (undefined references), not carry copies of them compiled with the
+# build's flags. Its further arguments: the enum values of the variants built besides build.
 set -euo pipefail
 variant="$1"
 shift
 if [ "$variant" = dispatch ]; then
-  for value in 2 3; do
+  values=()
+  while [ "$#" -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; do values+=("$1"); shift; done
+  for value in "${values[@]}"; do
     calls=$(nm -C --undefined-only "$@" | grep -c "(arch_bench::KernelVariant)$value" || true)
     copies=$(nm -C --defined-only "$@" | grep -c "(arch_bench::KernelVariant)$value" || true)
     if [ "$calls" -eq 0 ] || [ "$copies" -ne 0 ]; then
@@ -26,8 +28,9 @@ if [ "$variant" = dispatch ]; then
   exit 0
 fi
 case "$variant" in
-  x86_64_v3) value=2 ;;
-  x86_64_v4) value=3 ;;
+  x86_64) value=2 ;;
+  x86_64_v3) value=3 ;;
+  x86_64_v4) value=4 ;;
   *) echo "variant_symbols.sh: no check for variant '$variant'" >&2; exit 2 ;;
 esac
 [ "$#" -gt 0 ] || { echo "variant_symbols.sh: no objects given" >&2; exit 2; }
