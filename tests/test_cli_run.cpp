@@ -207,14 +207,21 @@ TEST(CliRun, OpenMpWaitIsABoundedSpinByDefaultAndRecorded) {
   EXPECT_EQ(testing::read_json(chosen)["workload"]["omp_wait_policy"], "active");
 }
 
+// `arguments` run with the environment variable `name` set to `value` for that run only.
+CliResult run_cli_with_env(const char* name, const char* value, const std::string& arguments) {
+  ::setenv(name, value, 1);
+  const CliResult result = run_cli(arguments);
+  ::unsetenv(name);
+  return result;
+}
+
 // Issue 16: every CPU row names the ISA of the kernel it ran; ARCH_BENCH_CPU_ISA=portable takes
 // softmax_kv off its hand-written AVX2 set, and the rows say so.
 TEST(CliRun, EveryCpuRowRecordsItsKernelIsaAndTheOverrideShows) {
   TempFolder folder;
   const auto output = folder / "portable.json";
-  ::setenv("ARCH_BENCH_CPU_ISA", "portable", 1);
-  const CliResult result = run_cli("run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
-  ::unsetenv("ARCH_BENCH_CPU_ISA");
+  const CliResult result = run_cli_with_env("ARCH_BENCH_CPU_ISA", "portable",
+                                            "run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json report = testing::read_json(output);
   EXPECT_EQ(report["hardware"]["cpu_isa"], "portable");
@@ -230,9 +237,8 @@ TEST(CliRun, TheKernelVariantOverrideRunsAndIsRecordedPerRow) {
   if (!cpu_runs_kernel_variant(KernelVariant::x86_64_v3)) GTEST_SKIP() << "this CPU cannot run x86-64-v3";
   TempFolder folder;
   const auto output = folder / "v3.json";
-  ::setenv("ARCH_BENCH_KERNEL_VARIANT", "x86-64-v3", 1);
-  const CliResult result = run_cli("run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
-  ::unsetenv("ARCH_BENCH_KERNEL_VARIANT");
+  const CliResult result = run_cli_with_env("ARCH_BENCH_KERNEL_VARIANT", "x86-64-v3",
+                                            "run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json report = testing::read_json(output);
   EXPECT_EQ(report["hardware"]["cpu_kernel_variant"], "x86-64-v3");
@@ -249,9 +255,8 @@ TEST(CliRun, TheKernelVariantOverrideRunsAndIsRecordedPerRow) {
 TEST(CliRun, AnUnknownKernelVariantIsABadInputAndWritesNothing) {
   TempFolder folder;
   const auto output = folder / "never.json";
-  ::setenv("ARCH_BENCH_KERNEL_VARIANT", "avx1024", 1);
-  const CliResult result = run_cli("run --output '" + output.string() + "'" + kTiny);
-  ::unsetenv("ARCH_BENCH_KERNEL_VARIANT");
+  const CliResult result =
+      run_cli_with_env("ARCH_BENCH_KERNEL_VARIANT", "avx1024", "run --output '" + output.string() + "'" + kTiny);
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("ARCH_BENCH_KERNEL_VARIANT='avx1024'"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("build"), std::string::npos) << result.err;  // names the variants there are

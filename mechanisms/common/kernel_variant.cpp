@@ -67,23 +67,16 @@ bool cpu_runs_kernel_variant(KernelVariant variant) {
     case KernelVariant::dispatched:
     case KernelVariant::build:
       return true;
+#if defined(__x86_64__)
     case KernelVariant::x86_64:
-#if defined(__x86_64__)
       return true;
-#else
-      return false;
-#endif
     case KernelVariant::x86_64_v3:
-#if defined(__x86_64__)
       return __builtin_cpu_supports("x86-64-v3") != 0;
-#else
-      return false;
-#endif
     case KernelVariant::x86_64_v4:
-#if defined(__x86_64__)
       return __builtin_cpu_supports("x86-64-v4") != 0;
 #else
-      return false;
+    default:
+      return false;  // the psABI levels are x86-64's
 #endif
   }
   return false;
