@@ -287,6 +287,9 @@ TEST(CliRun, HelpExplainsEveryRunOption) {
                              "--cache", "--overwrite"}) {
     EXPECT_NE(help.out.find(option), std::string::npos) << option;
   }
+  for (const char* variable : {"ARCH_BENCH_CPU_ISA", "ARCH_BENCH_KERNEL_VARIANT", "OMP_WAIT_POLICY"}) {
+    EXPECT_NE(help.out.find(variable), std::string::npos) << variable;
+  }
 }
 
 TEST(CliRun, ListNamesModesMechanismsAndBackends) {

@@ -39,6 +39,30 @@ KernelVariant variant_from_environment_or_best() {
   return KernelVariant::build;
 }
 
+#if defined(__x86_64__)
+// GCC checks a psABI level as one name (every feature, and the OS's saving of the vector state).
+// Clang 14 knows no level names and not f16c/lzcnt/movbe, so it checks the level's defining
+// features; every CPU with AVX2, FMA and BMI1/2 also has the rest of x86-64-v3 (Haswell, Zen 1 on).
+bool cpu_has_x86_64_v3() {
+#if defined(__clang__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+         __builtin_cpu_supports("bmi2");
+#else
+  return __builtin_cpu_supports("x86-64-v3") != 0;
+#endif
+}
+
+bool cpu_has_x86_64_v4_extras() {
+#if defined(__clang__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512cd");
+#else
+  return __builtin_cpu_supports("x86-64-v4") != 0;
+#endif
+}
+#endif
+
 }  // namespace
 
 std::vector<KernelVariant> built_kernel_variants() {
@@ -71,9 +95,9 @@ bool cpu_runs_kernel_variant(KernelVariant variant) {
     case KernelVariant::x86_64:
       return true;
     case KernelVariant::x86_64_v3:
-      return __builtin_cpu_supports("x86-64-v3") != 0;
+      return cpu_has_x86_64_v3();
     case KernelVariant::x86_64_v4:
-      return __builtin_cpu_supports("x86-64-v4") != 0;
+      return cpu_has_x86_64_v3() && cpu_has_x86_64_v4_extras();
 #else
     default:
       return false;  // the psABI levels are x86-64's

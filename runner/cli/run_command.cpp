@@ -468,6 +468,12 @@ void register_run_command(CLI::App& app, CommandContext& context) {
              "means `run`. --profile ID applies and checks an environment profile (a failed preflight writes a "
              "dry_run and exits 1); --profile-id only labels the report; --dry-run writes the plan only.");
   add_run_options(*command, *options);
+  command->footer(
+      "Environment: ARCH_BENCH_CPU_ISA=portable|avx2 lowers softmax_kv's hand-written kernel set; "
+      "ARCH_BENCH_KERNEL_VARIANT=build|x86-64|x86-64-v3|x86-64-v4 picks the ISA variant of every other CPU "
+      "kernel (default: the build's own in a -march=native build, else the best this CPU runs); both are "
+      "recorded in the report (hardware.cpu_isa, hardware.cpu_kernel_variant, each row's cpu_kernel_isa). "
+      "ARCH_BENCH_PLUGIN_PATH adds plugins; OMP_WAIT_POLICY, when set, replaces the bounded spin.");
   command->callback([options, command, &context]() {
     options->given = given_options(*command);
     load_plugins(options->plugins);  // before the mode reads the registry
