@@ -1,14 +1,14 @@
 # Build facts that a report must carry so a file is self-describing years later.
 find_package(Git QUIET)
-set(ARCH_BENCH_GIT_COMMIT "unknown")
-if(GIT_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/.git)
-  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                  OUTPUT_VARIABLE ARCH_BENCH_GIT_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE
-                  ERROR_QUIET RESULT_VARIABLE _git_rc)
-  if(NOT _git_rc EQUAL 0)
-    set(ARCH_BENCH_GIT_COMMIT "unknown")
-  endif()
-endif()
 set(ARCH_BENCH_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/build_info.hpp.in
                ${ARCH_BENCH_GENERATED_DIR}/build_info.hpp @ONLY)
+# The commit is stamped at build time, not here: a rebuild after a commit must not report the
+# commit of the last configure. The stamp runs at every build and rewrites git_commit.cpp only when
+# the commit or the tree's modified state changed, so an unchanged tree recompiles nothing.
+set(ARCH_BENCH_GIT_STAMP ${ARCH_BENCH_GENERATED_DIR}/git_commit.cpp)
+set(_git_stamp_command ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT=${ARCH_BENCH_GIT_STAMP}
+                       -DGIT=${GIT_EXECUTABLE} -P ${PROJECT_SOURCE_DIR}/cmake/GitStamp.cmake)
+execute_process(COMMAND ${_git_stamp_command})
+add_custom_target(arch_bench_git_stamp COMMAND ${_git_stamp_command} BYPRODUCTS ${ARCH_BENCH_GIT_STAMP}
+                  COMMENT "Stamping the git commit" VERBATIM)

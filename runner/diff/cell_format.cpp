@@ -53,6 +53,7 @@ std::string side(const ReportSide& report) {
   std::string details = "run " + (report.run_label.empty() ? "?" : report.run_label);
   if (!report.created_at.empty()) details += ", " + report.created_at;
   if (!report.git_commit.empty()) details += ", git " + report.git_commit.substr(0, 12);
+  if (report.git_tree_modified) details += " (modified tree)";
   return fmt::format("{} ({})", report.file, details);
 }
 

@@ -14,6 +14,12 @@ namespace arch_bench {
 
 namespace {
 
+// Older reports lack the field; a value that is not a boolean says nothing either.
+bool git_tree_modified(const nlohmann::json& report) {
+  const nlohmann::json::json_pointer pointer("/identity/git_tree_modified");
+  return report.contains(pointer) && report.at(pointer).is_boolean() && report.at(pointer).get<bool>();
+}
+
 ReportSide side_of(const LoadedReport& report) {
   const nlohmann::json& d = report.document;
   return {report.file,
@@ -24,7 +30,8 @@ ReportSide side_of(const LoadedReport& report) {
           string_at(d, "/identity/created_at"),
           string_at(d, "/identity/git_commit"),
           string_at(d, "/evidence_level"),
-          string_at(d, "/decision/verdict")};
+          string_at(d, "/decision/verdict"),
+          git_tree_modified(d)};
 }
 
 std::vector<double> samples_of(const nlohmann::json& row) {

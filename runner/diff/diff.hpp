@@ -47,6 +47,7 @@ struct RowDiff {
 struct ReportSide {
   std::string file, schema_version, workload_id, run_label, mode, created_at, git_commit, evidence_level,
       decision_verdict;
+  bool git_tree_modified = false;  // the binary was built from a tree with uncommitted changes
 };
 
 struct DiffSummary {

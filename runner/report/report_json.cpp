@@ -219,6 +219,7 @@ json to_json(const RunReport& r) {
             {"tool", "arch-bench"},
             {"tool_version", build_info::tool_version},
             {"git_commit", build_info::git_commit},
+            {"git_tree_modified", build_info::git_tree_modified},
             {"build_type", build_info::build_type},
             {"seed", r.identity.seed},
             {"command_line", r.identity.command_line}}},
