@@ -19,10 +19,13 @@ inline float exp_nonpositive(float x) {
   const std::uint32_t below = -static_cast<std::uint32_t>(x < -87.0f);
   x = std::bit_cast<float>((below & std::bit_cast<std::uint32_t>(-87.0f)) |
                            (~below & std::bit_cast<std::uint32_t>(x)));
-  // x = n ln2 + r with |r| <= ln2/2; e^x = 2^n e^r.
-  // rint rounds to nearest even in the default rounding mode and, unlike roundeven, has a vector
-  // form in gcc 12.
-  const float n = __builtin_rintf(x * 1.44269504088896341f);
+  // x = n ln2 + r with |r| <= ln2/2; e^x = 2^n e^r. n = rint(x log2 e) by adding and subtracting
+  // 1.5 * 2^23 (round to nearest even, like rint, for |x log2 e| < 2^22), and 2^n is built from the
+  // low bits of that same sum below. Plain adds vectorise on every ISA: SSE2 has no vector rint
+  // (roundps is SSE4.1), and a call to rintf kept the loops calling this one scalar there.
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float shifted = x * 1.44269504088896341f + kRound;
+  const float n = shifted - kRound;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in hi + lo parts
   // Minimax polynomial of e^r on [-ln2/2, ln2/2] (the Cephes expf coefficients).
   float p = 1.9875691500e-4f;
@@ -32,7 +35,8 @@ inline float exp_nonpositive(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const std::int32_t exponent = (static_cast<std::int32_t>(n) + 127) << 23;
+  // shifted's low mantissa bits hold n (its high bits fall off the shift): (n + 127) << 23.
+  const std::int32_t exponent = (std::bit_cast<std::int32_t>(shifted) + 127) << 23;
   return p * std::bit_cast<float>(exponent);
 }
 

@@ -1,29 +1,93 @@
 #pragma once
-// An 8-float vector (GCC/Clang vector extensions: one ymm register with AVX/AVX2, two xmm without)
-// and the few operations the scan kernels need on it, for loops whose natural vector is a state row
-// rather than a loop index that `#pragma omp simd` could vectorise (Mamba's state: N = 16 entries
-// are two vectors held in registers across the time loop).
+// An 8-float vector and the few operations the scan kernels need on it, for loops whose natural
+// vector is a state row rather than a loop index that `#pragma omp simd` could vectorise (Mamba's
+// state: N = 16 entries are two vectors held in registers across the time loop).
+//
+// Two representations, one interface. With AVX, float8 is a GCC/Clang vector of 8 floats: one ymm
+// register, its operators the hardware's. Without AVX (the x86-64 SSE2 baseline, and AArch64's
+// 128-bit NEON) it is a pair of 4-float vectors with the same operators. GCC 12 has no register for
+// a 32-byte vector there and keeps such a value in memory, every operation a load and a store that
+// stall store forwarding (about three quarters of the SSE2 linear decode step's samples); a pair of
+// 16-byte vectors is two registers, which scalar replacement keeps out of memory.
+//
+// Kernels use only this interface: load/store/broadcast, + - * / (with a float on either side),
+// lane reads v[i], float8{} for zero, comparisons giving a mask8 and select(mask, a, b) for a
+// lane-wise choice (a `?:` cannot be overloaded), and the exponentials below.
 #include <bit>
 #include <cstdint>
 #include <cstring>
 
 #if defined(__AVX__)
 #include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/kernel_helpers.hpp"
 
 namespace arch_bench {
-ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
-using float8 = float __attribute__((vector_size(32)));
+// 4-lane vectors (not float4/int4: CUDA's vector types of those names are global).
+using vec4f = float __attribute__((vector_size(16)));
+using vec4i = std::int32_t __attribute__((vector_size(16)));
 using int8x32 = std::int32_t __attribute__((vector_size(32)));
 inline constexpr std::int64_t kFloat8Lanes = 8;
 
+#if defined(__AVX__)
+#define ARCH_BENCH_FLOAT8_IS_ONE_VECTOR 1
+using float8 = float __attribute__((vector_size(32)));
+using mask8 = int8x32;  // what a comparison of two float8 gives: all ones where true
+#else
+// Two 4-float halves (lanes 0-3, 4-7); named for what it is, so the type differs in name from the
+// one-vector float8 of the AVX variants (kernel_helpers.hpp: a type's name is one across variants).
+struct float4_pair {
+  vec4f lo, hi;
+  float operator[](int lane) const { return lane < 4 ? lo[lane] : hi[lane - 4]; }
+};
+struct mask4_pair {
+  vec4i lo, hi;
+};
+using float8 = float4_pair;
+using mask8 = mask4_pair;
+#endif
+
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
+
+#if !defined(ARCH_BENCH_FLOAT8_IS_ONE_VECTOR)
+// The pair's operators, half by half.
+#define ARCH_BENCH_FLOAT8_PAIR_OPERATOR(op)                                                        \
+  inline float8 operator op(float8 a, float8 b) { return {a.lo op b.lo, a.hi op b.hi}; }          \
+  inline float8 operator op(float8 a, float b) { return {a.lo op b, a.hi op b}; }                 \
+  inline float8 operator op(float a, float8 b) { return {a op b.lo, a op b.hi}; }                 \
+  inline float8& operator op##=(float8& a, float8 b) { return a = a op b; }                       \
+  inline float8& operator op##=(float8& a, float b) { return a = a op b; }
+ARCH_BENCH_FLOAT8_PAIR_OPERATOR(+)
+ARCH_BENCH_FLOAT8_PAIR_OPERATOR(-)
+ARCH_BENCH_FLOAT8_PAIR_OPERATOR(*)
+ARCH_BENCH_FLOAT8_PAIR_OPERATOR(/)
+#undef ARCH_BENCH_FLOAT8_PAIR_OPERATOR
+inline float8 operator-(float8 a) { return {-a.lo, -a.hi}; }
+#define ARCH_BENCH_FLOAT8_PAIR_COMPARISON(op)                                                      \
+  inline mask8 operator op(float8 a, float8 b) { return {a.lo op b.lo, a.hi op b.hi}; }           \
+  inline mask8 operator op(float8 a, float b) { return {a.lo op b, a.hi op b}; }
+ARCH_BENCH_FLOAT8_PAIR_COMPARISON(<)
+ARCH_BENCH_FLOAT8_PAIR_COMPARISON(>)
+#undef ARCH_BENCH_FLOAT8_PAIR_COMPARISON
+#endif
+
+// Lane-wise: a where the mask is set, b elsewhere.
+inline float8 select(mask8 mask, float8 a, float8 b) {
+#if defined(ARCH_BENCH_FLOAT8_IS_ONE_VECTOR)
+  return mask ? a : b;
+#else
+  return {mask.lo ? a.lo : b.lo, mask.hi ? a.hi : b.hi};
+#endif
+}
+
 inline float8 load_float8(const float* p) {
   float8 v;
-  std::memcpy(&v, p, sizeof v);  // unaligned load; compiles to one vmovups
+  std::memcpy(&v, p, sizeof v);  // unaligned load; one vmovups, or two movups for the pair
   return v;
 }
 // 8 bf16 widened to fp32 in the load (a zero-extend and a shift: bf16 is the high half of a float).
@@ -33,80 +97,113 @@ inline float8 load_float8(const bf16* p) {
 #if defined(__AVX2__)
   const __m256i widened = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return std::bit_cast<float8>(_mm256_slli_epi32(widened, 16));
-#else
+#elif defined(ARCH_BENCH_FLOAT8_IS_ONE_VECTOR)
   using uint16x8 = std::uint16_t __attribute__((vector_size(16)));
   uint16x8 halves;
   std::memcpy(&halves, p, sizeof halves);
   return std::bit_cast<float8>(__builtin_convertvector(halves, int8x32) << 16);
+#else
+  using uint16x4 = std::uint16_t __attribute__((vector_size(8)));
+  uint16x4 halves[2];
+  std::memcpy(halves, p, sizeof halves);
+  return {std::bit_cast<vec4f>(__builtin_convertvector(halves[0], vec4i) << 16),
+          std::bit_cast<vec4f>(__builtin_convertvector(halves[1], vec4i) << 16)};
 #endif
 }
 inline void store_float8(float* p, float8 v) { std::memcpy(p, &v, sizeof v); }
 inline float8 broadcast_float8(float x) { return float8{} + x; }
 
-// e^x for x <= 0, lane-wise: the algorithm and coefficients of fast_math.hpp's exp_nonpositive
-// (relative error < 2e-7 on [-87, 0], clamped below at -87), with two vector shortcuts:
-// n = rint(x log2 e) by adding and subtracting 1.5 * 2^23 (round to nearest even, like rint), and
-// 2^n built from the low bits of that same sum, (n + 127) << 23, which saves the float-to-int
-// conversion.
-inline float8 exp_nonpositive(float8 x) {
+// The exponentials, written once over a vector V of floats (float8 itself, or one half of the
+// pair) whose same-sized integer vector is I.
+namespace lanes {
+
+// max(lo, x) lane-wise with x's NaN kept: maxps returns its second operand when either is NaN (one
+// instruction instead of a compare and a blend).
+template <class V>
+inline V clamp_below(V x, float lo) {
 #if defined(__AVX__)
-  // One maxps instead of a compare and a blend; maxps returns its second operand when either is
-  // NaN, so with x second a NaN stays NaN (and shows in the output check).
-  x = _mm256_max_ps(broadcast_float8(-87.0f), x);
-#else
-  x = x < -87.0f ? broadcast_float8(-87.0f) : x;
+  if constexpr (sizeof(V) == 32) return _mm256_max_ps(V{} + lo, x);
 #endif
+#if defined(__SSE2__)
+  if constexpr (sizeof(V) == 16) return _mm_max_ps(V{} + lo, x);
+#endif
+  return x < lo ? V{} + lo : x;  // NaN compares false and stays
+}
+template <class V>
+inline V clamp_above(V x, float hi) {
+#if defined(__AVX__)
+  if constexpr (sizeof(V) == 32) return _mm256_min_ps(V{} + hi, x);  // minps: NaN in x stays
+#endif
+#if defined(__SSE2__)
+  if constexpr (sizeof(V) == 16) return _mm_min_ps(V{} + hi, x);
+#endif
+  return x > hi ? V{} + hi : x;
+}
+
+// e^x for x <= 0: fast_math.hpp's exp_nonpositive (relative error < 2e-7 on [-87, 0], clamped below
+// at -87), with two vector shortcuts: n = rint(x log2 e) by adding and subtracting 1.5 * 2^23
+// (round to nearest even, like rint), and 2^n built from the low bits of that same sum,
+// (n + 127) << 23, which saves the float-to-int conversion.
+template <class V, class I>
+inline V exp_nonpositive(V x) {
+  x = clamp_below(x, -87.0f);
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
-  const float8 shifted = x * 1.44269504088896341f + kRound;
-  const float8 n = shifted - kRound;
-  const float8 r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float8 p = broadcast_float8(1.9875691500e-4f);
+  const V shifted = x * 1.44269504088896341f + kRound;
+  const V n = shifted - kRound;
+  const V r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  V p = V{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int8x32 exponent = (std::bit_cast<int8x32>(shifted) + 127) << 23;
-  return p * std::bit_cast<float8>(exponent);
+  const I exponent = (std::bit_cast<I>(shifted) + 127) << 23;
+  return p * std::bit_cast<V>(exponent);
 }
 
-// 2^x for x <= 0, lane-wise, for a caller whose exponent is already in base 2 (Mamba's scan folds
-// log2 e into A once per row). The reduction r = x - rint(x) is then exact (no Cody-Waite split),
-// and 2^r on [-1/2, 1/2] takes a degree-5 polynomial 1 + c1 r + ... + c5 r^5, its coefficients
-// fitted here for minimax relative error (Lawson's iteration in double on 20001 points). Evaluated
-// in float with FMAs the result stays within 1.7e-7 of 2^x (tested). Seven multiply-class
+// 2^x for x <= 0, for a caller whose exponent is already in base 2 (Mamba's scan folds log2 e into
+// A once per row). The reduction r = x - rint(x) is then exact (no Cody-Waite split), and 2^r on
+// [-1/2, 1/2] takes a degree-5 polynomial 1 + c1 r + ... + c5 r^5, its coefficients fitted here for
+// minimax relative error (Lawson's iteration in double on 20001 points). Evaluated in float the
+// result stays within 1.7e-7 of 2^x with FMAs and 2e-7 without (SSE2; both tested). Seven multiply-class
 // operations per vector against exp_nonpositive's eleven: a scan bound by its exps runs that much
 // faster. Clamped below at -126 (2^-126 is the smallest normal float).
-inline float8 exp2_nonpositive(float8 x) {
-#if defined(__AVX__)
-  x = _mm256_max_ps(broadcast_float8(-126.0f), x);  // second operand x: a NaN stays NaN
-#else
-  x = x < -126.0f ? broadcast_float8(-126.0f) : x;
-#endif
+template <class V, class I>
+inline V exp2_nonpositive(V x) {
+  x = clamp_below(x, -126.0f);
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float8 shifted = x + kRound;
-  const float8 r = x - (shifted - kRound);
-  float8 p = broadcast_float8(1.3264698e-3f);
+  const V shifted = x + kRound;
+  const V r = x - (shifted - kRound);
+  V p = V{} + 1.3264698e-3f;
   p = p * r + 9.671509e-3f;
   p = p * r + 5.550734e-2f;
   p = p * r + 2.4022242e-1f;
   p = p * r + 6.931470e-1f;
   p = p * r + 1.0f;
-  const int8x32 exponent = (std::bit_cast<int8x32>(shifted) + 127) << 23;
-  return p * std::bit_cast<float8>(exponent);
+  const I exponent = (std::bit_cast<I>(shifted) + 127) << 23;
+  return p * std::bit_cast<V>(exponent);
 }
 
+}  // namespace lanes
+
+#if defined(ARCH_BENCH_FLOAT8_IS_ONE_VECTOR)
+inline float8 exp_nonpositive(float8 x) { return lanes::exp_nonpositive<float8, int8x32>(x); }
+inline float8 exp2_nonpositive(float8 x) { return lanes::exp2_nonpositive<float8, int8x32>(x); }
 // e^x lane-wise for any x, clamped above at 88 (e^88 < FLT_MAX) as fast_math.hpp's exp_clamped;
 // exp_nonpositive's range reduction holds up to 88 (n <= 127 keeps the exponent field finite).
-inline float8 exp_clamped(float8 x) {
-#if defined(__AVX__)
-  x = _mm256_min_ps(broadcast_float8(88.0f), x);  // minps returns its second operand for NaN
+inline float8 exp_clamped(float8 x) { return exp_nonpositive(lanes::clamp_above(x, 88.0f)); }
 #else
-  x = x > 88.0f ? broadcast_float8(88.0f) : x;
-#endif
-  return exp_nonpositive(x);
+inline float8 exp_nonpositive(float8 x) {
+  return {lanes::exp_nonpositive<vec4f, vec4i>(x.lo), lanes::exp_nonpositive<vec4f, vec4i>(x.hi)};
 }
+inline float8 exp2_nonpositive(float8 x) {
+  return {lanes::exp2_nonpositive<vec4f, vec4i>(x.lo), lanes::exp2_nonpositive<vec4f, vec4i>(x.hi)};
+}
+inline float8 exp_clamped(float8 x) {
+  return exp_nonpositive(float8{lanes::clamp_above(x.lo, 88.0f), lanes::clamp_above(x.hi, 88.0f)});
+}
+#endif
 
 // The sum of the 8 lanes.
 inline float sum_lanes(float8 v) {

@@ -34,9 +34,9 @@ void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __r
     const float8 zero{};
     float8 mapped;
     if (relu) {
-      mapped = (value > zero ? value : zero) + 1.0f;
+      mapped = select(value > zero, value, zero) + 1.0f;
     } else {
-      mapped = value > zero ? value + 1.0f : exp_nonpositive(value < zero ? value : zero);
+      mapped = select(value > zero, value + 1.0f, exp_nonpositive(select(value < zero, value, zero)));
     }
     store_float8(phi + i, mapped);
   }

@@ -54,7 +54,7 @@ float prepare_token(std::int64_t dim, const float* __restrict u, const T* r, con
   for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) {
     const float8 r8 = load_float8(r + i), k8 = load_float8(k + i);
     float8 g = rwkv6_log_decay(load_float8(d + i));
-    g = g < -100.0f ? broadcast_float8(-100.0f) : g;
+    g = select(g < -100.0f, broadcast_float8(-100.0f), g);
     store_float8(ri + i, r8);
     store_float8(ki + i, k8);
     store_float8(vj + i, load_float8(v + i));
