@@ -406,6 +406,41 @@ TEST(DiffCompare, ASlowdownUnderDifferentHostContentionIsUnsureNotSlower) {
   EXPECT_EQ(diff_of(unprobed, contended).summary.verdicts.at(Verdict::slower), 4);
 }
 
+// Issue 16: a slowdown whose samples were followed by a missing worker (team check) markedly more
+// often than the old row's is the host's scheduling: UNSURE with both counts. A difference of under
+// a tenth of the samples, stalls on the faster side, or a row without checks leaves it SLOWER; a
+// speed-up whose old row had the stalls is UNSURE the same way.
+TEST(DiffCompare, ASlowdownWithMoreTeamStallsIsUnsureNotSlower) {
+  json old_report = make_report();
+  const auto set_stalls = [](json& report, double share) {
+    for (json& row : rows_of(report)) {
+      row["team_stalled_samples"] = static_cast<std::int64_t>(share * static_cast<double>(row["samples_ms"].size()));
+    }
+  };
+  set_stalls(old_report, 0.0);
+  json stalled = old_report;
+  scale_samples(stalled, 1.5);
+  set_stalls(stalled, 0.5);
+  const DiffResult diff = diff_of(old_report, stalled);
+  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
+  EXPECT_EQ(diff.summary.exit_code, 0);
+  for (const RowDiff& row : diff.rows) EXPECT_NE(row.reason.find("did not answer after 0 of"), std::string::npos) << row.reason;
+
+  json few = stalled;
+  set_stalls(few, 0.05);
+  EXPECT_EQ(diff_of(old_report, few).summary.verdicts.at(Verdict::slower), 4);
+  json stalls_on_old_side = old_report;
+  set_stalls(stalls_on_old_side, 0.5);
+  json slower_clean = stalled;
+  set_stalls(slower_clean, 0.0);
+  EXPECT_EQ(diff_of(stalls_on_old_side, slower_clean).summary.verdicts.at(Verdict::slower), 4);
+  json unchecked = old_report;
+  for (json& row : rows_of(unchecked)) row["team_stalled_samples"] = nullptr;
+  EXPECT_EQ(diff_of(unchecked, stalled).summary.verdicts.at(Verdict::slower), 4);
+  // Faster because the old row was the stalled one.
+  EXPECT_EQ(diff_of(stalled, old_report).summary.verdicts.at(Verdict::unsure), 4);
+}
+
 // Issue 16: memory-bound rows (>= half the run's read ceiling) measured while the host's memory
 // delivered less are compared at equal bandwidth (time x probe rate). A 20% slowdown under a 20%
 // lower probe is the host's: UNSURE with both numbers. The same slowdown on a compute-bound row,

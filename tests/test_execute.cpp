@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "runner/backends/cpu/cpu_backend.hpp"
 #include "runner/core/errors.hpp"
@@ -186,6 +187,27 @@ TEST(Execute, ColdCpuRowsRecordTheHostMemoryProbeAndHotRowsDoNot) {
   const std::vector<Row> hot_rows = execute_plan(plan_for(mechanism, {1}), small_workload(), backend, Ceilings{}, {});
   EXPECT_FALSE(hot_rows[0].host_memory_gbps.has_value());
   EXPECT_TRUE(hot_rows[0].host_contention.has_value());
+}
+
+// The team check after each CPU sample (runner/measure/team_check.hpp): a team of two records how
+// many checks found a worker missing and their median; a team of one has nothing to wait for.
+TEST(Execute, CpuRowsOfATeamRecordTheTeamChecksAndOneThreadRecordsNone) {
+  const ScriptedMechanism mechanism([](std::int64_t) { return Script::ok; });
+  CpuBackend backend;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  const std::vector<Row> team = execute_plan(plan_for(mechanism, {1}), small_workload(), backend, Ceilings{}, {});
+  omp_set_num_threads(1);
+  const std::vector<Row> alone = execute_plan(plan_for(mechanism, {1}), small_workload(), backend, Ceilings{}, {});
+  omp_set_num_threads(threads);
+  ASSERT_EQ(team.size(), 1u);
+  ASSERT_TRUE(team[0].team_stalled_samples.has_value());
+  EXPECT_GE(*team[0].team_stalled_samples, 0);
+  EXPECT_LE(*team[0].team_stalled_samples, static_cast<std::int64_t>(team[0].samples_ms.size()));
+  ASSERT_TRUE(team[0].team_check_median_us.has_value());
+  EXPECT_GT(*team[0].team_check_median_us, 0.0);
+  EXPECT_FALSE(alone[0].team_stalled_samples.has_value());
+  EXPECT_FALSE(alone[0].team_check_median_us.has_value());
 }
 
 TEST(Execute, RoundsSplitTheRepeatsEvenlyTheRemainderToTheFirstRounds) {

@@ -9,12 +9,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "runner/backends/cpu/cpu_backend.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/fork_join.hpp"
+#include "runner/measure/team_check.hpp"
 #include "runner/measure/timer_overhead.hpp"
 
 namespace arch_bench {
@@ -83,6 +85,28 @@ struct Harness {
   explicit Harness(bool allocate_in_run = false)
       : cell(log, backend.allocator(), allocate_in_run) {}
 };
+
+// A check over the stall bound counts, one at or under it does not; the bound is absolute, so a row
+// stalled throughout counts every sample.
+TEST(TeamCheck, CountsChecksOverTheStallBound) {
+  EXPECT_EQ(count_team_stalls({}), 0);
+  EXPECT_EQ(count_team_stalls({1.0, 0.8, kTeamStallUs, 94.0}), 0);
+  EXPECT_EQ(count_team_stalls({1.0, kTeamStallUs + 1.0, 2.0, 3000.0, 1.2}), 2);
+  EXPECT_EQ(count_team_stalls({400.0, 600.0, 500.0}), 3);
+}
+
+// The check itself: nothing to wait for in a team of one; with two threads, a positive finite time.
+TEST(TeamCheck, TimesATeamOfTwoAndSkipsATeamOfOne) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  EXPECT_FALSE(team_check_us().has_value());
+  omp_set_num_threads(2);
+  const std::optional<double> check = team_check_us();
+  omp_set_num_threads(threads);
+  ASSERT_TRUE(check.has_value());
+  EXPECT_GT(*check, 0.0);
+  EXPECT_TRUE(std::isfinite(*check));
+}
 
 TEST(Sampler, RunsWarmupThenTimedRepeats) {
   Harness h;

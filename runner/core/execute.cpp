@@ -13,6 +13,7 @@
 #include "runner/core/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/statistics.hpp"
+#include "runner/measure/team_check.hpp"
 #include "runner/plugins/plugin_report.hpp"
 
 namespace arch_bench {
@@ -65,7 +66,7 @@ void fail_row(Row& row, std::string kind, std::string reason) {
 
 // The per-sample host probes of one row, over all its rounds.
 struct HostProbes {
-  std::vector<double> contention, memory_gbps;
+  std::vector<double> contention, memory_gbps, team_checks_us;
 };
 
 // One visit of a cell in round `round` of workload.rounds: prepare, one untimed run, then in the
@@ -103,6 +104,8 @@ void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const 
   probes.contention.insert(probes.contention.end(), measured.contention_ratios.begin(),
                            measured.contention_ratios.end());
   probes.memory_gbps.insert(probes.memory_gbps.end(), measured.memory_gbps.begin(), measured.memory_gbps.end());
+  probes.team_checks_us.insert(probes.team_checks_us.end(), measured.team_checks_us.begin(),
+                               measured.team_checks_us.end());
   if (round + 1 == workload.rounds && is_cuda_timing(workload.timing.method)) {
     row.launch_overhead_ms = measure_launch_overhead_ms(
         *prepared, backend, std::max(workload.timing.steps_per_sample, kLaunchOverheadMinSteps),
@@ -115,6 +118,10 @@ void finish_row(Row& row, const HostProbes& probes, const Ceilings& ceilings) {
   if (row.status != RowStatus::ok || row.samples_ms.empty()) return;
   if (!probes.contention.empty()) row.host_contention = summarize(probes.contention).median;
   if (!probes.memory_gbps.empty()) row.host_memory_gbps = summarize(probes.memory_gbps).median;
+  if (!probes.team_checks_us.empty()) {
+    row.team_stalled_samples = count_team_stalls(probes.team_checks_us);
+    row.team_check_median_us = summarize(probes.team_checks_us).median;
+  }
   row.stats = summarize(row.samples_ms);
   attach_rates(row, ceilings);
 }

@@ -56,6 +56,10 @@ struct Row {
   // CPU: median of host_contention_ratio() over the samples (~1 on a core of its own; ~1.5 when the
   // host shares the core, which slows throughput-bound kernels by about that much).
   std::optional<double> host_contention;
+  // CPU, team of two or more: of the checks taken just after each sample (runner/measure/team_check.hpp),
+  // how many found a worker that did not answer (its vCPU not running), and their median in us.
+  std::optional<std::int64_t> team_stalled_samples;
+  std::optional<double> team_check_median_us;
   std::string cpu_kernel_isa;  // CPU rows: PreparedCell::cpu_kernel_isa(); empty otherwise
   Accuracy accuracy;
   double tolerance = 0;  // max_rel_error accepted for the dtype

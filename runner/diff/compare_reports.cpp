@@ -71,6 +71,38 @@ bool memory_bound(const nlohmann::json& row) {
   return fraction && *fraction >= kMemoryBoundFraction;
 }
 
+// A row whose team checks (runner/measure/team_check.hpp) found a worker missing after this much
+// larger a share of its samples than the other row lost that share to the host.
+constexpr double kStallShareDifference = 0.1;
+
+struct TeamStalls {
+  std::int64_t stalled = 0, samples = 0;
+  double share() const { return static_cast<double>(stalled) / static_cast<double>(samples); }
+};
+
+std::optional<TeamStalls> team_stalls(const nlohmann::json& row) {
+  const std::optional<double> stalled = number_in(row, "team_stalled_samples");
+  const std::int64_t samples = static_cast<std::int64_t>(samples_of(row).size());
+  if (!stalled || samples == 0) return std::nullopt;
+  return TeamStalls{static_cast<std::int64_t>(*stalled), samples};
+}
+
+// A slower (or faster) row whose samples were followed by a missing worker markedly more (or less)
+// often than the other row's measured the host's scheduling of the team, not the kernel: UNSURE.
+void judge_team_stalls(RowDiff& row, const RowPair& pair) {
+  if (row.timing.verdict != Verdict::slower && row.timing.verdict != Verdict::faster) return;
+  const std::optional<TeamStalls> old_stalls = team_stalls(*pair.old_row), new_stalls = team_stalls(*pair.new_row);
+  if (!old_stalls || !new_stalls) return;
+  const bool slower = row.timing.verdict == Verdict::slower;
+  const double excess = slower ? new_stalls->share() - old_stalls->share() : old_stalls->share() - new_stalls->share();
+  if (excess < kStallShareDifference) return;
+  row.timing.verdict = Verdict::unsure;
+  row.timing.reason = fmt::format("{} by {:+.0f}%, but a worker thread did not answer after {} of {} vs {} of {} samples "
+                                  "(team check): the host took its vCPU away, not necessarily the kernel's doing",
+                                  slower ? "slower" : "faster", 100 * *row.timing.change, old_stalls->stalled,
+                                  old_stalls->samples, new_stalls->stalled, new_stalls->samples);
+}
+
 // A timing change of two memory-bound rows measured under different host memory bandwidth is judged
 // at equal bandwidth (time x probe rate, the bytes a row's time is worth): when that change is below
 // the minimum effect, the host explains it and the verdict is UNSURE; otherwise the verdict stands and
@@ -141,6 +173,7 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
                                     *row.timing.change > 0 ? "slower" : "faster", 100 * *row.timing.change,
                                     *old_contention, *new_contention);
   }
+  judge_team_stalls(row, pair);
   judge_at_equal_bandwidth(row, pair, settings);
   row.verdict = row.timing.verdict;
   row.reason = row.timing.reason;

@@ -1,5 +1,6 @@
 #include "runner/measure/contention.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace arch_bench {
@@ -38,6 +39,13 @@ double seconds(F&& f, float& sink) {
 }
 
 }  // namespace
+
+double team_contention_ratio() {
+  double largest = 0.0;
+#pragma omp parallel reduction(max : largest)
+  largest = std::max(largest, host_contention_ratio());
+  return largest;
+}
 
 double host_contention_ratio() {
   const float m = g_multiplier, c = g_addend;

@@ -15,4 +15,10 @@ namespace arch_bench {
 // bandwidth is shared reads more (1.45-1.55 measured in the slow mode here).
 double host_contention_ratio();
 
+// host_contention_ratio() on every thread of the OpenMP team at once, the largest: a step split over
+// the team waits for its slowest thread, so a shared core under any of them slows it. (On the 2-vCPU
+// VM the calling thread's core alone read 1.00-1.02 in runs whose split decode steps were 1.5x slower
+// and whose FMA ceiling had dropped 15%.) Its parallel region also wakes the team before a sample.
+double team_contention_ratio();
+
 }  // namespace arch_bench

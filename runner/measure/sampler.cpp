@@ -11,6 +11,7 @@
 #include "runner/measure/contention.hpp"
 #include "runner/measure/memory_probe.hpp"
 #include "runner/measure/statistics.hpp"
+#include "runner/measure/team_check.hpp"
 
 namespace arch_bench {
 
@@ -105,9 +106,13 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
       backend.evict(buffers);
     }
     // Registers only: it neither warms nor evicts the cell's buffers.
-    if (on_cpu) measured.contention_ratios.push_back(host_contention_ratio());
+    if (on_cpu) measured.contention_ratios.push_back(team_contention_ratio());
     if (on_cpu) wake_openmp_team();
     measured.samples_ms.push_back(timer->sample_ms() / steps);
+    // Just after, while the team still spins: a worker that does not answer at once was not running.
+    if (on_cpu) {
+      if (const std::optional<double> check = team_check_us()) measured.team_checks_us.push_back(*check);
+    }
     ticker.tick(++done);
   }
 

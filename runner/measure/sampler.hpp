@@ -16,11 +16,13 @@ struct MeasuredSamples {
   std::vector<double> samples_ms;  // one per timed repeat (elapsed / steps_per_sample), in order
   // Allocator calls made during warmup + repeats; a decode step should make none.
   std::int64_t allocations_during_timing = 0;
-  // CPU backend: host_contention_ratio() taken just before each timed sample (empty otherwise).
+  // CPU backend: team_contention_ratio() taken just before each timed sample (empty otherwise).
   std::vector<double> contention_ratios;
   // CPU backend, cold cache: MemoryProbe::read_gbps() taken just before each timed sample (empty
   // otherwise: the probe's reads would evict part of a hot cell's working set).
   std::vector<double> memory_gbps;
+  // CPU backend, team of two or more: team_check_us() taken just after each timed sample.
+  std::vector<double> team_checks_us;
 };
 
 // Reports (calls of run() done, warmup + repeats) every tenth of the way and at the end.

@@ -122,6 +122,8 @@ Row row_from_json(const json& r) {
   row.launch_overhead_ms = optional_number(r, "launch_overhead_ms");
   row.host_contention = optional_number(r, "host_contention");
   row.host_memory_gbps = optional_number(r, "host_memory_gbps");
+  row.team_stalled_samples = optional_integer(r, "team_stalled_samples");
+  row.team_check_median_us = optional_number(r, "team_check_median_us");
   if (const auto isa = r.find("cpu_kernel_isa"); isa != r.end() && isa->is_string()) row.cpu_kernel_isa = isa->get<std::string>();
   row.device_free_before_bytes = optional_integer(r, "device_free_before_bytes");
   row.device_free_after_bytes = optional_integer(r, "device_free_after_bytes");
