@@ -404,6 +404,15 @@ TEST(DiffCompare, ASlowdownUnderDifferentHostContentionIsUnsureNotSlower) {
   json unprobed = old_report;
   for (json& row : rows_of(unprobed)) row["host_contention"] = nullptr;
   EXPECT_EQ(diff_of(unprobed, contended).summary.verdicts.at(Verdict::slower), 4);
+  // Against the probes' direction: slower on the less contended core is not the host's doing.
+  json slower_uncontended = contended;
+  for (json& row : rows_of(slower_uncontended)) row["host_contention"] = 1.0;
+  json old_contended = old_report;
+  for (json& row : rows_of(old_contended)) row["host_contention"] = 1.5;
+  EXPECT_EQ(diff_of(old_contended, slower_uncontended).summary.verdicts.at(Verdict::slower), 4);
+  // A speed-up from a contended old row to a free new one is.
+  EXPECT_EQ(diff_of(contended, old_report).summary.verdicts.at(Verdict::unsure), 4);
+  EXPECT_EQ(diff_of(slower_uncontended, old_contended).summary.verdicts.at(Verdict::faster), 4);
 }
 
 // Issue 16: a slowdown whose samples were followed by a missing worker (team check) markedly more

@@ -160,13 +160,16 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
                             ? fmt::format("not timed: status {} in both reports", *row.old_status)
                             : "not timed in both reports";
   }
-  // A timing change between rows whose cores were contended differently is the host's, not the
-  // kernel's (runner/measure/contention.hpp): reported, but not as a regression or improvement.
+  // A slowdown measured on a more contended core (or a speed-up on a less contended one) is the
+  // host's, not the kernel's (runner/measure/contention.hpp): reported, but not as a regression or
+  // improvement. A change against the probes' direction is not explained by them.
   const std::optional<double> old_contention = number_in(*pair.old_row, "host_contention"),
                               new_contention = number_in(*pair.new_row, "host_contention");
-  if ((row.timing.verdict == Verdict::slower || row.timing.verdict == Verdict::faster) && old_contention &&
-      new_contention &&
-      std::max(*old_contention, *new_contention) > kContentionDifference * std::min(*old_contention, *new_contention)) {
+  const bool more_contended_when_slower =
+      old_contention && new_contention &&
+      ((row.timing.verdict == Verdict::slower && *new_contention > kContentionDifference * *old_contention) ||
+       (row.timing.verdict == Verdict::faster && *old_contention > kContentionDifference * *new_contention));
+  if (more_contended_when_slower) {
     row.timing.verdict = Verdict::unsure;
     row.timing.reason = fmt::format("{} by {:+.0f}%, but the host contended the core differently (probe {:.2f} vs "
                                     "{:.2f}): the machine changed, not necessarily the kernel",
