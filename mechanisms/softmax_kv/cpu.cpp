@@ -88,7 +88,7 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
   const std::int64_t splits = plan.splits;
   const std::int64_t rows_per_split = (context + splits - 1) / splits;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  const bool avx2 = softmax_decode_uses_avx2(plan);
+  [[maybe_unused]] const bool avx2 = softmax_decode_uses_avx2(plan);
   for (std::int64_t bh = 0; bh < plan.batch_heads; ++bh) {
     std::memcpy(k_cache + (bh * plan.capacity + position) * dim, k_new + bh * dim, dim * sizeof(T));
     std::memcpy(v_cache + (bh * plan.capacity + position) * dim, v_new + bh * dim, dim * sizeof(T));
@@ -106,10 +106,12 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
     const T* keys = k_cache + bh * plan.capacity * dim;
     const T* values = v_cache + bh * plan.capacity * dim;
     float* partial = workspace + item * (dim + 2);
+#if defined(ARCH_BENCH_SOFTMAX_AVX2)
     if (avx2) {
       softmax_decode_split_avx2(query, keys, values, begin, end, dim, partial);
       continue;
     }
+#endif
     OnlineRow row;
     for (std::int64_t block = begin; block < end; block += kKeyBlock) {
       const std::int64_t count = std::min(kKeyBlock, end - block);
@@ -140,11 +142,13 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
 
 template <class T>
 void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
-                     const T* k, const T* v, T* out, CpuIsa isa) {
+                     const T* k, const T* v, T* out, [[maybe_unused]] CpuIsa isa) {
+#if defined(ARCH_BENCH_SOFTMAX_AVX2)
   if (softmax_prefill_isa(isa) == CpuIsa::avx2) {
     softmax_prefill_avx2(batch_heads, tokens, dim, q, k, v, out);
     return;
   }
+#endif
   // Portable kernel: the compiler vectorises the inner loops for whatever the build targets.
   const std::int64_t query_blocks = (tokens + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));

@@ -11,6 +11,7 @@
 // transpose; bf16 tiles are widened to fp32 once per block, so the microkernels only see fp32.
 #include "mechanisms/softmax_kv/cpu_avx2.hpp"
 
+#if defined(ARCH_BENCH_SOFTMAX_AVX2)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -403,3 +404,4 @@ ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE
 
 }  // namespace arch_bench
+#endif  // ARCH_BENCH_SOFTMAX_AVX2

@@ -1,7 +1,13 @@
 #pragma once
-// AVX2 + FMA kernels of softmax_kv (cpu.cpp enters them only when the CPU has both).
+// AVX2 + FMA kernels of softmax_kv (cpu.cpp enters them only when the CPU has both). They exist
+// only in x86 builds (ARCH_BENCH_SOFTMAX_AVX2); elsewhere cpu.cpp runs its portable kernels.
 #include <cstdint>
 
+#if defined(__x86_64__) || defined(__i386__)
+#define ARCH_BENCH_SOFTMAX_AVX2 1
+#endif
+
+#if defined(ARCH_BENCH_SOFTMAX_AVX2)
 namespace arch_bench {
 
 // Causal prefill, same contract as softmax_prefill. Any head_dim up to 256.
@@ -16,3 +22,4 @@ void softmax_decode_split_avx2(const float* query, const T* keys, const T* value
                                std::int64_t end, std::int64_t dim, float* partial);
 
 }  // namespace arch_bench
+#endif

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <new>
 
-#include <immintrin.h>
+#include "runner/measure/flush_cache.hpp"
 
 namespace arch_bench {
 
@@ -37,9 +37,7 @@ MemoryProbe::MemoryProbe() : words_(static_cast<std::uint64_t*>(std::aligned_all
 }
 
 double MemoryProbe::read_gbps() {
-  const char* bytes = reinterpret_cast<const char*>(words_.get());
-  for (std::size_t offset = 0; offset < kBytes; offset += kCacheLine) _mm_clflush(bytes + offset);
-  _mm_mfence();
+  flush_cache_range(words_.get(), kBytes);
   const auto start = std::chrono::steady_clock::now();
   g_sink = g_sink + sum_words(words_.get());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,16 +3,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include "runner/backends/cpu/host_facts.hpp"
+#include "runner/measure/flush_cache.hpp"
 
 namespace arch_bench {
 
 namespace {
 constexpr std::size_t kAlignment = 64;  // one cache line; also what AVX-512 loads like
-constexpr std::size_t kCacheLine = 64;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 }  // namespace
 
@@ -64,15 +63,7 @@ double CpuBackend::time_ms(const std::function<void()>& work) {
 }
 
 void CpuBackend::evict(std::span<const ByteSpan> buffers) {
-  // clflush writes back and invalidates the line in every cache level of every core, which is
-  // exactly "the data is not in cache" without having to stream a buffer larger than the LLC.
-  for (const ByteSpan& buffer : buffers) {
-    const char* begin = reinterpret_cast<const char*>(buffer.data());
-    for (std::size_t offset = 0; offset < buffer.size(); offset += kCacheLine) {
-      _mm_clflush(begin + offset);
-    }
-  }
-  _mm_mfence();
+  for (const ByteSpan& buffer : buffers) flush_cache_range(buffer.data(), buffer.size());
 }
 
 nlohmann::json CpuBackend::facts() const { return host_facts(); }
