@@ -84,15 +84,23 @@ TEST(FLOAT8_TEST_SUITE, Exp2NonpositiveIsExactAtIntegersClampsBelowAndKeepsNaN) 
   EXPECT_TRUE(std::isnan(y[7]));
 }
 
-TEST(FLOAT8_TEST_SUITE, ExpNonpositiveIsWithin2eMinus7OfExpOnItsRange) {
+// fast_math.hpp's degree-5 fit, measured with gcc 12: 1.62e-7 (float8) and 1.76e-7 (the scalar form,
+// which gcc contracts into FMAs differently) with FMAs, 1.82e-7 without.
+#if defined(__FMA__)
+constexpr double kExpBound = 1.8e-7;
+#else
+constexpr double kExpBound = 1.9e-7;
+#endif
+
+TEST(FLOAT8_TEST_SUITE, ExpNonpositiveIsWithinItsBoundOfExpOnItsRange) {
   const auto f = [](float8 x) { return exp_nonpositive(x); };
-  EXPECT_LT(max_relative_error(f, exp_exact, -1.0f, 0.0f, 200000), 2e-7);
-  EXPECT_LT(max_relative_error(f, exp_exact, -87.0f, 0.0f, 400000), 2e-7);
+  EXPECT_LT(max_relative_error(f, exp_exact, -1.0f, 0.0f, 200000), kExpBound);
+  EXPECT_LT(max_relative_error(f, exp_exact, -87.0f, 0.0f, 400000), kExpBound);
 }
 
-TEST(FLOAT8_TEST_SUITE, ExpClampedIsWithin2eMinus7OfExpUpTo88AndClampsAbove) {
+TEST(FLOAT8_TEST_SUITE, ExpClampedIsWithinItsBoundOfExpUpTo88AndClampsAbove) {
   const auto f = [](float8 x) { return exp_clamped(x); };
-  EXPECT_LT(max_relative_error(f, exp_exact, -87.0f, 88.0f, 400000), 2e-7);
+  EXPECT_LT(max_relative_error(f, exp_exact, -87.0f, 88.0f, 400000), kExpBound);
   const Lanes y = lanes_of(exp_clamped(from_lanes({88.0f, 89.0f, 1000.0f, kInf, kNaN, -kInf, 0.0f, 1.0f})));
   const float at_88 = y[0];
   EXPECT_TRUE(std::isfinite(at_88));
@@ -110,8 +118,8 @@ TEST(FLOAT8_TEST_SUITE, ExpClampedIsWithin2eMinus7OfExpUpTo88AndClampsAbove) {
 TEST(FLOAT8_TEST_SUITE, ScalarExponentialsHoldTheSameBoundsAndAgreeWithTheVectorForms) {
   const auto scalar_exp = [](float8 x) { return lane_by_lane([](float v) { return exp_nonpositive(v); }, x); };
   const auto scalar_clamped = [](float8 x) { return lane_by_lane([](float v) { return exp_clamped(v); }, x); };
-  EXPECT_LT(max_relative_error(scalar_exp, exp_exact, -87.0f, 0.0f, 400000), 2e-7);
-  EXPECT_LT(max_relative_error(scalar_clamped, exp_exact, -87.0f, 88.0f, 400000), 2e-7);
+  EXPECT_LT(max_relative_error(scalar_exp, exp_exact, -87.0f, 0.0f, 400000), kExpBound);
+  EXPECT_LT(max_relative_error(scalar_clamped, exp_exact, -87.0f, 88.0f, 400000), kExpBound);
   const Lanes edges = lanes_of(lane_by_lane([](float v) { return exp_nonpositive(v); },
                                             from_lanes({0.0f, -1e-30f, -87.0f, -88.0f, -1e30f, -kInf, kNaN, -0.5f})));
   EXPECT_EQ(edges[0], 1.0f);
@@ -120,7 +128,7 @@ TEST(FLOAT8_TEST_SUITE, ScalarExponentialsHoldTheSameBoundsAndAgreeWithTheVector
   EXPECT_EQ(edges[4], edges[2]);
   EXPECT_EQ(edges[5], edges[2]);
   EXPECT_TRUE(std::isnan(edges[6]));
-  EXPECT_NEAR(edges[7], std::exp(-0.5), 2e-7 * std::exp(-0.5));
+  EXPECT_NEAR(edges[7], std::exp(-0.5), kExpBound * std::exp(-0.5));
   for (float x = -87.0f; x <= 0.0f; x += 0.37f) {
     const Lanes vector = lanes_of(exp_nonpositive(broadcast_float8(x)));
     EXPECT_NEAR(vector[3], exp_nonpositive(x), 4e-7f * exp_nonpositive(x)) << "x = " << x;

@@ -1,6 +1,9 @@
 // linear_attention: recurrent vs chunkwise, decode vs prefill, kernels vs the fp64 reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
 #include "mechanisms/registry.hpp"
@@ -114,6 +117,37 @@ TEST_P(LinearAttentionMaps, RecurrentPrefillIsBitwiseTheDecodeStepTokenByToken) 
     EXPECT_EQ(out, prefilled.out) << "dim " << dim;
     EXPECT_EQ(state, prefilled.state) << "dim " << dim;
     EXPECT_EQ(normalizer, prefilled.normalizer) << "dim " << dim;
+  }
+}
+
+// A NaN in q reaches its token's outputs, and only those, in every path: a vector lane and a
+// scalar-tail element of the feature map (d = 20), both maps, the decode step and both prefill forms.
+// The compare-and-select map once turned a NaN into phi = 1, and the output stayed finite.
+TEST_P(LinearAttentionMaps, ANanInTheQueryReachesThatTokensOutputs) {
+  const std::int64_t dim = 20, length = 4, poisoned = 1;
+  for (const std::int64_t element : {3, 18}) {
+    AttentionInputs in = make_attention_inputs(small_cell(2, dim, 0, DType::float32), length, 27);
+    in.q[poisoned * dim + element] = std::numeric_limits<float>::quiet_NaN();  // head 0, token 1
+    for (const bool chunkwise : {false, true}) {
+      const PrefillResult r = prefill<float>(in, GetParam(), chunkwise);
+      for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+        for (std::int64_t t = 0; t < length; ++t) {
+          for (std::int64_t j = 0; j < dim; ++j) {
+            const float value = r.out[(h * length + t) * dim + j];
+            if (h == 0 && t == poisoned) {
+              EXPECT_TRUE(std::isnan(value)) << "element " << element << " chunkwise " << chunkwise << " j " << j;
+            } else {
+              EXPECT_TRUE(std::isfinite(value)) << "element " << element << " chunkwise " << chunkwise << " h " << h << " t " << t;
+            }
+          }
+        }
+      }
+    }
+    const LinearAttentionShape shape{1, dim, dim, GetParam()};
+    std::vector<float> state(dim * dim, 0.0f), normalizer(dim, 0.0f), out(dim);
+    linear_attention_decode_step(shape, in.q_at(0, poisoned), in.k_at(0, 0), in.v_at(0, 0), state.data(),
+                                 normalizer.data(), out.data());
+    for (const float value : out) EXPECT_TRUE(std::isnan(value)) << "decode, element " << element;
   }
 }
 
