@@ -10,8 +10,11 @@ namespace {
 using float8 = float __attribute__((vector_size(32)));
 constexpr int kSteps = 1024;
 
-// The multiplier and addend come through volatile loads so the chains cannot be folded away.
+// The multiplier and addend come through volatile loads so the chains cannot be folded away; the
+// results go to a per-thread sink (team_contention_ratio runs the probe on every thread at once, and
+// a shared one would be a data race).
 volatile float g_multiplier = 0.999999f, g_addend = 1e-7f;
+thread_local volatile float t_sink = 0.0f;
 
 __attribute__((noinline)) float dependent_chain(float m, float c) {
   float x = 1.0f;
@@ -52,7 +55,7 @@ double host_contention_ratio() {
   float sink = 0.0f;
   const double latency = seconds([&] { return dependent_chain(m, c); }, sink);
   const double throughput = seconds([&] { return independent_chains(m, c); }, sink);
-  g_addend = g_addend + sink * 0.0f;  // keeps both results live
+  t_sink = sink;  // keeps both results live
   return latency > 0.0 ? throughput / latency : 1.0;
 }
 

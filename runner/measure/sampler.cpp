@@ -17,8 +17,6 @@ namespace arch_bench {
 
 namespace {
 
-volatile int g_team_size = 0;  // keeps the wake-up region from being optimised away
-
 // Calls `progress` when `done` crosses a tenth of `total` and once at the end, so a long cell
 // shows movement without the callback (terminal I/O) running between every pair of samples.
 class ProgressTicker {
@@ -34,19 +32,6 @@ class ProgressTicker {
   std::int64_t total_;
   std::int64_t stride_;
 };
-
-// An empty parallel region on the whole team, just before a CPU sample. The workers sleep once they
-// have spun ~100 us without work (the harness's bounded spin), and what runs between two samples
-// (a cold eviction: clflush of every line of the cell, 1-2 ms at 16 MiB; the memory probe, ~50-100
-// us) is often longer: the sample's first parallel region then paid the futex wake of every worker
-// inside the timed region (~94 us on this 2-vCPU VM, 150-600 us when the host is busy, against
-// 5-20 us for a split decode step). Woken here, the team is spinning when the sample starts.
-void wake_openmp_team() {
-  int entered = 0;
-#pragma omp parallel reduction(+ : entered)
-  entered += 1;
-  g_team_size = entered;
-}
 
 void stop_if_interrupted(std::int64_t done, std::int64_t total) {
   if (interrupt_requested()) {
@@ -105,9 +90,14 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
       const std::vector<ByteSpan> buffers = cell.buffers();
       backend.evict(buffers);
     }
-    // Registers only: it neither warms nor evicts the cell's buffers.
+    // Registers only: it neither warms nor evicts the cell's buffers. Its parallel region is also the
+    // team's wake-up: the workers sleep once they have spun ~100 us without work (the harness's
+    // bounded spin), and what runs between two samples (a cold eviction: clflush of every line of
+    // the cell, 1-2 ms at 16 MiB; the memory probe, ~50-100 us) is often longer, so the sample's
+    // first parallel region would pay the futex wake of every worker inside the timed region (~94 us
+    // on this 2-vCPU VM, 150-600 us when the host is busy, against 5-20 us for a split decode step).
+    // Just after the probe the team is spinning when the sample starts.
     if (on_cpu) measured.contention_ratios.push_back(team_contention_ratio());
-    if (on_cpu) wake_openmp_team();
     measured.samples_ms.push_back(timer->sample_ms() / steps);
     // Just after, while the team still spins: a worker that does not answer at once was not running.
     if (on_cpu) {
