@@ -5,7 +5,6 @@
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/float8.hpp"
@@ -31,8 +30,9 @@ inline float8 map_vector(bool relu, float8 x) {
   return relu ? positive + 1.0f : positive + exp_nonpositive(clamp_above(x, 0.0f));
 }
 
-// map_vector's arithmetic on one element (rows not a multiple of 8 wide): the same bits, -0 and NaN
-// included (maxps returns its second operand when the two compare equal or either is NaN).
+// map_vector's operations on one element (rows not a multiple of 8 wide), -0 and NaN treated alike
+// (maxps returns its second operand when the two compare equal or either is NaN). The scalar
+// exponential may differ from the vector one in the last bit: gcc contracts it into FMAs its own way.
 inline float map_element(bool relu, float x) {
   const float positive = x < 0.0f ? 0.0f : x;
   const float negative = x > 0.0f ? 0.0f : x;
