@@ -122,14 +122,20 @@ inline void advance_normalizer(std::int64_t dk, int count, const float* const* p
   for (int t = 0; t < count; ++t) inverse[t] = 1.0f / denominator[t];
 }
 
-// One token's rows: phi(q), phi(k) and v in fp32, the normalizer z advanced by phi(k) in place;
-// returns 1 / phi(q).z, the output scale.
+// One token's rows in fp32: phi(q), phi(k) and v.
 template <class T>
-float prepare_token(const LinearAttentionShape& shape, const T* q, const T* k, const T* v, float* normalizer,
-                    const TokenRows& token) {
+void widen_token(const LinearAttentionShape& shape, const T* q, const T* k, const T* v, const TokenRows& token) {
   map_row(shape.map, q, shape.dk, token.phi_q);
   map_row(shape.map, k, shape.dk, token.phi_k);
   for (std::int64_t j = 0; j < shape.dv; ++j) token.value[j] = to_float(v[j]);
+}
+
+// widen_token, then the normalizer z advanced by phi(k) in place; returns 1 / phi(q).z, the output
+// scale.
+template <class T>
+float prepare_token(const LinearAttentionShape& shape, const T* q, const T* k, const T* v, float* normalizer,
+                    const TokenRows& token) {
+  widen_token(shape, q, k, v, token);
   const float* phi_q = token.phi_q;
   const float* phi_k = token.phi_k;
   float inverse;
@@ -216,9 +222,7 @@ void decode_two_tokens(const LinearAttentionShape& shape, const T* q, const T* k
   float inverse[2];
   for (int r = 0; r < 2; ++r) {
     rows[r] = {buffers[r][0], buffers[r][1], buffers[r][2], buffers[r][3]};
-    map_row(shape.map, q + r * dk, dk, rows[r].phi_q);
-    map_row(shape.map, k + r * dk, dk, rows[r].phi_k);
-    for (std::int64_t j = 0; j < dv; ++j) rows[r].value[j] = to_float(v[r * dv + j]);
+    widen_token(shape, q + r * dk, k + r * dk, v + r * dv, rows[r]);
   }
   const float* phi_q[2] = {rows[0].phi_q, rows[1].phi_q};
   const float* phi_k[2] = {rows[0].phi_k, rows[1].phi_k};
