@@ -56,7 +56,7 @@ std::vector<float> reference_all(const AttentionInputs& in) {
 // The kernel sets this CPU can run: each is tested, not only the one cpu_isa() picks.
 std::vector<CpuIsa> runnable_isas() {
   std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2}) {
+  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16}) {
     if (cpu_supports(isa)) isas.push_back(isa);
   }
   return isas;
@@ -74,10 +74,11 @@ std::vector<float> reference_row(const AttentionInputs& in, std::int64_t t) {
 }
 
 // Lengths off the 64-token block (and 1, a lone diagonal entry), head sizes that are not a multiple
-// of the 16-channel register tile (80) or of 8 (36), against fp64, per kernel set.
+// of the 16-channel register tile (80) or of 8 (36), or odd (33: the bf16 dot products take channel
+// pairs, so it falls back), against fp64, per kernel set.
 TEST(SoftmaxKv, PrefillMatchesFp64ReferenceAtEveryShapeAndKernelSet) {
   for (CpuIsa isa : runnable_isas()) {
-    for (std::int64_t dim : {32, 36, 64, 80, 128, 256}) {
+    for (std::int64_t dim : {32, 33, 36, 64, 80, 128, 256}) {
       for (std::int64_t tokens : {1, 7, 64, 65, 130}) {
         if (dim >= 128 && tokens == 7) continue;  // keeps the suite short; 1 and 130 cover them
         const AttentionInputs f32 = make_attention_inputs(small_cell(2, dim, 0, DType::float32), tokens, 17);
@@ -103,7 +104,9 @@ TEST(SoftmaxKv, PrefillOfOneTokenReturnsItsValue) {
 
 TEST(SoftmaxKv, DecodeMatchesFp64ReferenceAtEveryShapeAndKernelSet) {
   for (CpuIsa isa : runnable_isas()) {
-    for (std::int64_t dim : {32, 36, 64, 80, 128, 256}) {
+    // 96 and 160: the AVX-512 kernel's 32-channel slices in threes and past 128; 80 takes the AVX2
+    // kernel there (a multiple of 16, not of 32) and 36 the portable one.
+    for (std::int64_t dim : {32, 36, 64, 80, 96, 128, 160, 256}) {
       for (std::int64_t length : {0, 5, 64, 333}) {  // 0: the new token alone
         const AttentionInputs f32 = make_attention_inputs(small_cell(2, dim, length, DType::float32), length + 1, 21);
         EXPECT_LT(relative_max_error(decode_at<float>(f32, length, 2, isa), reference_row(f32, length)), 1e-5)
@@ -122,8 +125,47 @@ TEST(SoftmaxKv, KernelSetsAgree) {
   const std::vector<CpuIsa> isas = runnable_isas();
   if (isas.size() < 2) GTEST_SKIP() << "only the portable kernels run on this CPU";
   const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 600, DType::float32), 601, 9);
-  EXPECT_LT(relative_max_error(prefill_all<float>(in, isas[1]), prefill_all<float>(in, isas[0])), 1e-5);
-  EXPECT_LT(relative_max_error(decode_at<float>(in, 600, 4, isas[1]), decode_at<float>(in, 600, 4, isas[0])), 1e-5);
+  for (std::size_t i = 1; i < isas.size(); ++i) {
+    EXPECT_LT(relative_max_error(prefill_all<float>(in, isas[i]), prefill_all<float>(in, isas[0])), 1e-5)
+        << cpu_isa_name(isas[i]);
+    EXPECT_LT(relative_max_error(decode_at<float>(in, 600, 4, isas[i]), decode_at<float>(in, 600, 4, isas[0])),
+              1e-5)
+        << cpu_isa_name(isas[i]);
+  }
+  // bf16 storage: only avx512_bf16 rounds anything the others do not (P, to bf16 for the dot
+  // products: 2^-9 relative, unbiased), so every set stays within a few bf16 ulps of the portable one.
+  const AttentionInputs b16 = make_attention_inputs(small_cell(2, 64, 600, DType::bfloat16), 601, 10);
+  for (std::size_t i = 1; i < isas.size(); ++i) {
+    EXPECT_LT(relative_max_error(prefill_all<bf16>(b16, isas[i]), prefill_all<bf16>(b16, isas[0])), 8e-3)
+        << cpu_isa_name(isas[i]);
+  }
+}
+
+// The prefill's kernel set: the bf16 dot products for bf16 storage and an even head_dim only.
+TEST(SoftmaxKv, PrefillKernelSetFollowsStorageAndHeadDim) {
+  for (CpuIsa asked : runnable_isas()) {
+    EXPECT_EQ(softmax_prefill_isa(true, 64, asked), asked);
+    EXPECT_EQ(softmax_prefill_isa(false, 64, asked), std::min(asked, CpuIsa::avx512));
+    EXPECT_EQ(softmax_prefill_isa(true, 33, asked), std::min(asked, CpuIsa::avx512));
+  }
+}
+
+// Which split kernel a decode plan enters: the best set at most the one asked for whose register
+// layout the head_dim fits, never one the CPU lacks.
+TEST(SoftmaxKv, DecodeKernelSetFollowsTheHeadDim) {
+  for (CpuIsa asked : runnable_isas()) {
+    for (std::int64_t dim : {36, 80, 64}) {
+      SoftmaxDecodePlan plan = plan_softmax_decode(8, dim, 1024, 1024, 2);
+      plan.isa = asked;
+      const CpuIsa entered = softmax_decode_isa(plan);
+      EXPECT_LE(entered, asked);
+      EXPECT_TRUE(cpu_supports(entered));
+      const CpuIsa expected = dim == 36   ? CpuIsa::portable
+                              : dim == 80 ? std::min(asked, CpuIsa::avx2)
+                                          : std::min(asked, CpuIsa::avx512);  // no bf16-dot decode
+      EXPECT_EQ(entered, expected) << "dim " << dim << ", asked " << cpu_isa_name(asked);
+    }
+  }
 }
 
 TEST(SoftmaxKv, PrefillMatchesFp64ReferenceFloat32) {

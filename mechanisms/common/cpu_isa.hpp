@@ -11,10 +11,13 @@
 
 namespace arch_bench {
 
-enum class CpuIsa { portable, avx2 };
+// Ordered: a later set needs everything an earlier one does.
+enum class CpuIsa { portable, avx2, avx512, avx512_bf16 };
 
-// The best ISA the running CPU supports among those with kernels (avx2 = AVX2 + FMA), lowered by
-// ARCH_BENCH_CPU_ISA=portable|avx2 when set (an ISA the CPU lacks is never chosen).
+// The best ISA the running CPU supports among those with kernels (avx2 = AVX2 + FMA; avx512 =
+// AVX-512 F/BW/DQ/VL + FMA), lowered by ARCH_BENCH_CPU_ISA=portable|avx2|avx512 when set (an ISA
+// the CPU lacks is never chosen). avx512_bf16 (that + AVX512_BF16: softmax_kv's bf16 prefill on
+// vdpbf16ps) is entered only when ARCH_BENCH_CPU_ISA=avx512_bf16 asks for it and the CPU has it.
 CpuIsa cpu_isa();
 
 const char* cpu_isa_name(CpuIsa isa);

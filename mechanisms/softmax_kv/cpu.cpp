@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/softmax_kv/cpu_avx2.hpp"
+#include "mechanisms/softmax_kv/cpu_avx512.hpp"
 
 namespace arch_bench {
 
@@ -72,12 +74,20 @@ SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim
   return plan;
 }
 
-bool softmax_decode_uses_avx2(const SoftmaxDecodePlan& plan) {
-  return plan.isa == CpuIsa::avx2 && plan.dim % 16 == 0 && cpu_supports(CpuIsa::avx2);
+CpuIsa softmax_decode_isa(const SoftmaxDecodePlan& plan) {
+  if (plan.isa >= CpuIsa::avx512 && plan.dim % 32 == 0 && cpu_supports(CpuIsa::avx512)) return CpuIsa::avx512;
+  if (plan.isa >= CpuIsa::avx2 && plan.dim % 16 == 0 && cpu_supports(CpuIsa::avx2)) return CpuIsa::avx2;
+  return CpuIsa::portable;
 }
 
-CpuIsa softmax_prefill_isa(CpuIsa isa) {
-  return isa == CpuIsa::avx2 && cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::portable;
+CpuIsa softmax_prefill_isa(bool bf16_storage, std::int64_t dim, CpuIsa isa) {
+  if (bf16_storage && dim % 2 == 0 && isa >= CpuIsa::avx512_bf16 && cpu_supports(CpuIsa::avx512_bf16)) {
+    return CpuIsa::avx512_bf16;
+  }
+  for (CpuIsa candidate : {CpuIsa::avx512, CpuIsa::avx2}) {
+    if (isa >= candidate && cpu_supports(candidate)) return candidate;
+  }
+  return CpuIsa::portable;
 }
 
 template <class T>
@@ -88,7 +98,7 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
   const std::int64_t splits = plan.splits;
   const std::int64_t rows_per_split = (context + splits - 1) / splits;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  [[maybe_unused]] const bool avx2 = softmax_decode_uses_avx2(plan);
+  [[maybe_unused]] const CpuIsa kernels = softmax_decode_isa(plan);
   for (std::int64_t bh = 0; bh < plan.batch_heads; ++bh) {
     std::memcpy(k_cache + (bh * plan.capacity + position) * dim, k_new + bh * dim, dim * sizeof(T));
     std::memcpy(v_cache + (bh * plan.capacity + position) * dim, v_new + bh * dim, dim * sizeof(T));
@@ -106,8 +116,14 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
     const T* keys = k_cache + bh * plan.capacity * dim;
     const T* values = v_cache + bh * plan.capacity * dim;
     float* partial = workspace + item * (dim + 2);
+#if defined(ARCH_BENCH_SOFTMAX_AVX512)
+    if (kernels == CpuIsa::avx512) {
+      softmax_decode_split_avx512(query, keys, values, begin, end, dim, partial);
+      continue;
+    }
+#endif
 #if defined(ARCH_BENCH_SOFTMAX_AVX2)
-    if (avx2) {
+    if (kernels == CpuIsa::avx2) {
       softmax_decode_split_avx2(query, keys, values, begin, end, dim, partial);
       continue;
     }
@@ -143,8 +159,21 @@ void softmax_decode_step(const SoftmaxDecodePlan& plan, const T* q, const T* k_n
 template <class T>
 void softmax_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
                      const T* k, const T* v, T* out, [[maybe_unused]] CpuIsa isa) {
+  [[maybe_unused]] const CpuIsa kernels = softmax_prefill_isa(std::is_same_v<T, bf16>, dim, isa);
+#if defined(ARCH_BENCH_SOFTMAX_AVX512)
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (kernels == CpuIsa::avx512_bf16) {
+      softmax_prefill_avx512_bf16_dot(batch_heads, tokens, dim, q, k, v, out);
+      return;
+    }
+  }
+  if (kernels == CpuIsa::avx512) {
+    softmax_prefill_avx512(batch_heads, tokens, dim, q, k, v, out);
+    return;
+  }
+#endif
 #if defined(ARCH_BENCH_SOFTMAX_AVX2)
-  if (softmax_prefill_isa(isa) == CpuIsa::avx2) {
+  if (kernels == CpuIsa::avx2) {
     softmax_prefill_avx2(batch_heads, tokens, dim, q, k, v, out);
     return;
   }

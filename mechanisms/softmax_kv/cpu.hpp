@@ -15,7 +15,7 @@ struct SoftmaxDecodePlan {
   std::int64_t dim = 0;
   std::int64_t capacity = 0;  // cache rows per head
   std::int64_t splits = 1;    // slices of the context per head
-  CpuIsa isa = CpuIsa::portable;  // kernel set; the AVX2 split kernel needs dim % 16 == 0
+  CpuIsa isa = CpuIsa::portable;  // kernel set asked for (softmax_decode_isa: what runs)
   // floats of workspace needed: batch_heads * splits * (dim + 2)
   std::int64_t workspace_floats() const { return batch_heads * splits * (dim + 2); }
 };
@@ -25,12 +25,13 @@ struct SoftmaxDecodePlan {
 SoftmaxDecodePlan plan_softmax_decode(std::int64_t batch_heads, std::int64_t dim,
                                       std::int64_t capacity, std::int64_t context, int threads);
 
-// Whether softmax_decode_step enters the AVX2 split kernel for this plan (the ISA asked for, the
-// CPU having it, dim % 16 == 0).
-bool softmax_decode_uses_avx2(const SoftmaxDecodePlan& plan);
+// The kernel set softmax_decode_step enters for this plan: the best one at most plan.isa that the
+// CPU has and whose split kernel takes this head_dim (avx512: dim % 32 == 0, avx2: dim % 16 == 0).
+CpuIsa softmax_decode_isa(const SoftmaxDecodePlan& plan);
 
-// The kernel set softmax_prefill enters when asked for `isa`.
-CpuIsa softmax_prefill_isa(CpuIsa isa = cpu_isa());
+// The kernel set softmax_prefill enters when asked for `isa` (avx512_bf16, the bf16 dot products,
+// only for bf16 storage and an even dim; below it the storage type does not matter).
+CpuIsa softmax_prefill_isa(bool bf16_storage, std::int64_t dim, CpuIsa isa = cpu_isa());
 
 // One decode step for the token at `position`: appends k_new/v_new to the cache at `position`,
 // then o = softmax(q K[0..position]^T / sqrt(dim)) V[0..position] for every head.

@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <type_traits>
+
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/check_rows.hpp"
@@ -56,7 +58,7 @@ class SoftmaxDecodeCell final : public PreparedCell {
   Accuracy check() const override { return check_softmax_decode(inputs_, length_, out_.data()); }
 
   std::string cpu_kernel_isa() const override {
-    return dispatched_kernel_isa(softmax_decode_uses_avx2(plan_) ? CpuIsa::avx2 : CpuIsa::portable);
+    return dispatched_kernel_isa(softmax_decode_isa(plan_));
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -93,7 +95,9 @@ class SoftmaxPrefillCell final : public PreparedCell {
 
   Accuracy check() const override { return check_softmax_prefill(inputs_, out_.data()); }
 
-  std::string cpu_kernel_isa() const override { return dispatched_kernel_isa(softmax_prefill_isa()); }
+  std::string cpu_kernel_isa() const override {
+    return dispatched_kernel_isa(softmax_prefill_isa(std::is_same_v<T, bf16>, inputs_.dim));
+  }
 
   std::vector<ByteSpan> buffers() const override {
     return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};

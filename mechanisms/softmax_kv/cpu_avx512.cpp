@@ -1,0 +1,399 @@
+// AVX-512 kernels of softmax_kv: the AVX2 set's algorithms (cpu_avx2.cpp) on 16-lane registers,
+// with tiles sized for 32 of them. As there, every function that uses AVX-512 carries the target
+// attribute, not the whole file, so no inline library code is compiled for a CPU that may lack it.
+//
+// Prefill, per 64-query block and 64-key block:
+//   S^T = K_blk Q_blk^T   6 keys x 64 queries a tile: 24 zmm accumulators, 4 query vectors, the key
+//                         broadcast from memory (6 broadcasts + 4 loads per 24 FMAs)
+//   online softmax down the key rows of S^T, 16 queries a register
+//   O = diag(c) O + P V   6 queries x 64 channels a tile, the same shape
+// Decode splits score sixteen keys at once (sixteen FMA chains, one transpose-and-add tree).
+#include "mechanisms/softmax_kv/cpu_avx512.hpp"
+
+#if defined(ARCH_BENCH_SOFTMAX_AVX512)
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <type_traits>
+
+#include "mechanisms/common/bf16.hpp"
+#include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+ARCH_BENCH_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+// bf16 -> fp32 is a 16-bit shift into the high half of each lane.
+ARCH_BENCH_AVX512 inline __m512 load16(const bf16* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+// Lane j of the result is the sum of the lanes of a[j]: sixteen dot products finished by one tree
+// of 15 adds. Each level halves the vectors: pairs of keys share 128-bit lanes (unpack), then
+// quadruples (shuffle), then the four 128-bit lanes of partial sums are folded (shuffle_f32x4).
+ARCH_BENCH_AVX512 inline __m512 sum_each16(const __m512 a[16]) {
+  __m512 pairs[8];  // per 128-bit lane: [key 2k, key 2k+1, key 2k, key 2k+1] partials
+  for (int k = 0; k < 8; ++k) {
+    pairs[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+  }
+  __m512 quads[4];  // per 128-bit lane: keys 4m .. 4m + 3, that lane's partials
+  for (int m = 0; m < 4; ++m) {
+    quads[m] = _mm512_add_ps(_mm512_shuffle_ps(pairs[2 * m], pairs[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(pairs[2 * m], pairs[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Two 128-bit lanes of partials folded: (q0: 0+1, q0: 2+3, q1: 0+1, q1: 2+3), then all four.
+  const __m512 folded01 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 folded23 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(folded01, folded23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(folded01, folded23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// ---- prefill -------------------------------------------------------------------------------
+
+// st[i][0..16 C) = sum_c keys[i][c] qt[c][0..16 C) for R key rows (qt and st have row stride kBlock).
+template <int R, int C>
+ARCH_BENCH_AVX512 inline void scores_tile(const float* keys, std::int64_t key_stride, const float* qt,
+                                          std::int64_t depth, float* st) {
+  __m512 acc[R][C];
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < C; ++v) acc[i][v] = _mm512_setzero_ps();
+  }
+  for (std::int64_t c = 0; c < depth; ++c) {
+    __m512 b[C];
+    for (int v = 0; v < C; ++v) b[v] = _mm512_loadu_ps(qt + c * kBlock + kLanes * v);
+    for (int i = 0; i < R; ++i) {
+      const __m512 a = _mm512_set1_ps(keys[i * key_stride + c]);
+      for (int v = 0; v < C; ++v) acc[i][v] = _mm512_fmadd_ps(a, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < C; ++v) _mm512_storeu_ps(st + i * kBlock + kLanes * v, acc[i][v]);
+  }
+}
+
+// o[i][0..16 C) = correction[i] o[i][0..16 C) + sum_j pt[j][i] values[j][0..16 C) for R query rows.
+template <int R, int C>
+ARCH_BENCH_AVX512 inline void values_tile(const float* pt, const float* values, std::int64_t value_stride,
+                                          std::int64_t count, const float* correction, float* o,
+                                          std::int64_t o_stride) {
+  __m512 acc[R][C];
+  for (int i = 0; i < R; ++i) {
+    const __m512 scale = _mm512_set1_ps(correction[i]);
+    for (int v = 0; v < C; ++v) acc[i][v] = _mm512_mul_ps(_mm512_loadu_ps(o + i * o_stride + kLanes * v), scale);
+  }
+  for (std::int64_t j = 0; j < count; ++j) {
+    __m512 b[C];
+    for (int v = 0; v < C; ++v) b[v] = _mm512_loadu_ps(values + j * value_stride + kLanes * v);
+    for (int i = 0; i < R; ++i) {
+      const __m512 a = _mm512_set1_ps(pt[j * kBlock + i]);
+      for (int v = 0; v < C; ++v) acc[i][v] = _mm512_fmadd_ps(a, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < C; ++v) _mm512_storeu_ps(o + i * o_stride + kLanes * v, acc[i][v]);
+  }
+}
+
+// S^T for `count` keys and `cols` (a multiple of 16, at most kBlock) queries.
+ARCH_BENCH_AVX512 void scores_block(const float* keys, std::int64_t key_stride, const float* qt,
+                                    std::int64_t depth, std::int64_t count, std::int64_t cols, float* st) {
+  with_vectors(cols / kLanes, [&]<int C>() ARCH_BENCH_AVX512 {
+    over_row_tiles(count, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX512 {
+      scores_tile<R, C>(keys + i * key_stride, key_stride, qt, depth, st + i * kBlock);
+    });
+  });
+}
+
+ARCH_BENCH_AVX512 void values_block(const float* pt, const float* values, std::int64_t value_stride,
+                                    std::int64_t count, std::int64_t rows, std::int64_t width,
+                                    const float* correction, float* o) {
+  for (std::int64_t col = 0; col < width; col += kLanes * kMaxTileVectors) {
+    with_vectors(std::min<std::int64_t>(kMaxTileVectors, (width - col) / kLanes), [&]<int C>() ARCH_BENCH_AVX512 {
+      over_row_tiles(rows, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX512 {
+        values_tile<R, C>(pt + i, values + col, value_stride, count, correction + i, o + i * width + col, width);
+      });
+    });
+  }
+}
+
+// Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
+// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. On the
+// diagonal block key j is visible to query q only when j <= q (every query sees its own key, so
+// the new max is finite).
+ARCH_BENCH_AVX512 void softmax_block(float* st, std::int64_t count, std::int64_t cols, bool diagonal, float* m,
+                                     float* l, float* correction) {
+  const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (std::int64_t q = 0; q < cols; q += kLanes) {
+    const __m512i query = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q)));
+    const __m512 old_max = _mm512_loadu_ps(m + q);
+    __m512 new_max = old_max;
+    for (std::int64_t j = 0; j < count; ++j) {
+      __m512 s = _mm512_loadu_ps(st + j * kBlock + q);
+      if (diagonal) {
+        const __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query);
+        s = _mm512_mask_mov_ps(s, hidden, minus_inf);
+      }
+      new_max = _mm512_max_ps(new_max, s);
+    }
+    const __m512 scale = exp_nonpositive16(_mm512_sub_ps(old_max, new_max));
+    __m512 sum = _mm512_setzero_ps();
+    for (std::int64_t j = 0; j < count; ++j) {
+      __m512 p = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBlock + q), new_max));
+      if (diagonal) {
+        const __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query);
+        p = _mm512_maskz_mov_ps(static_cast<__mmask16>(~hidden), p);  // exactly 0, not e^-87
+      }
+      _mm512_storeu_ps(st + j * kBlock + q, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    _mm512_storeu_ps(l + q, _mm512_fmadd_ps(_mm512_loadu_ps(l + q), scale, sum));
+    _mm512_storeu_ps(m + q, new_max);
+    _mm512_storeu_ps(correction + q, scale);
+  }
+}
+
+// Widens `count` rows of `dim` values to fp32 rows of `width` (>= dim) floats, zero-padded.
+template <class T>
+ARCH_BENCH_AVX512 void widen_rows(const T* src, std::int64_t count, std::int64_t dim, std::int64_t width,
+                                  float* dst) {
+  for (std::int64_t j = 0; j < count; ++j) {
+    const T* row = src + j * dim;
+    float* out = dst + j * width;
+    std::int64_t c = 0;
+    for (; c + kLanes <= dim; c += kLanes) _mm512_storeu_ps(out + c, load16(row + c));
+    for (; c < dim; ++c) out[c] = to_float(row[c]);
+    for (; c < width; ++c) out[c] = 0.0f;
+  }
+}
+
+struct PrefillScratch {
+  alignas(64) float qt[kMaxDim * kBlock];      // the query block, transposed and scaled by 1/sqrt(dim)
+  alignas(64) float keys[kBlock * kMaxDim];    // one key block in fp32
+  alignas(64) float values[kBlock * kMaxDim];  // one value block in fp32, rows padded to a multiple of 16
+  alignas(64) float st[kBlock * kBlock];       // S^T, then P^T
+  alignas(64) float o[kBlock * kMaxDim];       // unnormalised output rows
+  alignas(64) float m[kBlock], l[kBlock], correction[kBlock];
+};
+
+template <class T>
+ARCH_BENCH_AVX512 void prefill_query_block(const T* q, const T* k, const T* v, T* out, std::int64_t tokens,
+                                           std::int64_t dim, std::int64_t q_begin, PrefillScratch& s) {
+  const std::int64_t rows = std::min(kBlock, tokens - q_begin);
+  const std::int64_t cols = (rows + kLanes - 1) / kLanes * kLanes;
+  const std::int64_t width = (dim + kLanes - 1) / kLanes * kLanes;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (std::int64_t c = 0; c < dim; ++c) {
+    for (std::int64_t i = 0; i < cols; ++i) {
+      s.qt[c * kBlock + i] = i < rows ? to_float(q[(q_begin + i) * dim + c]) * scale : 0.0f;
+    }
+  }
+  std::fill_n(s.m, kBlock, -INFINITY);
+  std::fill_n(s.l, kBlock, 0.0f);
+  std::fill_n(s.o, rows * width, 0.0f);
+  for (std::int64_t block = 0; block <= q_begin; block += kBlock) {
+    const std::int64_t count = std::min(kBlock, tokens - block);
+    const float* keys = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      keys = k + block * dim;  // fp32 keys are read in place: the broadcast operand takes any stride
+    } else {
+      widen_rows(k + block * dim, count, dim, dim, s.keys);
+      keys = s.keys;
+    }
+    widen_rows(v + block * dim, count, dim, width, s.values);
+    scores_block(keys, dim, s.qt, dim, count, cols, s.st);
+    softmax_block(s.st, count, cols, block == q_begin, s.m, s.l, s.correction);
+    values_block(s.st, s.values, width, count, rows, width, s.correction, s.o);
+  }
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float inverse = 1.0f / s.l[i];
+    T* row = out + (q_begin + i) * dim;
+    for (std::int64_t c = 0; c < dim; ++c) row[c] = from_float<T>(s.o[i * width + c] * inverse);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void softmax_prefill_avx512(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
+                            const T* k, const T* v, T* out) {
+  const std::int64_t blocks = (tokens + kBlock - 1) / kBlock;
+#pragma omp parallel
+  {
+    const auto scratch = std::make_unique<PrefillScratch>();
+    // Query block b does b + 1 key blocks: the heaviest first keeps the dynamic schedule from
+    // ending on one long item.
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t item = 0; item < batch_heads * blocks; ++item) {
+      const std::int64_t head = item % batch_heads;
+      const std::int64_t block = blocks - 1 - item / batch_heads;
+      const std::int64_t offset = head * tokens * dim;
+      prefill_query_block(q + offset, k + offset, v + offset, out + offset, tokens, dim, block * kBlock,
+                          *scratch);
+    }
+  }
+}
+
+// ---- decode --------------------------------------------------------------------------------
+
+namespace {
+
+// Thirty-two channels of a cache row as two fp32 vectors. bf16 pairs are split into even and odd
+// channels (a shift and a mask of one 64-byte load), so for bf16 the query and the accumulator live
+// in that permuted channel order too.
+ARCH_BENCH_AVX512 inline void load32(const float* p, __m512& lo, __m512& hi) {
+  lo = _mm512_loadu_ps(p);
+  hi = _mm512_loadu_ps(p + kLanes);
+}
+ARCH_BENCH_AVX512 inline void load32(const bf16* p, __m512& lo, __m512& hi) {
+  const __m512i pairs = _mm512_loadu_si512(p);
+  lo = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));                                   // even
+  hi = _mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(int(0xffff0000u))));  // odd
+}
+
+// Index in the layout load32 produces of channel c.
+template <class T>
+std::int64_t lane_of(std::int64_t c) {
+  if constexpr (std::is_same_v<T, float>) {
+    return c;
+  } else {
+    return c / 32 * 32 + (c % 2) * kLanes + (c % 32) / 2;
+  }
+}
+
+// Requests the cache lines of the 32 channels at `p` (one line of bf16, two of fp32). The decode
+// loops ask for the row one block (64 keys) ahead of the one they load: the hardware prefetcher
+// alone left a cold bf16 step at L = 8192 (8 heads x 64) short of DRAM bandwidth (1.16 ms against
+// 0.85 ms with these, alternated in one process on Sapphire Rapids). Spread over the loads, not
+// issued as one burst per block: the burst filled the fill buffers and made the hot step 20-30%
+// slower. A prefetch never faults, so running past the split's end needs no check.
+template <class T>
+inline void prefetch32(const T* p) {
+  __builtin_prefetch(p);
+  if constexpr (sizeof(T) == 4) __builtin_prefetch(p + 16);
+}
+
+// acc[0, 32 N) = rescale acc + sum_j p_j values[j][0, 32 N). Even and odd keys go to two sets of
+// 2 N accumulators, so even at 64 channels (N = 2) eight FMA chains hide the FMA latency.
+template <int N, class T>
+ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stride, std::int64_t count,
+                                                const float* p, __m512 rescale, float* acc) {
+  __m512 even[2 * N], odd[2 * N];
+  for (int i = 0; i < 2 * N; ++i) {
+    even[i] = _mm512_mul_ps(_mm512_loadu_ps(acc + kLanes * i), rescale);
+    odd[i] = _mm512_setzero_ps();
+  }
+  std::int64_t j = 0;
+  for (; j + 2 <= count; j += 2) {
+    const __m512 w0 = _mm512_set1_ps(p[j]), w1 = _mm512_set1_ps(p[j + 1]);
+    for (int i = 0; i < N; ++i) {
+      __m512 lo, hi;
+      prefetch32(rows + (j + kBlock) * stride + 32 * i);
+      prefetch32(rows + (j + 1 + kBlock) * stride + 32 * i);
+      load32(rows + j * stride + 32 * i, lo, hi);
+      even[2 * i] = _mm512_fmadd_ps(w0, lo, even[2 * i]);
+      even[2 * i + 1] = _mm512_fmadd_ps(w0, hi, even[2 * i + 1]);
+      load32(rows + (j + 1) * stride + 32 * i, lo, hi);
+      odd[2 * i] = _mm512_fmadd_ps(w1, lo, odd[2 * i]);
+      odd[2 * i + 1] = _mm512_fmadd_ps(w1, hi, odd[2 * i + 1]);
+    }
+  }
+  if (j < count) {
+    const __m512 w0 = _mm512_set1_ps(p[j]);
+    for (int i = 0; i < N; ++i) {
+      __m512 lo, hi;
+      load32(rows + j * stride + 32 * i, lo, hi);
+      even[2 * i] = _mm512_fmadd_ps(w0, lo, even[2 * i]);
+      even[2 * i + 1] = _mm512_fmadd_ps(w0, hi, even[2 * i + 1]);
+    }
+  }
+  for (int i = 0; i < 2 * N; ++i) _mm512_storeu_ps(acc + kLanes * i, _mm512_add_ps(even[i], odd[i]));
+}
+
+template <class T>
+ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
+                                    std::int64_t end, std::int64_t dim, float* partial) {
+  alignas(64) float p[kBlock];
+  alignas(64) float q[kMaxDim];
+  alignas(64) float acc[kMaxDim] = {};
+  for (std::int64_t c = 0; c < dim; ++c) q[lane_of<T>(c)] = query[c];
+  float m = -INFINITY, l = 0.0f;
+  for (std::int64_t block = begin; block < end; block += kBlock) {
+    const std::int64_t count = std::min(kBlock, end - block);
+    const std::int64_t groups = (count + kLanes - 1) / kLanes;
+    // Scores of sixteen keys at a time, sixteen independent FMA chains; past `end` the last row is
+    // read again (never beyond the cache) and its score masked below.
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const T* rows[kLanes];
+      for (int j = 0; j < kLanes; ++j) rows[j] = keys + std::min(block + g * kLanes + j, end - 1) * dim;
+      __m512 dot[kLanes];
+      for (int j = 0; j < kLanes; ++j) dot[j] = _mm512_setzero_ps();
+      for (std::int64_t c = 0; c < dim; c += 32) {
+        const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
+        for (int j = 0; j < kLanes; ++j) {
+          __m512 lo, hi;
+          prefetch32(rows[j] + c + kBlock * dim);
+          load32(rows[j] + c, lo, hi);
+          dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
+          dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
+        }
+      }
+      _mm512_store_ps(p + g * kLanes, sum_each16(dot));
+    }
+    const std::int64_t tail = count - (groups - 1) * kLanes;  // keys of the last group in range
+    const __mmask16 valid = static_cast<__mmask16>((1u << tail) - 1u);
+    float* last = p + (groups - 1) * kLanes;
+    _mm512_store_ps(last, _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_load_ps(last)));
+    __m512 block_max = _mm512_set1_ps(-INFINITY);
+    for (std::int64_t g = 0; g < groups; ++g) block_max = _mm512_max_ps(block_max, _mm512_load_ps(p + g * kLanes));
+    const float new_max = std::max(m, _mm512_reduce_max_ps(block_max));
+    const __m512 shift = _mm512_set1_ps(new_max);
+    __m512 sum = _mm512_setzero_ps();
+    for (std::int64_t g = 0; g < groups; ++g) {
+      __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_load_ps(p + g * kLanes), shift));
+      if (g == groups - 1) e = _mm512_maskz_mov_ps(valid, e);  // exactly 0, not e^-87
+      _mm512_store_ps(p + g * kLanes, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const float correction = _mm512_cvtss_f32(exp_nonpositive16(_mm512_set1_ps(m - new_max)));
+    l = l * correction + _mm512_reduce_add_ps(sum);
+    m = new_max;
+    const __m512 rescale = _mm512_set1_ps(correction);
+    const T* rows = values + block * dim;
+    std::int64_t c = 0;
+    for (; c + 128 <= dim; c += 128) accumulate_values<4>(rows + c, dim, count, p, rescale, acc + c);
+    switch ((dim - c) / 32) {
+      case 3: accumulate_values<3>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 2: accumulate_values<2>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 1: accumulate_values<1>(rows + c, dim, count, p, rescale, acc + c); break;
+      default: break;
+    }
+  }
+  partial[0] = m;
+  partial[1] = l;
+  for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc[lane_of<T>(c)];
+}
+
+}  // namespace
+
+template <class T>
+void softmax_decode_split_avx512(const float* query, const T* keys, const T* values, std::int64_t begin,
+                                 std::int64_t end, std::int64_t dim, float* partial) {
+  decode_split(query, keys, values, begin, end, dim, partial);
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                     \
+  template void softmax_prefill_avx512<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, \
+                                          const T*, T*);                                              \
+  template void softmax_decode_split_avx512<T>(const float*, const T*, const T*, std::int64_t,         \
+                                               std::int64_t, std::int64_t, float*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench
+#endif  // ARCH_BENCH_SOFTMAX_AVX512
