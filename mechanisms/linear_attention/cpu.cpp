@@ -1,6 +1,8 @@
 #include "mechanisms/linear_attention/cpu.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/prefill_form.hpp"
@@ -47,30 +49,80 @@ void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __r
   for (; i < dim; ++i) phi[i] = map_element(relu, to_float(x[i]));
 }
 
-// Columns [j0, j0 + 8 kVectors) of one head's decode step: S[:, cols] += phi(k) v^T and
+// The state passes' vector. Where the variant has AVX-512 it is a whole zmm: the passes are bound by
+// their FMAs, which issue as often at 16 lanes as at 8 (twice a cycle on Sapphire Rapids), so it does
+// twice float8's work per instruction. Every step, decode or prefill, takes the columns of S the same
+// way (16-lane vectors, then one 8-lane vector, then scalars), and a lane's operations do not depend
+// on the vector's width, so the prefill stays bitwise the decode step.
+#if defined(__AVX512F__)
+using state_vector = float __attribute__((vector_size(64)));
+#else
+using state_vector = float8;
+#endif
+constexpr std::int64_t kStateLanes = static_cast<std::int64_t>(sizeof(state_vector) / sizeof(float));
+
+template <class V>
+inline V load_lanes(const float* p) {
+  if constexpr (std::is_same_v<V, float8>) {
+    return load_float8(p);
+  } else {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+}
+
+template <class V>
+inline void store_lanes(float* p, V v) {
+  if constexpr (std::is_same_v<V, float8>) {
+    store_float8(p, v);
+  } else {
+    std::memcpy(p, &v, sizeof(V));
+  }
+}
+
+// Runs `pass.template operator()<V, N>(j0)` over the columns [j0, dv) that vectors take: slices of
+// kSlice state vectors, then single state vectors, then (AVX-512) one float8; returns where the scalar
+// columns start. Decode steps and the prefill's token pairs both split the columns here.
+template <int kSlice, class Pass>
+inline std::int64_t over_vector_columns(std::int64_t dv, Pass&& pass) {
+  std::int64_t j0 = 0;
+  for (; j0 + kSlice * kStateLanes <= dv; j0 += kSlice * kStateLanes) pass.template operator()<state_vector, kSlice>(j0);
+  for (; j0 + kStateLanes <= dv; j0 += kStateLanes) pass.template operator()<state_vector, 1>(j0);
+  if constexpr (kStateLanes > kFloat8Lanes) {
+    if (j0 + kFloat8Lanes <= dv) {
+      pass.template operator()<float8, 1>(j0);
+      j0 += kFloat8Lanes;
+    }
+  }
+  return j0;
+}
+
+// Columns [j0, j0 + lanes(V) kVectors) of one head's decode step: S[:, cols] += phi(k) v^T and
 // numerator[cols] = phi(q)^T S[:, cols], the value slice and the numerator held in registers so
 // that each state row slice is loaded once and stored once (the store is the bound; a numerator in
 // memory would double it).
-template <int kVectors>
+template <class V, int kVectors>
 inline void update_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, const float* __restrict phi_q,
                            const float* __restrict phi_k, const float* __restrict value, float* __restrict state,
                            float* __restrict numerator) {
-  float8 v[kVectors], acc[kVectors];
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  V v[kVectors], acc[kVectors];
   for (int c = 0; c < kVectors; ++c) {
-    v[c] = load_float8(value + j0 + c * kFloat8Lanes);
-    acc[c] = float8{};
+    v[c] = load_lanes<V>(value + j0 + c * kLanes);
+    acc[c] = V{};
   }
   for (std::int64_t i = 0; i < dk; ++i) {
     float* row = state + i * dv + j0;
     const float a = phi_k[i], b = phi_q[i];
 #pragma GCC unroll 4
     for (int c = 0; c < kVectors; ++c) {
-      const float8 updated = load_float8(row + c * kFloat8Lanes) + a * v[c];
-      store_float8(row + c * kFloat8Lanes, updated);
+      const V updated = load_lanes<V>(row + c * kLanes) + a * v[c];
+      store_lanes(row + c * kLanes, updated);
       acc[c] += b * updated;
     }
   }
-  for (int c = 0; c < kVectors; ++c) store_float8(numerator + j0 + c * kFloat8Lanes, acc[c]);
+  for (int c = 0; c < kVectors; ++c) store_lanes(numerator + j0 + c * kLanes, acc[c]);
 }
 
 // One token's feature-mapped query and key, value and numerator, in fp32.
@@ -172,9 +224,9 @@ void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, 
   const TokenRows token{phi_q, phi_k, value, numerator};
   const float inverse = prepare_token(shape, q, k, v, normalizer, token);
   // One pass over S: each row slice is updated and immediately read back for the output.
-  std::int64_t j0 = 0;
-  for (; j0 + 4 * kFloat8Lanes <= dv; j0 += 4 * kFloat8Lanes) update_columns<4>(dk, dv, j0, phi_q, phi_k, value, state, numerator);
-  for (; j0 + kFloat8Lanes <= dv; j0 += kFloat8Lanes) update_columns<1>(dk, dv, j0, phi_q, phi_k, value, state, numerator);
+  const std::int64_t j0 = over_vector_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
+    update_columns<V, N>(dk, dv, column, phi_q, phi_k, value, state, numerator);
+  });
   update_tail_columns(dk, dv, j0, token, state);
   write_token(dv, numerator, inverse, out);
 }
@@ -184,33 +236,38 @@ void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, 
 // numerator, and is stored once. The same operations in the same order as two update_columns
 // passes, so the results are bitwise those of two decode steps, with half the state loads and
 // stores: the single-token pass is bound by its one store per FMA pair, this one by the FMAs.
-template <int kVectors>
+template <class V, int kVectors>
 inline void update_columns_two_tokens(std::int64_t dk, std::int64_t dv, std::int64_t j0, const TokenRows& first,
                                       const TokenRows& second, float* __restrict state) {
-  float8 v0[kVectors], v1[kVectors], acc0[kVectors], acc1[kVectors];
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  V v0[kVectors], v1[kVectors], acc0[kVectors], acc1[kVectors];
   for (int c = 0; c < kVectors; ++c) {
-    v0[c] = load_float8(first.value + j0 + c * kFloat8Lanes);
-    v1[c] = load_float8(second.value + j0 + c * kFloat8Lanes);
-    acc0[c] = float8{};
-    acc1[c] = float8{};
+    v0[c] = load_lanes<V>(first.value + j0 + c * kLanes);
+    v1[c] = load_lanes<V>(second.value + j0 + c * kLanes);
+    acc0[c] = V{};
+    acc1[c] = V{};
   }
   for (std::int64_t i = 0; i < dk; ++i) {
     float* row = state + i * dv + j0;
     const float a0 = first.phi_k[i], b0 = first.phi_q[i], a1 = second.phi_k[i], b1 = second.phi_q[i];
 #pragma GCC unroll 4
     for (int c = 0; c < kVectors; ++c) {
-      const float8 after_first = load_float8(row + c * kFloat8Lanes) + a0 * v0[c];
+      const V after_first = load_lanes<V>(row + c * kLanes) + a0 * v0[c];
       acc0[c] += b0 * after_first;
-      const float8 after_second = after_first + a1 * v1[c];
+      const V after_second = after_first + a1 * v1[c];
       acc1[c] += b1 * after_second;
-      store_float8(row + c * kFloat8Lanes, after_second);
+      store_lanes(row + c * kLanes, after_second);
     }
   }
   for (int c = 0; c < kVectors; ++c) {
-    store_float8(first.numerator + j0 + c * kFloat8Lanes, acc0[c]);
-    store_float8(second.numerator + j0 + c * kFloat8Lanes, acc1[c]);
+    store_lanes(first.numerator + j0 + c * kLanes, acc0[c]);
+    store_lanes(second.numerator + j0 + c * kLanes, acc1[c]);
   }
 }
+
+// Slices of the paired pass: two state vectors with 16 registers (8 accumulators and values plus
+// temporaries), four with AVX-512's 32, which at head_dim 64 is one pass over each state row.
+constexpr int kPairSlice = kStateLanes > kFloat8Lanes ? 4 : 2;
 
 // Tokens t and t + 1 of one head (the recurrent prefill's step): decode_one_head twice, fused.
 template <class T>
@@ -227,9 +284,9 @@ void decode_two_tokens(const LinearAttentionShape& shape, const T* q, const T* k
   const float* phi_q[2] = {rows[0].phi_q, rows[1].phi_q};
   const float* phi_k[2] = {rows[0].phi_k, rows[1].phi_k};
   advance_normalizer(dk, 2, phi_q, phi_k, normalizer, inverse);
-  std::int64_t j0 = 0;
-  for (; j0 + 2 * kFloat8Lanes <= dv; j0 += 2 * kFloat8Lanes) update_columns_two_tokens<2>(dk, dv, j0, rows[0], rows[1], state);
-  for (; j0 + kFloat8Lanes <= dv; j0 += kFloat8Lanes) update_columns_two_tokens<1>(dk, dv, j0, rows[0], rows[1], state);
+  const std::int64_t j0 = over_vector_columns<kPairSlice>(dv, [&]<class V, int N>(std::int64_t column) {
+    update_columns_two_tokens<V, N>(dk, dv, column, rows[0], rows[1], state);
+  });
   // Scalar columns are independent of each other: token 0's whole tail, then token 1's, is the order
   // of two decode steps.
   for (int r = 0; r < 2; ++r) update_tail_columns(dk, dv, j0, rows[r], state);
