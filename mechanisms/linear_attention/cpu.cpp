@@ -1,8 +1,6 @@
 #include "mechanisms/linear_attention/cpu.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/prefill_form.hpp"
@@ -11,6 +9,7 @@
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
+#include "mechanisms/common/wide_vector.hpp"
 
 namespace arch_bench {
 
@@ -49,37 +48,12 @@ void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __r
   for (; i < dim; ++i) phi[i] = map_element(relu, to_float(x[i]));
 }
 
-// The state passes' vector. Where the variant has AVX-512 it is a whole zmm: the passes are bound by
-// their FMAs, which issue as often at 16 lanes as at 8 (twice a cycle on Sapphire Rapids), so it does
-// twice float8's work per instruction. Every step, decode or prefill, takes the columns of S the same
-// way (16-lane vectors, then one 8-lane vector, then scalars), and a lane's operations do not depend
-// on the vector's width, so the prefill stays bitwise the decode step.
-#if defined(__AVX512F__)
-using state_vector = float __attribute__((vector_size(64)));
-#else
-using state_vector = float8;
-#endif
-constexpr std::int64_t kStateLanes = static_cast<std::int64_t>(sizeof(state_vector) / sizeof(float));
-
-template <class V>
-inline V load_lanes(const float* p) {
-  if constexpr (std::is_same_v<V, float8>) {
-    return load_float8(p);
-  } else {
-    V v;
-    std::memcpy(&v, p, sizeof(V));
-    return v;
-  }
-}
-
-template <class V>
-inline void store_lanes(float* p, V v) {
-  if constexpr (std::is_same_v<V, float8>) {
-    store_float8(p, v);
-  } else {
-    std::memcpy(p, &v, sizeof(V));
-  }
-}
+// The state passes run on wide_vector (wide_vector.hpp: a zmm with AVX-512, else float8). Every
+// step, decode or prefill, takes the columns of S the same way (wide vectors, then one float8, then
+// scalars), and a lane's operations do not depend on the vector's width, so the prefill stays
+// bitwise the decode step.
+using state_vector = wide_vector;
+constexpr std::int64_t kStateLanes = kWideLanes;
 
 // Runs `pass.template operator()<V, N>(j0)` over the columns [j0, dv) that vectors take: slices of
 // kSlice state vectors, then single state vectors, then (AVX-512) one float8; returns where the scalar

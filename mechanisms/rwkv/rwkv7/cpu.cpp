@@ -1,8 +1,11 @@
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 
+#include <type_traits>
+
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
+#include "mechanisms/common/wide_vector.hpp"
 
 namespace arch_bench {
 
@@ -37,49 +40,69 @@ void prepare_token(std::int64_t dim, std::int64_t row, const T* r, const T* w_ra
 }
 
 // Rows [i0, i0 + 8) of S: S_i <- S_i diag(w) + (S_i . a) b + v_i k, and o_i = S_i . r, for dim a
-// multiple of 8. Eight rows at once so that the two dot products per row are eight independent
-// FMA chains finished by one horizontal-add tree (a row at a time is a chain of dependent
-// reductions: about 3x slower), and each slice of w, b, k, r is loaded once for the eight rows.
+// multiple of V's lanes (V = wide_vector, a zmm with AVX-512, or float8). Eight rows at once so that
+// the two dot products per row are eight independent FMA chains finished by one horizontal-add tree
+// (a row at a time is a chain of dependent reductions: about 3x slower), and each slice of w, b, k,
+// r is loaded once for the eight rows.
+template <class V>
 inline void update_rows(std::int64_t dim, std::int64_t i0, float* __restrict S, const float* vi, const float* wj,
                         const float* kj, const float* aj, const float* bj, const float* rj, float* o) {
   constexpr int kRows = 8;
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
   float* s = S + i0 * dim;
   alignas(32) float partial[kRows * kFloat8Lanes];
   alignas(32) float sa[kRows];
-  float8 acc[kRows] = {};
-  for (std::int64_t j = 0; j < dim; j += kFloat8Lanes) {
-    const float8 a = load_float8(aj + j);
+  // The eight rows' partial sums, folded to float8 (wide_vector.hpp) and summed eight at a time.
+  auto finish = [&](const V (&acc)[kRows], float* sums) {
+    for (int r = 0; r < kRows; ++r) {
+      if constexpr (std::is_same_v<V, float8>) {
+        store_float8(partial + r * kFloat8Lanes, acc[r]);
+      } else {
+        store_float8(partial + r * kFloat8Lanes, fold_to_float8(acc[r]));
+      }
+    }
+    sum_lanes(kRows, partial, sums);
+  };
+  V acc[kRows] = {};
+  for (std::int64_t j = 0; j < dim; j += kLanes) {
+    const V a = load_lanes<V>(aj + j);
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) acc[r] += load_float8(s + r * dim + j) * a;
+    for (int r = 0; r < kRows; ++r) acc[r] += load_lanes<V>(s + r * dim + j) * a;
   }
-  for (int r = 0; r < kRows; ++r) store_float8(partial + r * kFloat8Lanes, acc[r]);
-  sum_lanes(kRows, partial, sa);
-  for (int r = 0; r < kRows; ++r) acc[r] = float8{};
-  for (std::int64_t j = 0; j < dim; j += kFloat8Lanes) {
-    const float8 w = load_float8(wj + j), b = load_float8(bj + j), k = load_float8(kj + j), rr = load_float8(rj + j);
+  finish(acc, sa);
+  for (int r = 0; r < kRows; ++r) acc[r] = V{};
+  for (std::int64_t j = 0; j < dim; j += kLanes) {
+    const V w = load_lanes<V>(wj + j), b = load_lanes<V>(bj + j), k = load_lanes<V>(kj + j), rr = load_lanes<V>(rj + j);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       float* row = s + r * dim + j;
-      const float8 x = load_float8(row) * w + sa[r] * b + vi[i0 + r] * k;
-      store_float8(row, x);
+      const V x = load_lanes<V>(row) * w + sa[r] * b + vi[i0 + r] * k;
+      store_lanes(row, x);
       acc[r] += x * rr;
     }
   }
-  for (int r = 0; r < kRows; ++r) store_float8(partial + r * kFloat8Lanes, acc[r]);
-  sum_lanes(kRows, partial, o + i0);
+  finish(acc, o + i0);
 }
 
 template <class T>
 void recurrent_head(std::int64_t dim, std::int64_t tokens, const T* r, const T* w_raw, const T* k, const T* v,
                     const T* kappa, const T* iclr, float* __restrict S, T* out) {
   alignas(64) float rj[kMaxDim], wj[kMaxDim], kj[kMaxDim], aj[kMaxDim], bj[kMaxDim], vi[kMaxDim], o[kMaxDim];
+  // Rows take the widest vector whose lanes divide dim (the rows of eight need dim % 8 == 0 too).
+  const bool wide_rows = dim % kWideLanes == 0;
   const bool vector_rows = dim % kFloat8Lanes == 0;
   for (std::int64_t t = 0; t < tokens; ++t) {
     const std::int64_t row = t * dim;
     prepare_token(dim, row, r, w_raw, k, kappa, iclr, rj, wj, kj, aj, bj);
     for (std::int64_t i = 0; i < dim; ++i) vi[i] = to_float(v[row + i]);
     if (vector_rows) {
-      for (std::int64_t i0 = 0; i0 < dim; i0 += kFloat8Lanes) update_rows(dim, i0, S, vi, wj, kj, aj, bj, rj, o);
+      for (std::int64_t i0 = 0; i0 < dim; i0 += kFloat8Lanes) {
+        if (wide_rows) {
+          update_rows<wide_vector>(dim, i0, S, vi, wj, kj, aj, bj, rj, o);
+        } else {
+          update_rows<float8>(dim, i0, S, vi, wj, kj, aj, bj, rj, o);
+        }
+      }
     } else {
       for (std::int64_t i = 0; i < dim; ++i) {
         float* __restrict s = S + i * dim;
