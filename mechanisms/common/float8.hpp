@@ -113,8 +113,8 @@ inline float8 load_float8(const bf16* p) {
 inline void store_float8(float* p, float8 v) { std::memcpy(p, &v, sizeof v); }
 inline float8 broadcast_float8(float x) { return float8{} + x; }
 
-// The exponentials, written once over a vector V of floats (float8 itself, or one half of the
-// pair) whose same-sized integer vector is I.
+// The exponentials, written once over a vector V of floats (float8 itself, one half of the pair, or
+// wide_vector.hpp's 16 lanes) whose same-sized integer vector is I.
 namespace lanes {
 
 // max(lo, x) lane-wise with x's NaN kept: maxps returns its second operand when either is NaN (one

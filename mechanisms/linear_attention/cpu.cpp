@@ -30,6 +30,12 @@ inline float8 map_vector(bool relu, float8 x) {
   const float8 positive = clamp_below(x, 0.0f);
   return relu ? positive + 1.0f : positive + exp_nonpositive(clamp_above(x, 0.0f));
 }
+// The same on wide_vector (16 lanes with AVX-512: the map was a third of the prefill once the state
+// passes went to zmm); lane for lane the same operations, so the same bits.
+inline wide_vector map_wide(bool relu, wide_vector x) {
+  const wide_vector positive = clamp_below_wide(x, 0.0f);
+  return relu ? positive + 1.0f : positive + exp_nonpositive_wide(clamp_above_wide(x, 0.0f));
+}
 
 // map_vector's operations on one element (rows not a multiple of 8 wide), -0 and NaN treated alike
 // (maxps returns its second operand when the two compare equal or either is NaN). The scalar
@@ -44,7 +50,10 @@ template <class T>
 void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __restrict phi) {
   const bool relu = map == FeatureMap::relu_plus_one;
   std::int64_t i = 0;
-  for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) store_float8(phi + i, map_vector(relu, load_float8(x + i)));
+  for (; i + kWideLanes <= dim; i += kWideLanes) store_lanes(phi + i, map_wide(relu, load_wide(x + i)));
+  if constexpr (kWideLanes > kFloat8Lanes) {
+    for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) store_float8(phi + i, map_vector(relu, load_float8(x + i)));
+  }
   for (; i < dim; ++i) phi[i] = map_element(relu, to_float(x[i]));
 }
 
