@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/softmax_kv/prefill_blocks.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
 
 namespace arch_bench {
@@ -171,71 +172,21 @@ ARCH_BENCH_AVX512 void widen_rows(const T* src, std::int64_t count, std::int64_t
   }
 }
 
-struct PrefillScratch {
-  alignas(64) float qt[kMaxDim * kBlock];      // the query block, transposed and scaled by 1/sqrt(dim)
-  alignas(64) float keys[kBlock * kMaxDim];    // one key block in fp32
-  alignas(64) float values[kBlock * kMaxDim];  // one value block in fp32, rows padded to a multiple of 16
-  alignas(64) float st[kBlock * kBlock];       // S^T, then P^T
-  alignas(64) float o[kBlock * kMaxDim];       // unnormalised output rows
-  alignas(64) float m[kBlock], l[kBlock], correction[kBlock];
+// The microkernels above, as prefill_blocks.hpp's block walk calls them.
+struct Avx512Kernels {
+  template <class T>
+  static constexpr auto widen = widen_rows<T>;
+  static constexpr auto scores = scores_block;
+  static constexpr auto softmax = softmax_block;
+  static constexpr auto values = values_block;
 };
-
-template <class T>
-ARCH_BENCH_AVX512 void prefill_query_block(const T* q, const T* k, const T* v, T* out, std::int64_t tokens,
-                                           std::int64_t dim, std::int64_t q_begin, PrefillScratch& s) {
-  const std::int64_t rows = std::min(kBlock, tokens - q_begin);
-  const std::int64_t cols = (rows + kLanes - 1) / kLanes * kLanes;
-  const std::int64_t width = (dim + kLanes - 1) / kLanes * kLanes;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  for (std::int64_t c = 0; c < dim; ++c) {
-    for (std::int64_t i = 0; i < cols; ++i) {
-      s.qt[c * kBlock + i] = i < rows ? to_float(q[(q_begin + i) * dim + c]) * scale : 0.0f;
-    }
-  }
-  std::fill_n(s.m, kBlock, -INFINITY);
-  std::fill_n(s.l, kBlock, 0.0f);
-  std::fill_n(s.o, rows * width, 0.0f);
-  for (std::int64_t block = 0; block <= q_begin; block += kBlock) {
-    const std::int64_t count = std::min(kBlock, tokens - block);
-    const float* keys = nullptr;
-    if constexpr (std::is_same_v<T, float>) {
-      keys = k + block * dim;  // fp32 keys are read in place: the broadcast operand takes any stride
-    } else {
-      widen_rows(k + block * dim, count, dim, dim, s.keys);
-      keys = s.keys;
-    }
-    widen_rows(v + block * dim, count, dim, width, s.values);
-    scores_block(keys, dim, s.qt, dim, count, cols, s.st);
-    softmax_block(s.st, count, cols, block == q_begin, s.m, s.l, s.correction);
-    values_block(s.st, s.values, width, count, rows, width, s.correction, s.o);
-  }
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const float inverse = 1.0f / s.l[i];
-    T* row = out + (q_begin + i) * dim;
-    for (std::int64_t c = 0; c < dim; ++c) row[c] = from_float<T>(s.o[i * width + c] * inverse);
-  }
-}
 
 }  // namespace
 
 template <class T>
-void softmax_prefill_avx512(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q,
-                            const T* k, const T* v, T* out) {
-  const std::int64_t blocks = (tokens + kBlock - 1) / kBlock;
-#pragma omp parallel
-  {
-    const auto scratch = std::make_unique<PrefillScratch>();
-    // Query block b does b + 1 key blocks: the heaviest first keeps the dynamic schedule from
-    // ending on one long item.
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t item = 0; item < batch_heads * blocks; ++item) {
-      const std::int64_t head = item % batch_heads;
-      const std::int64_t block = blocks - 1 - item / batch_heads;
-      const std::int64_t offset = head * tokens * dim;
-      prefill_query_block(q + offset, k + offset, v + offset, out + offset, tokens, dim, block * kBlock,
-                          *scratch);
-    }
-  }
+void softmax_prefill_avx512(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
+                            const T* v, T* out) {
+  prefill_blocks::widening_prefill<Avx512Kernels>(batch_heads, tokens, dim, q, k, v, out);
 }
 
 // ---- decode --------------------------------------------------------------------------------

@@ -204,19 +204,10 @@ ARCH_BENCH_AVX512_BF16 void prefill_query_block(const bf16* q, const bf16* k, co
 
 void softmax_prefill_avx512_bf16_dot(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim,
                                      const bf16* q, const bf16* k, const bf16* v, bf16* out) {
-  const std::int64_t blocks = (tokens + kBlock - 1) / kBlock;
-#pragma omp parallel
-  {
-    const auto scratch = std::make_unique<PrefillScratch>();
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t item = 0; item < batch_heads * blocks; ++item) {
-      const std::int64_t head = item % batch_heads;
-      const std::int64_t block = blocks - 1 - item / batch_heads;  // heaviest first, as in cpu_avx512.cpp
-      const std::int64_t offset = head * tokens * dim;
-      prefill_query_block(q + offset, k + offset, v + offset, out + offset, tokens, dim, block * kBlock,
-                          *scratch);
-    }
-  }
+  prefill_blocks::for_each_query_block<PrefillScratch>(
+      batch_heads, tokens, dim, [&](std::int64_t offset, std::int64_t q_begin, PrefillScratch& scratch) {
+        prefill_query_block(q + offset, k + offset, v + offset, out + offset, tokens, dim, q_begin, scratch);
+      });
 }
 
 }  // namespace arch_bench

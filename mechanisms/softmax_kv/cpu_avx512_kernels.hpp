@@ -14,13 +14,15 @@
 
 #include <cstdint>
 
+#include "mechanisms/softmax_kv/prefill_blocks.hpp"
+
 #define ARCH_BENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
 
 namespace arch_bench {
 namespace {
 
-constexpr std::int64_t kBlock = 64;    // queries per query block = keys per key block
-constexpr std::int64_t kMaxDim = 256;  // Mechanism::unsupported() rejects wider heads
+using prefill_blocks::kBlock;   // queries per query block = keys per key block
+using prefill_blocks::kMaxDim;  // Mechanism::unsupported() rejects wider heads
 constexpr int kTileRows = 6;           // 6 rows x 4 zmm = 24 accumulators + 4 operands of 32 registers
 constexpr int kLanes = 16;
 constexpr int kMaxTileVectors = 4;     // 64 columns
