@@ -8,8 +8,10 @@
 #if defined(ARCH_BENCH_SOFTMAX_AVX512)
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() (a self-initialised variable) as the
 // unused merge source of unmasked operations, and -Wmaybe-uninitialized reports it wherever they
-// are inlined (GCC bug 105593, fixed in GCC 13).
+// are inlined (GCC bug 105593, fixed in GCC 13). Clang has no such warning group.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
