@@ -21,20 +21,17 @@ constexpr std::int64_t kChunk = kLinearAttentionChunk;
 // bound by L2 traffic) the serial step takes 3.5-4.4 us; split over two cores each half stays in its
 // own core's L2.
 
-// phi over a row, in the float domain, 8 lanes at a time. elu(x) + 1 = max(x, 0) + e^min(x, 0): for
+// phi over a row, in the float domain, a vector at a time. elu(x) + 1 = max(x, 0) + e^min(x, 0): for
 // either sign of x one side of the sum is exact (x + 1 above 0, 0 + e^x below), and a NaN in x stays
 // NaN (maxps/minps keep it) where the compare-and-select form made it 1. Three operations around the
 // exponential instead of five; the vector form (float8.hpp) is a third cheaper than what gcc makes of
 // the scalar one under `omp simd`, and the map was a quarter of the recurrent prefill's time.
-inline float8 map_vector(bool relu, float8 x) {
-  const float8 positive = clamp_below(x, 0.0f);
+// V is float8 or wide_vector (16 lanes with AVX-512: the map was a third of the prefill once the
+// state passes went to zmm); lane for lane the same operations at either width, so the same bits.
+template <class V>
+inline V map_vector(bool relu, V x) {
+  const V positive = clamp_below(x, 0.0f);
   return relu ? positive + 1.0f : positive + exp_nonpositive(clamp_above(x, 0.0f));
-}
-// The same on wide_vector (16 lanes with AVX-512: the map was a third of the prefill once the state
-// passes went to zmm); lane for lane the same operations, so the same bits.
-inline wide_vector map_wide(bool relu, wide_vector x) {
-  const wide_vector positive = clamp_below_wide(x, 0.0f);
-  return relu ? positive + 1.0f : positive + exp_nonpositive_wide(clamp_above_wide(x, 0.0f));
 }
 
 // map_vector's operations on one element (rows not a multiple of 8 wide), -0 and NaN treated alike
@@ -50,7 +47,7 @@ template <class T>
 void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __restrict phi) {
   const bool relu = map == FeatureMap::relu_plus_one;
   std::int64_t i = 0;
-  for (; i + kWideLanes <= dim; i += kWideLanes) store_lanes(phi + i, map_wide(relu, load_wide(x + i)));
+  for (; i + kWideLanes <= dim; i += kWideLanes) store_lanes(phi + i, map_vector(relu, load_wide(x + i)));
   if constexpr (kWideLanes > kFloat8Lanes) {
     for (; i + kFloat8Lanes <= dim; i += kFloat8Lanes) store_float8(phi + i, map_vector(relu, load_float8(x + i)));
   }

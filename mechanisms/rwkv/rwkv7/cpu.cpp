@@ -1,7 +1,5 @@
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 
-#include <type_traits>
-
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
@@ -54,13 +52,7 @@ inline void update_rows(std::int64_t dim, std::int64_t i0, float* __restrict S, 
   alignas(32) float sa[kRows];
   // The eight rows' partial sums, folded to float8 (wide_vector.hpp) and summed eight at a time.
   auto finish = [&](const V (&acc)[kRows], float* sums) {
-    for (int r = 0; r < kRows; ++r) {
-      if constexpr (std::is_same_v<V, float8>) {
-        store_float8(partial + r * kFloat8Lanes, acc[r]);
-      } else {
-        store_float8(partial + r * kFloat8Lanes, fold_to_float8(acc[r]));
-      }
-    }
+    for (int r = 0; r < kRows; ++r) store_float8(partial + r * kFloat8Lanes, fold_to_float8(acc[r]));
     sum_lanes(kRows, partial, sums);
   };
   V acc[kRows] = {};
