@@ -59,6 +59,7 @@ inline wide_vector load_wide(const bf16* p) {
 inline wide_vector clamp_below(wide_vector x, float lo) { return lanes::clamp_below(x, lo); }
 inline wide_vector clamp_above(wide_vector x, float hi) { return lanes::clamp_above(x, hi); }
 inline wide_vector exp_nonpositive(wide_vector x) { return lanes::exp_nonpositive<wide_vector, wide_int_vector>(x); }
+inline wide_vector exp_clamped(wide_vector x) { return exp_nonpositive(clamp_above(x, 88.0f)); }
 #else
 inline wide_vector load_wide(const bf16* p) { return load_float8(p); }
 #endif

@@ -9,6 +9,7 @@
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/parallel_policy.hpp"
+#include "mechanisms/common/wide_vector.hpp"
 
 namespace arch_bench {
 
@@ -45,7 +46,7 @@ inline constexpr std::int64_t kRwkvMaxDim = 256;
 inline constexpr std::int64_t kRwkvParallelWork = kParallelStateElements;
 
 // RWKV-6's log-decay log w = -exp(d) (<= 0) and RWKV-7's log w = -e^{-0.5} sigmoid(w_raw), one
-// channel at a time and eight (float8: the decode steps' prologue).
+// channel at a time and eight (float8: the decode steps' prologue; rwkv7 also a wide_vector's lanes).
 inline constexpr float kRwkv7DecayScale = 0.60653065971263342f;  // e^{-0.5}
 ARCH_BENCH_KERNEL_HELPERS_BEGIN
 #pragma omp declare simd
@@ -54,6 +55,9 @@ inline float8 rwkv6_log_decay(float8 d) { return -exp_clamped(d); }
 #pragma omp declare simd
 inline float rwkv7_log_decay(float w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
 inline float8 rwkv7_log_decay(float8 w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
+#if defined(__AVX512F__)
+inline wide_vector rwkv7_log_decay(wide_vector w_raw) { return -kRwkv7DecayScale / (1.0f + exp_clamped(-w_raw)); }
+#endif
 
 ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

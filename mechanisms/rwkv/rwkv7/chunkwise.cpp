@@ -32,13 +32,6 @@ struct ChunkBuffers {
 
 enum Score { kAb, kAk, kRb, kRk };
 
-// In-place transpose of a square dim x dim matrix: the state S [value, key] <-> H = S^T [key, value].
-void transpose_square(std::int64_t dim, float* m) {
-  for (std::int64_t i = 0; i < dim; ++i) {
-    for (std::int64_t j = i + 1; j < dim; ++j) std::swap(m[i * dim + j], m[j * dim + i]);
-  }
-}
-
 // Zeroes row t of a [n, n] score block (leading dimension kChunk) from column `from` on: what lies
 // above the diagonal after a lower_c product, which a lower_a product reads within its row block.
 void clear_upper(std::int64_t n, float* block, bool strict) {
@@ -177,10 +170,8 @@ void rwkv7_prefill_chunkwise(const RwkvShape& shape, std::int64_t tokens, const 
 #pragma omp for schedule(static)
     for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
       const std::int64_t o = bh * tokens * dim;
-      float* H = state + bh * dim * dim;
-      transpose_square(dim, H);  // S [value, key] -> H [key, value], whose rows the products walk
-      prefill_head(dim, tokens, x.r + o, x.decay + o, x.k + o, x.v + o, x.kappa + o, x.iclr + o, H, out + o, buffers);
-      transpose_square(dim, H);
+      prefill_head(dim, tokens, x.r + o, x.decay + o, x.k + o, x.v + o, x.kappa + o, x.iclr + o,
+                   state + bh * dim * dim, out + o, buffers);
     }
   }
 }

@@ -40,7 +40,9 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
   }
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
   const std::vector<std::int64_t> state_shape = {batch, in.heads, dim, dim};
-  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, ref_state));
+  // The kernels hold H = S^T; the files hold the reference's S [value, key].
+  out.states.push_back(kernel_state("final_state", state_shape, rwkv7_state_value_key(shape, state),
+                                    rwkv7_state_value_key(shape, decode_state), ref_state));
   return out;
 }
 

@@ -1,5 +1,8 @@
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 
+#include <omp.h>
+#include <type_traits>
+
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
@@ -11,105 +14,147 @@ namespace {
 
 constexpr std::int64_t kMaxDim = kRwkvMaxDim;
 
-// One token's per-channel inputs widened to fp32, with the decay w = exp(-e^-0.5 sigmoid(w_raw)),
-// a = -kappa and b = kappa * iclr (8 channels at a time when dim allows: two exps and a division per
-// channel are most of a step when done one by one).
-template <class T>
-void prepare_token(std::int64_t dim, std::int64_t row, const T* r, const T* w_raw, const T* k, const T* kappa,
-                   const T* iclr, float* rj, float* wj, float* kj, float* aj, float* bj) {
-  std::int64_t j = 0;
-  for (; j + kFloat8Lanes <= dim; j += kFloat8Lanes) {
-    const float8 log_decay = rwkv7_log_decay(load_float8(w_raw + row + j));
-    const float8 kap = load_float8(kappa + row + j);
-    store_float8(rj + j, load_float8(r + row + j));
-    store_float8(kj + j, load_float8(k + row + j));
-    store_float8(wj + j, exp_nonpositive(log_decay));
-    store_float8(aj + j, -kap);
-    store_float8(bj + j, kap * load_float8(iclr + row + j));
-  }
-  for (; j < dim; ++j) {
-    rj[j] = to_float(r[row + j]);
-    kj[j] = to_float(k[row + j]);
-    wj[j] = exp_nonpositive(rwkv7_log_decay(to_float(w_raw[row + j])));
-    const float kap = to_float(kappa[row + j]);
-    aj[j] = -kap;
-    bj[j] = kap * to_float(iclr[row + j]);
-  }
-}
+// Tokens whose per-channel vectors are prepared together: every column slice of the state walks
+// them, so they are widened and their decays computed once (16 tokens x 6 vectors x 64 channels is
+// 24 KiB at d = 64: with the 16 KiB state, in L1).
+constexpr std::int64_t kTokenBlock = 16;
 
-// Rows [i0, i0 + 8) of S: S_i <- S_i diag(w) + (S_i . a) b + v_i k, and o_i = S_i . r, for dim a
-// multiple of V's lanes (V = wide_vector, a zmm with AVX-512, or float8). Eight rows at once so that
-// the two dot products per row are eight independent FMA chains finished by one horizontal-add tree
-// (a row at a time is a chain of dependent reductions: about 3x slower), and each slice of w, b, k,
-// r is loaded once for the eight rows.
-template <class V>
-inline void update_rows(std::int64_t dim, std::int64_t i0, float* __restrict S, const float* vi, const float* wj,
-                        const float* kj, const float* aj, const float* bj, const float* rj, float* o) {
-  constexpr int kRows = 8;
-  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
-  float* s = S + i0 * dim;
-  alignas(32) float partial[kRows * kFloat8Lanes];
-  alignas(32) float sa[kRows];
-  // The eight rows' partial sums, folded to float8 (wide_vector.hpp) and summed eight at a time.
-  auto finish = [&](const V (&acc)[kRows], float* sums) {
-    for (int r = 0; r < kRows; ++r) store_float8(partial + r * kFloat8Lanes, fold_to_float8(acc[r]));
-    sum_lanes(kRows, partial, sums);
-  };
-  V acc[kRows] = {};
-  for (std::int64_t j = 0; j < dim; j += kLanes) {
-    const V a = load_lanes<V>(aj + j);
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) acc[r] += load_lanes<V>(s + r * dim + j) * a;
-  }
-  finish(acc, sa);
-  for (int r = 0; r < kRows; ++r) acc[r] = V{};
-  for (std::int64_t j = 0; j < dim; j += kLanes) {
-    const V w = load_lanes<V>(wj + j), b = load_lanes<V>(bj + j), k = load_lanes<V>(kj + j), rr = load_lanes<V>(rj + j);
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      float* row = s + r * dim + j;
-      const V x = load_lanes<V>(row) * w + sa[r] * b + vi[i0 + r] * k;
-      store_lanes(row, x);
-      acc[r] += x * rr;
-    }
-  }
-  finish(acc, o + i0);
-}
+// A block's per-token inputs in fp32, [token][channel]: the decay w = exp(-e^-0.5 sigmoid(w_raw)),
+// a = -kappa, b = kappa * iclr, k and r per key channel, v per value channel; o the outputs when the
+// storage is not fp32.
+struct TokenBlock {
+  alignas(64) float w[kTokenBlock * kMaxDim], a[kTokenBlock * kMaxDim], b[kTokenBlock * kMaxDim];
+  alignas(64) float k[kTokenBlock * kMaxDim], r[kTokenBlock * kMaxDim], v[kTokenBlock * kMaxDim];
+  alignas(64) float o[kTokenBlock * kMaxDim];
+};
 
-template <class T>
-void recurrent_head(std::int64_t dim, std::int64_t tokens, const T* r, const T* w_raw, const T* k, const T* v,
-                    const T* kappa, const T* iclr, float* __restrict S, T* out) {
-  alignas(64) float rj[kMaxDim], wj[kMaxDim], kj[kMaxDim], aj[kMaxDim], bj[kMaxDim], vi[kMaxDim], o[kMaxDim];
-  // Rows take the widest vector whose lanes divide dim (the rows of eight need dim % 8 == 0 too).
-  const bool wide_rows = dim % kWideLanes == 0;
-  const bool vector_rows = dim % kFloat8Lanes == 0;
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    const std::int64_t row = t * dim;
-    prepare_token(dim, row, r, w_raw, k, kappa, iclr, rj, wj, kj, aj, bj);
-    for (std::int64_t i = 0; i < dim; ++i) vi[i] = to_float(v[row + i]);
-    if (vector_rows) {
-      for (std::int64_t i0 = 0; i0 < dim; i0 += kFloat8Lanes) {
-        if (wide_rows) {
-          update_rows<wide_vector>(dim, i0, S, vi, wj, kj, aj, bj, rj, o);
-        } else {
-          update_rows<float8>(dim, i0, S, vi, wj, kj, aj, bj, rj, o);
-        }
-      }
+// Channels [j, j + lanes of V) of one token's vectors into row `dst` of the block.
+template <class V, class T>
+void prepare_lanes(std::int64_t src, std::int64_t dst, std::int64_t j, const RwkvTokens<T>& x, TokenBlock& block) {
+  auto load = [&](const T* p) {
+    if constexpr (sizeof(V) == sizeof(float8)) {
+      return load_float8(p + src + j);
     } else {
-      for (std::int64_t i = 0; i < dim; ++i) {
-        float* __restrict s = S + i * dim;
-        float sa = 0.0f;
-        for (std::int64_t j = 0; j < dim; ++j) sa += s[j] * aj[j];
-        float dot = 0.0f;
-        for (std::int64_t j = 0; j < dim; ++j) {
-          const float x = s[j] * wj[j] + sa * bj[j] + vi[i] * kj[j];
-          s[j] = x;
-          dot += x * rj[j];
-        }
-        o[i] = dot;
-      }
+      return load_wide(p + src + j);
     }
-    for (std::int64_t i = 0; i < dim; ++i) out[row + i] = from_float<T>(o[i]);
+  };
+  const V kap = load(x.kappa);
+  store_lanes(block.w + dst + j, exp_nonpositive(rwkv7_log_decay(load(x.decay))));
+  store_lanes(block.a + dst + j, -kap);
+  store_lanes(block.b + dst + j, kap * load(x.iclr));
+  store_lanes(block.k + dst + j, load(x.k));
+  store_lanes(block.r + dst + j, load(x.r));
+  store_lanes(block.v + dst + j, load(x.v));
+}
+
+// One token's vectors into row t of the block, the widest vector at a time (two exps and a
+// division per channel are a large part of a step when done one by one).
+template <class T>
+void prepare_token(std::int64_t dim, std::int64_t src, const RwkvTokens<T>& x, std::int64_t t, TokenBlock& block) {
+  const std::int64_t dst = t * dim;
+  std::int64_t j = 0;
+  for (; j + kWideLanes <= dim; j += kWideLanes) prepare_lanes<wide_vector>(src, dst, j, x, block);
+  for (; j + kFloat8Lanes <= dim; j += kFloat8Lanes) prepare_lanes<float8>(src, dst, j, x, block);
+  for (; j < dim; ++j) {
+    const float kap = to_float(x.kappa[src + j]);
+    block.w[dst + j] = exp_nonpositive(rwkv7_log_decay(to_float(x.decay[src + j])));
+    block.a[dst + j] = -kap;
+    block.b[dst + j] = kap * to_float(x.iclr[src + j]);
+    block.k[dst + j] = to_float(x.k[src + j]);
+    block.r[dst + j] = to_float(x.r[src + j]);
+    block.v[dst + j] = to_float(x.v[src + j]);
+  }
+}
+
+// u = a^T H over the slice's columns: the values the block's first token removes. Summed over the
+// rows in the order the pass below sums the next token's u, so a decode step computes exactly what
+// the prefill computes for its token.
+template <class V, int kVectors>
+void removed_values(std::int64_t dim, std::int64_t c0, const float* a, const float* H, V (&u)[kVectors]) {
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  for (std::int64_t j = 0; j < dim; ++j) {
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) u[c] += load_lanes<V>(H + j * dim + c0 + c * kLanes) * a[j];
+  }
+}
+
+// The block's n tokens over the state columns [c0, c0 + kVectors x lanes of V) (value channels, in
+// the state H [key, value]): the columns of H are independent through the recurrence, so a slice
+// keeps its removed values u = a_t^T H and its outputs in registers across the tokens. Per token
+// and key row j, x = w_j H_j + b_j u + k_j v is stored over H_j, o += r_j x, and the next token's
+// u' += a'_j x: five FMAs per element, no horizontal sums, one pass over the slice per token.
+// The last token's pass prefetches the same slice of `prefetch` (the thread's next head, in a
+// decode step), whose removed_values pass then reads L1 instead of L2.
+template <class V, int kVectors>
+void update_columns(std::int64_t dim, std::int64_t n, std::int64_t c0, const TokenBlock& block, float* __restrict H,
+                    float* O, const float* prefetch) {
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  V u[kVectors] = {};
+  removed_values(dim, c0, block.a, H, u);  // the other tokens' u come out of the previous token's pass
+  for (std::int64_t t = 0; t < n; ++t) {
+    const std::int64_t row = t * dim;
+    const float *w = block.w + row, *b = block.b + row, *k = block.k + row, *r = block.r + row;
+    const float* a_next = block.a + row + dim;  // read only while t + 1 < n
+    V v[kVectors], o[kVectors] = {}, u_next[kVectors] = {};
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) v[c] = load_lanes<V>(block.v + row + c0 + c * kLanes);
+    auto pass = [&](auto has_next) {
+      for (std::int64_t j = 0; j < dim; ++j) {
+        float* h = H + j * dim + c0;
+#pragma GCC unroll 4
+        for (int c = 0; c < kVectors; ++c) {
+          const V x = load_lanes<V>(h + c * kLanes) * w[j] + u[c] * b[j] + v[c] * k[j];
+          store_lanes(h + c * kLanes, x);
+          o[c] += x * r[j];
+          if constexpr (decltype(has_next)::value) {
+            u_next[c] += x * a_next[j];
+          } else if (prefetch != nullptr) {
+            __builtin_prefetch(prefetch + j * dim + c0 + c * kLanes, 0, 3);
+          }
+        }
+      }
+    };
+    if (t + 1 < n) {
+      pass(std::true_type{});
+    } else {
+      pass(std::false_type{});
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) {
+      store_lanes(O + row + c0 + c * kLanes, o[c]);
+      u[c] = u_next[c];
+    }
+  }
+}
+
+// The vectors a slice keeps in registers: four arrays of them (u, v, o, u') plus the element in
+// flight, so four zmm per array with AVX-512's 32 registers and two elsewhere (16 ymm).
+constexpr int kSliceVectors = kWideLanes == 16 ? 4 : 2;
+
+// Every column of H for the block: whole slices of wide vectors, then what is left a wide vector,
+// a float8 and a column at a time.
+void update_block(std::int64_t dim, std::int64_t n, const TokenBlock& block, float* H, float* O, const float* pf) {
+  constexpr std::int64_t kSlice = kSliceVectors * kWideLanes;
+  std::int64_t c = 0;
+  for (; c + kSlice <= dim; c += kSlice) update_columns<wide_vector, kSliceVectors>(dim, n, c, block, H, O, pf);
+  for (; c + kWideLanes <= dim; c += kWideLanes) update_columns<wide_vector, 1>(dim, n, c, block, H, O, pf);
+  for (; c + kFloat8Lanes <= dim; c += kFloat8Lanes) update_columns<float8, 1>(dim, n, c, block, H, O, pf);
+  for (; c < dim; ++c) update_columns<float, 1>(dim, n, c, block, H, O, pf);
+}
+
+template <class T>
+void recurrent_head(std::int64_t dim, std::int64_t tokens, const RwkvTokens<T>& x, float* H, T* out,
+                    TokenBlock& block, const float* pf) {
+  for (std::int64_t begin = 0; begin < tokens; begin += kTokenBlock) {
+    const std::int64_t n = std::min(kTokenBlock, tokens - begin);
+    for (std::int64_t t = 0; t < n; ++t) prepare_token(dim, (begin + t) * dim, x, t, block);
+    // fp32 storage takes the outputs straight into `out`; bf16 goes through the block's buffer.
+    if constexpr (std::is_same_v<T, float>) {
+      update_block(dim, n, block, H, out + begin * dim, pf);
+    } else {
+      update_block(dim, n, block, H, block.o, pf);
+      for (std::int64_t e = 0; e < n * dim; ++e) out[begin * dim + e] = from_float<T>(block.o[e]);
+    }
   }
 }
 
@@ -119,11 +164,18 @@ template <class T, KernelVariant V>
 void rwkv7_recurrent(const RwkvShape& shape, std::int64_t tokens, const RwkvTokens<T>& x, float* state, T* out) {
   ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv7_recurrent<T, W>(shape, tokens, x, state, out)))
   const std::int64_t dim = shape.dim;
-#pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
-  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    const std::int64_t o = bh * tokens * dim;
-    recurrent_head(dim, tokens, x.r + o, x.decay + o, x.k + o, x.v + o, x.kappa + o, x.iclr + o,
-                   state + bh * dim * dim, out + o);
+#pragma omp parallel if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
+  {
+    TokenBlock block;  // one per thread, reused for every head it takes
+    // The static schedule by hand, so that a thread knows which head it takes next.
+    const std::int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    const std::int64_t first = shape.batch_heads * thread / threads, last = shape.batch_heads * (thread + 1) / threads;
+    for (std::int64_t bh = first; bh < last; ++bh) {
+      const std::int64_t o = bh * tokens * dim;
+      const RwkvTokens<T> head{x.r + o, x.k + o, x.v + o, x.decay + o, x.kappa + o, x.iclr + o};
+      const float* pf = tokens == 1 && bh + 1 < last ? state + (bh + 1) * dim * dim : nullptr;
+      recurrent_head(dim, tokens, head, state + bh * dim * dim, out + o, block, pf);
+    }
   }
 }
 
