@@ -1,6 +1,7 @@
 // execute_plan's failure handling, with scripted mechanisms on the CPU backend: a failing cell is a
 // row, not a crash; a sticky device error fails every later cell; non-finite outputs fail their row
 // without timings; an interrupt stops between cells and keeps what was measured.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -14,6 +15,8 @@
 #include "runner/core/errors.hpp"
 #include "runner/core/execute.hpp"
 #include "runner/core/interrupt.hpp"
+#include "runner/measure/memory_probe.hpp"
+#include "runner/backends/cpu/host_facts.hpp"
 
 namespace arch_bench {
 namespace {
@@ -23,7 +26,8 @@ enum class Script { ok, out_of_memory, device_lost, cuda_error, non_finite, bad_
 
 class ScriptedCell final : public PreparedCell {
  public:
-  ScriptedCell(Script script, Allocator& allocator) : script_(script), state_(allocator, 16) {}
+  ScriptedCell(Script script, Allocator& allocator, std::int64_t floats)
+      : script_(script), state_(allocator, floats) {}
   void run() override {
     ++runs;
     if (script_ == Script::interrupt_in_run && runs == 3) request_interrupt(15);
@@ -64,7 +68,10 @@ class ScriptedMechanism final : public Mechanism {
       case Script::device_lost: throw CellFailure("device_lost", "kernel x: cudaErrorIllegalAddress", true);
       case Script::cuda_error: throw CellFailure("cuda_error", "launch of kernel y: invalid configuration");
       case Script::bad_alloc: throw std::bad_alloc();
-      default: return std::make_unique<ScriptedCell>(script, backend.allocator());
+      // Lengths of 1024 and more give the cell that many floats of buffer (the memory probe's cases).
+      default:
+        return std::make_unique<ScriptedCell>(script, backend.allocator(),
+                                              cell.sequence_length >= 1024 ? cell.sequence_length : 16);
     }
   }
   mutable int prepared = 0;
@@ -171,9 +178,10 @@ TEST(Execute, RowsRecordTheirTimingPlanAndNoLaunchOverheadOnTheCpu) {
   EXPECT_FALSE(rows[0].device_free_before_bytes.has_value());
 }
 
-// The host probes of a CPU row: the contention probe always, the memory probe only when the cache is
-// cold (its reads would evict part of a hot cell's working set).
-TEST(Execute, ColdCpuRowsRecordTheHostMemoryProbeAndHotRowsDoNot) {
+// The host probes of a CPU row: the contention probe always; the memory probe when the cache is
+// cold, and when it is hot only for a cell whose buffers exceed the team's private caches (a probe's
+// reads would evict part of a hot cell that fits them; runner/measure/memory_probe.hpp).
+TEST(Execute, CpuRowsRecordTheMemoryProbeWhenColdOrStreamingPastThePrivateCaches) {
   const ScriptedMechanism mechanism([](std::int64_t) { return Script::ok; });
   CpuBackend backend;
   Workload cold = small_workload();
@@ -184,9 +192,31 @@ TEST(Execute, ColdCpuRowsRecordTheHostMemoryProbeAndHotRowsDoNot) {
   EXPECT_GT(*cold_rows[0].host_memory_gbps, 0.0);
   EXPECT_TRUE(std::isfinite(*cold_rows[0].host_memory_gbps));
   EXPECT_TRUE(cold_rows[0].host_contention.has_value());
-  const std::vector<Row> hot_rows = execute_plan(plan_for(mechanism, {1}), small_workload(), backend, Ceilings{}, {});
+
+  // Hot: a 64-byte cell fits any private cache; one of twice the team's private caches does not.
+  const int threads = omp_get_max_threads();
+  const std::int64_t team_private_bytes = static_cast<std::int64_t>(warm_probe_bytes()) / 2 * threads;
+  const std::int64_t streaming_floats = std::max<std::int64_t>(1024, 2 * team_private_bytes / 4);
+  ASSERT_FALSE(hot_cell_streams_past_private_caches(16 * 4, threads));
+  ASSERT_TRUE(hot_cell_streams_past_private_caches(streaming_floats * 4, threads));
+  const std::vector<Row> hot_rows =
+      execute_plan(plan_for(mechanism, {1, streaming_floats}), small_workload(), backend, Ceilings{}, {});
+  ASSERT_EQ(hot_rows.size(), 2u);
   EXPECT_FALSE(hot_rows[0].host_memory_gbps.has_value());
   EXPECT_TRUE(hot_rows[0].host_contention.has_value());
+  ASSERT_TRUE(hot_rows[1].host_memory_gbps.has_value());
+  EXPECT_GT(*hot_rows[1].host_memory_gbps, 0.0);
+  EXPECT_TRUE(std::isfinite(*hot_rows[1].host_memory_gbps));
+}
+
+// The warm probe's buffer is twice one core's private cache, whole pages; the flushed one is 512 KiB.
+TEST(MemoryProbe, BuffersAreSizedForTheirReading) {
+  EXPECT_EQ(MemoryProbe(MemoryProbe::Reading::flushed).bytes(), MemoryProbe::kFlushedBytes);
+  const std::int64_t private_cache = private_cache_bytes();
+  EXPECT_EQ(warm_probe_bytes(), 2 * static_cast<std::size_t>(private_cache > 0 ? private_cache : 512 * 1024));
+  MemoryProbe warm(MemoryProbe::Reading::warm, 5000);
+  EXPECT_EQ(warm.bytes(), 8192u);
+  EXPECT_GT(warm.read_gbps(), 0.0);
 }
 
 // The team check after each CPU sample (runner/measure/team_check.hpp): a team of two records how

@@ -1,25 +1,27 @@
 #include "runner/measure/memory_probe.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
 
+#include "runner/backends/cpu/host_facts.hpp"
 #include "runner/measure/flush_cache.hpp"
 
 namespace arch_bench {
 
 namespace {
-constexpr std::size_t kWords = MemoryProbe::kBytes / sizeof(std::uint64_t);
 constexpr std::size_t kCacheLine = 64;
+constexpr std::size_t kPage = 4096;
 
 volatile std::uint64_t g_sink = 0;  // keeps the timed read live
 
 // Four independent accumulators so the read is bound by memory, not by an add chain; integer adds
 // reassociate freely, so the compiler vectorises this without -ffast-math.
-__attribute__((noinline)) std::uint64_t sum_words(const std::uint64_t* words) {
+__attribute__((noinline)) std::uint64_t sum_words(const std::uint64_t* words, std::size_t count) {
   std::uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (std::size_t i = 0; i < kWords; i += 4) {
+  for (std::size_t i = 0; i < count; i += 4) {
     a += words[i];
     b += words[i + 1];
     c += words[i + 2];
@@ -27,21 +29,42 @@ __attribute__((noinline)) std::uint64_t sum_words(const std::uint64_t* words) {
   }
   return (a + b) + (c + d);
 }
+
+std::size_t probe_bytes(MemoryProbe::Reading reading, std::size_t warm_bytes) {
+  if (reading == MemoryProbe::Reading::flushed) return MemoryProbe::kFlushedBytes;
+  return std::max(kPage, (warm_bytes + kPage - 1) / kPage * kPage);
+}
 }  // namespace
 
 void MemoryProbe::FreeDeleter::operator()(void* p) const noexcept { std::free(p); }
 
-MemoryProbe::MemoryProbe() : words_(static_cast<std::uint64_t*>(std::aligned_alloc(kCacheLine, kBytes))) {
+MemoryProbe::MemoryProbe(Reading reading, std::size_t warm_bytes)
+    : reading_(reading),
+      bytes_(probe_bytes(reading, warm_bytes)),
+      words_(static_cast<std::uint64_t*>(std::aligned_alloc(kCacheLine, bytes_))) {
   if (!words_) throw std::bad_alloc();
-  for (std::size_t i = 0; i < kWords; ++i) words_[i] = i;  // touched: every page is mapped before timing
+  const std::size_t count = bytes_ / sizeof(std::uint64_t);
+  for (std::size_t i = 0; i < count; ++i) words_[i] = i;  // touched: every page is mapped before timing
+  g_sink = g_sink + sum_words(words_.get(), count);
 }
 
 double MemoryProbe::read_gbps() {
-  flush_cache_range(words_.get(), kBytes);
+  if (reading_ == Reading::flushed) flush_cache_range(words_.get(), bytes_);
   const auto start = std::chrono::steady_clock::now();
-  g_sink = g_sink + sum_words(words_.get());
+  g_sink = g_sink + sum_words(words_.get(), bytes_ / sizeof(std::uint64_t));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return seconds > 0.0 ? static_cast<double>(kBytes) / seconds / 1e9 : 0.0;
+  return seconds > 0.0 ? static_cast<double>(bytes_) / seconds / 1e9 : 0.0;
+}
+
+std::size_t warm_probe_bytes() {
+  const std::int64_t private_cache = private_cache_bytes();
+  return 2 * static_cast<std::size_t>(private_cache > 0 ? private_cache : 512 * 1024);
+}
+
+bool hot_cell_streams_past_private_caches(std::int64_t cell_bytes, int team_threads) {
+  const std::int64_t private_cache = private_cache_bytes();
+  const std::int64_t per_core = private_cache > 0 ? private_cache : 512 * 1024;
+  return cell_bytes > per_core * std::max(1, team_threads);
 }
 
 }  // namespace arch_bench

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
@@ -39,6 +40,12 @@ void stop_if_interrupted(std::int64_t done, std::int64_t total) {
                                                  "samples); the cell was not finished",
                                                  interrupt_signal(), done, total));
   }
+}
+
+std::int64_t buffer_bytes(const PreparedCell& cell) {
+  std::int64_t bytes = 0;
+  for (const ByteSpan& span : cell.buffers()) bytes += static_cast<std::int64_t>(span.size());
+  return bytes;
 }
 
 }  // namespace
@@ -76,9 +83,11 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   if (on_cpu) measured.contention_ratios.reserve(static_cast<std::size_t>(repeats));
   std::optional<MemoryProbe> memory_probe;
   if (on_cpu && cache == CacheState::cold) {
-    memory_probe.emplace();
-    measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
+    memory_probe.emplace(MemoryProbe::Reading::flushed);
+  } else if (on_cpu && hot_cell_streams_past_private_caches(buffer_bytes(cell), omp_get_max_threads())) {
+    memory_probe.emplace(MemoryProbe::Reading::warm, warm_probe_bytes());
   }
+  if (memory_probe) measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
   for (std::int64_t i = 0; i < repeats; ++i) {
     stop_if_interrupted(done, total);
     // Before the eviction, so that whatever the probe's read displaced, the cell's buffers are then

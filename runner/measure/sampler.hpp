@@ -18,8 +18,9 @@ struct MeasuredSamples {
   std::int64_t allocations_during_timing = 0;
   // CPU backend: team_contention_ratio() taken just before each timed sample (empty otherwise).
   std::vector<double> contention_ratios;
-  // CPU backend, cold cache: MemoryProbe::read_gbps() taken just before each timed sample (empty
-  // otherwise: the probe's reads would evict part of a hot cell's working set).
+  // CPU backend: MemoryProbe::read_gbps() taken just before each timed sample, flushed for a cold
+  // cache and warm for a hot cell whose buffers exceed the team's private caches (empty for a hot cell
+  // that fits them: the probe's reads would evict part of its working set; memory_probe.hpp).
   std::vector<double> memory_gbps;
   // CPU backend, team of two or more: team_check_us() taken just after each timed sample.
   std::vector<double> team_checks_us;

@@ -167,6 +167,11 @@ std::int64_t last_level_cache_bytes() {
   return caches.l1d;
 }
 
+std::int64_t private_cache_bytes() {
+  const CacheSizes caches = cache_sizes();
+  return caches.l2 > 0 ? caches.l2 : caches.l1d;
+}
+
 std::int64_t process_peak_rss_bytes() {
   return kib_value_bytes(read_keyed_value("/proc/self/status", "VmHWM"));
 }
