@@ -1,10 +1,14 @@
 #include "runner/measure/memory_probe.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+
+#include <omp.h>
 
 #include "runner/backends/cpu/host_facts.hpp"
 #include "runner/measure/flush_cache.hpp"
@@ -54,6 +58,29 @@ double MemoryProbe::read_gbps() {
   g_sink = g_sink + sum_words(words_.get(), bytes_ / sizeof(std::uint64_t));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return seconds > 0.0 ? static_cast<double>(bytes_) / seconds / 1e9 : 0.0;
+}
+
+TeamMemoryProbe::TeamMemoryProbe(std::size_t bytes) : probes_(static_cast<std::size_t>(omp_get_max_threads())) {
+  const int team = threads();
+#pragma omp parallel num_threads(team)
+  {
+    const int thread = omp_get_thread_num();
+    probes_[static_cast<std::size_t>(thread)] = std::make_unique<MemoryProbe>(MemoryProbe::Reading::warm, bytes);
+  }
+  // A team smaller than asked for (dynamic threads) leaves slots empty: probe with the threads there are.
+  std::erase(probes_, nullptr);
+  if (probes_.empty()) probes_.push_back(std::make_unique<MemoryProbe>(MemoryProbe::Reading::warm, bytes));
+}
+
+double TeamMemoryProbe::read_gbps() {
+  const int team = threads();
+  double slowest = std::numeric_limits<double>::infinity();
+#pragma omp parallel num_threads(team) reduction(min : slowest)
+  {
+    const int thread = omp_get_thread_num();
+    slowest = std::min(slowest, probes_[static_cast<std::size_t>(thread)]->read_gbps());
+  }
+  return std::isfinite(slowest) ? slowest : 0.0;
 }
 
 std::size_t warm_probe_bytes() {

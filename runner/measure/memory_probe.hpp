@@ -12,16 +12,19 @@
 //   while both drifted), in ~30 us.
 // - warm (hot cells whose buffers are larger than the team's private caches, so that each step
 //   streams them from the shared cache or DRAM): a buffer twice one core's private cache, read as it
-//   lies. It cannot stay in that core's private cache, so it measures what the shared levels give
-//   one core now. Over 160 s of alternating it with a hot softmax_kv decode step (bf16, L = 8192,
+//   lies, by every thread of the team at once, each its own buffer (TeamMemoryProbe). It cannot
+//   stay in a core's private cache, so it measures what the shared levels give each core now; the
+//   row takes the slowest thread's rate, as a split step ends with its slowest thread. Over 160 s of alternating it with a hot softmax_kv decode step (bf16, L = 8192,
 //   16 MiB, 2 threads) on the 2-vCPU Sapphire Rapids VM, 2-second medians of the step moved between
 //   300 and 377 us and the 4 MiB probe between 24.3 and 19.1 GB/s; step x probe stayed within
 //   about 5% of its mean. The cell's own data does not fit the private caches either, so the
 //   probe's reads displace nothing a step would have found there.
-// It runs on the calling thread only: no parallel region of its own next to the timed one.
+// MemoryProbe runs on the calling thread only; TeamMemoryProbe has a parallel region of its own,
+// which the sampler runs before the contention probe's (the team's wake-up just before a sample).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace arch_bench {
 
@@ -43,6 +46,19 @@ class MemoryProbe {
   Reading reading_;
   std::size_t bytes_;
   std::unique_ptr<std::uint64_t[], FreeDeleter> words_;
+};
+
+// Warm probes on every thread of the OpenMP team, each buffer first touched by its own thread (so
+// its pages lie where that thread put them, as a cell's do).
+class TeamMemoryProbe {
+ public:
+  explicit TeamMemoryProbe(std::size_t bytes);
+  // All threads read their buffers at once: the slowest thread's GB/s.
+  double read_gbps();
+  int threads() const { return static_cast<int>(probes_.size()); }
+
+ private:
+  std::vector<std::unique_ptr<MemoryProbe>> probes_;
 };
 
 // The bytes of the warm probe for this host: twice one core's private cache (L2, else L1d; 1 MiB when
