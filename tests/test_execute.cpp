@@ -218,11 +218,13 @@ TEST(MemoryProbe, BuffersAreSizedForTheirReading) {
   EXPECT_EQ(warm.bytes(), 8192u);
   EXPECT_GT(warm.read_gbps(), 0.0);
   // The team's probe: one buffer per thread of the team, the slowest rate.
-  TeamMemoryProbe team(8192);
-  EXPECT_EQ(team.threads(), omp_get_max_threads());
-  const double gbps = team.read_gbps();
-  EXPECT_GT(gbps, 0.0);
-  EXPECT_TRUE(std::isfinite(gbps));
+  for (MemoryProbe::Reading reading : {MemoryProbe::Reading::flushed, MemoryProbe::Reading::warm}) {
+    TeamMemoryProbe team(reading, 8192);
+    EXPECT_EQ(team.threads(), omp_get_max_threads());
+    const double gbps = team.read_gbps();
+    EXPECT_GT(gbps, 0.0);
+    EXPECT_TRUE(std::isfinite(gbps));
+  }
 }
 
 // The team check after each CPU sample (runner/measure/team_check.hpp): a team of two records how

@@ -60,16 +60,17 @@ double MemoryProbe::read_gbps() {
   return seconds > 0.0 ? static_cast<double>(bytes_) / seconds / 1e9 : 0.0;
 }
 
-TeamMemoryProbe::TeamMemoryProbe(std::size_t bytes) : probes_(static_cast<std::size_t>(omp_get_max_threads())) {
+TeamMemoryProbe::TeamMemoryProbe(MemoryProbe::Reading reading, std::size_t warm_bytes)
+    : probes_(static_cast<std::size_t>(omp_get_max_threads())) {
   const int team = threads();
 #pragma omp parallel num_threads(team)
   {
     const int thread = omp_get_thread_num();
-    probes_[static_cast<std::size_t>(thread)] = std::make_unique<MemoryProbe>(MemoryProbe::Reading::warm, bytes);
+    probes_[static_cast<std::size_t>(thread)] = std::make_unique<MemoryProbe>(reading, warm_bytes);
   }
   // A team smaller than asked for (dynamic threads) leaves slots empty: probe with the threads there are.
   std::erase(probes_, nullptr);
-  if (probes_.empty()) probes_.push_back(std::make_unique<MemoryProbe>(MemoryProbe::Reading::warm, bytes));
+  if (probes_.empty()) probes_.push_back(std::make_unique<MemoryProbe>(reading, warm_bytes));
 }
 
 double TeamMemoryProbe::read_gbps() {

@@ -6,21 +6,23 @@
 // decode. The sampler reads a probe buffer before every sample of such a cell, so each row says what
 // bandwidth it was measured under and `arch-bench diff` can tell a slower kernel from a slower host.
 //
-// Two readings, one per cache state of the cell:
-// - flushed (cold cells): a 512 KiB buffer, flushed from every cache and read back by one thread,
-//   tracks the rate a 16 MiB read gets at the same moment (probe / 16 MiB read stayed at 1.04-1.08
+// Two readings, one per cache state of the cell, each taken by every thread of the team at once on
+// its own buffer (TeamMemoryProbe), the slowest thread's rate kept: a split step ends with its
+// slowest thread, and in the hot decode's slow mode (README, "The slow mode of hot decode") one
+// thread's memory comes at half the rate while the other's does not.
+// - flushed (cold cells): a 512 KiB buffer, flushed from every cache and read back, tracks the rate a
+//   16 MiB read gets at the same moment (on one thread: probe / 16 MiB read stayed at 1.04-1.08
 //   while both drifted), in ~30 us.
 // - warm (hot cells whose buffers are larger than the team's private caches, so that each step
 //   streams them from the shared cache or DRAM): a buffer twice one core's private cache, read as it
-//   lies, by every thread of the team at once, each its own buffer (TeamMemoryProbe). It cannot
-//   stay in a core's private cache, so it measures what the shared levels give each core now; the
-//   row takes the slowest thread's rate, as a split step ends with its slowest thread. Over 160 s of alternating it with a hot softmax_kv decode step (bf16, L = 8192,
-//   16 MiB, 2 threads) on the 2-vCPU Sapphire Rapids VM, 2-second medians of the step moved between
-//   300 and 377 us and the 4 MiB probe between 24.3 and 19.1 GB/s; step x probe stayed within
-//   about 5% of its mean. The cell's own data does not fit the private caches either, so the
+//   lies. It cannot stay in a core's private cache, so it measures what the shared levels give each
+//   core now. Over 160 s of alternating it (on one thread) with a hot softmax_kv decode step (bf16,
+//   L = 8192, 16 MiB, 2 threads) on the 2-vCPU Sapphire Rapids VM, 2-second medians of the step
+//   moved between 300 and 377 us and the 4 MiB probe between 24.3 and 19.1 GB/s; step x probe stayed
+//   within about 5% of its mean. The cell's own data does not fit the private caches either, so the
 //   probe's reads displace nothing a step would have found there.
-// MemoryProbe runs on the calling thread only; TeamMemoryProbe has a parallel region of its own,
-// which the sampler runs before the contention probe's (the team's wake-up just before a sample).
+// MemoryProbe is one thread's buffer; TeamMemoryProbe's parallel region is run by the sampler before
+// the contention probe's (the team's wake-up just before a sample).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,11 +50,11 @@ class MemoryProbe {
   std::unique_ptr<std::uint64_t[], FreeDeleter> words_;
 };
 
-// Warm probes on every thread of the OpenMP team, each buffer first touched by its own thread (so
-// its pages lie where that thread put them, as a cell's do).
+// Probes on every thread of the OpenMP team, each buffer first touched by its own thread (so its
+// pages lie where that thread put them, as a cell's do).
 class TeamMemoryProbe {
  public:
-  explicit TeamMemoryProbe(std::size_t bytes);
+  explicit TeamMemoryProbe(MemoryProbe::Reading reading, std::size_t warm_bytes = 0);
   // All threads read their buffers at once: the slowest thread's GB/s.
   double read_gbps();
   int threads() const { return static_cast<int>(probes_.size()); }

@@ -81,22 +81,20 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   const double steps = static_cast<double>(timing.steps_per_sample);
   const bool on_cpu = backend.name() == "cpu";  // the host probes and the team wake-up
   if (on_cpu) measured.contention_ratios.reserve(static_cast<std::size_t>(repeats));
-  // The host's memory rate before each sample (memory_probe.hpp): flushed on the calling thread for a
-  // cold cell; warm on the whole team for a hot one that streams past the private caches.
-  std::optional<MemoryProbe> flushed_probe;
-  std::optional<TeamMemoryProbe> warm_probe;
+  // The host's memory rate before each sample, on the whole team (memory_probe.hpp): flushed for a
+  // cold cell; warm for a hot one that streams past the private caches.
+  std::optional<TeamMemoryProbe> memory_probe;
   if (on_cpu && cache == CacheState::cold) {
-    flushed_probe.emplace(MemoryProbe::Reading::flushed);
+    memory_probe.emplace(MemoryProbe::Reading::flushed);
   } else if (on_cpu && hot_cell_streams_past_private_caches(buffer_bytes(cell), omp_get_max_threads())) {
-    warm_probe.emplace(warm_probe_bytes());
+    memory_probe.emplace(MemoryProbe::Reading::warm, warm_probe_bytes());
   }
-  if (flushed_probe || warm_probe) measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
+  if (memory_probe) measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
   for (std::int64_t i = 0; i < repeats; ++i) {
     stop_if_interrupted(done, total);
     // Before the eviction, so that whatever the probe's read displaced, the cell's buffers are then
     // flushed as always.
-    if (flushed_probe) measured.memory_gbps.push_back(flushed_probe->read_gbps());
-    if (warm_probe) measured.memory_gbps.push_back(warm_probe->read_gbps());
+    if (memory_probe) measured.memory_gbps.push_back(memory_probe->read_gbps());
     if (cache == CacheState::cold) {
       // Asked for every sample rather than once: a cell may reallocate a buffer inside run(),
       // and flushing a stale span would touch freed memory.
