@@ -48,7 +48,8 @@ struct Row {
   std::optional<std::int64_t> device_free_before_bytes, device_free_after_bytes;
   SampleStats stats;               // of samples_ms
 
-  // CPU, cold cache: median over the samples of the host's memory read rate just before each
+  // CPU, cold cache or a hot cell larger than the team's private caches: median over the samples of
+  // the host's memory read rate just before each, the team's slowest thread
   // (runner/measure/memory_probe.hpp), GB/s.
   std::optional<double> host_memory_gbps;
   std::int64_t peak_memory_bytes = 0;          // tracked allocator peak during the cell
