@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/softmax_kv/decode_prefetch.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 
 #define ARCH_BENCH_AVX2 __attribute__((target("avx2,fma")))
@@ -259,9 +260,9 @@ std::int64_t lane_of(std::int64_t c) {
   }
 }
 
-// The cache line of channels [c, c + 16) of the row at `row`, asked for one block (64 keys) ahead
-// of the loads (as in cpu_avx512.cpp, where the numbers are): a bf16 line holds 32 channels, so
-// only even slices ask.
+// The cache line of channels [c, c + 16) of the row at `row`, asked for kDecodePrefetchRows ahead of
+// the loads (decode_prefetch.hpp and cpu_avx512.cpp have the numbers): a bf16 line holds 32
+// channels, so only even slices ask.
 template <class T>
 inline void prefetch16(const T* row, std::int64_t c) {
   if (sizeof(T) == 4 || c % 32 == 0) __builtin_prefetch(row + c);
@@ -278,7 +279,7 @@ ARCH_BENCH_AVX2 inline void accumulate_values(const T* rows, std::int64_t stride
     const __m256 w = _mm256_broadcast_ss(p + j);
     for (int i = 0; i < N; ++i) {
       __m256 lo, hi;
-      prefetch16(rows + (j + kBlock) * stride, 16 * i);
+      prefetch16(rows + (j + kDecodePrefetchRows<T>) * stride, 16 * i);
       load16(rows + j * stride + 16 * i, lo, hi);
       a[2 * i] = _mm256_fmadd_ps(w, lo, a[2 * i]);
       a[2 * i + 1] = _mm256_fmadd_ps(w, hi, a[2 * i + 1]);
@@ -309,7 +310,7 @@ ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* va
         const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
         for (int j = 0; j < 8; ++j) {
           __m256 lo, hi;
-          prefetch16(rows[j] + kBlock * dim, c);
+          prefetch16(rows[j] + kDecodePrefetchRows<T> * dim, c);
           load16(rows[j] + c, lo, hi);
           dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
           dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);

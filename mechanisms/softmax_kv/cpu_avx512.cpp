@@ -19,6 +19,7 @@
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
+#include "mechanisms/softmax_kv/decode_prefetch.hpp"
 
 namespace arch_bench {
 
@@ -217,9 +218,10 @@ std::int64_t lane_of(std::int64_t c) {
 }
 
 // Requests the cache lines of the 32 channels at `p` (one line of bf16, two of fp32). The decode
-// loops ask for the row one block (64 keys) ahead of the one they load: the hardware prefetcher
-// alone left a cold bf16 step at L = 8192 (8 heads x 64) short of DRAM bandwidth (1.16 ms against
-// 0.85 ms with these, alternated in one process on Sapphire Rapids). Spread over the loads, not
+// loops ask for the row kDecodePrefetchRows ahead of the one they load (decode_prefetch.hpp: a block
+// of 64 for bf16, 16 for fp32): the hardware prefetcher alone left a cold bf16 step at L = 8192
+// (8 heads x 64) short of DRAM bandwidth (1.16 ms against 0.85 ms with these, alternated in one
+// process on Sapphire Rapids). Spread over the loads, not
 // issued as one burst per block: the burst filled the fill buffers and made the hot step 20-30%
 // slower. A prefetch never faults, so running past the split's end needs no check.
 template <class T>
@@ -243,8 +245,8 @@ ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stri
     const __m512 w0 = _mm512_set1_ps(p[j]), w1 = _mm512_set1_ps(p[j + 1]);
     for (int i = 0; i < N; ++i) {
       __m512 lo, hi;
-      prefetch32(rows + (j + kBlock) * stride + 32 * i);
-      prefetch32(rows + (j + 1 + kBlock) * stride + 32 * i);
+      prefetch32(rows + (j + kDecodePrefetchRows<T>) * stride + 32 * i);
+      prefetch32(rows + (j + 1 + kDecodePrefetchRows<T>) * stride + 32 * i);
       load32(rows + j * stride + 32 * i, lo, hi);
       even[2 * i] = _mm512_fmadd_ps(w0, lo, even[2 * i]);
       even[2 * i + 1] = _mm512_fmadd_ps(w0, hi, even[2 * i + 1]);
@@ -287,7 +289,7 @@ ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* 
         const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
         for (int j = 0; j < kLanes; ++j) {
           __m512 lo, hi;
-          prefetch32(rows[j] + c + kBlock * dim);
+          prefetch32(rows[j] + c + kDecodePrefetchRows<T> * dim);
           load32(rows[j] + c, lo, hi);
           dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
           dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
