@@ -64,17 +64,14 @@ inline wide_vector exp_clamped(wide_vector x) { return exp_nonpositive(clamp_abo
 inline wide_vector load_wide(const bf16* p) { return load_float8(p); }
 #endif
 
-// Lane i of the result is v[i] + v[i + 8] (+ ...): a vector's partial sums folded into one float8,
-// ready for float8's horizontal sums (V = wide_vector or float8; a float8 is returned as it is).
+// Either vector's lanes from bf16 storage, widened (float8.hpp's load or the 16-lane one above), so
+// a kernel templated on the vector and the storage type loads with one name, as from fp32.
 template <class V>
-inline float8 fold_to_float8(V v) {
+inline V load_lanes(const bf16* p) {
   if constexpr (sizeof(V) == sizeof(float8)) {
-    return v;
+    return load_float8(p);
   } else {
-    float8 low, high;
-    std::memcpy(&low, &v, sizeof(float8));
-    std::memcpy(&high, reinterpret_cast<const char*>(&v) + sizeof(float8), sizeof(float8));
-    return low + high;
+    return load_wide(p);
   }
 }
 

@@ -31,13 +31,7 @@ struct TokenBlock {
 // Channels [j, j + lanes of V) of one token's vectors into row `dst` of the block.
 template <class V, class T>
 void prepare_lanes(std::int64_t src, std::int64_t dst, std::int64_t j, const RwkvTokens<T>& x, TokenBlock& block) {
-  auto load = [&](const T* p) {
-    if constexpr (sizeof(V) == sizeof(float8)) {
-      return load_float8(p + src + j);
-    } else {
-      return load_wide(p + src + j);
-    }
-  };
+  auto load = [&](const T* p) { return load_lanes<V>(p + src + j); };
   const V kap = load(x.kappa);
   store_lanes(block.w + dst + j, exp_nonpositive(rwkv7_log_decay(load(x.decay))));
   store_lanes(block.a + dst + j, -kap);
