@@ -90,7 +90,7 @@ json make_report() {
   report.workload.repeats = 20;
   report.workload.warmup = 2;
   report.arms = {{"softmax_kv", Role::baseline, "", {}}, {"linear_attention", Role::candidate, "", {}}};
-  report.ceilings = Ceilings{10, 12, 100, 1, "test", {}, {}};
+  report.ceilings = Ceilings{10, 12, 100, 1, "test", {}, {}, {}};
   report.timer_overhead_ms = 0.0001;
   report.rows = {make_row("softmax_kv", Role::baseline, 256, StateKind::explicit_history, 524288, 0.040, 1),
                  make_row("linear_attention", Role::candidate, 256, StateKind::fixed_state, 133120, 0.012, 2),

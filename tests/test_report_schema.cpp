@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runner/core/errors.hpp"
+#include "runner/measure/ceilings.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/report.hpp"
@@ -19,7 +20,7 @@ RunReport sample_report() {
   report.workload.sequence_lengths = {512};
   const Mode* mode = find_mode("linear_recurrence");
   report.arms = mode->arms(report.workload);
-  report.ceilings = Ceilings{10, 12, 50, 2, "test", {}, {}};
+  report.ceilings = Ceilings{10, 12, 50, 2, "test", {}, {}, {}};
   report.timer_overhead_ms = 2e-5;
   Row row;
   row.cell = Cell{"softmax_kv", Phase::decode, 512, 1, 8, 64, DType::bfloat16, {}};
@@ -76,6 +77,26 @@ TEST(ReportSchema, NonFiniteErrorsSerialiseAsNullAndStillValidate) {
   const nlohmann::json document = to_json(report);
   EXPECT_TRUE(document["metrics"]["rows"][0]["max_rel_error"].is_null());
   EXPECT_TRUE(schema_errors(document, "result").empty());
+}
+
+TEST(ReportSchema, CeilingReadingsBeforeAndAfterTheCellsAreWrittenAndValidate) {
+  RunReport report = sample_report();
+  report.ceilings = with_second_reading(Ceilings{10, 12, 25, 2, "test", {}, {}, {}}, Ceilings{9, 13, 50, 2, "test", {}, {}, {}});
+  nlohmann::json document = to_json(report);
+  const nlohmann::json& ceilings = document["hardware"]["ceilings"];
+  EXPECT_DOUBLE_EQ(ceilings["peak_gflops"].get<double>(), 50.0);
+  ASSERT_EQ(ceilings["readings"].size(), 2u);
+  EXPECT_EQ(ceilings["readings"][0]["when"], "before_cells");
+  EXPECT_DOUBLE_EQ(ceilings["readings"][0]["peak_gflops"].get<double>(), 25.0);
+  EXPECT_EQ(ceilings["readings"][1]["when"], "after_cells");
+  const std::vector<std::string> errors = schema_errors(document, "result");
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
+  EXPECT_FALSE(to_json(sample_report())["hardware"]["ceilings"].contains("readings"));  // one reading
+
+  document["hardware"]["ceilings"]["readings"][1]["when"] = "during_cells";
+  EXPECT_FALSE(schema_errors(document, "result").empty());
+  document["hardware"]["ceilings"]["readings"].erase(1);
+  EXPECT_FALSE(schema_errors(document, "result").empty());
 }
 
 TEST(AtomicWrite, WritesOnceAndNeverOverwritesWithoutBeingAsked) {

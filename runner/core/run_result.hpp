@@ -72,6 +72,12 @@ struct Row {
   bool within_tolerance() const { return accuracy.output_finite && accuracy.max_rel_error <= tolerance; }
 };
 
+// One reading of a CPU run's ceilings: `when` is "before_cells" or "after_cells".
+struct CeilingReading {
+  std::string when;
+  double memory_read_gbps = 0, memory_triad_gbps = 0, peak_gflops = 0;
+};
+
 // Machine ceilings measured in the same run, against which every row's rates are expressed.
 struct Ceilings {
   double memory_read_gbps = 0;   // streaming read of a buffer 4x the last-level cache
@@ -83,6 +89,9 @@ struct Ceilings {
   // peak_gflops the cuBLAS bf16 rate; memory_triad_gbps is 0 (not measured) and written as null.
   std::optional<double> device_copy_gbps;
   std::optional<double> gemm_bf16_gflops;
+  // CPU runs whose cells ran long take a second reading after them (ceilings.hpp); the fields
+  // above are then the best of the two and both readings are listed here. Empty: one reading.
+  std::vector<CeilingReading> readings;
 };
 
 struct Decision {

@@ -231,4 +231,20 @@ Ceilings measure_ceilings(int threads) {
   return ceilings;
 }
 
+bool wants_second_ceiling_reading(bool gpu, bool interrupted, double cells_seconds) {
+  return !gpu && !interrupted && cells_seconds >= kSecondCeilingReadingAfterSeconds;
+}
+
+Ceilings with_second_reading(Ceilings before, const Ceilings& after) {
+  auto reading = [](const char* when, const Ceilings& c) {
+    return CeilingReading{when, c.memory_read_gbps, c.memory_triad_gbps, c.peak_gflops};
+  };
+  before.readings = {reading("before_cells", before), reading("after_cells", after)};
+  before.memory_read_gbps = std::max(before.memory_read_gbps, after.memory_read_gbps);
+  before.memory_triad_gbps = std::max(before.memory_triad_gbps, after.memory_triad_gbps);
+  before.peak_gflops = std::max(before.peak_gflops, after.peak_gflops);
+  before.method += "; each ceiling the best of a reading before the cells and one after them";
+  return before;
+}
+
 }  // namespace arch_bench

@@ -10,4 +10,18 @@ namespace arch_bench {
 // Throws std::invalid_argument when threads < 1.
 Ceilings measure_ceilings(int threads);
 
+// A CPU run whose cells took at least this long reads its ceilings a second time after them. The
+// reading costs about a second; on a shared host, a steal or a neighbour's burst during the only
+// reading lowers every fraction of the run (a 2-vCPU Zen 1 run read 39.6 GFLOP/s against 71-80 in
+// the runs around it, and its rows then claimed up to 133% of the FMA peak).
+inline constexpr double kSecondCeilingReadingAfterSeconds = 10.0;
+
+// Whether a run takes that second reading: CPU runs only, not when interrupted, and only when the
+// cells ran at least kSecondCeilingReadingAfterSeconds (short runs would pay for it in proportion).
+bool wants_second_ceiling_reading(bool gpu, bool interrupted, double cells_seconds);
+
+// `before` with the reading `after` folded in: each ceiling the larger of the two, as a ceiling is
+// what the machine can do and interference only lowers a reading. Both readings go to `readings`.
+Ceilings with_second_reading(Ceilings before, const Ceilings& after);
+
 }  // namespace arch_bench

@@ -104,6 +104,15 @@ json ceilings_json(const Ceilings& c) {
               {"method", c.method}};
   if (c.device_copy_gbps) out["device_copy_gbps"] = *c.device_copy_gbps;
   if (c.gemm_bf16_gflops) out["gemm_bf16_gflops"] = *c.gemm_bf16_gflops;
+  if (!c.readings.empty()) {
+    out["readings"] = json::array();
+    for (const CeilingReading& r : c.readings) {
+      out["readings"].push_back({{"when", r.when},
+                                 {"memory_read_gbps", r.memory_read_gbps},
+                                 {"memory_triad_gbps", r.memory_triad_gbps},
+                                 {"peak_gflops", r.peak_gflops}});
+    }
+  }
   return out;
 }
 
