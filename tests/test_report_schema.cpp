@@ -81,7 +81,8 @@ TEST(ReportSchema, NonFiniteErrorsSerialiseAsNullAndStillValidate) {
 
 TEST(ReportSchema, CeilingReadingsBeforeAndAfterTheCellsAreWrittenAndValidate) {
   RunReport report = sample_report();
-  report.ceilings = with_second_reading(Ceilings{10, 12, 25, 2, "test", {}, {}, {}}, Ceilings{9, 13, 50, 2, "test", {}, {}, {}});
+  report.ceilings =
+      with_second_reading(Ceilings{10, 12, 25, 2, "test", {}, {}, {}}, Ceilings{9, 13, 50, 2, "test", {}, {}, {}});
   nlohmann::json document = to_json(report);
   const nlohmann::json& ceilings = document["hardware"]["ceilings"];
   EXPECT_DOUBLE_EQ(ceilings["peak_gflops"].get<double>(), 50.0);

@@ -312,6 +312,12 @@ int write_dry_run(RunReport report, const Plan& plan, const std::optional<Prefli
   return 0;
 }
 
+// One reading of the CPU ceilings for the progress lines.
+std::string cpu_ceilings_text(const Ceilings& c) {
+  return fmt::format("read {:.1f} GB/s, triad {:.1f} GB/s, {:.1f} GFLOP/s", c.memory_read_gbps, c.memory_triad_gbps,
+                     c.peak_gflops);
+}
+
 int run(const RunOptions& options, const std::string& command_line) {
   const Mode& mode = find_mode_or_throw(options.mode);
   const ModeDefaults defaults = mode.defaults();
@@ -403,8 +409,7 @@ int run(const RunOptions& options, const std::string& command_line) {
     progress(fmt::format("ceilings: device copy {:.1f} GB/s, bf16 GEMM {:.1f} TFLOP/s", ceilings.memory_read_gbps,
                          ceilings.peak_gflops / 1e3));
   } else {
-    progress(fmt::format("ceilings: read {:.1f} GB/s, triad {:.1f} GB/s, {:.1f} GFLOP/s", ceilings.memory_read_gbps,
-                         ceilings.memory_triad_gbps, ceilings.peak_gflops));
+    progress("ceilings: " + cpu_ceilings_text(ceilings));
   }
   report.ceilings = ceilings;
   report.timer_overhead_ms = measure_timer_overhead_ms(*backend);
@@ -429,9 +434,8 @@ int run(const RunOptions& options, const std::string& command_line) {
     const Ceilings after = measure_ceilings(workload.threads);
     report.ceilings = with_second_reading(ceilings, after);
     for (Row& row : report.rows) attach_rates(row, *report.ceilings);
-    progress(fmt::format("ceilings after the cells: read {:.1f} GB/s, triad {:.1f} GB/s, {:.1f} GFLOP/s; the rows use "
-                         "the better of the two readings of each",
-                         after.memory_read_gbps, after.memory_triad_gbps, after.peak_gflops));
+    progress("ceilings after the cells: " + cpu_ceilings_text(after) +
+             "; the rows use the better of the two readings of each");
   }
   report.decision = mode.decide(report.rows, workload);
   if (shard) mark_partial_decision(report.decision, *shard);
