@@ -14,6 +14,7 @@
 #include "runner/backends/cpu/cpu_backend.hpp"
 #include "runner/core/errors.hpp"
 #include "runner/core/interrupt.hpp"
+#include "runner/measure/contention.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/fork_join.hpp"
 #include "runner/measure/team_check.hpp"
@@ -106,6 +107,17 @@ TEST(TeamCheck, TimesATeamOfTwoAndSkipsATeamOfOne) {
   ASSERT_TRUE(check.has_value());
   EXPECT_GT(*check, 0.0);
   EXPECT_TRUE(std::isfinite(*check));
+}
+
+// Both chains of the contention probe do their work: a chain the compiler folded away, or a loop
+// that never read its addends, would time as nothing and read ~0 or a huge ratio. Uncontended cores
+// read ~1 (1.6 on Zen 1); the bounds leave room for a busy host.
+TEST(HostContention, ProbeReadsAFiniteRatioOfTwoTimedChainsOnEveryThread) {
+  for (double ratio : {host_contention_ratio(), team_contention_ratio()}) {
+    EXPECT_TRUE(std::isfinite(ratio));
+    EXPECT_GT(ratio, 0.25);
+    EXPECT_LT(ratio, 50.0);
+  }
 }
 
 TEST(Sampler, RunsWarmupThenTimedRepeats) {

@@ -9,10 +9,12 @@
 // how contended each row's core was.
 namespace arch_bench {
 
-// Time of 8 independent FMA chains over time of 1 dependent chain of the same number of steps,
-// about 1.3 us each on a 3 GHz core. With two FMA pipes and a 4-cycle FMA latency (Zen 3, Skylake
-// and later) both take 4 cycles per step, so an uncontended core reads ~1; a core whose issue
-// bandwidth is shared reads more (1.45-1.55 measured in the slow mode here).
+// Time of 8 independent FMA chains, each step's addends loaded from L1, over time of 1 dependent
+// chain of the same number of steps, about 1.3 us each on a 3 GHz core. With two FMA pipes and a
+// 4-cycle FMA latency (Zen 3, Skylake and later) both take 4 cycles per step, so an uncontended core
+// reads ~1 (Zen 1, whose 8-lane FMAs take two 128-bit halves and whose latency is 5, reads ~1.6); a
+// core whose FMA or load issue is shared reads more (1.45-1.55 measured in the slow mode on Sapphire
+// Rapids; 2.0-2.8 on Zen 1 while an L1-resident matmul took 1.57x longer).
 double host_contention_ratio();
 
 // host_contention_ratio() on every thread of the OpenMP team at once, the largest: a step split over
