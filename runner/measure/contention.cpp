@@ -20,7 +20,8 @@ thread_local volatile float t_sink = 0.0f;
 // What the independent chains add at each step: 4 KiB per thread, 16 steps of 8 vectors, so it stays
 // in L1 and evicts almost nothing of a hot cell's working set.
 constexpr int kFedSteps = 16;
-alignas(64) thread_local float t_addends[kFedSteps * 8 * 8];
+constexpr int kFloatsPerStep = 8 * 8;  // 8 chains x 8 lanes
+alignas(64) thread_local float t_addends[kFedSteps * kFloatsPerStep];
 
 __attribute__((noinline)) float dependent_chain(float m, float c) {
   float x = 1.0f;
@@ -38,7 +39,7 @@ __attribute__((noinline)) float independent_chains(float m, const float* addends
   float8 a[8];
   for (int j = 0; j < 8; ++j) a[j] = float8{} + static_cast<float>(j);
   for (int i = 0; i < kSteps; ++i) {
-    const float* step = addends + (i % kFedSteps) * 64;
+    const float* step = addends + (i % kFedSteps) * kFloatsPerStep;
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       float8 addend;
@@ -70,7 +71,7 @@ double team_contention_ratio() {
 double host_contention_ratio() {
   const float m = g_multiplier, c = g_addend;
   float* addends = t_addends;
-  std::fill_n(addends, kFedSteps * 64, c);  // also brings the buffer into L1 before it is timed
+  std::fill_n(addends, kFedSteps * kFloatsPerStep, c);  // also brings the buffer into L1 before it is timed
   float sink = 0.0f;
   const double latency = seconds([&] { return dependent_chain(m, c); }, sink);
   const double throughput = seconds([&] { return independent_chains(m, addends); }, sink);
