@@ -190,7 +190,8 @@ TEST(Rwkv7Kernel, ChunkwiseCarriesTheStateAcrossCalls) {
 // (the prefill carries it from the previous token's pass, a step computes it afresh). Head dims that
 // take a whole slice, a slice and a float8, and one wide vector; at 7 the single columns' sums are
 // vectorised by the compiler with separate multiplies and adds in one instantiation and FMAs in the
-// other, so there the two agree to rounding.
+// other, so there the two agree to rounding, compounded over the tokens: 2.2e-6 after 130 tokens
+// in the -march=native build on Zen 4, under 1e-6 elsewhere.
 TEST(Rwkv7Kernel, DecodeStepAtTIsPrefillRowT) {
   for (std::int64_t dim : {64, 72, 16, 7}) {
     const std::int64_t tokens = 130;
@@ -221,7 +222,7 @@ TEST(Rwkv7Kernel, DecodeStepAtTIsPrefillRowT) {
     if (dim % kFloat8Lanes == 0) {
       EXPECT_EQ(differing, 0) << "dim " << dim;
     }
-    EXPECT_LT(worst, 1e-6) << "dim " << dim;
+    EXPECT_LT(worst, 1e-5) << "dim " << dim;
   }
 }
 
