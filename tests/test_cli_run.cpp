@@ -234,6 +234,30 @@ TEST(CliRun, EveryCpuRowRecordsItsKernelIsaAndTheOverrideShows) {
   }
 }
 
+// A bf16 prefill runs on the bf16 dot products by default exactly where they pay (AMD), and
+// ARCH_BENCH_CPU_ISA moves it either way: avx512 lowers it, avx512_bf16 asks for it anywhere.
+TEST(CliRun, TheBf16PrefillTakesTheDotProductsWhereTheyPayAndTheOverrideMovesIt) {
+  if (!cpu_supports(CpuIsa::avx512_bf16)) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  const CpuIsa by_default = bf16_dot_products_pay() ? CpuIsa::avx512_bf16 : CpuIsa::avx512;
+  for (const auto& [wanted, expected] : {std::pair<std::string, CpuIsa>{"", by_default},
+                                         {"avx512", CpuIsa::avx512},
+                                         {"avx512_bf16", CpuIsa::avx512_bf16}}) {
+    TempFolder folder;
+    const auto output = folder / "bf16.json";
+    const std::string args = "run --dtype bf16 --phase prefill --output '" + output.string() + "'" + kTiny;
+    const CliResult result = wanted.empty() ? run_cli(args, folder.path())
+                                            : run_cli_with_env("ARCH_BENCH_CPU_ISA", wanted.c_str(), args);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const nlohmann::json report = testing::read_json(output);
+    EXPECT_EQ(report["hardware"]["cpu_isa"], cpu_isa_name(expected)) << "ARCH_BENCH_CPU_ISA=" << wanted;
+    for (const auto& row : report["metrics"]["rows"]) {
+      if (row["mechanism"] != "softmax_kv") continue;
+      EXPECT_EQ(row["cpu_kernel_isa"], dispatched_kernel_isa(expected)) << "ARCH_BENCH_CPU_ISA=" << wanted;
+      EXPECT_EQ(row["status"], "ok");
+    }
+  }
+}
+
 // ARCH_BENCH_KERNEL_VARIANT picks the compiled kernels' ISA variant, and the report says which ran.
 TEST(CliRun, TheKernelVariantOverrideRunsAndIsRecordedPerRow) {
   if (!cpu_runs_kernel_variant(KernelVariant::x86_64_v3)) GTEST_SKIP() << "this CPU cannot run x86-64-v3";

@@ -160,12 +160,21 @@ std::vector<std::string> build_isa_features_missing_here() {
 
 std::string build_target_kernel_isa() { return std::string(build_isa_name()) + " (build target, compiler-vectorised)"; }
 
+bool bf16_dot_products_pay() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_is("amd") && cpu_supports(CpuIsa::avx512_bf16);
+#else
+  return false;
+#endif
+}
+
 CpuIsa cpu_isa() {
   static const CpuIsa chosen = [] {
     CpuIsa best = CpuIsa::portable;
     for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512}) {
       if (cpu_supports(isa)) best = isa;
     }
+    if (bf16_dot_products_pay()) best = CpuIsa::avx512_bf16;
     // An override can only lower the choice: a kernel the CPU cannot run is never entered.
     if (const char* env = std::getenv("ARCH_BENCH_CPU_ISA")) {
       const std::optional<CpuIsa> wanted = parse_cpu_isa(env);
@@ -173,9 +182,8 @@ CpuIsa cpu_isa() {
         throw std::runtime_error(std::string("ARCH_BENCH_CPU_ISA='") + env +
                                  "' is not an ISA with kernels; use portable, avx2, avx512 or avx512_bf16");
       }
-      // avx512_bf16 is the one set entered only when asked for: on Sapphire Rapids its bf16 prefill
-      // ran 1.6x slower than the avx512 set's (vdpbf16ps issues once a cycle where fp32 FMAs issue
-      // twice, so its doubled work per instruction buys nothing there; README, softmax_kv CPU kernels).
+      // Where bf16 dot products do not pay (bf16_dot_products_pay), avx512_bf16 is entered when
+      // asked for: the one way the variable raises the choice.
       if (*wanted == CpuIsa::avx512_bf16 && best == CpuIsa::avx512 && cpu_supports(*wanted)) best = *wanted;
       if (cpu_supports(*wanted) && *wanted < best) best = *wanted;
     }

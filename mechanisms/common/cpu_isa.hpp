@@ -15,10 +15,18 @@ namespace arch_bench {
 enum class CpuIsa { portable, avx2, avx512, avx512_bf16 };
 
 // The best ISA the running CPU supports among those with kernels (avx2 = AVX2 + FMA; avx512 =
-// AVX-512 F/BW/DQ/VL + FMA), lowered by ARCH_BENCH_CPU_ISA=portable|avx2|avx512 when set (an ISA
-// the CPU lacks is never chosen). avx512_bf16 (that + AVX512_BF16: softmax_kv's bf16 prefill on
-// vdpbf16ps) is entered only when ARCH_BENCH_CPU_ISA=avx512_bf16 asks for it and the CPU has it.
+// AVX-512 F/BW/DQ/VL + FMA; avx512_bf16 = that + AVX512_BF16, softmax_kv's bf16 prefill on
+// vdpbf16ps, where bf16_dot_products_pay()), lowered by ARCH_BENCH_CPU_ISA=portable|avx2|avx512
+// when set (an ISA the CPU lacks is never chosen). ARCH_BENCH_CPU_ISA=avx512_bf16 enters the bf16
+// set on any CPU that has it.
 CpuIsa cpu_isa();
+
+// Whether the bf16 dot products beat widening to fp32 on this CPU, so that avx512_bf16 is the
+// default: on AMD (Zen 4) vdpbf16ps issues as often as an fp32 FMA and does twice its work, and the
+// bf16 prefill ran 1.7x faster (14.4-15.2 against 25.2-25.3 ms at L = 2048, 8 x 64, 2 threads,
+// alternated); on Intel (Sapphire Rapids) it issues half as often and ran 1.6x slower (README,
+// softmax_kv CPU kernels).
+bool bf16_dot_products_pay();
 
 const char* cpu_isa_name(CpuIsa isa);
 std::optional<CpuIsa> parse_cpu_isa(std::string_view name);
