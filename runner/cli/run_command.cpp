@@ -485,7 +485,7 @@ void register_run_command(CLI::App& app, CommandContext& context) {
              "dry_run and exits 1); --profile-id only labels the report; --dry-run writes the plan only.");
   add_run_options(*command, *options);
   command->footer(
-      "Environment: ARCH_BENCH_CPU_ISA=portable|avx2|avx512|avx512_bf16 lowers softmax_kv's hand-written kernel set; "
+      "Environment: ARCH_BENCH_CPU_ISA=portable|avx2|avx512|avx512_bf16 lowers softmax_kv's hand-written kernel set (avx512_bf16, the bf16 dot products, is the default on AMD only and is entered on any CPU that has it when asked for); "
       "ARCH_BENCH_KERNEL_VARIANT=build|x86-64|x86-64-v3|x86-64-v4 picks the ISA variant of every other CPU "
       "kernel (default: the build's own in a -march=native build, else the best this CPU runs); both are "
       "recorded in the report (hardware.cpu_isa, hardware.cpu_kernel_variant, each row's cpu_kernel_isa). "
