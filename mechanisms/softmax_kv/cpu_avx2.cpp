@@ -262,15 +262,15 @@ std::int64_t lane_of(std::int64_t c) {
 
 // The cache line of channels [c, c + 16) of the row at `row`, asked for kDecodePrefetchRows ahead of
 // the loads (decode_prefetch.hpp and cpu_avx512.cpp have the numbers): a bf16 line holds 32
-// channels, so only even slices ask.
-template <class T>
+// channels, so only even slices ask. Into L1 or L2 as `Locality` says (L2 on AMD).
+template <int Locality, class T>
 inline void prefetch16(const T* row, std::int64_t c) {
-  if (sizeof(T) == 4 || c % 32 == 0) __builtin_prefetch(row + c);
+  if (sizeof(T) == 4 || c % 32 == 0) __builtin_prefetch(row + c, 0, Locality);
 }
 
 // acc[0, 16 N) = rescale acc + sum_j p_j values[j][0, 16 N): 2 N accumulators in registers, so the
 // FMA chains are 2 N wide (N = 4 hides the 4-cycle FMA latency on two ports).
-template <int N, class T>
+template <int N, int Locality, class T>
 ARCH_BENCH_AVX2 inline void accumulate_values(const T* rows, std::int64_t stride, std::int64_t count,
                                               const float* p, __m256 rescale, float* acc) {
   __m256 a[2 * N];
@@ -279,7 +279,7 @@ ARCH_BENCH_AVX2 inline void accumulate_values(const T* rows, std::int64_t stride
     const __m256 w = _mm256_broadcast_ss(p + j);
     for (int i = 0; i < N; ++i) {
       __m256 lo, hi;
-      prefetch16(rows + (j + kDecodePrefetchRows<T>) * stride, 16 * i);
+      prefetch16<Locality>(rows + (j + kDecodePrefetchRows<T>) * stride, 16 * i);
       load16(rows + j * stride + 16 * i, lo, hi);
       a[2 * i] = _mm256_fmadd_ps(w, lo, a[2 * i]);
       a[2 * i + 1] = _mm256_fmadd_ps(w, hi, a[2 * i + 1]);
@@ -288,7 +288,7 @@ ARCH_BENCH_AVX2 inline void accumulate_values(const T* rows, std::int64_t stride
   for (int i = 0; i < 2 * N; ++i) _mm256_storeu_ps(acc + 8 * i, a[i]);
 }
 
-template <class T>
+template <int Locality, class T>
 ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
                                   std::int64_t end, std::int64_t dim, float* partial) {
   alignas(32) float p[kBlock];
@@ -310,7 +310,7 @@ ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* va
         const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
         for (int j = 0; j < 8; ++j) {
           __m256 lo, hi;
-          prefetch16(rows[j] + kDecodePrefetchRows<T> * dim, c);
+          prefetch16<Locality>(rows[j] + kDecodePrefetchRows<T> * dim, c);
           load16(rows[j] + c, lo, hi);
           dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
           dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);
@@ -337,11 +337,11 @@ ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* va
     const __m256 rescale = _mm256_set1_ps(correction);
     const T* rows = values + block * dim;
     std::int64_t c = 0;
-    for (; c + 64 <= dim; c += 64) accumulate_values<4>(rows + c, dim, count, p, rescale, acc + c);
+    for (; c + 64 <= dim; c += 64) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
     switch ((dim - c) / 16) {
-      case 3: accumulate_values<3>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 2: accumulate_values<2>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 1: accumulate_values<1>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
       default: break;
     }
   }
@@ -353,7 +353,11 @@ ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* va
 template <class T>
 void softmax_decode_split_avx2(const float* query, const T* keys, const T* values, std::int64_t begin,
                                std::int64_t end, std::int64_t dim, float* partial) {
-  decode_split(query, keys, values, begin, end, dim, partial);
+  if (decode_prefetches_into_l2()) {
+    decode_split<kPrefetchIntoL2>(query, keys, values, begin, end, dim, partial);
+  } else {
+    decode_split<kPrefetchIntoL1>(query, keys, values, begin, end, dim, partial);
+  }
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                   \

@@ -223,16 +223,17 @@ std::int64_t lane_of(std::int64_t c) {
 // (8 heads x 64) short of DRAM bandwidth (1.16 ms against 0.85 ms with these, alternated in one
 // process on Sapphire Rapids). Spread over the loads, not
 // issued as one burst per block: the burst filled the fill buffers and made the hot step 20-30%
-// slower. A prefetch never faults, so running past the split's end needs no check.
-template <class T>
+// slower. A prefetch never faults, so running past the split's end needs no check. Into L1 or L2 as
+// `Locality` says (decode_prefetch.hpp: L2 on AMD, where it doubled the cold step's rate).
+template <int Locality, class T>
 inline void prefetch32(const T* p) {
-  __builtin_prefetch(p);
-  if constexpr (sizeof(T) == 4) __builtin_prefetch(p + 16);
+  __builtin_prefetch(p, 0, Locality);
+  if constexpr (sizeof(T) == 4) __builtin_prefetch(p + 16, 0, Locality);
 }
 
 // acc[0, 32 N) = rescale acc + sum_j p_j values[j][0, 32 N). Even and odd keys go to two sets of
 // 2 N accumulators, so even at 64 channels (N = 2) eight FMA chains hide the FMA latency.
-template <int N, class T>
+template <int N, int Locality, class T>
 ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stride, std::int64_t count,
                                                 const float* p, __m512 rescale, float* acc) {
   __m512 even[2 * N], odd[2 * N];
@@ -245,8 +246,8 @@ ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stri
     const __m512 w0 = _mm512_set1_ps(p[j]), w1 = _mm512_set1_ps(p[j + 1]);
     for (int i = 0; i < N; ++i) {
       __m512 lo, hi;
-      prefetch32(rows + (j + kDecodePrefetchRows<T>) * stride + 32 * i);
-      prefetch32(rows + (j + 1 + kDecodePrefetchRows<T>) * stride + 32 * i);
+      prefetch32<Locality>(rows + (j + kDecodePrefetchRows<T>) * stride + 32 * i);
+      prefetch32<Locality>(rows + (j + 1 + kDecodePrefetchRows<T>) * stride + 32 * i);
       load32(rows + j * stride + 32 * i, lo, hi);
       even[2 * i] = _mm512_fmadd_ps(w0, lo, even[2 * i]);
       even[2 * i + 1] = _mm512_fmadd_ps(w0, hi, even[2 * i + 1]);
@@ -267,7 +268,7 @@ ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stri
   for (int i = 0; i < 2 * N; ++i) _mm512_storeu_ps(acc + kLanes * i, _mm512_add_ps(even[i], odd[i]));
 }
 
-template <class T>
+template <int Locality, class T>
 ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
                                     std::int64_t end, std::int64_t dim, float* partial) {
   alignas(64) float p[kBlock];
@@ -289,7 +290,7 @@ ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* 
         const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
         for (int j = 0; j < kLanes; ++j) {
           __m512 lo, hi;
-          prefetch32(rows[j] + c + kDecodePrefetchRows<T> * dim);
+          prefetch32<Locality>(rows[j] + c + kDecodePrefetchRows<T> * dim);
           load32(rows[j] + c, lo, hi);
           dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
           dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
@@ -318,11 +319,11 @@ ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* 
     const __m512 rescale = _mm512_set1_ps(correction);
     const T* rows = values + block * dim;
     std::int64_t c = 0;
-    for (; c + 128 <= dim; c += 128) accumulate_values<4>(rows + c, dim, count, p, rescale, acc + c);
+    for (; c + 128 <= dim; c += 128) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
     switch ((dim - c) / 32) {
-      case 3: accumulate_values<3>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 2: accumulate_values<2>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 1: accumulate_values<1>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+      case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
       default: break;
     }
   }
@@ -336,7 +337,11 @@ ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* 
 template <class T>
 void softmax_decode_split_avx512(const float* query, const T* keys, const T* values, std::int64_t begin,
                                  std::int64_t end, std::int64_t dim, float* partial) {
-  decode_split(query, keys, values, begin, end, dim, partial);
+  if (decode_prefetches_into_l2()) {
+    decode_split<kPrefetchIntoL2>(query, keys, values, begin, end, dim, partial);
+  } else {
+    decode_split<kPrefetchIntoL1>(query, keys, values, begin, end, dim, partial);
+  }
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                     \
