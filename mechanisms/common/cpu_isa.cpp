@@ -34,6 +34,15 @@ bool cpu_supports(CpuIsa isa) {
   return false;
 }
 
+bool cpu_vendor_is_amd() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool amd = __builtin_cpu_is("amd");
+  return amd;
+#else
+  return false;
+#endif
+}
+
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::portable:
@@ -160,13 +169,7 @@ std::vector<std::string> build_isa_features_missing_here() {
 
 std::string build_target_kernel_isa() { return std::string(build_isa_name()) + " (build target, compiler-vectorised)"; }
 
-bool bf16_dot_products_pay() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_is("amd") && cpu_supports(CpuIsa::avx512_bf16);
-#else
-  return false;
-#endif
-}
+bool bf16_dot_products_pay() { return cpu_vendor_is_amd() && cpu_supports(CpuIsa::avx512_bf16); }
 
 CpuIsa cpu_isa() {
   static const CpuIsa chosen = [] {

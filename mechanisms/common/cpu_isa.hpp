@@ -34,6 +34,10 @@ std::optional<CpuIsa> parse_cpu_isa(std::string_view name);
 // Whether the running CPU can execute kernels written for `isa`.
 bool cpu_supports(CpuIsa isa);
 
+// Whether the running CPU is AMD's: the kernels' tuning choices that were measured to differ by
+// vendor (bf16_dot_products_pay, softmax_kv's decode_prefetches_into_l2) ask this one question.
+bool cpu_vendor_is_amd();
+
 // The vector ISA the build compiled its portable kernels for (the compiler's target: "avx512",
 // "avx2", "avx", "sse4.2" or "x86-64"), which is what a kernel without a hand-written set runs.
 const char* build_isa_name();

@@ -12,6 +12,8 @@
 //   cold 1672-1733 against 1781-1854 us.
 #include <cstdint>
 
+#include "mechanisms/common/cpu_isa.hpp"
+
 namespace arch_bench {
 
 template <class T>
@@ -25,13 +27,6 @@ inline constexpr std::int64_t kDecodePrefetchRows = sizeof(T) == 4 ? 16 : 64;
 // level or faster (fp32 at L = 8192 861-1499 against 1650-2336 us). Intel keeps L1: the distances
 // above were tuned for it on Sapphire Rapids, and L2 is unmeasured there.
 inline constexpr int kPrefetchIntoL1 = 3, kPrefetchIntoL2 = 2;
-inline bool decode_prefetches_into_l2() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool amd = __builtin_cpu_is("amd");
-  return amd;
-#else
-  return false;
-#endif
-}
+inline bool decode_prefetches_into_l2() { return cpu_vendor_is_amd(); }
 
 }  // namespace arch_bench
