@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -47,6 +48,24 @@ TEST_F(CeilingsMeasured, RecordsThreadsAndMethod) {
   EXPECT_EQ(measured().threads, 1);
   EXPECT_FALSE(measured().method.empty());
   EXPECT_EQ(measured().method.find('\n'), std::string::npos);  // one line
+}
+
+// The read ceiling walks its slice as several streams in lockstep plus a tail: every element must be
+// read once, whatever the slice's offset and whether its granules divide into the streams. Element
+// i holds i + 1 (exact in fp32 at these sizes), so a skipped or doubled element changes the sum.
+TEST(CeilingsReadProbe, ReadsEveryElementOfTheSliceOnce) {
+  const std::size_t granule = read_granule_floats();
+  std::vector<float> data(granule * 40);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i + 1);
+  for (std::size_t first : {0, 1, 3}) {
+    for (std::size_t granules : {0, 1, 3, 4, 5, 7, 16, 37}) {
+      const std::size_t begin = first * granule, end = begin + granules * granule;
+      double expected = 0;
+      for (std::size_t i = begin; i < end; ++i) expected += data[i];
+      EXPECT_EQ(static_cast<double>(streaming_read_sum(data.data(), begin, end)), expected)
+          << "granules " << first << " to " << first + granules;
+    }
+  }
 }
 
 // The second reading of a long CPU run: each ceiling is the better of the two readings (the

@@ -1,6 +1,8 @@
 #pragma once
 // The machine's ceilings, measured in the same run as the cells so that "fraction of peak" is
 // against this machine in this state (governor, neighbours, thread count), not a datasheet.
+#include <cstddef>
+
 #include "runner/core/run_result.hpp"
 
 namespace arch_bench {
@@ -9,6 +11,11 @@ namespace arch_bench {
 // fp32 FMA throughput, each with `threads` OpenMP threads, best of a few passes. About 1 s.
 // Throws std::invalid_argument when threads < 1.
 Ceilings measure_ceilings(int threads);
+
+// The read ceiling's inner loop, exposed for its test: the sum of data[begin, end), where begin and
+// end are multiples of read_granule_floats(), read as a few streams walked in lockstep.
+float streaming_read_sum(const float* data, std::size_t begin, std::size_t end);
+std::size_t read_granule_floats();
 
 // A CPU run whose cells took at least this long reads its ceilings a second time after them. The
 // reading costs about a second; on a shared host, a steal or a neighbour's burst during the only
