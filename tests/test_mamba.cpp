@@ -324,9 +324,12 @@ TEST(MambaPrefill, ChunkedScanContinuesFromACarriedState) {
   EXPECT_LT(relative_difference(state, whole_state), 1e-6);
 }
 
-TEST(MambaDecode, StepAtPositionTEqualsRowTOfThePrefill) {
+// The decode step takes channels in blocks of 64 that never cross a batch element: the shapes cover
+// one short block, several with a partial last one in each of 2-3 batch elements, the scalar state
+// path (N = 4) and the default shape, whose rows are split over the team.
+void expect_decode_steps_equal_prefill_rows(const Cell& cell) {
   const std::int64_t tokens = 200;
-  const Problem<float> problem(mamba_cell(2, 2, 4, DType::float32), tokens);
+  const Problem<float> problem(cell, tokens);
   const std::vector<float> prefill = problem.chunked(64);
   const MambaShape& shape = problem.shape;
   const std::int64_t n = shape.state_size, rows = shape.rows();
@@ -351,8 +354,17 @@ TEST(MambaDecode, StepAtPositionTEqualsRowTOfThePrefill) {
       worst = std::fmax(worst, std::fabs(out[r] - expected) / std::fmax(1.0, std::fabs(expected)));
     }
   }
-  EXPECT_LT(worst, 1e-6);
-  std::printf("decode step vs prefill row, worst over %ld tokens: %.3g\n", static_cast<long>(tokens), worst);
+  EXPECT_LT(worst, 1e-6) << "batch " << shape.batch << ", channels " << shape.channels << ", N " << n;
+  std::printf("decode step vs prefill row (batch %ld, channels %ld, N %ld), worst over %ld tokens: %.3g\n",
+              static_cast<long>(shape.batch), static_cast<long>(shape.channels), static_cast<long>(n),
+              static_cast<long>(tokens), worst);
+}
+
+TEST(MambaDecode, StepAtPositionTEqualsRowTOfThePrefill) {
+  expect_decode_steps_equal_prefill_rows(mamba_cell(2, 2, 4, DType::float32));
+  expect_decode_steps_equal_prefill_rows(mamba_cell(2, 5, 27, DType::float32));
+  expect_decode_steps_equal_prefill_rows(mamba_cell(3, 5, 27, DType::float32, 4));
+  expect_decode_steps_equal_prefill_rows(mamba_cell(1, 8, 64, DType::float32));
 }
 
 TEST(MambaPrefill, OutputsUpToTNeverDependOnLaterInputs) {

@@ -197,9 +197,9 @@ float scan_row(N n, const RowView<T>& row, std::int64_t begin, std::int64_t end,
   return dt_sum;
 }
 
-// The decode step of one row, also the body of the sequential prefill (token t of the row): the
-// same state kernels as the prefill with the per-token values computed directly (the block passes'
-// vector loops cost more than they save for one token).
+// Token t of one row, the body of the sequential prefill: the same state kernels as the prefill
+// with the per-token values computed directly (the block passes' vector loops cost more than they
+// save for one token).
 template <class T, class N>
 inline void step_row(N n, const RowView<T>& row, std::int64_t t, float* h, T* out, BlockBuffers& w) {
   const float u = to_float(row.u[t]);
@@ -228,16 +228,56 @@ void with_state_size(std::int64_t n, F&& f) {
   }
 }
 
+// The decode step of channels [c0, c0 + count) (count <= kBlock) of batch element b, rows r0 ..:
+// softplus, dt u and the output gate as vector loops over the block's channels (laid out
+// contiguously when tokens = 1), the per-row state update between them. Row by row (step_row), the
+// scalar softplus and silu took longer than the row's state update.
+template <class T, class N>
+inline void decode_block(N n, const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
+                         std::int64_t b, std::int64_t c0, std::int64_t count, float* state, T* out, BlockBuffers& w) {
+  const std::int64_t r0 = b * shape.channels + c0;
+  const float* __restrict dt_bias = params.dt_bias + c0;
+  const float* __restrict D = params.D + c0;
+  const T* __restrict u = x.u + r0;
+  const T* __restrict dt_raw = x.dt_raw + r0;
+  const T* __restrict z = x.z + r0;
+#pragma omp simd
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float step = softplus(to_float(dt_raw[i]) + dt_bias[i]);
+    w.dt[i] = step;
+    w.du[i] = step * to_float(u[i]);
+  }
+  // Decode layouts are the prefill layouts with tokens = 1: B and C are the batch element's.
+  const T* B = x.B + b * n;
+  const T* C = x.C + b * n;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float* A = params.A + (c0 + i) * n;
+    float* h = state + (r0 + i) * n;
+    if (n % kFloat8Lanes == 0) {
+      scan_vectors<compile_time_vectors<N>(), true>(n, A, 1, w.dt + i, w.du + i, B, C, h, w.partials, w.y + i);
+    } else {
+      w.y[i] = update_state(n, A, w.dt[i], w.du[i], B, C, h);
+    }
+  }
+  T* __restrict o = out + r0;
+#pragma omp simd
+  for (std::int64_t i = 0; i < count; ++i) o[i] = from_float<T>((w.y[i] + D[i] * to_float(u[i])) * silu(to_float(z[i])));
+}
+
 template <class T, class N>
 void decode_rows(N n, const MambaShape& shape, const MambaParameters& params, const MambaTokens<T>& x,
                  float* state, T* out) {
+  // Blocks of kBlock channels that never cross a batch element, so each block's per-channel
+  // values are contiguous.
+  const std::int64_t blocks_per_batch = (shape.channels + kBlock - 1) / kBlock;
+  const std::int64_t blocks = shape.batch * blocks_per_batch;
 #pragma omp parallel if (shape.rows() * n >= kParallelStateElements)
   {
     BlockBuffers buffers;
 #pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < shape.rows(); ++r) {
-      // Decode layouts are the prefill layouts with tokens = 1.
-      step_row(n, row_view(shape, params, x, r, 1), 0, state + r * n, out + r, buffers);
+    for (std::int64_t k = 0; k < blocks; ++k) {
+      const std::int64_t b = k / blocks_per_batch, c0 = k % blocks_per_batch * kBlock;
+      decode_block(n, shape, params, x, b, c0, std::min(kBlock, shape.channels - c0), state, out, buffers);
     }
   }
 }
