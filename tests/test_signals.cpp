@@ -81,15 +81,27 @@ TEST(Signals, AnInterruptedRunWritesTheRowsMeasuredSoFar) {
   }
 }
 
+// The second signal must arrive before the run has written its partial report, and a run that sees
+// the first one writes within milliseconds: sent after the first one's message was read, it lost
+// that race on a loaded machine. So both are made pending while the process is stopped (two SIGTERMs
+// would merge into one), and it is continued: one thread handles one of them with both held, and the
+// other is delivered as that handler returns or, to another thread, at once; either way before the
+// run could write. Which one comes first is the kernel's choice, so the exit code is either's.
 TEST(Signals, ASecondSignalStopsAtOnceAndWritesNothing) {
   TempFolder folder;
   const fs::path output = folder / "r.json", err = folder / "err";
   const pid_t pid = start(measuring_run(output), err);
   ASSERT_TRUE(wait_for(err, "[1/")) << testing::read_text(err);
+  ::kill(pid, SIGSTOP);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  ::kill(pid, SIGINT);
   ::kill(pid, SIGTERM);
-  ASSERT_TRUE(wait_for(err, "interrupt again"));
-  ::kill(pid, SIGTERM);
-  EXPECT_EQ(exit_code(pid), 143);
+  ::kill(pid, SIGCONT);
+  const int code = exit_code(pid);
+  EXPECT_TRUE(code == 130 || code == 143) << code << "\n" << testing::read_text(err);
+  EXPECT_NE(testing::read_text(err).find("interrupt again"), std::string::npos) << testing::read_text(err);
   EXPECT_FALSE(fs::exists(output));
 }
 

@@ -23,8 +23,9 @@ void write_stderr(const char* text) {
 
 extern "C" void on_stop_signal(int signal_number) {
   const int saved_errno = errno;
-  if (graceful.load() && !interrupt_requested()) {
-    request_interrupt(signal_number);
+  // A process-directed signal goes to any thread that does not hold it, so the OpenMP workers can
+  // take one each at the same moment: only the one that records the first request stops gracefully.
+  if (graceful.load() && request_interrupt(signal_number)) {
     write_stderr("\narch-bench: interrupted; stopping after the current sample and writing the rows measured so far "
                  "(interrupt again to stop at once, writing nothing)\n");
     errno = saved_errno;

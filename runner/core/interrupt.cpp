@@ -11,7 +11,10 @@ static_assert(std::atomic<int>::is_always_lock_free, "the flag is set from a sig
 
 bool interrupt_requested() { return requested_signal.load(std::memory_order_relaxed) != 0; }
 int interrupt_signal() { return requested_signal.load(std::memory_order_relaxed); }
-void request_interrupt(int signal_number) { requested_signal.store(signal_number, std::memory_order_relaxed); }
+bool request_interrupt(int signal_number) {
+  int none = 0;
+  return requested_signal.compare_exchange_strong(none, signal_number, std::memory_order_relaxed);
+}
 void clear_interrupt() { requested_signal.store(0, std::memory_order_relaxed); }
 
 }  // namespace arch_bench

@@ -7,8 +7,10 @@ namespace arch_bench {
 // True once a stop was requested; `interrupt_signal()` says which signal (0 when none).
 bool interrupt_requested();
 int interrupt_signal();
-// Called from a signal handler: only stores to lock-free atomics.
-void request_interrupt(int signal_number);
+// Called from a signal handler: only touches lock-free atomics. Returns whether this was the first
+// request (one compare-and-swap): two signals handled at once on two threads of the process must not
+// both take themselves for the first.
+bool request_interrupt(int signal_number);
 // For tests and for commands that handle a request and go on.
 void clear_interrupt();
 
