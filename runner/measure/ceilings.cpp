@@ -29,7 +29,8 @@ constexpr std::size_t kLanes = 8;  // AVX2; narrower targets split it into two r
 using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
 
 // Independent accumulators: one add/FMA chain is latency-bound (3-4 cycles) while the core can
-// issue two per cycle, so a single chain would measure latency instead of throughput.
+// issue two per cycle, so a single chain would measure latency instead of throughput. The read's
+// accumulators are its streams (kReadStreams, below), each taking kReadChains vectors per granule.
 constexpr int kReadChains = 4;
 constexpr int kFmaChains = 12;  // >= FMA latency x FMA ports (4 x 2 on Zen 3 / Skylake)
 constexpr std::size_t kGranule = kReadChains * kLanes;  // floats per read-loop iteration
