@@ -95,9 +95,7 @@ static_assert(kChunk % kFloat8Lanes == 0);
 void solve_unit_lower(std::int64_t rows, const float* a, const float* beta, float* t) {
   constexpr int kVectors = static_cast<int>(kChunk / kFloat8Lanes);
   for (std::int64_t i = 0; i < rows; ++i) {
-    float8 x[kVectors];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVectors; ++v) x[v] = float8{} + 0.0f;
+    float8 x[kVectors] = {};
     for (std::int64_t j = 0; j < i; ++j) {
       const float coefficient = a[i * kChunk + j];
       const float* xj = t + j * kChunk;

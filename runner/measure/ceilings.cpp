@@ -107,17 +107,16 @@ constexpr int kReadStreams = 4;
 std::size_t read_granule_floats() { return kGranule; }
 
 float streaming_read_sum(const float* data, std::size_t begin, std::size_t end) {
-  const Slice slice{begin, end};
   Vec acc[kReadStreams] = {};
-  const std::size_t part = (slice.end - slice.begin) / kGranule / kReadStreams * kGranule;
+  const std::size_t part = (end - begin) / kGranule / kReadStreams * kGranule;
   for (std::size_t i = 0; i < part; i += kGranule) {
     for (int stream = 0; stream < kReadStreams; ++stream) {
-      const float* p = data + slice.begin + stream * part + i;
+      const float* p = data + begin + stream * part + i;
       for (int chain = 0; chain < kReadChains; ++chain) acc[stream] += load(p + chain * kLanes);
     }
   }
   // The granules that did not divide into the streams.
-  for (std::size_t i = slice.begin + kReadStreams * part; i < slice.end; i += kGranule) {
+  for (std::size_t i = begin + kReadStreams * part; i < end; i += kGranule) {
     for (int chain = 0; chain < kReadChains; ++chain) acc[0] += load(data + i + chain * kLanes);
   }
   Vec total = {};
