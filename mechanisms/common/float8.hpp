@@ -168,20 +168,24 @@ inline V exp_nonpositive(V x) {
 // result stays within 1.7e-7 of 2^x with FMAs and 2e-7 without (SSE2; both tested). Seven multiply-class
 // operations per vector against exp_nonpositive's nine: a scan bound by its exps runs that much
 // faster. Clamped below at -126 (2^-126 is the smallest normal float).
+template <class V>
+inline V exp2_reduced(V r) {  // 2^r for |r| <= 1/2: the polynomial alone
+  V p = V{} + 1.3264698e-3f;
+  p = p * r + 9.671509e-3f;
+  p = p * r + 5.550734e-2f;
+  p = p * r + 2.4022242e-1f;
+  p = p * r + 6.931470e-1f;
+  return p * r + 1.0f;
+}
+
 template <class V, class I>
 inline V exp2_nonpositive(V x) {
   x = clamp_below(x, -126.0f);
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const V shifted = x + kRound;
   const V r = x - (shifted - kRound);
-  V p = V{} + 1.3264698e-3f;
-  p = p * r + 9.671509e-3f;
-  p = p * r + 5.550734e-2f;
-  p = p * r + 2.4022242e-1f;
-  p = p * r + 6.931470e-1f;
-  p = p * r + 1.0f;
   const I exponent = (std::bit_cast<I>(shifted) + 127) << 23;
-  return p * std::bit_cast<V>(exponent);
+  return exp2_reduced(r) * std::bit_cast<V>(exponent);
 }
 
 }  // namespace lanes
