@@ -118,9 +118,23 @@ inline float8 broadcast_float8(float x) { return float8{} + x; }
 namespace lanes {
 
 // max(lo, x) lane-wise with x's NaN kept: maxps returns its second operand when either is NaN (one
-// instruction instead of a compare and a blend).
+// instruction instead of a compare and a blend). The 16-lane forms go through GCC's builtins: its
+// _mm512_max_ps and _mm512_min_ps pass _mm512_undefined_ps() as the unused merge source, which trips
+// a false -Wmaybe-uninitialized in every caller (GCC bug 105593).
+#if defined(__AVX512F__) && !defined(__clang__)
+#define ARCH_BENCH_MAX_PS512(a, b) \
+  __builtin_ia32_maxps512_mask((a), (b), (b), static_cast<__mmask16>(-1), _MM_FROUND_CUR_DIRECTION)
+#define ARCH_BENCH_MIN_PS512(a, b) \
+  __builtin_ia32_minps512_mask((a), (b), (b), static_cast<__mmask16>(-1), _MM_FROUND_CUR_DIRECTION)
+#elif defined(__AVX512F__)
+#define ARCH_BENCH_MAX_PS512(a, b) _mm512_max_ps((a), (b))
+#define ARCH_BENCH_MIN_PS512(a, b) _mm512_min_ps((a), (b))
+#endif
 template <class V>
 inline V clamp_below(V x, float lo) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64) return ARCH_BENCH_MAX_PS512(V{} + lo, x);
+#endif
 #if defined(__AVX__)
   if constexpr (sizeof(V) == 32) return _mm256_max_ps(V{} + lo, x);
 #endif
@@ -131,6 +145,9 @@ inline V clamp_below(V x, float lo) {
 }
 template <class V>
 inline V clamp_above(V x, float hi) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64) return ARCH_BENCH_MIN_PS512(V{} + hi, x);
+#endif
 #if defined(__AVX__)
   if constexpr (sizeof(V) == 32) return _mm256_min_ps(V{} + hi, x);  // minps: NaN in x stays
 #endif
@@ -139,6 +156,8 @@ inline V clamp_above(V x, float hi) {
 #endif
   return x > hi ? V{} + hi : x;
 }
+#undef ARCH_BENCH_MAX_PS512
+#undef ARCH_BENCH_MIN_PS512
 
 // e^x for x <= 0: fast_math.hpp's exp_nonpositive (relative error < 1.8e-7 on [-87, 0] with FMAs,
 // 1.9e-7 without; clamped below at -87), with two vector shortcuts: n = rint(x log2 e) by adding and subtracting 1.5 * 2^23

@@ -65,28 +65,21 @@ inline wide_vector clamp_above(wide_vector x, float hi) { return lanes::clamp_ab
 inline wide_vector exp_nonpositive(wide_vector x) { return lanes::exp_nonpositive<wide_vector, wide_int_vector>(x); }
 inline wide_vector exp_clamped(wide_vector x) { return exp_nonpositive(clamp_above(x, 88.0f)); }
 
-// vmaxps and vscalefps, through GCC's builtins under GCC: its intrinsics pass _mm512_undefined_ps()
-// as the unused merge source, which trips the false -Wmaybe-uninitialized of GCC bug 105593.
+// vscalefps, through GCC's builtin under GCC (float8.hpp's clamps say why).
 #if defined(__clang__)
-inline wide_vector max_lanes(wide_vector a, wide_vector b) { return _mm512_max_ps(a, b); }
 inline wide_vector scalef_lanes(wide_vector a, wide_vector b) { return _mm512_scalef_ps(a, b); }
 #else
-inline wide_vector max_lanes(wide_vector a, wide_vector b) {
-  return __builtin_ia32_maxps512_mask(a, b, b, static_cast<__mmask16>(-1), _MM_FROUND_CUR_DIRECTION);
-}
 inline wide_vector scalef_lanes(wide_vector a, wide_vector b) {
   return __builtin_ia32_scalefps512_mask(a, b, a, static_cast<__mmask16>(-1), _MM_FROUND_CUR_DIRECTION);
 }
 #endif
 
 // 2^x for x <= 0: float8.hpp's exp2_nonpositive, the same polynomial on the same reduction, so a
-// lane's result is the same bits, in three operations fewer per vector: the clamp is one vmaxps
-// (NaN kept: it gives its second operand where one is NaN) where a compare and a blend took two,
-// and vscalefps multiplies by 2^n where building 2^n in the exponent field took an add, a shift
-// and a multiply. A standalone copy of Mamba's state loop, bound by these, ran 13.5 cycles per
+// lane's result is the same bits, in two operations fewer per vector: vscalefps multiplies by 2^n
+// where building 2^n in the exponent field took an add, a shift and a multiply. A standalone copy of Mamba's state loop, bound by these, ran 13.5 cycles per
 // token and row against 15.9 on two float8s (Zen 4, N = 16, one thread, best of 25).
 inline wide_vector exp2_nonpositive(wide_vector x) {
-  x = max_lanes(wide_vector{} - 126.0f, x);
+  x = clamp_below(x, -126.0f);
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const wide_vector n = (x + kRound) - kRound;
   return scalef_lanes(lanes::exp2_reduced(x - n), n);
