@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -64,7 +65,8 @@ TEST(WideVectorMath, Exp2NonpositiveGivesFloat8sBitsAtTheEdges) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   const float tiny = -std::numeric_limits<float>::denorm_min();
-  expect_same_bits({0.0f, -0.0f, tiny, -1e-30f, -0.5f, -0.5000001f, -1.0f, -125.5f, -126.0f, -126.0001f, -127.0f,
+  const float payload_nan = std::bit_cast<float>(0x7fc001ffu);  // low bits set: must stay NaN
+  expect_same_bits({0.0f, -0.0f, tiny, -1e-30f, -0.5f, payload_nan, -1.0f, -125.5f, -126.0f, -126.0001f, -127.0f,
                     -1000.0f, -1e30f, -kInf, kNaN, -kNaN});
   const WideLanes y = lanes_of(exp2_nonpositive(load_wide(WideLanes{0.0f, -1.0f, -126.0f, -kInf, kNaN}.data())));
   EXPECT_EQ(y[0], 1.0f);
