@@ -129,7 +129,7 @@ inline void scan_vectors(std::int64_t n, const float* __restrict A, std::int64_t
 
 #if defined(__AVX512F__)
 // scan_vectors on 16-lane vectors, for N a multiple of 16 in AVX-512 builds: one zmm per 16 states,
-// half the instructions of two float8s, and wide_vector.hpp's exp2 (the same polynomial in three
+// half the instructions of two float8s, and wide_vector.hpp's exp2 (the same polynomial in two
 // operations fewer; the exps are most of this loop's work). Each token's C.h partial is folded to
 // 8 lanes, so that sum_lanes reduces it as scan_vectors' is.
 template <int kVectors, bool kOutputs, class T>
