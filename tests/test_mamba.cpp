@@ -278,9 +278,11 @@ TEST(MambaPrefill, ChunkedScanEqualsSequentialScan) {
 
 TEST(MambaPrefill, VectorStateKernelMatchesReferenceAndSequentialAtEveryLength) {
   // N a multiple of 8 takes the 8-lane state kernel: N = 16 with N fixed at compile time, 8 and 24
-  // with N/8 vectors at run time. Lengths 1 (one partial block), 63/65 (around one 64-token block,
-  // and around the 8-token groups of the horizontal sum) and 200, as one chunk and split in time.
-  for (std::int64_t n : {8, 16, 24}) {
+  // with N/8 vectors at run time. In AVX-512 builds a multiple of 16 takes the 16-lane one instead:
+  // 16 fixed, 32 and 48 with N/16 vectors at run time. Lengths 1 (one partial block), 63/65 (around
+  // one 64-token block, and around the 8-token groups of the horizontal sum) and 200, as one chunk
+  // and split in time.
+  for (std::int64_t n : {8, 16, 24, 32, 48}) {
     for (std::int64_t length : {1, 63, 65, 200}) {
       const Problem<float> problem(mamba_cell(2, 1, 8, DType::float32, n), length, 11);
       std::vector<float> sequential_state;

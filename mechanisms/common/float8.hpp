@@ -180,15 +180,10 @@ inline V exp_nonpositive(V x) {
   return p * std::bit_cast<V>(exponent);
 }
 
-// 2^x for x <= 0, for a caller whose exponent is already in base 2 (Mamba's scan folds log2 e into
-// A once per row). The reduction r = x - rint(x) is then exact (no Cody-Waite split), and 2^r on
-// [-1/2, 1/2] takes a degree-5 polynomial 1 + c1 r + ... + c5 r^5, its coefficients fitted here for
-// minimax relative error (Lawson's iteration in double on 20001 points). Evaluated in float the
-// result stays within 1.7e-7 of 2^x with FMAs and 2e-7 without (SSE2; both tested). Seven multiply-class
-// operations per vector against exp_nonpositive's nine: a scan bound by its exps runs that much
-// faster. Clamped below at -126 (2^-126 is the smallest normal float).
+// 2^r for |r| <= 1/2, the polynomial of exp2_nonpositive below (wide_vector.hpp's 16-lane form
+// shares it).
 template <class V>
-inline V exp2_reduced(V r) {  // 2^r for |r| <= 1/2: the polynomial alone
+inline V exp2_reduced(V r) {
   V p = V{} + 1.3264698e-3f;
   p = p * r + 9.671509e-3f;
   p = p * r + 5.550734e-2f;
@@ -197,6 +192,13 @@ inline V exp2_reduced(V r) {  // 2^r for |r| <= 1/2: the polynomial alone
   return p * r + 1.0f;
 }
 
+// 2^x for x <= 0, for a caller whose exponent is already in base 2 (Mamba's scan folds log2 e into
+// A once per row). The reduction r = x - rint(x) is then exact (no Cody-Waite split), and 2^r on
+// [-1/2, 1/2] takes a degree-5 polynomial 1 + c1 r + ... + c5 r^5, its coefficients fitted here for
+// minimax relative error (Lawson's iteration in double on 20001 points). Evaluated in float the
+// result stays within 1.7e-7 of 2^x with FMAs and 2e-7 without (SSE2; both tested). Seven multiply-class
+// operations per vector against exp_nonpositive's nine: a scan bound by its exps runs that much
+// faster. Clamped below at -126 (2^-126 is the smallest normal float).
 template <class V, class I>
 inline V exp2_nonpositive(V x) {
   x = clamp_below(x, -126.0f);

@@ -76,8 +76,9 @@ inline wide_vector scalef_lanes(wide_vector a, wide_vector b) {
 
 // 2^x for x <= 0: float8.hpp's exp2_nonpositive, the same polynomial on the same reduction, so a
 // lane's result is the same bits, in two operations fewer per vector: vscalefps multiplies by 2^n
-// where building 2^n in the exponent field took an add, a shift and a multiply. A standalone copy of Mamba's state loop, bound by these, ran 13.5 cycles per
-// token and row against 15.9 on two float8s (Zen 4, N = 16, one thread, best of 25).
+// where building 2^n in the exponent field took an add, a shift and a multiply. A standalone copy
+// of Mamba's state loop, bound by these, ran 13.5 cycles per token and row against 15.9 on two
+// float8s (Zen 4, N = 16, one thread, best of 25).
 inline wide_vector exp2_nonpositive(wide_vector x) {
   x = clamp_below(x, -126.0f);
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
@@ -87,7 +88,8 @@ inline wide_vector exp2_nonpositive(wide_vector x) {
 
 // The 8-lane sum of a 16-lane vector's halves (lanes i and i + 8).
 inline float8 fold_halves(wide_vector v) {
-  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+         __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 #else
 inline wide_vector load_wide(const bf16* p) { return load_float8(p); }
