@@ -7,7 +7,6 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "mechanisms/common/float8.hpp"
@@ -25,11 +24,7 @@ WideLanes lanes_of(wide_vector v) {
   return lanes;
 }
 
-std::uint32_t bits_of(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
+std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 
 // 16 inputs through both forms: the wide one as one vector, the float8 one as two.
 void expect_same_bits(const WideLanes& x) {
@@ -76,11 +71,11 @@ TEST(WideVectorMath, Exp2NonpositiveGivesFloat8sBitsAtTheEdges) {
   EXPECT_TRUE(std::isnan(y[4]));
 }
 
-TEST(WideVectorMath, FoldHalvesAddsLaneIAndLaneIPlus8) {
+TEST(WideVectorMath, FoldTo8LanesAddsLaneIAndLaneIPlus8) {
   WideLanes x;
   for (std::int64_t lane = 0; lane < kWideLanes; ++lane) x[lane] = static_cast<float>(1 << lane);
   std::array<float, kFloat8Lanes> folded;
-  store_float8(folded.data(), fold_halves(load_wide(x.data())));
+  store_float8(folded.data(), fold_to_8_lanes(load_wide(x.data())));
   for (std::int64_t lane = 0; lane < kFloat8Lanes; ++lane) {
     EXPECT_EQ(folded[lane], static_cast<float>((1 << lane) + (1 << (lane + 8)))) << "lane " << lane;
   }

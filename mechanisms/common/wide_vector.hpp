@@ -86,14 +86,16 @@ inline wide_vector exp2_nonpositive(wide_vector x) {
   return scalef_lanes(lanes::exp2_reduced(x - n), n);
 }
 
-// The 8-lane sum of a 16-lane vector's halves (lanes i and i + 8).
-inline float8 fold_halves(wide_vector v) {
+// The 8-lane sums of a vector's lanes: a 16-lane vector's lanes i and i + 8 added (a float8 is
+// already 8 lanes: below).
+inline float8 fold_to_8_lanes(wide_vector v) {
   return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
          __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 #else
 inline wide_vector load_wide(const bf16* p) { return load_float8(p); }
 #endif
+inline float8 fold_to_8_lanes(float8 v) { return v; }
 
 // Either vector's lanes from bf16 storage, widened (float8.hpp's load or the 16-lane one above), so
 // a kernel templated on the vector and the storage type loads with one name, as from fp32.

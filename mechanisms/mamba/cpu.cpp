@@ -96,67 +96,39 @@ inline void advance_state(N n, const float* __restrict A, float dt, float du, co
   for (std::int64_t s = 0; s < n; ++s) h[s] = exp_nonpositive(dt * A[s]) * h[s] + du * to_float(B[s]);
 }
 
-// The state loop of `count` tokens of one row for N a multiple of 8, the state held as N/8 vectors
-// (kVectors of them when N is known at compile time, so that they stay in registers across the time
-// loop; 0: N/8 at run time). Per token and vector: one exp, one FMA into h, and (with outputs)
-// one FMA into an 8-lane partial of C.h; the partials of 8 tokens are then summed with one
-// horizontal-add tree (sum_lanes), which takes the reduction off the per-token critical path.
-template <int kVectors, bool kOutputs, class T>
+// The state loop of `count` tokens of one row for N a multiple of V's lane count, the state held as
+// vectors V (kVectors of them when N is known at compile time, so that they stay in registers across
+// the time loop; 0: N / lanes at run time). V is float8, or wide_vector where that is 16 lanes (one zmm
+// per 16 states: half the instructions, and its exp2 takes vscalefps for 2^n). Per token and
+// vector: one exp, one FMA into h, and (with outputs) one FMA into a partial of C.h, folded to 8 lanes;
+// the partials of 8 tokens are then summed with one horizontal-add tree (sum_lanes), which takes the
+// reduction off the per-token critical path.
+template <class V, int kVectors, bool kOutputs, class T>
 inline void scan_vectors(std::int64_t n, const float* __restrict A, std::int64_t count, const float* __restrict dt,
                          const float* __restrict du, const T* __restrict B, const T* __restrict C,
                          float* __restrict h, float* __restrict partials, float* __restrict y) {
-  constexpr int kMaxVectors = kMaxN / kFloat8Lanes;
-  const std::int64_t vectors = kVectors > 0 ? kVectors : n / kFloat8Lanes;
-  float8 a[kVectors > 0 ? kVectors : kMaxVectors], state[kVectors > 0 ? kVectors : kMaxVectors];
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  constexpr int kMaxVectors = kMaxN / kLanes;
+  const std::int64_t vectors = kVectors > 0 ? kVectors : n / kLanes;
+  V a[kVectors > 0 ? kVectors : kMaxVectors], state[kVectors > 0 ? kVectors : kMaxVectors];
   for (std::int64_t v = 0; v < vectors; ++v) {
-    a[v] = load_float8(A + v * kFloat8Lanes) * kLog2e;  // exp(dt A) = 2^(dt A log2 e)
-    state[v] = load_float8(h + v * kFloat8Lanes);
+    a[v] = load_lanes<V>(A + v * kLanes) * kLog2e;  // exp(dt A) = 2^(dt A log2 e)
+    state[v] = load_lanes<V>(h + v * kLanes);
   }
   for (std::int64_t t = 0; t < count; ++t) {
     const T* b = B + t * n;
     const T* c = kOutputs ? C + t * n : nullptr;
-    float8 partial{};
+    V partial{};
 #pragma GCC unroll 4
     for (std::int64_t v = 0; v < vectors; ++v) {
-      state[v] = exp2_nonpositive(dt[t] * a[v]) * state[v] + du[t] * load_float8(b + v * kFloat8Lanes);
-      if constexpr (kOutputs) partial += load_float8(c + v * kFloat8Lanes) * state[v];
+      state[v] = exp2_nonpositive(dt[t] * a[v]) * state[v] + du[t] * load_lanes<V>(b + v * kLanes);
+      if constexpr (kOutputs) partial += load_lanes<V>(c + v * kLanes) * state[v];
     }
-    if constexpr (kOutputs) store_float8(partials + t * kFloat8Lanes, partial);
+    if constexpr (kOutputs) store_float8(partials + t * kFloat8Lanes, fold_to_8_lanes(partial));
   }
-  for (std::int64_t v = 0; v < vectors; ++v) store_float8(h + v * kFloat8Lanes, state[v]);
+  for (std::int64_t v = 0; v < vectors; ++v) store_lanes(h + v * kLanes, state[v]);
   if constexpr (kOutputs) sum_lanes(count, partials, y);
 }
-
-#if defined(__AVX512F__)
-// scan_vectors on 16-lane vectors, for N a multiple of 16 in AVX-512 builds: one zmm per 16 states,
-// half the instructions of two float8s, and wide_vector.hpp's exp2 (the same polynomial in two
-// operations fewer; the exps are most of this loop's work). Each token's C.h partial is folded to
-// 8 lanes, so that sum_lanes reduces it as scan_vectors' is.
-template <int kVectors, bool kOutputs, class T>
-inline void scan_wide(std::int64_t n, const float* __restrict A, std::int64_t count, const float* __restrict dt,
-                      const float* __restrict du, const T* __restrict B, const T* __restrict C, float* __restrict h,
-                      float* __restrict partials, float* __restrict y) {
-  constexpr int kMaxVectors = kMaxN / kWideLanes;
-  const std::int64_t vectors = kVectors > 0 ? kVectors : n / kWideLanes;
-  wide_vector a[kVectors > 0 ? kVectors : kMaxVectors], state[kVectors > 0 ? kVectors : kMaxVectors];
-  for (std::int64_t v = 0; v < vectors; ++v) {
-    a[v] = load_wide(A + v * kWideLanes) * kLog2e;
-    state[v] = load_wide(h + v * kWideLanes);
-  }
-  for (std::int64_t t = 0; t < count; ++t) {
-    const T* b = B + t * n;
-    const T* c = kOutputs ? C + t * n : nullptr;
-    wide_vector partial{};
-    for (std::int64_t v = 0; v < vectors; ++v) {
-      state[v] = exp2_nonpositive(dt[t] * a[v]) * state[v] + du[t] * load_lanes<wide_vector>(b + v * kWideLanes);
-      if constexpr (kOutputs) partial += load_lanes<wide_vector>(c + v * kWideLanes) * state[v];
-    }
-    if constexpr (kOutputs) store_float8(partials + t * kFloat8Lanes, fold_halves(partial));
-  }
-  for (std::int64_t v = 0; v < vectors; ++v) store_lanes(h + v * kWideLanes, state[v]);
-  if constexpr (kOutputs) sum_lanes(count, partials, y);
-}
-#endif
 
 // out_t = (y_t + D u_t) silu(z_t) for `count` tokens of one row.
 template <class T>
@@ -179,18 +151,17 @@ constexpr int compile_time_vectors() {
   }
 }
 
-// The state loop of `count` tokens of one row for N a multiple of 8: 16-lane vectors where the build
-// has them and N allows, else 8-lane ones.
+// The state loop of `count` tokens of one row for N a multiple of 8: on 16-lane vectors where the
+// build has them and N allows (without AVX-512, wide_vector is float8 and both calls are one).
 template <bool kOutputs, class T, class N>
 inline void scan_tokens(N n, const float* A, std::int64_t count, const float* dt, const float* du, const T* B,
                         const T* C, float* h, float* partials, float* y) {
-#if defined(__AVX512F__)
   if (n % kWideLanes == 0) {
-    scan_wide<compile_time_vectors<N, kWideLanes>(), kOutputs>(n, A, count, dt, du, B, C, h, partials, y);
-    return;
+    scan_vectors<wide_vector, compile_time_vectors<N, kWideLanes>(), kOutputs>(n, A, count, dt, du, B, C, h,
+                                                                              partials, y);
+  } else {
+    scan_vectors<float8, compile_time_vectors<N>(), kOutputs>(n, A, count, dt, du, B, C, h, partials, y);
   }
-#endif
-  scan_vectors<compile_time_vectors<N>(), kOutputs>(n, A, count, dt, du, B, C, h, partials, y);
 }
 
 // One thread's buffers for a block of tokens of one row: the per-token values (on the thread's
