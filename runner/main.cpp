@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -13,30 +14,32 @@
 #include "mechanisms/common/cpu_isa.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "runner/cli/commands.hpp"
+#include "runner/cli/omp_spin_policy.hpp"
 #include "runner/cli/signals.hpp"
 #include "runner/core/errors.hpp"
 
 namespace {
 
-// OpenMP threads that spin-wait between parallel regions take the cores other work needs: under a
-// load of ~5 on 2 cores a conformance case took 26-30 s with libgomp's default wait (it spins for
-// milliseconds) instead of 1.4 s passive. But a passive team pays a futex wake on every region:
-// 94 us median to fork and join two threads on this project's 2-core VM, against 0.6-1.1 us for
-// a team still spinning, which made every small parallel decode step slower than a serial one.
-// So arch-bench bounds the spin: GOMP_SPINCOUNT = kBoundedSpinCount spins (about 20 ns each here,
-// so a worker gives up its core ~100 us after a region ends), a region entered back to back costs
-// ~1 us, and a team idle for longer sleeps as a passive one would. libgomp reads its environment
-// once, in its constructor, before main() (an environment changed by .preinit_array is reset by
-// libc's own start-up before libgomp's runs), so arch-bench sets it and executes itself again,
-// once. A policy (or GOMP_SPINCOUNT) the user set is kept; the report records the policy in effect
-// and the fork/join cost measured under it.
-constexpr const char* kBoundedSpinCount = "4000";
-
-void run_with_bounded_omp_spin(char** argv) {
+// OpenMP threads that spin-wait between parallel regions take the cores other work needs, and a
+// passive team pays a futex wake on every region: 94 us median to fork and join two threads on this
+// project's 2-core VM, against 0.6-1.1 us for a team still spinning, which made every small parallel
+// decode step slower than a serial one. So arch-bench bounds the spin, and spins longer only while a
+// `run` measures on an otherwise idle machine (runner/cli/omp_spin_policy.hpp). libgomp reads its
+// environment once, in its constructor, before main() (an environment changed by .preinit_array is
+// reset by libc's own start-up before libgomp's runs), so arch-bench sets GOMP_SPINCOUNT and
+// executes itself again, once. A policy (or GOMP_SPINCOUNT) the user set is kept; the report
+// records the policy in effect, why, and the fork/join cost measured under it.
+void run_with_chosen_omp_spin(char** argv, const std::vector<std::string>& words) {
+  using namespace arch_bench;
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  ::setenv("GOMP_SPINCOUNT", kBoundedSpinCount, 1);
+  const bool measuring = !words.empty() && words.front() == "run";
+  const SpinChoice choice = choose_omp_spin(measuring, measuring ? other_runnable_tasks() : std::nullopt,
+                                            static_cast<int>(std::thread::hardware_concurrency()));
+  ::setenv("GOMP_SPINCOUNT", choice.spin_count.c_str(), 1);
+  ::setenv(kSpinReasonVariable, choice.reason.c_str(), 1);
   ::execv("/proc/self/exe", argv);
   ::unsetenv("GOMP_SPINCOUNT");  // no /proc: libgomp keeps its default, and the report says so
+  ::unsetenv(kSpinReasonVariable);
 }
 
 // The design card's form `arch-bench --mode linear_recurrence ...` means `arch-bench run ...`.
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", error.what());
     return 2;
   }
-  run_with_bounded_omp_spin(argv);
+  run_with_chosen_omp_spin(argv, with_default_subcommand(argc, argv));
   CLI::App app{
       "arch-bench: measures what a sequence-mixing mechanism costs per token (time, state bytes, peak memory) "
       "and how faithful it is, and writes a schema-validated JSON evidence report.\n"

@@ -542,6 +542,24 @@ TEST_F(DiffCli, IdenticalFilesAreAllSameExitZero) {
   EXPECT_NE(r.out.find("result: no regression (exit 0)"), std::string::npos) << r.out;
 }
 
+// A different OpenMP spin is a note, not a refusal; a different reason for the same spin is nothing.
+TEST_F(DiffCli, ADifferentOpenMpSpinIsNotedAndTheSameSpinIsNot) {
+  json bounded = base, busy = base, measuring = base;
+  bounded["workload"]["omp_wait_policy"] = "bounded spin (GOMP_SPINCOUNT=4000)";
+  busy["workload"]["omp_wait_policy"] = "bounded spin: 2 other runnable task(s) on 2 CPU(s) at the start (GOMP_SPINCOUNT=4000)";
+  measuring["workload"]["omp_wait_policy"] =
+      "spin while measuring: no other runnable task at the start (GOMP_SPINCOUNT=50000000)";
+  const CommandResult same = diff(bounded, busy);
+  const CommandResult changed = diff(bounded, measuring);
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_EQ(same.out.find("wait policy"), std::string::npos) << same.out;
+  EXPECT_EQ(changed.exit_code, 0) << changed.out << changed.err;
+  EXPECT_NE(changed.out.find("note: the OpenMP wait policy differs ('bounded spin (GOMP_SPINCOUNT=4000)' vs 'spin while "
+                             "measuring"),
+            std::string::npos)
+      << changed.out;
+}
+
 TEST_F(DiffCli, TwiceSlowerIsSlowerExitOneUnlessFailOnNever) {
   json slower = base;
   scale_samples(slower, 2.0);

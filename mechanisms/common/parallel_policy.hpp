@@ -1,6 +1,7 @@
 #pragma once
 // When a CPU kernel's step is worth a parallel region. arch-bench runs its OpenMP team with a
-// bounded spin (runner/main.cpp: idle workers spin ~100 us, then sleep), so a region entered
+// bounded spin (runner/cli/omp_spin_policy.hpp: idle workers spin ~100 us, then sleep; a measuring
+// run on an idle machine spins about a second), so a region entered
 // right after another costs about 1 us to fork and join on the 2-core VMs this project runs on,
 // and one entered after a pause about 50-100 us (a futex wake; every region pays that under
 // OMP_WAIT_POLICY=passive). A decode step of 8 heads x 64 x 64 takes 3-7 us on one thread, so

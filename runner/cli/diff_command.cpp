@@ -75,6 +75,7 @@ int run_diff(const DiffOptions& options) {
   for (std::string& note : notes) note += " (compared because of --allow-workload-change)";
   validate_report(old_report);
   validate_report(new_report);
+  for (std::string& note : environment_notes(old_report, new_report)) notes.push_back(std::move(note));
 
   const DiffResult diff = compare_reports(old_report, new_report, settings, std::move(notes));
   const std::string text = render(diff, options.format);

@@ -24,6 +24,7 @@
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/cli/commands.hpp"
+#include "runner/cli/omp_spin_policy.hpp"
 #include "runner/cli/run_options.hpp"
 #include "runner/cli/signals.hpp"
 #include "runner/plugins/load_plugin.hpp"
@@ -179,13 +180,6 @@ void check_resources(const Plan& plan, const Workload& workload, const std::stri
   check_free_space(output.parent_path(), "output folder", report_bytes, "the report");
 }
 
-// The OpenMP wait policy in effect (main() bounds the spin unless the user chose a policy).
-std::string omp_wait_policy() {
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (policy != nullptr) return policy;
-  const char* spin = std::getenv("GOMP_SPINCOUNT");
-  return spin != nullptr ? fmt::format("bounded spin (GOMP_SPINCOUNT={})", spin) : "unset";
-}
 
 // An interrupted run keeps the rows measured before the signal; nothing is decided from them.
 void mark_interrupted(RunReport& report, const Plan& plan, int signal_number) {
@@ -293,7 +287,7 @@ int write_dry_run(RunReport report, const Plan& plan, const std::optional<Prefli
   report.process_peak_rss_bytes = process_peak_rss_bytes();
 
   nlohmann::json document = to_json(report);
-  document["workload"]["omp_wait_policy"] = omp_wait_policy();
+  document["workload"]["omp_wait_policy"] = omp_wait_policy_in_effect();
   document["plan"] = plan_to_json(plan);
   if (shard_block.is_object()) document["shard"] = shard_block;
   if (!failed.empty()) document["failure"]["checks"] = failed_checks_json(failed);
@@ -453,7 +447,7 @@ int run(const RunOptions& options, const std::string& command_line) {
   report.process_peak_rss_bytes = process_peak_rss_bytes();
 
   nlohmann::json document = to_json(report);
-  document["workload"]["omp_wait_policy"] = omp_wait_policy();
+  document["workload"]["omp_wait_policy"] = omp_wait_policy_in_effect();
   if (profile) document["profile"] = profile_record_json(*profile, *preflight);
   if (shard) document["shard"] = shard_block;
   const nlohmann::json extras = mode.report_extras(report.rows, workload);
@@ -489,7 +483,9 @@ void register_run_command(CLI::App& app, CommandContext& context) {
       "ARCH_BENCH_KERNEL_VARIANT=build|x86-64|x86-64-v3|x86-64-v4 picks the ISA variant of every other CPU "
       "kernel (default: the build's own in a -march=native build, else the best this CPU runs); both are "
       "recorded in the report (hardware.cpu_isa, hardware.cpu_kernel_variant, each row's cpu_kernel_isa). "
-      "ARCH_BENCH_PLUGIN_PATH adds plugins; OMP_WAIT_POLICY, when set, replaces the bounded spin.");
+      "ARCH_BENCH_PLUGIN_PATH adds plugins. OpenMP workers spin between regions for about a second while a run "
+      "measures on an otherwise idle machine, else ~100 us (workload.omp_wait_policy says which and why); "
+      "OMP_WAIT_POLICY or GOMP_SPINCOUNT, when set, replaces that choice.");
   command->callback([options, command, &context]() {
     options->given = given_options(*command);
     load_plugins(options->plugins);  // before the mode reads the registry

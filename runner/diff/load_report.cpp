@@ -61,6 +61,28 @@ std::vector<std::string> check_comparable(const LoadedReport& old_report, const 
                              "--allow-workload-change to diff them anyway");
 }
 
+namespace {
+
+// The part of a recorded wait policy that decides how the team waits: "GOMP_SPINCOUNT=4000" out of
+// "bounded spin: ... (GOMP_SPINCOUNT=4000)", or the whole value ("active", "passive", "unset").
+std::string wait_setting(const std::string& policy) {
+  const std::size_t at = policy.find("GOMP_SPINCOUNT=");
+  if (at == std::string::npos) return policy;
+  const std::size_t end = policy.find_first_not_of("0123456789", at + 15);
+  return policy.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+}  // namespace
+
+std::vector<std::string> environment_notes(const LoadedReport& old_report, const LoadedReport& new_report) {
+  const std::string old_policy = string_at(old_report.document, "/workload/omp_wait_policy");
+  const std::string new_policy = string_at(new_report.document, "/workload/omp_wait_policy");
+  if (old_policy.empty() || new_policy.empty() || wait_setting(old_policy) == wait_setting(new_policy)) return {};
+  return {fmt::format("the OpenMP wait policy differs ('{}' vs '{}'): split steps of a few microseconds can move "
+                      "with it, so read their verdicts with that in mind",
+                      clipped(old_policy), clipped(new_policy))};
+}
+
 void validate_report(const LoadedReport& report) {
   const std::string version = string_at(report.document, "/schema_version");
   const std::string supported = major_of(kResultSchemaVersion);

@@ -27,6 +27,11 @@ std::string string_at(const nlohmann::json& document, const char* pointer);
 std::vector<std::string> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,
                                           bool allow_workload_change);
 
+// Differences of the measuring environment that do not make two reports incomparable but can move
+// their times, one note each: the OpenMP wait policy (workload.omp_wait_policy, compared by its
+// GOMP_SPINCOUNT or OMP_WAIT_POLICY, not by its reason). Call after validation.
+std::vector<std::string> environment_notes(const LoadedReport& old_report, const LoadedReport& new_report);
+
 // Checks the document against schemas/result.schema.json (the first violations in the message).
 void validate_report(const LoadedReport& report);
 
