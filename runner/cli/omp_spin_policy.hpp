@@ -8,21 +8,20 @@
 //
 // `run` on an otherwise idle machine spins for up to about a second. A worker that slept through a
 // cell's preparation was woken for its first split step, and on a VM in a busy spell of the host
-// every sample of that visit could then be 150-600 us slower than the step: on the 2-vCPU Zen 4 VM,
-// 53 of 2700 row visits in alternated default decode landscapes with the bounded spin, 34 of 648 in
-// one hour, and none of 1836 with the team spinning (OMP_WAIT_POLICY=active). Spinning takes a
+// every sample of that visit could then be 150-600 us slower than the step. On the 2-vCPU Zen 4 VM,
+// in decode landscapes alternated with runs of the bounded spin (53 slow visits of 2700), none of
+// 1836 visits was slow with OMP_WAIT_POLICY=active, nor of 648 with this spin. Spinning takes a
 // core from whoever else wants it, so a machine with other runnable work at the start gets the
 // bounded spin, and the report says why.
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace arch_bench {
 
 inline constexpr const char* kBoundedSpinCount = "4000";        // ~20-40 ns a spin: 80-160 us
 inline constexpr const char* kMeasuringSpinCount = "50000000";  // ~1-2 s
 
-// Where main.cpp leaves the reason for the spin it chose, for the report (omp_wait_policy()).
+// Where main.cpp leaves the reason for the spin it chose, for the report (omp_wait_policy_in_effect()).
 inline constexpr const char* kSpinReasonVariable = "ARCH_BENCH_OMP_SPIN_REASON";
 
 struct SpinChoice {

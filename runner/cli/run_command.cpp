@@ -180,7 +180,6 @@ void check_resources(const Plan& plan, const Workload& workload, const std::stri
   check_free_space(output.parent_path(), "output folder", report_bytes, "the report");
 }
 
-
 // An interrupted run keeps the rows measured before the signal; nothing is decided from them.
 void mark_interrupted(RunReport& report, const Plan& plan, int signal_number) {
   const char* name = signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "a signal";
