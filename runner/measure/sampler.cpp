@@ -102,9 +102,10 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
       backend.evict(buffers);
     }
     // Registers only: it neither warms nor evicts the cell's buffers. Its parallel region is also the
-    // team's wake-up: the workers sleep once they have spun ~100 us without work (the harness's
-    // bounded spin), and what runs between two samples (a cold eviction: clflush of every line of
-    // the cell, 1-2 ms at 16 MiB; the memory probe, ~50-100 us) is often longer, so the sample's
+    // team's wake-up: under the bounded spin (a run that found the machine busy, or a user's
+    // GOMP_SPINCOUNT; runner/cli/omp_spin_policy.hpp) the workers sleep once they have spun ~100 us
+    // without work, and what runs between two samples (a cold eviction: clflush of every line of
+    // the cell, 0.4-2 ms at 16 MiB; the memory probe, ~50-100 us) can be longer, so the sample's
     // first parallel region would pay the futex wake of every worker inside the timed region (~94 us
     // on this 2-vCPU VM, 150-600 us when the host is busy, against 5-20 us for a split decode step).
     // Just after the probe the team is spinning when the sample starts.
