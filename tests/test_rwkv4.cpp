@@ -199,6 +199,20 @@ TEST(Rwkv4Mechanism, PreparedCellsCheckWithinToleranceAndDecodeAllocatesNothing)
   }
 }
 
+// A decode step of 4096 channels or more is split over the OpenMP team (cpu.cpp); the smaller
+// cells above run it on the calling thread.
+TEST(Rwkv4Mechanism, DecodeSplitOverTheTeamIsWithinTolerance) {
+  const Mechanism* m = find_mechanism("rwkv4");
+  ASSERT_NE(m, nullptr);
+  CpuBackend backend;
+  const Cell cell = rwkv4_cell(64, 64, 40, DType::float32, Phase::decode, 2);
+  const testing::PreparedRun run = testing::run_prepared(*m, cell, 7, backend);
+  EXPECT_EQ(run.run_allocations, 0);
+  EXPECT_TRUE(run.accuracy.output_finite);
+  EXPECT_LT(run.accuracy.max_rel_error, dtype_tolerance(DType::float32));
+  EXPECT_EQ(run.accuracy.rows_checked, 2 * 64);
+}
+
 TEST(Rwkv4Mechanism, FiniteAndWithinToleranceAtLength8192) {
   const Mechanism* m = find_mechanism("rwkv4");
   CpuBackend backend;

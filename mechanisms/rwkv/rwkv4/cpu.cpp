@@ -50,6 +50,13 @@ void run_head(const RwkvShape& shape, const RwkvParameters& params, std::int64_t
   }
 }
 
+// Channels (batch x heads x dim) from which a decode step is split over the team. One channel's
+// update is two exps, a divide and a few multiply-adds on three floats, so the step is short: at
+// 8 heads x 64, 0.74-0.94 us on one thread, against 0.80-1.14 us split while the team answered in
+// 0.6-0.8 us and 2.0-2.8 us in the host's spells when it answered in 1.4-1.8 (README, "Team
+// latency"). At 64 heads the split won by 17% in the first case and lost 9% in the second.
+constexpr std::int64_t kRwkv4ParallelChannels = 4096;
+
 }  // namespace
 
 #if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
@@ -66,7 +73,7 @@ template <class T, KernelVariant V>
 void rwkv4_decode_step(const RwkvShape& shape, const RwkvParameters& params, const T* k, const T* v, float* state,
                        T* out) {
   ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv4_decode_step<T, W>(shape, params, k, v, state, out)))
-#pragma omp parallel for schedule(static) if (shape.batch_heads * shape.dim * 64 >= kRwkvParallelWork)
+#pragma omp parallel for schedule(static) if (shape.batch_heads * shape.dim >= kRwkv4ParallelChannels)
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) run_head(shape, params, bh, 1, k, v, state, out);
 }
 
