@@ -450,6 +450,60 @@ TEST(DiffCompare, ASlowdownWithMoreTeamStallsIsUnsureNotSlower) {
   EXPECT_EQ(diff_of(stalled, old_report).summary.verdicts.at(Verdict::unsure), 4);
 }
 
+// Issue 16: the team's latency spells. Steps 2 us longer, measured while the team answered its
+// checks in 1.5 us against 0.6, are the host's: UNSURE with both checks. The same 2 us with checks
+// within 1.5x of each other, against the checks' direction, with no checks, or a change larger than
+// three times the checks' difference (5 us against 0.9) keep their verdicts.
+TEST(DiffCompare, ASmallChangeTheTeamLatencyExplainsIsUnsureNotSlower) {
+  json old_report = make_report();
+  const auto set_checks = [](json& report, double us) {
+    for (json& row : rows_of(report)) row["team_check_median_us"] = us;
+  };
+  const auto add_us = [](json& report, double us) {
+    for (json& row : rows_of(report)) {
+      std::vector<double> samples = row["samples_ms"].get<std::vector<double>>();
+      for (double& sample : samples) sample += us / 1000;
+      set_samples(row, samples);
+    }
+  };
+  const auto linear_verdicts = [](const DiffResult& diff) {
+    std::vector<Verdict> verdicts;
+    for (const RowDiff& row : diff.rows) {
+      if (row.key.mechanism == "linear_attention") verdicts.push_back(row.verdict);
+    }
+    return verdicts;
+  };
+  const std::vector<Verdict> both_unsure{Verdict::unsure, Verdict::unsure}, both_slower{Verdict::slower, Verdict::slower};
+  set_checks(old_report, 0.6);
+  json slow_team = old_report;
+  add_us(slow_team, 2.0);  // the linear_attention rows: 12 -> 14 and 13 -> 15 us
+  set_checks(slow_team, 1.5);
+  const DiffResult diff = diff_of(old_report, slow_team);
+  EXPECT_EQ(linear_verdicts(diff), both_unsure);
+  for (const RowDiff& row : diff.rows) {
+    if (row.key.mechanism == "linear_attention") {
+      EXPECT_NE(row.reason.find("team answered its checks in 0.60 vs 1.50 us"), std::string::npos) << row.reason;
+    }
+  }
+  EXPECT_EQ(linear_verdicts(diff_of(slow_team, old_report)), (std::vector<Verdict>{Verdict::unsure, Verdict::unsure}));
+
+  json close_checks = slow_team;
+  set_checks(close_checks, 0.8);
+  EXPECT_EQ(linear_verdicts(diff_of(old_report, close_checks)), both_slower);
+  json old_slow_team = old_report;
+  set_checks(old_slow_team, 1.5);
+  json new_fast_team = slow_team;
+  set_checks(new_fast_team, 0.6);
+  EXPECT_EQ(linear_verdicts(diff_of(old_slow_team, new_fast_team)), both_slower);
+  json unchecked = old_report;
+  for (json& row : rows_of(unchecked)) row["team_check_median_us"] = nullptr;
+  EXPECT_EQ(linear_verdicts(diff_of(unchecked, slow_team)), both_slower);
+  json much_slower = old_report;
+  add_us(much_slower, 5.0);
+  set_checks(much_slower, 1.5);
+  EXPECT_EQ(linear_verdicts(diff_of(old_report, much_slower)), both_slower);
+}
+
 // Issue 16: memory-bound rows (>= half the run's read ceiling) measured while the host's memory
 // delivered less are compared at equal bandwidth (time x probe rate). A 20% slowdown under a 20%
 // lower probe is the host's: UNSURE with both numbers. The same slowdown on a compute-bound row,

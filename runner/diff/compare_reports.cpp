@@ -103,6 +103,37 @@ void judge_team_stalls(RowDiff& row, const RowPair& pair) {
                                   old_stalls->samples, new_stalls->stalled, new_stalls->samples);
 }
 
+// Rows whose team checks answered at markedly different speeds (the median of each row's checks,
+// runner/measure/team_check.hpp). On the 2-vCPU VMs an empty parallel region takes either ~0.6 or
+// ~1.2 us, in spells of seconds to minutes that come from the host (README, "Team latency"), and a
+// step split over the team pays that difference two or three times (its fork and join, and the
+// lines its threads hand each other). A change in the checks' direction and no larger than
+// kTeamLatencyMultiple times their difference is the host's: UNSURE. A larger change is not
+// explained by it and keeps its verdict.
+constexpr double kTeamLatencyDifference = 1.5;
+constexpr double kTeamLatencyMultiple = 3.0;
+
+void judge_team_latency(RowDiff& row, const RowPair& pair) {
+  if (row.timing.verdict != Verdict::slower && row.timing.verdict != Verdict::faster) return;
+  const std::optional<double> old_check = number_in(*pair.old_row, "team_check_median_us"),
+                              new_check = number_in(*pair.new_row, "team_check_median_us");
+  if (!old_check || !new_check || *old_check <= 0 || *new_check <= 0 || !row.timing.old_median_ms ||
+      !row.timing.new_median_ms) {
+    return;
+  }
+  const bool slower = row.timing.verdict == Verdict::slower;
+  const double slow_check = slower ? *new_check : *old_check, fast_check = slower ? *old_check : *new_check;
+  if (slow_check < kTeamLatencyDifference * fast_check) return;
+  const double change_us = 1000 * std::fabs(*row.timing.new_median_ms - *row.timing.old_median_ms);
+  if (change_us > kTeamLatencyMultiple * (slow_check - fast_check)) return;
+  row.timing.verdict = Verdict::unsure;
+  row.timing.reason = fmt::format("{} by {:+.0f}% ({:.2f} us), but the team answered its checks in {:.2f} vs {:.2f} us "
+                                  "(median team check): a step split over the team pays that a few times, and the "
+                                  "host sets it, not necessarily the kernel",
+                                  slower ? "slower" : "faster", 100 * *row.timing.change, change_us, *old_check,
+                                  *new_check);
+}
+
 // A timing change of two memory-bound rows measured under different host memory bandwidth is judged
 // at equal bandwidth (time x probe rate, the bytes a row's time is worth): when that change is below
 // the minimum effect, the host explains it and the verdict is UNSURE; otherwise the verdict stands and
@@ -177,6 +208,7 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
                                     *old_contention, *new_contention);
   }
   judge_team_stalls(row, pair);
+  judge_team_latency(row, pair);
   judge_at_equal_bandwidth(row, pair, settings);
   row.verdict = row.timing.verdict;
   row.reason = row.timing.reason;
