@@ -2,6 +2,8 @@
 // and no file; a good run writes a valid report; results are never overwritten.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -221,6 +223,36 @@ TEST(CliRun, OpenMpWaitIsChosenPerCommandAndRecorded) {
   EXPECT_NE(user.err.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << user.err;
   ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
   EXPECT_EQ(testing::read_json(chosen)["workload"]["omp_wait_policy"], "active");
+}
+
+// The default --threads is the CPUs the process may run on (its affinity mask, which children
+// inherit), not every CPU of the machine; more threads than that are run as asked, with a note.
+TEST(CliRun, ThreadsDefaultToTheAffinityMaskAndMoreThanItAreNoted) {
+  cpu_set_t saved;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(saved), &saved), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  TempFolder folder;
+  const auto defaulted = folder / "default.json", more = folder / "more.json";
+  const CliResult by_default = run_cli("run --dry-run --output '" + defaulted.string() + "'" + kTiny);
+  const CliResult three = run_cli("run --dry-run --threads 3 --output '" + more.string() + "'" + kTiny);
+  ::sched_setaffinity(0, sizeof(saved), &saved);
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  const auto report = testing::read_json(defaulted), oversubscribed = testing::read_json(more);
+  EXPECT_EQ(report["workload"]["threads"], 1);
+  EXPECT_EQ(report["hardware"]["host"]["usable_cpus"], 1);
+  for (const auto& note : report["notes"]) EXPECT_EQ(note.get<std::string>().find("--threads"), std::string::npos) << note;
+  EXPECT_EQ(oversubscribed["workload"]["threads"], 3);
+  bool noted = false;
+  for (const auto& note : oversubscribed["notes"]) {
+    noted = noted || note.get<std::string>().find("--threads 3 is more than the 1 CPU(s) this process may run on") == 0;
+  }
+  EXPECT_TRUE(noted) << oversubscribed["notes"].dump();
 }
 
 // `arguments` run with the environment variable `name` set to `value` for that run only.

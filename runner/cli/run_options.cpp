@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "mechanisms/common/feature_maps.hpp"
+#include "runner/backends/cpu/host_facts.hpp"
 #include "runner/cli/parse_lists.hpp"
 #include "runner/core/errors.hpp"
 
@@ -34,7 +34,7 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
                "step sees when many layers share the cache); hot: leave them cached");
   c.add_option("--seed", o.seed, "Seed of the random inputs, 0 to 2^63-1; baseline and candidates share it")
       ->capture_default_str();
-  c.add_option("--threads", o.threads, "CPU threads (default: every hardware thread)");
+  c.add_option("--threads", o.threads, "CPU threads (default: every CPU this process may run on, its affinity mask)");
   c.add_option("--feature-map", o.feature_map, "linear_attention feature map: elu (elu+1, default) or relu (relu+1)");
   c.add_option("--features", o.features, "performer: comma-separated random feature counts m (default 64,128,256)");
   c.add_option("--state-size", o.state_size, "mamba: state size N per channel (default 16)");
@@ -244,8 +244,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
     else if (o.cache == "hot") w.cache_state = CacheState::hot;
     else throw UsageError(fmt::format("--cache: '{}' is neither cold nor hot", o.cache));
   }
-  w.threads = given("threads", "threads") ? static_cast<int>(positive("--threads", o.threads))
-                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  w.threads = given("threads", "threads") ? static_cast<int>(positive("--threads", o.threads)) : usable_cpus();
   given("seed", "seed");
   w.seed = parse_seed("--seed", o.seed);
   if (given("feature_map", "feature_map")) {

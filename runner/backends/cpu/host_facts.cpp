@@ -1,5 +1,6 @@
 #include "runner/backends/cpu/host_facts.hpp"
 
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -138,6 +139,7 @@ nlohmann::json host_facts() {
   return {
       {"cpu_model", read_keyed_value("/proc/cpuinfo", "model name").value_or("unknown")},
       {"logical_cores", static_cast<std::int64_t>(std::thread::hardware_concurrency())},
+      {"usable_cpus", static_cast<std::int64_t>(usable_cpus())},
       {"caches",
        {{"l1d_bytes", bytes_or_null(caches.l1d)},
         {"l2_bytes", bytes_or_null(caches.l2)},
@@ -158,6 +160,15 @@ nlohmann::json host_facts() {
       {"transparent_hugepages", transparent_hugepage_mode()},
       {"huge_page_buffers", "buffers of 2 MiB and more: in whole 2 MiB pages, madvise(MADV_HUGEPAGE), touched at allocation, each at its own 256-byte multiple into its first page"},
   };
+}
+
+int usable_cpus() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (::sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+    if (const int count = CPU_COUNT(&mask); count > 0) return count;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::int64_t last_level_cache_bytes() {
