@@ -255,6 +255,38 @@ TEST(CliRun, ThreadsDefaultToTheAffinityMaskAndMoreThanItAreNoted) {
   EXPECT_TRUE(noted) << oversubscribed["notes"].dump();
 }
 
+// OMP_PROC_BIND makes libgomp bind the starting thread to its first place before main(); the
+// re-execution that sets the spin (runner/main.cpp) must not leave the new image that one CPU, nor
+// count it as the process's CPUs: the default team is every CPU of the mask, one thread per place.
+TEST(CliRun, OpenMpBindingKeepsEveryCpuOfTheProcess) {
+  cpu_set_t mask;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(mask), &mask), 0);
+  const int cpus = CPU_COUNT(&mask);
+  TempFolder folder;
+  const auto output = folder / "bound.json";
+  ::setenv("OMP_PROC_BIND", "true", 1);
+  ::setenv("OMP_DISPLAY_AFFINITY", "true", 1);
+  ::setenv("OMP_AFFINITY_FORMAT", "bound thread %n to CPUs %A", 1);
+  const CliResult run = run_cli("run --output '" + output.string() + "'" + kTiny);
+  ::unsetenv("OMP_PROC_BIND");
+  ::unsetenv("OMP_DISPLAY_AFFINITY");
+  ::unsetenv("OMP_AFFINITY_FORMAT");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = testing::read_json(output);
+  EXPECT_EQ(report["workload"]["threads"], cpus);
+  EXPECT_EQ(report["hardware"]["host"]["usable_cpus"], cpus);
+  for (const auto& note : report["notes"]) EXPECT_EQ(note.get<std::string>().find("--threads"), std::string::npos) << note;
+  if (cpus >= 2) {  // the run's teams: thread 0 and thread 1 sat on different CPUs
+    ASSERT_NE(run.err.find("bound thread 0 to CPUs"), std::string::npos) << run.err;
+    ASSERT_NE(run.err.find("bound thread 1 to CPUs"), std::string::npos) << run.err;
+    const auto cpu_of = [&](const std::string& thread) {
+      const std::size_t at = run.err.rfind("bound thread " + thread + " to CPUs ");
+      return run.err.substr(at + 18, run.err.find('\n', at) - at - 18);
+    };
+    EXPECT_NE(cpu_of("0"), cpu_of("1")) << run.err;
+  }
+}
+
 // `arguments` run with the environment variable `name` set to `value` for that run only.
 CliResult run_cli_with_env(const char* name, const char* value, const std::string& arguments) {
   ::setenv(name, value, 1);

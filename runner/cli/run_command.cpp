@@ -18,6 +18,7 @@
 
 #include "runner/backends/cpu/cpu_backend.hpp"
 #include "runner/backends/cpu/host_facts.hpp"
+#include "runner/backends/cpu/usable_cpus.hpp"
 #include "runner/backends/cuda/cuda_entry.hpp"
 #include "runner/backends/cuda/device_probe.hpp"
 #include "mechanisms/common/cpu_isa.hpp"

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "mechanisms/common/feature_maps.hpp"
-#include "runner/backends/cpu/host_facts.hpp"
+#include "runner/backends/cpu/usable_cpus.hpp"
 #include "runner/cli/parse_lists.hpp"
 #include "runner/core/errors.hpp"
 

@@ -1,6 +1,5 @@
 #include "runner/backends/cpu/host_facts.hpp"
 
-#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "build_info.hpp"
+#include "runner/backends/cpu/usable_cpus.hpp"
 
 namespace arch_bench {
 
@@ -160,15 +160,6 @@ nlohmann::json host_facts() {
       {"transparent_hugepages", transparent_hugepage_mode()},
       {"huge_page_buffers", "buffers of 2 MiB and more: in whole 2 MiB pages, madvise(MADV_HUGEPAGE), touched at allocation, each at its own 256-byte multiple into its first page"},
   };
-}
-
-int usable_cpus() {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (::sched_getaffinity(0, sizeof(mask), &mask) == 0) {
-    if (const int count = CPU_COUNT(&mask); count > 0) return count;
-  }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::int64_t last_level_cache_bytes() {
