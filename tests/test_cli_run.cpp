@@ -54,6 +54,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"non_numeric_head_dim", "--head-dim x", "--head-dim"},
                       BadInput{"head_dim_too_wide", "--head-dim 512", "head_dim up to 256"},
                       BadInput{"zero_repeats", "--repeats 0", "--repeats must be a positive integer"},
+                      BadInput{"zero_threads", "--threads 0", "--threads must be a positive integer"},
+                      BadInput{"absurd_threads", "--threads 100000", "--threads 100000: at most"},
                       BadInput{"zero_rounds", "--rounds 0", "--rounds must be a positive integer"},
                       BadInput{"more_rounds_than_repeats", "--repeats 3 --rounds 4",
                                "--rounds must be between 1 and --repeats (3)"},
