@@ -107,7 +107,8 @@ void judge_team_stalls(RowDiff& row, const RowPair& pair) {
 // runner/measure/team_check.hpp). On the 2-vCPU VMs an empty parallel region takes either ~0.6 or
 // ~1.2 us, in spells of seconds to minutes that come from the host (README, "Team latency"), and a
 // step split over the team pays that difference two or three times (its fork and join, and the
-// lines its threads hand each other). A change in the checks' direction and no larger than
+// lines its threads hand each other); a serial step beside a spinning worker can slow in the
+// same spells. A change in the checks' direction and no larger than
 // kTeamLatencyMultiple times their difference is the host's: UNSURE. A larger change is not
 // explained by it and keeps its verdict.
 constexpr double kTeamLatencyDifference = 1.5;
@@ -128,8 +129,8 @@ void judge_team_latency(RowDiff& row, const RowPair& pair) {
   if (change_us > kTeamLatencyMultiple * (slow_check - fast_check)) return;
   row.timing.verdict = Verdict::unsure;
   row.timing.reason = fmt::format("{} by {:+.0f}% ({:.2f} us), but the team answered its checks in {:.2f} vs {:.2f} us "
-                                  "(median team check): a step split over the team pays that a few times, and the "
-                                  "host sets it, not necessarily the kernel",
+                                  "(median team check): the host ran the vCPUs differently (README, Team latency), "
+                                  "not necessarily the kernel",
                                   slower ? "slower" : "faster", 100 * *row.timing.change, change_us, *old_check,
                                   *new_check);
 }
