@@ -127,7 +127,7 @@ constexpr int kSliceVectors = kWideLanes == 16 ? 4 : 2;
 
 // A decode step (one token) keeps no u', so three arrays: four vectors each fit 16 ymm (one spills
 // to an L1 operand). Twice the chains in the removed_values pass, which at two chains waits on FMA
-// latency: 12-14% off an AVX2 decode step on Zen 1 (README, CPU kernels against ggml). The columns
+// latency: 12-14% off an AVX2 decode step on Zen 1 (results/ggml-side-by-side.md, run 13). The columns
 // stay independent, so the outputs are bitwise those of the narrower slices.
 constexpr int kDecodeSliceVectors = 4;
 
