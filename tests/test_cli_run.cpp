@@ -281,9 +281,10 @@ TEST(CliRun, OpenMpBindingKeepsEveryCpuOfTheProcess) {
   if (cpus >= 2) {  // the run's teams: thread 0 and thread 1 sat on different CPUs
     ASSERT_NE(run.err.find("bound thread 0 to CPUs"), std::string::npos) << run.err;
     ASSERT_NE(run.err.find("bound thread 1 to CPUs"), std::string::npos) << run.err;
-    const auto cpu_of = [&](const std::string& thread) {
-      const std::size_t at = run.err.rfind("bound thread " + thread + " to CPUs ");
-      return run.err.substr(at + 18, run.err.find('\n', at) - at - 18);
+    const auto cpu_of = [&](const std::string& thread) {  // the CPU list after the thread's last line's prefix
+      const std::string prefix = "bound thread " + thread + " to CPUs ";
+      const std::size_t from = run.err.rfind(prefix) + prefix.size();
+      return run.err.substr(from, run.err.find('\n', from) - from);
     };
     EXPECT_NE(cpu_of("0"), cpu_of("1")) << run.err;
   }

@@ -6,7 +6,8 @@
 // and one entered after a pause about 50-100 us (a futex wake; every region pays that under
 // OMP_WAIT_POLICY=passive). A decode step of 8 heads x 64 x 64 takes 3-7 us on one thread, so
 // splitting it pays when steps come back to back (a benchmark loop, a decode loop) and costs little
-// otherwise; below these sizes a step runs on the calling thread.
+// otherwise; below these sizes a step runs on the calling thread. rwkv4, whose state is three
+// vectors per head, counts channels instead (kRwkv4ParallelChannels, rwkv4/cpu.cpp).
 #include <cstdint>
 
 namespace arch_bench {

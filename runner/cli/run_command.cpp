@@ -354,11 +354,11 @@ int run(const RunOptions& options, const std::string& command_line) {
   report.workload = workload;
   report.backend = backend_choice.name;
   report.notes = backend_choice.notes;
-  if (report.backend == "cpu" && workload.threads > usable_cpus()) {
+  if (const int cpus = usable_cpus(); report.backend == "cpu" && workload.threads > cpus) {
     report.notes.push_back(fmt::format("--threads {} is more than the {} CPU(s) this process may run on: the threads "
                                        "take turns on the CPUs and a step split over them waits for each turn, so "
                                        "its times measure the scheduler as much as the kernels",
-                                       workload.threads, usable_cpus()));
+                                       workload.threads, cpus));
   }
   if (!profile && report.identity.profile_id.find("CUDA") != std::string::npos && report.backend == "cpu") {
     report.notes.push_back(fmt::format("profile {} is recorded as asked (--profile-id is a label), but this run "
