@@ -11,6 +11,7 @@
 #include "mechanisms/common/cpu_isa.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 
+#include "runner/measure/team_trial.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
 
@@ -56,6 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"zero_repeats", "--repeats 0", "--repeats must be a positive integer"},
                       BadInput{"zero_threads", "--threads 0", "--threads must be a positive integer"},
                       BadInput{"absurd_threads", "--threads 100000", "--threads 100000: at most"},
+                      BadInput{"unknown_team_trial", "--team-trial maybe", "--team-trial: 'maybe' is neither on nor off"},
                       BadInput{"zero_rounds", "--rounds 0", "--rounds must be a positive integer"},
                       BadInput{"more_rounds_than_repeats", "--repeats 3 --rounds 4",
                                "--rounds must be between 1 and --repeats (3)"},
@@ -255,6 +257,43 @@ TEST(CliRun, ThreadsDefaultToTheAffinityMaskAndMoreThanItAreNoted) {
     noted = noted || note.get<std::string>().find("--threads 3 is more than the 1 CPU(s) this process may run on") == 0;
   }
   EXPECT_TRUE(noted) << oversubscribed["notes"].dump();
+}
+
+// The team trial is on by default and recorded: with two threads every CPU row says how many of its
+// samples ran on one thread (the trial's choice, 0 to repeats); off, or on one thread, no row does.
+TEST(CliRun, TheTeamTrialIsRecordedPerRowAndCanBeTurnedOff) {
+  TempFolder folder;
+  const auto trial = folder / "trial.json", off = folder / "off.json", single = folder / "single.json";
+  const CliResult with_trial = run_cli("run --threads 2 --cache hot --output '" + trial.string() + "'" + kTiny);
+  const CliResult without = run_cli("run --threads 2 --team-trial off --output '" + off.string() + "'" + kTiny);
+  const CliResult one = run_cli("run --threads 1 --output '" + single.string() + "'" + kTiny);
+  ASSERT_EQ(with_trial.exit_code, 0) << with_trial.err;
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto tried = testing::read_json(trial), untried = testing::read_json(off), alone = testing::read_json(single);
+  EXPECT_EQ(tried["workload"]["team_trial"], true);
+  EXPECT_EQ(untried["workload"]["team_trial"], false);
+  EXPECT_EQ(tried["settings_sources"]["team_trial"], "mode_default");
+  EXPECT_EQ(untried["settings_sources"]["team_trial"], "command_line");
+  ASSERT_FALSE(tried["metrics"]["rows"].empty());
+  for (const auto& row : tried["metrics"]["rows"]) {
+    ASSERT_TRUE(row["one_thread_samples"].is_number_integer()) << row.dump();
+    EXPECT_GE(row["one_thread_samples"].get<int>(), 0);
+    EXPECT_LE(row["one_thread_samples"].get<int>(), row["repeats"].get<int>());
+    // One visit per row (one round): its samples ran on one thread exactly when the trial's one-thread
+    // median was 5% or more below the team's.
+    ASSERT_TRUE(row["trial_team_median_us"].is_number()) << row.dump();
+    ASSERT_TRUE(row["trial_one_thread_median_us"].is_number()) << row.dump();
+    const bool one_thread_won = row["trial_one_thread_median_us"].get<double>() <=
+                                row["trial_team_median_us"].get<double>() * (1.0 - kOneThreadMargin);
+    EXPECT_EQ(row["one_thread_samples"].get<int>(), one_thread_won ? row["repeats"].get<int>() : 0) << row.dump();
+  }
+  for (const auto* report : {&untried, &alone}) {
+    for (const auto& row : (*report)["metrics"]["rows"]) {
+      EXPECT_TRUE(row["one_thread_samples"].is_null()) << row.dump();
+      EXPECT_TRUE(row["trial_team_median_us"].is_null()) << row.dump();
+    }
+  }
 }
 
 // OMP_PROC_BIND makes libgomp bind the starting thread to its first place before main(); the

@@ -614,6 +614,19 @@ TEST_F(DiffCli, ADifferentOpenMpSpinIsNotedAndTheSameSpinIsNot) {
       << changed.out;
 }
 
+// A report measured with the team trial against one without it (or older than it) is noted.
+TEST_F(DiffCli, ADifferentTeamTrialIsNoted) {
+  json tried = base, untried = base;
+  tried["workload"]["team_trial"] = true;
+  untried["workload"]["team_trial"] = false;
+  const CommandResult changed = diff(untried, tried);
+  const CommandResult same = diff(tried, tried);
+  EXPECT_EQ(changed.exit_code, 0) << changed.out << changed.err;
+  EXPECT_NE(changed.out.find("note: the team trial differs (off or older than it vs on)"), std::string::npos)
+      << changed.out;
+  EXPECT_EQ(same.out.find("team trial"), std::string::npos) << same.out;
+}
+
 TEST_F(DiffCli, TwiceSlowerIsSlowerExitOneUnlessFailOnNever) {
   json slower = base;
   scale_samples(slower, 2.0);

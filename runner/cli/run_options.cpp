@@ -35,6 +35,11 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
   c.add_option("--seed", o.seed, "Seed of the random inputs, 0 to 2^63-1; baseline and candidates share it")
       ->capture_default_str();
   c.add_option("--threads", o.threads, "CPU threads (default: every CPU this process may run on, its affinity mask)");
+  c.add_option("--team-trial", o.team_trial,
+               "on (default): before each visit's samples, a CPU step under 0.2 ms is timed alternately on the "
+               "whole team and on one thread, and the samples run on one thread when it is 5% or more faster (a "
+               "short split step pays the team's fork/join; rows' one_thread_samples); off: every sample on the "
+               "whole team");
   c.add_option("--feature-map", o.feature_map, "linear_attention feature map: elu (elu+1, default) or relu (relu+1)");
   c.add_option("--features", o.features, "performer: comma-separated random feature counts m (default 64,128,256)");
   c.add_option("--state-size", o.state_size, "mamba: state size N per channel (default 16)");
@@ -208,7 +213,7 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   w = defaults;
   nlohmann::json& sources = resolved.sources;
   for (const char* key : {"mode", "sequence_lengths", "batch", "heads", "head_dim", "dtype", "phases", "warmup",
-                          "repeats", "rounds", "cache_state", "threads", "seed", "feature_map", "features", "state_size",
+                          "repeats", "rounds", "cache_state", "threads", "team_trial", "seed", "feature_map", "features", "state_size",
                           "qk_scale", "favor_stabilizer", "device"}) {
     sources[key] = "mode_default";
   }
@@ -260,6 +265,11 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
     else throw UsageError(fmt::format("--cache: '{}' is neither cold nor hot", o.cache));
   }
   w.threads = given("threads", "threads") ? checked_threads(o.threads) : usable_cpus();
+  if (given("team_trial", "team_trial")) {
+    if (o.team_trial == "on") w.team_trial = true;
+    else if (o.team_trial == "off") w.team_trial = false;
+    else throw UsageError(fmt::format("--team-trial: '{}' is neither on nor off", o.team_trial));
+  }
   given("seed", "seed");
   w.seed = parse_seed("--seed", o.seed);
   if (given("feature_map", "feature_map")) {

@@ -26,6 +26,7 @@ struct RunOptions {
   std::string results_dir = "results";
   std::string seed = "0";  // parse_seed(): 0 .. 2^63-1, as the report's schema takes it
   int threads = 0;  // 0: every CPU the process may run on (usable_cpus.hpp)
+  std::string team_trial;  // --team-trial on|off (empty: on)
   std::string timing;                 // --timing: a TimingMethod name (empty: profile or backend default)
   std::int64_t steps_per_sample = 0;  // --steps-per-sample (0: profile or backend default)
   std::string semantic_id, workload_id, profile_id;

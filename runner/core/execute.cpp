@@ -67,6 +67,8 @@ void fail_row(Row& row, std::string kind, std::string reason) {
 // The per-sample host probes of one row, over all its rounds.
 struct HostProbes {
   std::vector<double> contention, memory_gbps, team_checks_us;
+  // Of the visits whose team trial ran (team_trial.hpp): each trial's medians, microseconds.
+  std::vector<double> trial_team_us, trial_one_thread_us;
 };
 
 // One visit of a cell in round `round` of workload.rounds: prepare, one untimed run, then in the
@@ -98,9 +100,16 @@ void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const 
   }
   const std::int64_t samples = samples_in_round(workload.repeats, workload.rounds, round);
   MeasuredSamples measured = measure_cell(*prepared, backend, workload.warmup, samples, workload.cache_state,
-                                          report_progress, workload.timing);
+                                          report_progress, workload.timing, workload.team_trial);
   row.samples_ms.insert(row.samples_ms.end(), measured.samples_ms.begin(), measured.samples_ms.end());
   row.allocations_during_timing += measured.allocations_during_timing;
+  if (measured.team_trial) {
+    row.one_thread_samples = row.one_thread_samples.value_or(0) + measured.one_thread_samples;
+    if (measured.team_trial->pairs > 0) {
+      probes.trial_team_us.push_back(measured.team_trial->team_median_ms * 1e3);
+      probes.trial_one_thread_us.push_back(measured.team_trial->one_thread_median_ms * 1e3);
+    }
+  }
   probes.contention.insert(probes.contention.end(), measured.contention_ratios.begin(),
                            measured.contention_ratios.end());
   probes.memory_gbps.insert(probes.memory_gbps.end(), measured.memory_gbps.begin(), measured.memory_gbps.end());
@@ -121,6 +130,10 @@ void finish_row(Row& row, const HostProbes& probes, const Ceilings& ceilings) {
   if (!probes.team_checks_us.empty()) {
     row.team_stalled_samples = count_team_stalls(probes.team_checks_us);
     row.team_check_median_us = summarize(probes.team_checks_us).median;
+  }
+  if (!probes.trial_team_us.empty()) {
+    row.trial_team_median_us = summarize(probes.trial_team_us).median;
+    row.trial_one_thread_median_us = summarize(probes.trial_one_thread_us).median;
   }
   row.stats = summarize(row.samples_ms);
   attach_rates(row, ceilings);

@@ -61,6 +61,12 @@ struct Row {
   // how many found a worker that did not answer (its vCPU not running), and their median in us.
   std::optional<std::int64_t> team_stalled_samples;
   std::optional<double> team_check_median_us;
+  // CPU, team of two or more, under the team trial (runner/measure/team_trial.hpp): of the samples,
+  // how many ran on one thread because the visit's trial found it faster than the team.
+  std::optional<std::int64_t> one_thread_samples;
+  // Of the visits whose trial timed both sides (the step under kTeamTrialMaxStepMs): the median over
+  // those visits of each trial's team and one-thread medians, in us; what splitting the step gave.
+  std::optional<double> trial_team_median_us, trial_one_thread_median_us;
   std::string cpu_kernel_isa;  // CPU rows: PreparedCell::cpu_kernel_isa(); empty otherwise
   Accuracy accuracy;
   double tolerance = 0;  // max_rel_error accepted for the dtype

@@ -34,6 +34,10 @@ struct Workload {
   CacheState cache_state = CacheState::cold;
   TimingPlan timing;  // steady_clock on the CPU; cuda_events[_batched] or cuda_graph on the GPU
   int threads = 1;
+  // CPU, two threads or more: before each visit's samples, time a short step (under 0.2 ms) on the
+  // team and on one thread, and take the samples on the faster (runner/measure/team_trial.hpp).
+  // Off: every sample on the whole team, split or not as each kernel's fixed threshold says.
+  bool team_trial = true;
   std::uint64_t seed = 0;
   MechanismOptions options;           // feature map, state size, ...
   std::vector<std::int64_t> features; // performer: m values swept (a workload axis)

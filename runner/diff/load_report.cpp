@@ -72,15 +72,33 @@ std::string wait_setting(const std::string& policy) {
   return policy.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
+// Whether the report's samples of short CPU steps could run on one thread (workload.team_trial; a
+// report older than the trial ran every sample on the team).
+bool team_trial_of(const LoadedReport& report) {
+  const nlohmann::json& workload = report.document.at("workload");
+  const auto trial = workload.find("team_trial");
+  return trial != workload.end() && trial->is_boolean() && trial->get<bool>();
+}
+
 }  // namespace
 
 std::vector<std::string> environment_notes(const LoadedReport& old_report, const LoadedReport& new_report) {
+  std::vector<std::string> notes;
   const std::string old_policy = string_at(old_report.document, "/workload/omp_wait_policy");
   const std::string new_policy = string_at(new_report.document, "/workload/omp_wait_policy");
-  if (old_policy.empty() || new_policy.empty() || wait_setting(old_policy) == wait_setting(new_policy)) return {};
-  return {fmt::format("the OpenMP wait policy differs ('{}' vs '{}'): split steps of a few microseconds can move "
-                      "with it, so read their verdicts with that in mind",
-                      clipped(old_policy), clipped(new_policy))};
+  if (!old_policy.empty() && !new_policy.empty() && wait_setting(old_policy) != wait_setting(new_policy)) {
+    notes.push_back(fmt::format("the OpenMP wait policy differs ('{}' vs '{}'): split steps of a few microseconds "
+                                "can move with it, so read their verdicts with that in mind",
+                                clipped(old_policy), clipped(new_policy)));
+  }
+  const bool old_trial = team_trial_of(old_report), new_trial = team_trial_of(new_report);
+  if (old_trial != new_trial) {
+    notes.push_back(fmt::format("the team trial differs ({} vs {}): with it, a short CPU step's samples run on one "
+                                "thread where that was faster (rows' one_thread_samples), so split decode steps "
+                                "can move with it",
+                                old_trial ? "on" : "off or older than it", new_trial ? "on" : "off or older than it"));
+  }
+  return notes;
 }
 
 void validate_report(const LoadedReport& report) {

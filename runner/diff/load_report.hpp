@@ -29,7 +29,8 @@ std::vector<std::string> check_comparable(const LoadedReport& old_report, const 
 
 // Differences of the measuring environment that do not make two reports incomparable but can move
 // their times, one note each: the OpenMP wait policy (workload.omp_wait_policy, compared by its
-// GOMP_SPINCOUNT or OMP_WAIT_POLICY, not by its reason). Call after validation.
+// GOMP_SPINCOUNT or OMP_WAIT_POLICY, not by its reason) and the team trial (workload.team_trial,
+// absent in older reports: off). Call after validation.
 std::vector<std::string> environment_notes(const LoadedReport& old_report, const LoadedReport& new_report);
 
 // Checks the document against schemas/result.schema.json (the first violations in the message).

@@ -13,6 +13,7 @@
 #include "runner/measure/memory_probe.hpp"
 #include "runner/measure/statistics.hpp"
 #include "runner/measure/team_check.hpp"
+#include "runner/measure/team_trial.hpp"
 
 namespace arch_bench {
 
@@ -42,6 +43,19 @@ void stop_if_interrupted(std::int64_t done, std::int64_t total) {
   }
 }
 
+// Puts the OpenMP team back to its size when a visit ends, thrown out of or not: the samples may
+// run on fewer threads (the team trial), every probe and every later cell on the whole team.
+class TeamSizeGuard {
+ public:
+  explicit TeamSizeGuard(int team) : team_(team) {}
+  TeamSizeGuard(const TeamSizeGuard&) = delete;
+  TeamSizeGuard& operator=(const TeamSizeGuard&) = delete;
+  ~TeamSizeGuard() { omp_set_num_threads(team_); }
+
+ private:
+  int team_;
+};
+
 std::int64_t buffer_bytes(const PreparedCell& cell) {
   std::int64_t bytes = 0;
   for (const ByteSpan& span : cell.buffers()) bytes += static_cast<std::int64_t>(span.size());
@@ -52,7 +66,7 @@ std::int64_t buffer_bytes(const PreparedCell& cell) {
 
 MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t warmup,
                              std::int64_t repeats, CacheState cache,
-                             const SampleProgress& progress, const TimingPlan& timing) {
+                             const SampleProgress& progress, const TimingPlan& timing, bool team_trial) {
   if (warmup < 0) {
     throw std::invalid_argument("warmup must be >= 0 (got " + std::to_string(warmup) + ")");
   }
@@ -90,6 +104,26 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
     memory_probe.emplace(MemoryProbe::Reading::warm, warm_probe_bytes());
   }
   if (memory_probe) measured.memory_gbps.reserve(static_cast<std::size_t>(repeats));
+  // Only the timed call runs on `threads`; the probes around it read the whole team.
+  const int team = omp_get_max_threads();
+  const TeamSizeGuard restore_team(team);
+  const auto timed_sample_ms = [&](int threads) {
+    omp_set_num_threads(threads);
+    const double ms = timer->sample_ms() / steps;
+    omp_set_num_threads(team);
+    return ms;
+  };
+  int sample_threads = team;
+  if (on_cpu && team_trial && team >= 2) {
+    // The trial's samples as the visit's are taken: evicted when cold, each after a team wake-up
+    // (the probe before every sample below is one), so both sides start from the state the samples do.
+    measured.team_trial = run_team_trial(team, [&](int threads) {
+      if (cache == CacheState::cold) backend.evict(cell.buffers());
+      team_check_us();
+      return timed_sample_ms(threads);
+    });
+    sample_threads = measured.team_trial->threads;
+  }
   for (std::int64_t i = 0; i < repeats; ++i) {
     stop_if_interrupted(done, total);
     // Before the eviction, so that whatever the probe's read displaced, the cell's buffers are then
@@ -110,7 +144,8 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
     // on this 2-vCPU VM, 150-600 us when the host is busy, against 5-20 us for a split decode step).
     // Just after the probe the team is spinning when the sample starts.
     if (on_cpu) measured.contention_ratios.push_back(team_contention_ratio());
-    measured.samples_ms.push_back(timer->sample_ms() / steps);
+    measured.samples_ms.push_back(timed_sample_ms(sample_threads));
+    if (sample_threads < team) ++measured.one_thread_samples;
     // Just after, while the team still spins: a worker that does not answer at once was not running.
     if (on_cpu) {
       if (const std::optional<double> check = team_check_us()) measured.team_checks_us.push_back(*check);

@@ -9,6 +9,7 @@
 #include "mechanisms/mechanism.hpp"
 #include "runner/backends/backend.hpp"
 #include "runner/core/workload.hpp"
+#include "runner/measure/team_trial.hpp"
 
 namespace arch_bench {
 
@@ -24,6 +25,10 @@ struct MeasuredSamples {
   std::vector<double> memory_gbps;
   // CPU backend, team of two or more: team_check_us() taken just after each timed sample.
   std::vector<double> team_checks_us;
+  // CPU, team of two or more, team trial asked for: what it measured, and how many samples then ran
+  // on one thread (all of them or none).
+  std::optional<TeamTrial> team_trial;
+  std::int64_t one_thread_samples = 0;
 };
 
 // Reports (calls of run() done, warmup + repeats) every tenth of the way and at the end.
@@ -34,10 +39,13 @@ using SampleProgress = std::function<void(std::int64_t done, std::int64_t total)
 // cell.buffers() before every timed sample, outside the timed region; hot does nothing extra.
 // `progress` may be empty; it is called at most ~10 times. Throws std::invalid_argument when
 // warmup < 0 or repeats < 1, and CellFailure("interrupted") when a stop was requested
-// (runner/core/interrupt.hpp) between samples.
+// (runner/core/interrupt.hpp) between samples. `team_trial` (CPU, a team of two or more): before
+// the samples, run_team_trial() times the step on the whole team and on one thread, and the samples
+// run on the faster (team_trial.hpp); the team is restored when the call returns or throws.
 MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t warmup,
                              std::int64_t repeats, CacheState cache,
-                             const SampleProgress& progress = {}, const TimingPlan& timing = {});
+                             const SampleProgress& progress = {}, const TimingPlan& timing = {},
+                             bool team_trial = false);
 
 // What launching costs per timed unit: the median per-step time of `steps` back-to-back launches
 // between events minus that of the same steps replayed from a CUDA graph, over `samples` hot

@@ -124,6 +124,9 @@ Row row_from_json(const json& r) {
   row.host_memory_gbps = optional_number(r, "host_memory_gbps");
   row.team_stalled_samples = optional_integer(r, "team_stalled_samples");
   row.team_check_median_us = optional_number(r, "team_check_median_us");
+  row.one_thread_samples = optional_integer(r, "one_thread_samples");
+  row.trial_team_median_us = optional_number(r, "trial_team_median_us");
+  row.trial_one_thread_median_us = optional_number(r, "trial_one_thread_median_us");
   if (const auto isa = r.find("cpu_kernel_isa"); isa != r.end() && isa->is_string()) row.cpu_kernel_isa = isa->get<std::string>();
   row.device_free_before_bytes = optional_integer(r, "device_free_before_bytes");
   row.device_free_after_bytes = optional_integer(r, "device_free_after_bytes");
@@ -170,6 +173,7 @@ Workload workload_from_report(const json& report, const Mode& mode) {
   w.rounds = integer_or(block, "rounds", 1);
   w.cache_state = text_or(block, "cache_state", "cold") == "hot" ? CacheState::hot : CacheState::cold;
   w.threads = static_cast<int>(integer_or(block, "threads", w.threads));
+  w.team_trial = block.value("team_trial", false);  // reports older than the trial ran without it
   w.seed = required(block, "seed").get<std::uint64_t>();
   w.options = options_from(block.value("options", json(nullptr)), w.options);
   if (block.contains("features")) w.features = integers(block["features"], "workload.features");

@@ -1,0 +1,35 @@
+#include "runner/measure/team_trial.hpp"
+
+#include <vector>
+
+#include "runner/measure/statistics.hpp"
+
+namespace arch_bench {
+
+TeamTrial run_team_trial(int team, const std::function<double(int threads)>& sample_ms) {
+  TeamTrial trial;
+  trial.threads = team;
+  if (team < 2) return trial;
+  // The first team sample only screens out long steps: it follows the warmup, whose last step may
+  // have left the team in a different state than the alternation below does.
+  if (sample_ms(team) > kTeamTrialMaxStepMs) return trial;
+  std::vector<double> one_thread, whole_team;
+  // Blocks of samples, not single ones: a step's state moves to the caches of whichever threads ran
+  // it, so the first step after a switch pays for moving it (on the 2-vCPU VM one thread took
+  // 2.7-4.8 us right after the team's steps against 2.4 us on its own) and is not kept.
+  const auto block = [&](int threads, std::vector<double>& kept) {
+    sample_ms(threads);
+    for (std::int64_t i = 0; i < kTeamTrialSamplesPerBlock; ++i) kept.push_back(sample_ms(threads));
+  };
+  for (std::int64_t i = 0; i < kTeamTrialPairs; ++i) {
+    block(1, one_thread);
+    block(team, whole_team);
+  }
+  trial.pairs = kTeamTrialPairs;
+  trial.team_median_ms = summarize(whole_team).median;
+  trial.one_thread_median_ms = summarize(one_thread).median;
+  if (trial.one_thread_median_ms <= trial.team_median_ms * (1.0 - kOneThreadMargin)) trial.threads = 1;
+  return trial;
+}
+
+}  // namespace arch_bench

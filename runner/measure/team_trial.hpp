@@ -1,0 +1,41 @@
+#pragma once
+// Whether a short CPU step runs faster on the whole OpenMP team or on one thread, measured before a
+// visit's samples. A kernel splits a step over the team above a fixed size (parallel_policy.hpp),
+// a size that pays when the team answers a fork/join in ~0.6 us. On a shared host the team answers
+// in ~1.2 us for spells of seconds to minutes (README, "Team latency"), and a split decode step of
+// 8 heads x 64 is then 1.6-2.1 us slower: linear attention's 2.2 us split step takes 3.4-3.8 us
+// against 2.4 us on one thread. A kernel cannot tell the spell; the sampler can, by timing both.
+#include <cstdint>
+#include <functional>
+
+namespace arch_bench {
+
+struct TeamTrial {
+  int threads = 1;                   // what the visit's samples run on: the team, or 1
+  std::int64_t pairs = 0;            // alternated pairs of blocks timed; 0 when the trial did not run
+  double team_median_ms = 0;         // of the team's samples in the trial (0 when it did not run)
+  double one_thread_median_ms = 0;   // of the one-thread samples
+};
+
+// A step slower than this keeps the team untried: a fork/join, even a slow spell's, is under 1%
+// of it, and one-thread samples of a long step would cost the run more than they could tell.
+inline constexpr double kTeamTrialMaxStepMs = 0.2;
+
+// Alternated pairs of blocks (one thread, then the team), each block one untimed sample and this
+// many kept; the medians of the kept samples decide.
+inline constexpr std::int64_t kTeamTrialPairs = 4;
+inline constexpr std::int64_t kTeamTrialSamplesPerBlock = 3;
+
+// One thread takes the samples only when its median is at least this much below the team's: at
+// equal speed the team stays, so a step that does not split (below its kernel's threshold) or a
+// noisy trial changes nothing.
+inline constexpr double kOneThreadMargin = 0.05;
+
+// `sample_ms(threads)` times one sample with the given team size (the caller sets it and restores
+// the team afterwards). The team is timed first; a step longer than kTeamTrialMaxStepMs, or a team
+// of one, ends the trial there (pairs = 0) and keeps the team. Otherwise kTeamTrialPairs pairs of
+// blocks (one thread, then the team), and `threads` is 1 when one thread's median is at least
+// kOneThreadMargin below the team's.
+TeamTrial run_team_trial(int team, const std::function<double(int threads)>& sample_ms);
+
+}  // namespace arch_bench

@@ -1,0 +1,184 @@
+// The team trial (runner/measure/team_trial.hpp): which team size takes a visit's samples, from
+// scripted sample times, and how measure_cell runs the samples and probes around it. The times are
+// scripted, so these tests check the choice and the bookkeeping, never how long anything took.
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include "mechanisms/registry.hpp"
+#include "runner/backends/cpu/cpu_backend.hpp"
+#include "runner/core/dtype.hpp"
+#include "runner/measure/sampler.hpp"
+#include "runner/measure/team_trial.hpp"
+#include "runner/modes/mode.hpp"
+
+namespace arch_bench {
+namespace {
+
+// Answers sample_ms(threads) from a fixed time per team size and logs every call's team size.
+struct ScriptedSteps {
+  explicit ScriptedSteps(double one_thread = 0.002, double team = 0.002) : one_thread_ms(one_thread), team_ms(team) {}
+  double one_thread_ms, team_ms;
+  std::vector<int> calls;
+  double operator()(int threads) {
+    calls.push_back(threads);
+    return threads == 1 ? one_thread_ms : team_ms;
+  }
+};
+
+TeamTrial trial_of(int team, ScriptedSteps& steps) {
+  return run_team_trial(team, [&](int threads) { return steps(threads); });
+}
+
+TEST(TeamTrial, OneThreadTakesTheSamplesWhenItIsFasterByTheMargin) {
+  ScriptedSteps steps(0.0024, 0.0038);  // a slow spell's split step
+  const TeamTrial trial = trial_of(2, steps);
+  EXPECT_EQ(trial.threads, 1);
+  EXPECT_EQ(trial.pairs, kTeamTrialPairs);
+  EXPECT_DOUBLE_EQ(trial.one_thread_median_ms, 0.0024);
+  EXPECT_DOUBLE_EQ(trial.team_median_ms, 0.0038);
+  // The screening sample, then per pair a block of one thread and a block of the team, each one
+  // untimed sample and kTeamTrialSamplesPerBlock kept.
+  std::vector<int> expected{2};
+  for (std::int64_t pair = 0; pair < kTeamTrialPairs; ++pair) {
+    expected.insert(expected.end(), kTeamTrialSamplesPerBlock + 1, 1);
+    expected.insert(expected.end(), kTeamTrialSamplesPerBlock + 1, 2);
+  }
+  EXPECT_EQ(steps.calls, expected);
+}
+
+TEST(TeamTrial, TheTeamStaysAtEqualSpeedAndWithinTheMargin) {
+  for (const double one_thread_ms : {0.002, 0.0021, 0.002 * (1.0 - kOneThreadMargin / 2)}) {
+    ScriptedSteps steps(one_thread_ms, 0.002);
+    EXPECT_EQ(trial_of(4, steps).threads, 4) << one_thread_ms;
+  }
+  ScriptedSteps faster(0.002 * (1.0 - 2 * kOneThreadMargin), 0.002);
+  EXPECT_EQ(trial_of(4, faster).threads, 1);
+}
+
+TEST(TeamTrial, ALongStepOrATeamOfOneIsNotTried) {
+  ScriptedSteps long_step(0.001, kTeamTrialMaxStepMs * 1.5);
+  const TeamTrial kept = trial_of(2, long_step);
+  EXPECT_EQ(kept.threads, 2);
+  EXPECT_EQ(kept.pairs, 0);
+  EXPECT_EQ(long_step.calls, std::vector<int>{2});  // one screening sample, then nothing
+
+  ScriptedSteps alone;
+  const TeamTrial single = trial_of(1, alone);
+  EXPECT_EQ(single.threads, 1);
+  EXPECT_EQ(single.pairs, 0);
+  EXPECT_TRUE(alone.calls.empty());
+}
+
+// The first sample after a switch of team size pays for moving the state between the threads'
+// caches; it is timed but not kept, so a 10x first step changes neither median.
+TEST(TeamTrial, TheFirstSampleOfEveryBlockIsNotKept) {
+  int last = 0;
+  std::vector<int> calls;
+  const TeamTrial trial = run_team_trial(2, [&](int threads) {
+    const bool switched = threads != last;
+    last = threads;
+    calls.push_back(threads);
+    const double steady = threads == 1 ? 0.0030 : 0.0020;
+    return switched && calls.size() > 1 ? steady * 10 : steady;
+  });
+  EXPECT_EQ(trial.threads, 2);
+  EXPECT_DOUBLE_EQ(trial.one_thread_median_ms, 0.0030);
+  EXPECT_DOUBLE_EQ(trial.team_median_ms, 0.0020);
+}
+
+// A CPU backend whose clock says how many threads the timed call was given: 2 us on one thread,
+// 4 us on more (a slow spell's split step), so the trial must choose one thread.
+class TeamSizedClock final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  Allocator& allocator() override { return allocator_; }
+  double time_ms(const std::function<void()>& work) override {
+    work();
+    timed_team_sizes.push_back(omp_get_max_threads());
+    return timed_team_sizes.back() == 1 ? 0.002 : 0.004;
+  }
+  void evict(std::span<const ByteSpan>) override {}
+  nlohmann::json facts() const override { return nlohmann::json::object(); }
+  std::vector<int> timed_team_sizes;
+
+ private:
+  class Heap final : public Allocator {
+   protected:
+    void* raw_allocate(std::size_t bytes) override { return std::malloc(bytes == 0 ? 1 : bytes); }
+    void raw_deallocate(void* pointer, std::size_t) noexcept override { std::free(pointer); }
+  } allocator_;
+};
+
+class EmptyCell final : public PreparedCell {
+ public:
+  void run() override {}
+  Accuracy check() const override { return {}; }
+  std::vector<ByteSpan> buffers() const override { return {}; }
+};
+
+class TeamOfTwo : public ::testing::Test {
+ protected:
+  void SetUp() override { omp_set_num_threads(2); }
+  void TearDown() override { omp_set_num_threads(threads_before_); }
+
+ private:
+  int threads_before_ = omp_get_max_threads();
+};
+
+TEST_F(TeamOfTwo, SamplesRunOnTheTrialsChoiceAndTheProbesOnTheWholeTeam) {
+  TeamSizedClock backend;
+  EmptyCell cell;
+  const MeasuredSamples measured = measure_cell(cell, backend, 1, 5, CacheState::hot, {}, {}, true);
+  ASSERT_TRUE(measured.team_trial.has_value());
+  EXPECT_EQ(measured.team_trial->threads, 1);
+  EXPECT_EQ(measured.one_thread_samples, 5);
+  EXPECT_EQ(measured.samples_ms, std::vector<double>(5, 0.002));
+  // The probes still read the team of two after every one-thread sample, and the team is whole again.
+  EXPECT_EQ(measured.team_checks_us.size(), 5u);
+  EXPECT_EQ(measured.contention_ratios.size(), 5u);
+  EXPECT_EQ(omp_get_max_threads(), 2);
+}
+
+TEST_F(TeamOfTwo, WithoutTheTrialEverySampleRunsOnTheTeam) {
+  TeamSizedClock backend;
+  EmptyCell cell;
+  const MeasuredSamples measured = measure_cell(cell, backend, 1, 5, CacheState::hot, {}, {}, false);
+  EXPECT_FALSE(measured.team_trial.has_value());
+  EXPECT_EQ(measured.one_thread_samples, 0);
+  EXPECT_EQ(backend.timed_team_sizes, std::vector<int>(5, 2));
+}
+
+// The trial runs a cell prepared for the team on one thread: every landscape mechanism's step, decode
+// and prefill, stays within its dtype's tolerance of the fp64 reference run that way (a kernel that
+// sized its work by the team at prepare time and indexed it by thread would leave parts unwritten).
+TEST_F(TeamOfTwo, EveryMechanismPreparedForTheTeamIsRightOnOneThread) {
+  CpuBackend backend;
+  const Mode* landscape = find_mode("landscape");
+  ASSERT_NE(landscape, nullptr);
+  for (const Arm& arm : landscape->arms(landscape->defaults().workload)) {
+    for (const Phase phase : {Phase::decode, Phase::prefill}) {
+      Cell cell;
+      cell.mechanism = arm.mechanism;
+      cell.options = arm.options;
+      cell.phase = phase;
+      cell.sequence_length = 80;
+      cell.dtype = DType::float32;
+      const Mechanism* mechanism = find_mechanism(arm.mechanism);
+      ASSERT_NE(mechanism, nullptr) << arm.mechanism;
+      const auto prepared = mechanism->prepare(cell, 7, backend);
+      omp_set_num_threads(1);
+      prepared->run();
+      omp_set_num_threads(2);
+      const Accuracy accuracy = prepared->check();
+      EXPECT_TRUE(accuracy.output_finite) << arm.mechanism << " " << phase_name(phase);
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << arm.mechanism << " " << phase_name(phase);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace arch_bench
