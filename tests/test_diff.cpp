@@ -415,6 +415,35 @@ TEST(DiffCompare, ASlowdownUnderDifferentHostContentionIsUnsureNotSlower) {
   EXPECT_EQ(diff_of(slower_uncontended, old_contended).summary.verdicts.at(Verdict::faster), 4);
 }
 
+// Issue 16: under the 1.2x bound, a change is judged at equal contention (time / probe): a 7%
+// slowdown with the probe 8% higher is the host's (UNSURE, both numbers in the reason); a 20% one
+// keeps SLOWER and says it is +11% at equal contention; the probe moving the other way explains
+// nothing; a speed-up the probe more than accounts for is UNSURE too.
+TEST(DiffCompare, AChangeTheContentionProbeAccountsForIsUnsure) {
+  json old_report = make_report();
+  for (json& row : rows_of(old_report)) row["host_contention"] = 1.2;
+  const auto measured = [&](double time_factor, double contention) {
+    json report = old_report;
+    scale_samples(report, time_factor);
+    for (json& row : rows_of(report)) row["host_contention"] = contention;
+    return report;
+  };
+  const DiffResult slightly = diff_of(old_report, measured(1.07, 1.3));
+  EXPECT_EQ(slightly.summary.verdicts.at(Verdict::unsure), 4);
+  for (const RowDiff& row : slightly.rows) {
+    EXPECT_NE(row.reason.find("contended the core 1.20 vs 1.30 (probe); at equal contention the change is -1.2%"),
+              std::string::npos)
+        << row.reason;
+  }
+  const DiffResult clearly = diff_of(old_report, measured(1.20, 1.3));
+  EXPECT_EQ(clearly.summary.verdicts.at(Verdict::slower), 4);
+  for (const RowDiff& row : clearly.rows) {
+    EXPECT_NE(row.reason.find("+11% at equal contention"), std::string::npos) << row.reason;
+  }
+  EXPECT_EQ(diff_of(old_report, measured(1.07, 1.15)).summary.verdicts.at(Verdict::slower), 4);
+  EXPECT_EQ(diff_of(measured(1.0, 1.35), measured(0.93, 1.2)).summary.verdicts.at(Verdict::unsure), 4);
+}
+
 // Issue 16: a slowdown whose samples were followed by a missing worker (team check) markedly more
 // often than the old row's is the host's scheduling: UNSURE with both counts. A difference of under
 // a tenth of the samples, stalls on the faster side, or a row without checks leaves it SLOWER; a

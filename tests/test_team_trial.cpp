@@ -73,6 +73,22 @@ TEST(TeamTrial, ALongStepOrATeamOfOneIsNotTried) {
   EXPECT_TRUE(alone.calls.empty());
 }
 
+// The warmup's fastest call screens when there is one: no screening sample is taken, a stalled
+// sample cannot make a short step look long, and a long step is still left alone.
+TEST(TeamTrial, TheFastestWarmupCallScreensInsteadOfASample) {
+  ScriptedSteps stalled(0.0024, 0.0038);
+  const TeamTrial trial = run_team_trial(2, [&](int threads) { return stalled(threads); }, 0.0035);
+  EXPECT_EQ(trial.threads, 1);
+  EXPECT_EQ(stalled.calls.size(), static_cast<std::size_t>(2 * kTeamTrialPairs * (kTeamTrialSamplesPerBlock + 1)));
+  EXPECT_EQ(stalled.calls.front(), 1);  // straight to the first one-thread block
+
+  ScriptedSteps long_step(0.001, 0.001);
+  const TeamTrial kept = run_team_trial(2, [&](int threads) { return long_step(threads); }, kTeamTrialMaxStepMs * 2);
+  EXPECT_EQ(kept.threads, 2);
+  EXPECT_EQ(kept.pairs, 0);
+  EXPECT_TRUE(long_step.calls.empty());
+}
+
 // The first sample after a switch of team size pays for moving the state between the threads'
 // caches; it is timed but not kept, so a 10x first step changes neither median.
 TEST(TeamTrial, TheFirstSampleOfEveryBlockIsNotKept) {

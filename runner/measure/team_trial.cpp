@@ -6,13 +6,15 @@
 
 namespace arch_bench {
 
-TeamTrial run_team_trial(int team, const std::function<double(int threads)>& sample_ms) {
+TeamTrial run_team_trial(int team, const std::function<double(int threads)>& sample_ms,
+                         std::optional<double> fastest_team_ms) {
   TeamTrial trial;
   trial.threads = team;
   if (team < 2) return trial;
-  // The first team sample only screens out long steps: it follows the warmup, whose last step may
-  // have left the team in a different state than the alternation below does.
-  if (sample_ms(team) > kTeamTrialMaxStepMs) return trial;
+  // A screening sample is not kept: it follows the warmup, whose last step may have left the team
+  // in a different state than the alternation below does.
+  const double step_ms = fastest_team_ms ? *fastest_team_ms : sample_ms(team);
+  if (step_ms > kTeamTrialMaxStepMs) return trial;
   std::vector<double> one_thread, whole_team;
   // Blocks of samples, not single ones: a step's state moves to the caches of whichever threads ran
   // it, so the first step after a switch pays for moving it (on the 2-vCPU VM one thread took

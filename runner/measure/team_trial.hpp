@@ -7,6 +7,7 @@
 // against 2.4 us on one thread. A kernel cannot tell the spell; the sampler can, by timing both.
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace arch_bench {
 
@@ -32,10 +33,13 @@ inline constexpr std::int64_t kTeamTrialSamplesPerBlock = 3;
 inline constexpr double kOneThreadMargin = 0.05;
 
 // `sample_ms(threads)` times one sample with the given team size (the caller sets it and restores
-// the team afterwards). The team is timed first; a step longer than kTeamTrialMaxStepMs, or a team
-// of one, ends the trial there (pairs = 0) and keeps the team. Otherwise kTeamTrialPairs pairs of
-// blocks (one thread, then the team), and `threads` is 1 when one thread's median is at least
-// kOneThreadMargin below the team's.
-TeamTrial run_team_trial(int team, const std::function<double(int threads)>& sample_ms);
+// the team afterwards). A team of one, or a step longer than kTeamTrialMaxStepMs, ends the trial
+// (pairs = 0) and keeps the team. The step's length is `fastest_team_ms` when the caller has one
+// (the fastest warmup call: a worker whose vCPU the host took away makes single calls take 100 us
+// to milliseconds, and the screen must not mistake that for a long step), else one team sample.
+// Otherwise kTeamTrialPairs pairs of blocks (one thread, then the team), and `threads` is 1 when one
+// thread's median is at least kOneThreadMargin below the team's.
+TeamTrial run_team_trial(int team, const std::function<double(int threads)>& sample_ms,
+                         std::optional<double> fastest_team_ms = std::nullopt);
 
 }  // namespace arch_bench
