@@ -22,7 +22,8 @@ namespace arch_bench {
 namespace {
 constexpr const char* kExitCodes =
     "Verdicts per row (from samples_ms): SAME (|median change| < --min-effect), FASTER / SLOWER (p < --alpha and "
-    "|change| >= --min-effect), UNSURE (fewer than 8 samples a side, or a large change that is not significant), "
+    "|change| >= --min-effect), UNSURE (fewer than 8 samples a side, a large change that is not significant, or a change the host's "
+    "probes explain: contention, team stalls or latency, memory bandwidth; the reason names the probe), "
     "ADDED / REMOVED (row in one report only; reported, never failing).\n"
     "Structural regressions (state_bytes grew, peak memory grew > 10% and > 64 KiB, output_finite or "
     "within_tolerance true -> false, status ok -> failed/skipped, decision verdict or evidence level lowered) "
