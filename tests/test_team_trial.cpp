@@ -3,6 +3,8 @@
 // scripted, so these tests check the choice and the bookkeeping, never how long anything took.
 #include <cstdlib>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/team_trial.hpp"
 #include "runner/modes/mode.hpp"
+#include "runner/report/team_trial_note.hpp"
 
 namespace arch_bench {
 namespace {
@@ -104,6 +107,32 @@ TEST(TeamTrial, TheFirstSampleOfEveryBlockIsNotKept) {
   EXPECT_EQ(trial.threads, 2);
   EXPECT_DOUBLE_EQ(trial.one_thread_median_ms, 0.0030);
   EXPECT_DOUBLE_EQ(trial.team_median_ms, 0.0020);
+}
+
+Row trial_row(const std::string& mechanism, std::int64_t length, std::optional<std::int64_t> one_thread_samples) {
+  Row row;
+  row.cell.mechanism = mechanism;
+  row.cell.sequence_length = length;
+  row.samples_ms.assign(40, 0.003);
+  row.one_thread_samples = one_thread_samples;
+  row.trial_team_median_us = 4.2;
+  row.trial_one_thread_median_us = 2.8;
+  return row;
+}
+
+// The run's note names the rows that ran on one thread, with their counts and trial medians, and
+// says nothing when none did (or no trial ran).
+TEST(TeamTrialNote, NamesTheRowsThatRanOnOneThread) {
+  EXPECT_FALSE(team_trial_note(std::vector<Row>{trial_row("mamba", 512, 0), trial_row("rwkv7", 512, std::nullopt)}));
+  std::vector<Row> rows{trial_row("linear_attention", 2048, 40), trial_row("mamba", 2048, 0)};
+  for (int i = 0; i < 5; ++i) rows.push_back(trial_row("rwkv6", 512 << i, 10));
+  const std::optional<std::string> note = team_trial_note(rows);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->find("team trial: 6 of 7 row(s) took samples on one thread"), 0u) << *note;
+  EXPECT_NE(note->find("linear_attention decode L=2048 (40 of 40 samples; trial 2.80 vs 4.20 us)"), std::string::npos)
+      << *note;
+  EXPECT_EQ(note->find("mamba"), std::string::npos) << *note;
+  EXPECT_NE(note->find(", and 2 more"), std::string::npos) << *note;
 }
 
 // A CPU backend whose clock says how many threads the timed call was given: 2 us on one thread,

@@ -48,6 +48,7 @@
 #include "runner/report/console_table.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
+#include "runner/report/team_trial_note.hpp"
 #include "runner/shard/shard.hpp"
 
 namespace arch_bench {
@@ -444,6 +445,7 @@ int run(const RunOptions& options, const std::string& command_line) {
       report.failure = Failure{row.failure_kind.empty() ? "mechanism_error" : row.failure_kind, row.reason, row.cell};
     }
   }
+  if (const std::optional<std::string> note = team_trial_note(report.rows)) report.notes.push_back(*note);
   if (profile) {
     for (const std::string& note : noisy_row_notes(report.rows, profile->thresholds.max_rel_stdev)) {
       report.notes.push_back(note);
