@@ -86,6 +86,22 @@ TEST(ReportSummary, OneReportHasItsDecisionCrossoverAndATablePerPhase) {
   EXPECT_EQ(table.rows[2][column("state")], "16 MiB");
 }
 
+// The workload fact says when short steps may have run on one thread (workload.team_trial), and
+// says nothing of it for a report older than the trial or one run with it off.
+TEST(ReportSummary, TheWorkloadFactNamesTheTeamTrial) {
+  LoadedReport report = read_report(kLinearReport);
+  report.document["workload"].erase("team_trial");
+  const auto workload_fact = [](const LoadedReport& loaded) {
+    return fact(summarize_reports({loaded}, {}).sections.front(), "workload")->value;
+  };
+  EXPECT_EQ(workload_fact(report).find("team trial"), std::string::npos);
+  report.document["workload"]["team_trial"] = false;
+  EXPECT_EQ(workload_fact(report).find("team trial"), std::string::npos);
+  report.document["workload"]["team_trial"] = true;
+  EXPECT_NE(workload_fact(report).find("threads (team trial: short steps may run on one)"), std::string::npos)
+      << workload_fact(report);
+}
+
 TEST(ReportSummary, PerformerTablesCarryTheApproximationErrorAndLandscapeItsRanking) {
   const Presentation performer = summarize_reports({read_report(kPerformerReport)}, {});
   ASSERT_EQ(performer.sections.front().tables.size(), 2u);  // decode, prefill

@@ -103,12 +103,14 @@ std::string workload_line(const json& workload) {
   const json& rounds = at_or_null(workload, "rounds");
   const std::string rounds_text =
       rounds.is_number_integer() && rounds.get<std::int64_t>() > 1 ? " in " + integer_text(rounds) + " rounds" : "";
-  return fmt::format("L = {} · batch {} · heads {} · head_dim {} · {} · warmup {}, repeats {}{} · cache {} · {} threads",
+  const json& trial = at_or_null(workload, "team_trial");
+  const std::string trial_text = trial.is_boolean() && trial.get<bool>() ? " (team trial: short steps may run on one)" : "";
+  return fmt::format("L = {} · batch {} · heads {} · head_dim {} · {} · warmup {}, repeats {}{} · cache {} · {} threads{}",
                      fmt::join(lengths, ", "), integer_text(at_or_null(workload, "batch")),
                      integer_text(at_or_null(workload, "heads")), integer_text(at_or_null(workload, "head_dim")),
                      t::text(workload, "dtype"), integer_text(at_or_null(workload, "warmup")),
                      integer_text(at_or_null(workload, "repeats")), rounds_text, t::text(workload, "cache_state"),
-                     integer_text(at_or_null(workload, "threads")));
+                     integer_text(at_or_null(workload, "threads")), trial_text);
 }
 
 // "decode: L = 512, prefill: L = 512" from details.crossover_length, or the top-level length.
