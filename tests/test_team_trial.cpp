@@ -44,7 +44,7 @@ TEST(TeamTrial, OneThreadTakesTheSamplesWhenItIsFasterByTheMargin) {
   EXPECT_DOUBLE_EQ(trial.one_thread_median_ms, 0.0024);
   EXPECT_DOUBLE_EQ(trial.team_median_ms, 0.0038);
   // The screening sample, then per pair a block of one thread and a block of the team, each one
-  // untimed sample and kTeamTrialSamplesPerBlock kept.
+  // sample not kept and kTeamTrialSamplesPerBlock kept.
   std::vector<int> expected{2};
   for (std::int64_t pair = 0; pair < kTeamTrialPairs; ++pair) {
     expected.insert(expected.end(), kTeamTrialSamplesPerBlock + 1, 1);

@@ -2,9 +2,10 @@
 // Whether a short CPU step runs faster on the whole OpenMP team or on one thread, measured before a
 // visit's samples. A kernel splits a step over the team above a fixed size (parallel_policy.hpp),
 // a size that pays when the team answers a fork/join in ~0.6 us. On a shared host the team answers
-// in ~1.2 us for spells of seconds to minutes (README, "Team latency"), and a split decode step of
-// 8 heads x 64 is then 1.6-2.1 us slower: linear attention's 2.2 us split step takes 3.4-3.8 us
-// against 2.4 us on one thread. A kernel cannot tell the spell; the sampler can, by timing both.
+// in ~1.2 us or more for spells of seconds to minutes (README, "Team latency"), and a split decode
+// step of 8 heads x 64 then loses to one thread: linear attention's split step, 2.0-2.2 us in the
+// fast spells, took 3.1-4.7 us in the slow ones against 2.4-3.2 us on one thread. A kernel cannot
+// tell the spell; the sampler can, by timing both.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,8 +23,8 @@ struct TeamTrial {
 // of it, and one-thread samples of a long step would cost the run more than they could tell.
 inline constexpr double kTeamTrialMaxStepMs = 0.2;
 
-// Alternated pairs of blocks (one thread, then the team), each block one untimed sample and this
-// many kept; the medians of the kept samples decide.
+// Alternated pairs of blocks (one thread, then the team), each block one sample that is not kept
+// and this many that are; the medians of the kept samples decide.
 inline constexpr std::int64_t kTeamTrialPairs = 4;
 inline constexpr std::int64_t kTeamTrialSamplesPerBlock = 3;
 
