@@ -164,34 +164,48 @@ void judge_at_equal_bandwidth(RowDiff& row, const RowPair& pair, const DiffSetti
 }
 
 // The contention probe (runner/measure/contention.hpp) reads how much slower the host made FMA-bound
-// code: a step is slowed by at most about that factor. So a change between rows whose probes moved
-// the same way is judged at equal contention (time / probe): when that change is below the minimum
-// effect, or the probe more than accounts for the change, the host explains it and the verdict is
-// UNSURE; otherwise the verdict stands and the reason gives the change at equal contention too. In
-// back-to-back default landscapes on the 2-vCPU Zen 4 VM, 14 of 18 SLOWER or FASTER rows of three
-// pairs were such (e.g. softmax_kv's prefill at L = 512 1.100x slower with the probe 1.150x higher),
-// under the 1.2x difference the rule above needs.
-void judge_at_equal_contention(RowDiff& row, const RowPair& pair, const DiffSettings& settings) {
+// code. A slowdown measured on a core contended more than kContentionDifference times as much (or a
+// speed-up on one contended that much less) is the host's, whatever its size: UNSURE. Closer probes
+// that moved the change's way judge it at equal contention (time / probe; a step is slowed by at most
+// about the probe's factor): when that change is below the minimum effect, or the probe more than
+// accounts for the change, the host explains it and the verdict is UNSURE; otherwise the verdict
+// stands and the reason gives the change at equal contention too. In back-to-back default
+// landscapes on the 2-vCPU Zen 4 VM, 14 of 18 SLOWER or FASTER rows of three pairs were such (e.g.
+// softmax_kv's prefill at L = 512 1.100x slower with the probe 1.150x higher). A change against the
+// probes' direction is not explained by them.
+void judge_contention(RowDiff& row, const RowPair& pair, const DiffSettings& settings) {
   if (row.timing.verdict != Verdict::slower && row.timing.verdict != Verdict::faster) return;
   const std::optional<double> old_contention = number_in(*pair.old_row, "host_contention"),
                               new_contention = number_in(*pair.new_row, "host_contention");
-  if (!old_contention || !new_contention || *old_contention <= 0 || *new_contention <= 0 ||
-      !row.timing.old_median_ms || !row.timing.new_median_ms || *row.timing.old_median_ms <= 0) {
+  if (!old_contention || !new_contention) return;
+  const bool slower = row.timing.verdict == Verdict::slower;
+  const double more = slower ? *new_contention : *old_contention, less = slower ? *old_contention : *new_contention;
+  if (more > kContentionDifference * less) {
+    row.timing.verdict = Verdict::unsure;
+    row.timing.reason = fmt::format("{} by {:+.0f}%, but the host contended the core differently (probe {:.2f} vs "
+                                    "{:.2f}): the machine changed, not necessarily the kernel",
+                                    *row.timing.change > 0 ? "slower" : "faster", 100 * *row.timing.change,
+                                    *old_contention, *new_contention);
+    return;
+  }
+  if (*old_contention <= 0 || *new_contention <= 0 || !row.timing.old_median_ms || !row.timing.new_median_ms ||
+      *row.timing.old_median_ms <= 0) {
     return;
   }
   const double time_ratio = *row.timing.new_median_ms / *row.timing.old_median_ms;
   const double probe_ratio = *new_contention / *old_contention;
   if ((time_ratio > 1.0) != (probe_ratio > 1.0) || probe_ratio == 1.0) return;  // the host moved the other way
   const double at_equal_contention = time_ratio / probe_ratio - 1.0;
-  const bool slower = time_ratio > 1.0;
-  const bool explained = std::fabs(at_equal_contention) < settings.timing.min_effect || (at_equal_contention > 0) != slower;
+  const bool time_slower = time_ratio > 1.0;
+  const bool explained =
+      std::fabs(at_equal_contention) < settings.timing.min_effect || (at_equal_contention > 0) != time_slower;
   const std::string probes = fmt::format("the host contended the core {:.2f} vs {:.2f} (probe)", *old_contention,
                                          *new_contention);
   if (explained) {
     row.timing.verdict = Verdict::unsure;
     row.timing.reason = fmt::format("{} by {:+.0f}%, but {}; at equal contention the change is {:+.1f}%: the machine "
                                     "changed, not necessarily the kernel",
-                                    slower ? "slower" : "faster", 100 * *row.timing.change, probes,
+                                    time_slower ? "slower" : "faster", 100 * *row.timing.change, probes,
                                     100 * at_equal_contention);
   } else {
     row.timing.reason += fmt::format("; {:+.0f}% at equal contention ({})", 100 * at_equal_contention, probes);
@@ -227,26 +241,10 @@ RowDiff diff_pair(const RowPair& pair, const DiffSettings& settings) {
                             ? fmt::format("not timed: status {} in both reports", *row.old_status)
                             : "not timed in both reports";
   }
-  // A slowdown measured on a more contended core (or a speed-up on a less contended one) is the
-  // host's, not the kernel's (runner/measure/contention.hpp): reported, but not as a regression or
-  // improvement. A change against the probes' direction is not explained by them.
-  const std::optional<double> old_contention = number_in(*pair.old_row, "host_contention"),
-                              new_contention = number_in(*pair.new_row, "host_contention");
-  const bool more_contended_when_slower =
-      old_contention && new_contention &&
-      ((row.timing.verdict == Verdict::slower && *new_contention > kContentionDifference * *old_contention) ||
-       (row.timing.verdict == Verdict::faster && *old_contention > kContentionDifference * *new_contention));
-  if (more_contended_when_slower) {
-    row.timing.verdict = Verdict::unsure;
-    row.timing.reason = fmt::format("{} by {:+.0f}%, but the host contended the core differently (probe {:.2f} vs "
-                                    "{:.2f}): the machine changed, not necessarily the kernel",
-                                    *row.timing.change > 0 ? "slower" : "faster", 100 * *row.timing.change,
-                                    *old_contention, *new_contention);
-  }
+  judge_contention(row, pair, settings);
   judge_team_stalls(row, pair);
   judge_team_latency(row, pair);
   judge_at_equal_bandwidth(row, pair, settings);
-  judge_at_equal_contention(row, pair, settings);
   row.verdict = row.timing.verdict;
   row.reason = row.timing.reason;
   return row;

@@ -115,6 +115,7 @@ MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t 
   const int team = omp_get_max_threads();
   const TeamSizeGuard restore_team(team);
   const auto timed_sample_ms = [&](int threads) {
+    if (threads == team) return timer->sample_ms() / steps;
     omp_set_num_threads(threads);
     const double ms = timer->sample_ms() / steps;
     omp_set_num_threads(team);
