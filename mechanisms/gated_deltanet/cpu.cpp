@@ -8,6 +8,7 @@
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/fast_math.hpp"
+#include "mechanisms/common/decayed_state_pass.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
 
@@ -41,31 +42,17 @@ template <class T>
 void decode_one_head(std::int64_t dk, std::int64_t dv, const T* q, const T* k, const T* v, float g, float beta,
                      float* state, T* out) {
   alignas(64) float query[kMaxDim], key[kMaxDim], update[kMaxDim];
-  alignas(64) float recalled[kMaxDim] = {};
-  alignas(64) float result[kMaxDim] = {};
+  alignas(64) float recalled[kMaxDim], result[kMaxDim];
   normalise(q, dk, 1.0f / std::sqrt(static_cast<float>(dk)), query);
   normalise(k, dk, 1.0f, key);
   const float alpha = std::exp(g);
   // Pass 1: S^T k, what the state returns for k before the write.
-  for (std::int64_t i = 0; i < dk; ++i) {
-    const float* row = state + i * dv;
-    const float a = key[i];
-#pragma omp simd
-    for (std::int64_t j = 0; j < dv; ++j) recalled[j] += a * row[j];
-  }
+  read_state(dk, dv, key, state, recalled);
   // alpha (I - beta k k^T) S + beta k v^T = alpha S + k u^T with u = beta (v - alpha S^T k).
 #pragma omp simd
   for (std::int64_t j = 0; j < dv; ++j) update[j] = beta * (to_float(v[j]) - alpha * recalled[j]);
   // Pass 2 (S is still in L1/L2 from pass 1): update each row and read it out at once.
-  for (std::int64_t i = 0; i < dk; ++i) {
-    float* row = state + i * dv;
-    const float a = key[i], b = query[i];
-#pragma omp simd
-    for (std::int64_t j = 0; j < dv; ++j) {
-      row[j] = alpha * row[j] + a * update[j];
-      result[j] += b * row[j];
-    }
-  }
+  decay_update_read(dk, dv, alpha, key, query, update, state, result);
   for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(result[j]);
 }
 

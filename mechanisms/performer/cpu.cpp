@@ -10,6 +10,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/decayed_state_pass.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/fast_math.hpp"
 
@@ -207,9 +208,8 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
   const std::int64_t m = shape.features, dk = shape.dk, dv = shape.dv, n = shape.projection_rows();
   alignas(64) float x[2][kMaxDim];
   alignas(64) float proj[2][kMaxFeatures];
-  alignas(64) float phi_q[kMaxFeatures], phi_k[kMaxFeatures];
-  alignas(64) float value[kMaxDim];
-  alignas(64) float numerator[kMaxDim] = {};
+  alignas(64) float phi_q[kMaxFeatures], phi_k[kMaxFeatures], weighted_k[kMaxFeatures];
+  alignas(64) float value[kMaxDim], numerator[kMaxDim];
   // q and k projected together: one pass over W for both.
   widen(q, dk, x[0]);
   widen(k, dk, x[1]);
@@ -227,16 +227,10 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
     value_sum[dv] += 1.0f;
     float denominator = 0.0f;
     for (std::int64_t i = 0; i < m; ++i) {
-      const float a = phi_k[i], b = phi_q[i];
-      normalizer[i] += a;
-      denominator += b * normalizer[i];
-      float* row = state + i * dv;
-#pragma omp simd
-      for (std::int64_t j = 0; j < dv; ++j) {
-        row[j] += a * value[j];
-        numerator[j] += b * row[j];
-      }
+      normalizer[i] += phi_k[i];
+      denominator += phi_q[i] * normalizer[i];
     }
+    decay_update_read(m, dv, 1.0f, phi_k, phi_q, value, state, numerator);
     const float inverse = 1.0f / denominator;
     for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
     return nonpositive(denominator);
@@ -249,18 +243,13 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
   const float weight = exp_nonpositive(key_scale - new_max);
   *running_max = new_max;
   float denominator = 0.0f;
-  // One pass over S: each row is rescaled, updated and immediately read back for the output.
   for (std::int64_t i = 0; i < m; ++i) {
-    const float a = weight * phi_k[i], b = phi_q[i];
-    normalizer[i] = normalizer[i] * rescale + a;
-    denominator += b * normalizer[i];
-    float* row = state + i * dv;
-#pragma omp simd
-    for (std::int64_t j = 0; j < dv; ++j) {
-      row[j] = row[j] * rescale + a * value[j];
-      numerator[j] += b * row[j];
-    }
+    weighted_k[i] = weight * phi_k[i];
+    normalizer[i] = normalizer[i] * rescale + weighted_k[i];
+    denominator += phi_q[i] * normalizer[i];
   }
+  // One pass over S: each row is rescaled, updated and immediately read back for the output.
+  decay_update_read(m, dv, rescale, weighted_k, phi_q, value, state, numerator);
   const float inverse = 1.0f / denominator;
   for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
   return nonpositive(denominator);

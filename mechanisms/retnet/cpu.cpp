@@ -7,6 +7,7 @@
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/decayed_state_pass.hpp"
 
 namespace arch_bench {
 
@@ -14,25 +15,23 @@ namespace {
 constexpr std::int64_t kMaxDim = kRetNetMaxDim;
 constexpr std::int64_t kChunk = kRetNetChunk;
 
-// Below this many state elements a step is a few microseconds, and waking a second thread costs
-// more than it saves.
+// Decode threading: common/parallel_policy.hpp (a step under kParallelStateElements is a few
+// microseconds, and waking a second thread would cost more than it saves).
+
+template <class T>
+void widen_row(const T* x, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = to_float(x[i]);
+}
 
 template <class T>
 void decode_one_head(std::int64_t dk, std::int64_t dv, float gamma, const T* q, const T* k, const T* v, float* state,
                      T* out) {
-  alignas(64) float value[kMaxDim];
-  alignas(64) float result[kMaxDim] = {};
-  for (std::int64_t j = 0; j < dv; ++j) value[j] = to_float(v[j]);
+  alignas(64) float query[kMaxDim], key[kMaxDim], value[kMaxDim], result[kMaxDim];
+  widen_row(q, dk, query);
+  widen_row(k, dk, key);
+  widen_row(v, dv, value);
   // One pass over S: each row is decayed, updated and immediately read back for the output.
-  for (std::int64_t i = 0; i < dk; ++i) {
-    float* row = state + i * dv;
-    const float a = to_float(k[i]), b = to_float(q[i]);
-#pragma omp simd
-    for (std::int64_t j = 0; j < dv; ++j) {
-      row[j] = gamma * row[j] + a * value[j];
-      result[j] += b * row[j];
-    }
-  }
+  decay_update_read(dk, dv, gamma, key, query, value, state, result);
   for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(result[j]);
 }
 

@@ -1,0 +1,116 @@
+#pragma once
+// The state passes of the decode steps whose write is S = alpha S + k u^T and whose read is the new
+// state's o = S^T q (S [dk, dv], row i = key channel): RetNet (alpha = gamma, u = v) and Gated
+// DeltaNet (alpha = e^g, u = beta (v - alpha S^T k), S^T k being read_state's pass before it).
+//
+// A slice of columns keeps u and the output in registers while it walks down the rows, so each
+// state row slice is loaded once and stored once, on the widest vector the variant has
+// (wide_vector.hpp). Written per element under `omp simd`, the output row stayed in memory and each
+// row slice cost a second load and store: on the 2-vCPU Zen 4 VM (8 x 64, fp32, one thread) RetNet's
+// step took 3.9-4.2 us against rwkv6's 2.7-2.9, whose pass does the same three operations per
+// element with the output in registers. A decode step and the recurrent prefill's token both come
+// here, so the prefill's bits are the decode steps'.
+#include <cstdint>
+
+#include "mechanisms/common/float8.hpp"
+#include "mechanisms/common/kernel_helpers.hpp"
+#include "mechanisms/common/wide_vector.hpp"
+
+namespace arch_bench {
+
+ARCH_BENCH_KERNEL_HELPERS_BEGIN
+
+// Columns [j0, j0 + lanes(V) kVectors): S[:, cols] = alpha S[:, cols] + key u[cols]^T, then
+// out[cols] = S[:, cols]^T query.
+template <class V, int kVectors>
+inline void decay_update_read_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, float alpha,
+                                      const float* __restrict key, const float* __restrict query,
+                                      const float* __restrict update, float* __restrict state,
+                                      float* __restrict out) {
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  V u[kVectors], acc[kVectors];
+  for (int c = 0; c < kVectors; ++c) {
+    u[c] = load_lanes<V>(update + j0 + c * kLanes);
+    acc[c] = V{};
+  }
+  for (std::int64_t i = 0; i < dk; ++i) {
+    float* row = state + i * dv + j0;
+    const float a = key[i], b = query[i];
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) {
+      const V updated = alpha * load_lanes<V>(row + c * kLanes) + a * u[c];
+      store_lanes(row + c * kLanes, updated);
+      acc[c] += b * updated;
+    }
+  }
+  for (int c = 0; c < kVectors; ++c) store_lanes(out + j0 + c * kLanes, acc[c]);
+}
+
+// Columns [j0, j0 + lanes(V) kVectors) of out = S^T key, S only read.
+template <class V, int kVectors>
+inline void read_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, const float* __restrict key,
+                         const float* __restrict state, float* __restrict out) {
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  V acc[kVectors];
+  for (int c = 0; c < kVectors; ++c) acc[c] = V{};
+  for (std::int64_t i = 0; i < dk; ++i) {
+    const float* row = state + i * dv + j0;
+    const float a = key[i];
+#pragma GCC unroll 4
+    for (int c = 0; c < kVectors; ++c) acc[c] += a * load_lanes<V>(row + c * kLanes);
+  }
+  for (int c = 0; c < kVectors; ++c) store_lanes(out + j0 + c * kLanes, acc[c]);
+}
+
+// Runs `pass.template operator()<V, N>(j0)` over the columns that vectors take (slices of four wide
+// vectors, single wide vectors, then one float8 where the wide vector is wider); returns the first
+// column left to scalars.
+template <class Pass>
+inline std::int64_t over_state_columns(std::int64_t dv, Pass&& pass) {
+  std::int64_t j0 = 0;
+  for (; j0 + 4 * kWideLanes <= dv; j0 += 4 * kWideLanes) pass.template operator()<wide_vector, 4>(j0);
+  for (; j0 + kWideLanes <= dv; j0 += kWideLanes) pass.template operator()<wide_vector, 1>(j0);
+  if constexpr (kWideLanes > kFloat8Lanes) {
+    if (j0 + kFloat8Lanes <= dv) {
+      pass.template operator()<float8, 1>(j0);
+      j0 += kFloat8Lanes;
+    }
+  }
+  return j0;
+}
+
+// S = alpha S + key update^T, then out = S^T query, over every column of one head. Always inlined
+// into the head's step (out of line, GCC 12 takes a row the caller filled in a loop for one that may
+// be read uninitialised, a false -Wmaybe-uninitialized).
+[[gnu::always_inline]] inline void decay_update_read(std::int64_t dk, std::int64_t dv, float alpha,
+                                                     const float* __restrict key, const float* __restrict query,
+                                                     const float* __restrict update, float* __restrict state,
+                                                     float* __restrict out) {
+  const std::int64_t j0 = over_state_columns(dv, [&]<class V, int N>(std::int64_t column) {
+    decay_update_read_columns<V, N>(dk, dv, column, alpha, key, query, update, state, out);
+  });
+  for (std::int64_t j = j0; j < dv; ++j) out[j] = 0.0f;
+  for (std::int64_t i = 0; i < dk; ++i) {
+    float* row = state + i * dv;
+    for (std::int64_t j = j0; j < dv; ++j) {
+      row[j] = alpha * row[j] + key[i] * update[j];
+      out[j] += query[i] * row[j];
+    }
+  }
+}
+
+// out = S^T key over every column of one head (inlined as decay_update_read is).
+[[gnu::always_inline]] inline void read_state(std::int64_t dk, std::int64_t dv, const float* __restrict key,
+                                              const float* __restrict state, float* __restrict out) {
+  const std::int64_t j0 = over_state_columns(dv, [&]<class V, int N>(std::int64_t column) {
+    read_columns<V, N>(dk, dv, column, key, state, out);
+  });
+  for (std::int64_t j = j0; j < dv; ++j) out[j] = 0.0f;
+  for (std::int64_t i = 0; i < dk; ++i) {
+    for (std::int64_t j = j0; j < dv; ++j) out[j] += key[i] * state[i * dv + j];
+  }
+}
+
+ARCH_BENCH_KERNEL_HELPERS_END
+
+}  // namespace arch_bench
