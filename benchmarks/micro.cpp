@@ -44,6 +44,8 @@ void register_all() {
           cell.phase = phase;
           cell.sequence_length = length;
           cell.dtype = dtype;
+          // Each mechanism with the options a landscape runs it with (performer: favor+, m = 256).
+          cell.options = mechanism->arm_options(cell.options);
           if (mechanism->unsupported(cell)) continue;
           const std::string name = fmt::format("{}/{}/L={}/{}", cell.mechanism, phase_name(phase), length,
                                                dtype_name(dtype));

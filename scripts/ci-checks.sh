@@ -65,6 +65,17 @@ BUILD_DIR="$BIN" /usr/bin/python3 tests/test_plot.py
 
 echo "== ci: arch-bench-micro smoke run"
 "$BIN/arch-bench-micro" --benchmark_filter='linear_attention/decode/L=512/bfloat16' --benchmark_min_time=0.05
+# Every registered mechanism has its decode and prefill cases (a mechanism whose default options it
+# cannot run, as performer's were before arm_options, silently drops out of the list).
+"$BIN/arch-bench-micro" --benchmark_list_tests=true >"$OUT/micro-cases.txt"
+"$BIN/arch-bench" list --json | /usr/bin/python3 -c '
+import json, sys
+cases = open(sys.argv[1]).read().split()
+missing = [f"{m}/{phase}" for m in (x["id"] for x in json.load(sys.stdin)["mechanisms"])
+           for phase in ("decode", "prefill") if not any(c.startswith(f"{m}/{phase}/") for c in cases)]
+assert not missing, f"arch-bench-micro has no case for {missing}"
+print(f"arch-bench-micro: {len(cases)} cases, decode and prefill of every mechanism")
+' "$OUT/micro-cases.txt"
 
 echo "== ci: an out-of-tree plugin built against the installed package (scripts/plugin-check.sh)"
 BUILD_DIR="$BIN" "$ROOT/scripts/plugin-check.sh"
