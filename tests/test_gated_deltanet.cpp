@@ -150,7 +150,7 @@ TEST(GatedDeltaNet, Bfloat16StaysWithinToleranceOfFp64) {
 }
 
 TEST(GatedDeltaNet, DecodeAtPositionTEqualsRowTOfPrefill) {
-  // Widths that take every path of the state pass (decayed_state_pass.hpp): slices of four wide
+  // Widths that take every path of the state pass (state_pass.hpp): slices of four wide
   // vectors (64), a float8 after them (72 with AVX-512), and scalar columns (100 = 96 + 4).
   for (std::int64_t dim : {32, 64, 72, 100}) {
     SCOPED_TRACE("head_dim " + std::to_string(dim));
@@ -159,32 +159,22 @@ TEST(GatedDeltaNet, DecodeAtPositionTEqualsRowTOfPrefill) {
     const Gates gates = drawn_gates(in, 31);
     const PrefillResult full = prefill<float>(in, gates, true);
     // Context of `length` tokens via prefill, then one decode step for token `length`.
-    AttentionInputs context = in;
-    context.tokens = length;
-    context.q.clear(), context.k.clear(), context.v.clear();
     Gates context_gates;
+    std::vector<float> g, beta;
     for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-      context.q.insert(context.q.end(), in.q_at(h, 0), in.q_at(h, length));
-      context.k.insert(context.k.end(), in.k_at(h, 0), in.k_at(h, length));
-      context.v.insert(context.v.end(), in.v_at(h, 0), in.v_at(h, length));
-      context_gates.g.insert(context_gates.g.end(), gates.g.begin() + h * in.tokens, gates.g.begin() + h * in.tokens + length);
-      context_gates.beta.insert(context_gates.beta.end(), gates.beta.begin() + h * in.tokens,
-                                gates.beta.begin() + h * in.tokens + length);
+      const std::int64_t first = h * in.tokens;
+      context_gates.g.insert(context_gates.g.end(), gates.g.begin() + first, gates.g.begin() + first + length);
+      context_gates.beta.insert(context_gates.beta.end(), gates.beta.begin() + first, gates.beta.begin() + first + length);
+      g.push_back(gates.g[first + length]);
+      beta.push_back(gates.beta[first + length]);
     }
-    PrefillResult state = prefill<float>(context, context_gates, true);
+    PrefillResult state = prefill<float>(testing::first_tokens(in, length), context_gates, true);
+    const testing::DecodeToken token = testing::decode_token(in, length, full.out);
     const GatedDeltaNetShape shape{in.batch_heads, in.dim, in.dim};
-    std::vector<float> q, k, v, g, beta, out(in.batch_heads * in.dim), expected;
-    for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-      q.insert(q.end(), in.q_at(h, length), in.q_at(h, length) + in.dim);
-      k.insert(k.end(), in.k_at(h, length), in.k_at(h, length) + in.dim);
-      v.insert(v.end(), in.v_at(h, length), in.v_at(h, length) + in.dim);
-      g.push_back(gates.g[h * in.tokens + length]);
-      beta.push_back(gates.beta[h * in.tokens + length]);
-      const float* row = full.out.data() + (h * in.tokens + length) * in.dim;
-      expected.insert(expected.end(), row, row + in.dim);
-    }
-    gated_deltanet_decode_step(shape, q.data(), k.data(), v.data(), g.data(), beta.data(), state.state.data(), out.data());
-    EXPECT_LT(relative_max_error(out, expected), 1e-5);
+    std::vector<float> out(in.batch_heads * in.dim);
+    gated_deltanet_decode_step(shape, token.q.data(), token.k.data(), token.v.data(), g.data(), beta.data(),
+                               state.state.data(), out.data());
+    EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
     EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
   }
 }

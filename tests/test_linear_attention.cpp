@@ -177,27 +177,13 @@ TEST(LinearAttention, DecodeAtPositionTEqualsRowTOfPrefill) {
   const AttentionInputs in = make_attention_inputs(small_cell(2, 32, length, DType::float32), length + 1, 31);
   const PrefillResult full = prefill<float>(in, FeatureMap::elu_plus_one, true);
   // Context of `length` tokens via prefill, then one decode step for token `length`.
-  AttentionInputs context = in;
-  context.tokens = length;
-  context.q.clear(), context.k.clear(), context.v.clear();
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    context.q.insert(context.q.end(), in.q_at(h, 0), in.q_at(h, length));
-    context.k.insert(context.k.end(), in.k_at(h, 0), in.k_at(h, length));
-    context.v.insert(context.v.end(), in.v_at(h, 0), in.v_at(h, length));
-  }
-  PrefillResult state = prefill<float>(context, FeatureMap::elu_plus_one, true);
+  PrefillResult state = prefill<float>(testing::first_tokens(in, length), FeatureMap::elu_plus_one, true);
+  const testing::DecodeToken token = testing::decode_token(in, length, full.out);
   const LinearAttentionShape shape{in.batch_heads, in.dim, in.dim, FeatureMap::elu_plus_one};
-  std::vector<float> q, k, v, out(in.batch_heads * in.dim), expected;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    q.insert(q.end(), in.q_at(h, length), in.q_at(h, length) + in.dim);
-    k.insert(k.end(), in.k_at(h, length), in.k_at(h, length) + in.dim);
-    v.insert(v.end(), in.v_at(h, length), in.v_at(h, length) + in.dim);
-    const float* row = full.out.data() + (h * in.tokens + length) * in.dim;
-    expected.insert(expected.end(), row, row + in.dim);
-  }
-  linear_attention_decode_step(shape, q.data(), k.data(), v.data(), state.state.data(), state.normalizer.data(),
-                               out.data());
-  EXPECT_LT(relative_max_error(out, expected), 1e-5);
+  std::vector<float> out(in.batch_heads * in.dim);
+  linear_attention_decode_step(shape, token.q.data(), token.k.data(), token.v.data(), state.state.data(),
+                               state.normalizer.data(), out.data());
+  EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
   EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
 }
 

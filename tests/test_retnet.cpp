@@ -88,7 +88,7 @@ TEST(RetNet, Bfloat16StaysWithinToleranceOfFp64) {
 }
 
 TEST(RetNet, DecodeAtPositionTEqualsRowTOfPrefill) {
-  // Widths that take every path of the state pass (decayed_state_pass.hpp): slices of four wide
+  // Widths that take every path of the state pass (state_pass.hpp): slices of four wide
   // vectors (64), a float8 after them (72 with AVX-512), and scalar columns (100 = 96 + 4).
   for (std::int64_t dim : {32, 64, 72, 100}) {
     SCOPED_TRACE("head_dim " + std::to_string(dim));
@@ -97,26 +97,13 @@ TEST(RetNet, DecodeAtPositionTEqualsRowTOfPrefill) {
     const auto gamma = run_gammas(2);
     const PrefillResult full = prefill<float>(in, gamma, true);
     // Context of `length` tokens via prefill, then one decode step for token `length`.
-    AttentionInputs context = in;
-    context.tokens = length;
-    context.q.clear(), context.k.clear(), context.v.clear();
-    for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-      context.q.insert(context.q.end(), in.q_at(h, 0), in.q_at(h, length));
-      context.k.insert(context.k.end(), in.k_at(h, 0), in.k_at(h, length));
-      context.v.insert(context.v.end(), in.v_at(h, 0), in.v_at(h, length));
-    }
-    PrefillResult state = prefill<float>(context, gamma, true);
+    PrefillResult state = prefill<float>(testing::first_tokens(in, length), gamma, true);
+    const testing::DecodeToken token = testing::decode_token(in, length, full.out);
     const RetNetShape shape{in.batch_heads, 2, in.dim, in.dim};
-    std::vector<float> q, k, v, out(in.batch_heads * in.dim), expected;
-    for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-      q.insert(q.end(), in.q_at(h, length), in.q_at(h, length) + in.dim);
-      k.insert(k.end(), in.k_at(h, length), in.k_at(h, length) + in.dim);
-      v.insert(v.end(), in.v_at(h, length), in.v_at(h, length) + in.dim);
-      const float* row = full.out.data() + (h * in.tokens + length) * in.dim;
-      expected.insert(expected.end(), row, row + in.dim);
-    }
-    retnet_decode_step(shape, gamma.data(), q.data(), k.data(), v.data(), state.state.data(), out.data());
-    EXPECT_LT(relative_max_error(out, expected), 1e-5);
+    std::vector<float> out(in.batch_heads * in.dim);
+    retnet_decode_step(shape, gamma.data(), token.q.data(), token.k.data(), token.v.data(), state.state.data(),
+                       out.data());
+    EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
     EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
   }
 }

@@ -8,7 +8,7 @@
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/fast_math.hpp"
-#include "mechanisms/common/decayed_state_pass.hpp"
+#include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
 

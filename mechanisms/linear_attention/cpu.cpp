@@ -6,6 +6,7 @@
 #include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
@@ -54,29 +55,11 @@ void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __r
   for (; i < dim; ++i) phi[i] = map_element(relu, to_float(x[i]));
 }
 
-// The state passes run on wide_vector (wide_vector.hpp: a zmm with AVX-512, else float8). Every
-// step, decode or prefill, takes the columns of S the same way (wide vectors, then one float8, then
-// scalars), and a lane's operations do not depend on the vector's width, so the prefill stays
-// bitwise the decode step.
-using state_vector = wide_vector;
+// The state passes run on wide_vector (wide_vector.hpp: a zmm with AVX-512, else float8), their
+// columns split by over_state_columns (state_pass.hpp): every step, decode or prefill, takes
+// the columns of S the same way, and a lane's operations do not depend on the vector's width, so the
+// prefill stays bitwise the decode step.
 constexpr std::int64_t kStateLanes = kWideLanes;
-
-// Runs `pass.template operator()<V, N>(j0)` over the columns [j0, dv) that vectors take: slices of
-// kSlice state vectors, then single state vectors, then (AVX-512) one float8; returns where the scalar
-// columns start. Decode steps and the prefill's token pairs both split the columns here.
-template <int kSlice, class Pass>
-inline std::int64_t over_vector_columns(std::int64_t dv, Pass&& pass) {
-  std::int64_t j0 = 0;
-  for (; j0 + kSlice * kStateLanes <= dv; j0 += kSlice * kStateLanes) pass.template operator()<state_vector, kSlice>(j0);
-  for (; j0 + kStateLanes <= dv; j0 += kStateLanes) pass.template operator()<state_vector, 1>(j0);
-  if constexpr (kStateLanes > kFloat8Lanes) {
-    if (j0 + kFloat8Lanes <= dv) {
-      pass.template operator()<float8, 1>(j0);
-      j0 += kFloat8Lanes;
-    }
-  }
-  return j0;
-}
 
 // Columns [j0, j0 + lanes(V) kVectors) of one head's decode step: S[:, cols] += phi(k) v^T and
 // numerator[cols] = phi(q)^T S[:, cols], the value slice and the numerator held in registers so
@@ -204,7 +187,7 @@ void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, 
   const TokenRows token{phi_q, phi_k, value, numerator};
   const float inverse = prepare_token(shape, q, k, v, normalizer, token);
   // One pass over S: each row slice is updated and immediately read back for the output.
-  const std::int64_t j0 = over_vector_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
+  const std::int64_t j0 = over_state_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
     update_columns<V, N>(dk, dv, column, phi_q, phi_k, value, state, numerator);
   });
   update_tail_columns(dk, dv, j0, token, state);
@@ -264,7 +247,7 @@ void decode_two_tokens(const LinearAttentionShape& shape, const T* q, const T* k
   const float* phi_q[2] = {rows[0].phi_q, rows[1].phi_q};
   const float* phi_k[2] = {rows[0].phi_k, rows[1].phi_k};
   advance_normalizer(dk, 2, phi_q, phi_k, normalizer, inverse);
-  const std::int64_t j0 = over_vector_columns<kPairSlice>(dv, [&]<class V, int N>(std::int64_t column) {
+  const std::int64_t j0 = over_state_columns<kPairSlice>(dv, [&]<class V, int N>(std::int64_t column) {
     update_columns_two_tokens<V, N>(dk, dv, column, rows[0], rows[1], state);
   });
   // Scalar columns are independent of each other: token 0's whole tail, then token 1's, is the order

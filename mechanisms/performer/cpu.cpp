@@ -10,7 +10,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/decayed_state_pass.hpp"
+#include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/fast_math.hpp"
 

@@ -7,7 +7,7 @@
 #include "mechanisms/common/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
-#include "mechanisms/common/decayed_state_pass.hpp"
+#include "mechanisms/common/state_pass.hpp"
 
 namespace arch_bench {
 

@@ -46,6 +46,37 @@ std::vector<float> to_floats(const std::vector<T>& values) {
   return out;
 }
 
+// Tokens [0, length) of every row of `in`: the context a decode step at position `length` follows.
+inline AttentionInputs first_tokens(const AttentionInputs& in, std::int64_t length) {
+  AttentionInputs context = in;
+  context.tokens = length;
+  context.q.clear(), context.k.clear(), context.v.clear();
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    context.q.insert(context.q.end(), in.q_at(bh, 0), in.q_at(bh, length));
+    context.k.insert(context.k.end(), in.k_at(bh, 0), in.k_at(bh, length));
+    context.v.insert(context.v.end(), in.v_at(bh, 0), in.v_at(bh, length));
+  }
+  return context;
+}
+
+// Token t of every row of `in`, [batch_heads, dim] each (the decode layout), and row t of each
+// row's prefill output `out` ([batch_heads, tokens, dim]): a decode step's inputs and what it
+// should return.
+struct DecodeToken {
+  std::vector<float> q, k, v, expected;
+};
+inline DecodeToken decode_token(const AttentionInputs& in, std::int64_t t, const std::vector<float>& out) {
+  DecodeToken token;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    token.q.insert(token.q.end(), in.q_at(bh, t), in.q_at(bh, t) + in.dim);
+    token.k.insert(token.k.end(), in.k_at(bh, t), in.k_at(bh, t) + in.dim);
+    token.v.insert(token.v.end(), in.v_at(bh, t), in.v_at(bh, t) + in.dim);
+    const float* row = out.data() + (bh * in.tokens + t) * in.dim;
+    token.expected.insert(token.expected.end(), row, row + in.dim);
+  }
+  return token;
+}
+
 // max |a - b| / max |b|
 inline double relative_max_error(const std::vector<float>& a, const std::vector<float>& b) {
   double max_diff = 0, max_ref = 0;

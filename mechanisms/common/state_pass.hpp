@@ -1,7 +1,10 @@
 #pragma once
-// The state passes of the decode steps whose write is S = alpha S + k u^T and whose read is the new
-// state's o = S^T q (S [dk, dv], row i = key channel): RetNet (alpha = gamma, u = v) and Gated
-// DeltaNet (alpha = e^g, u = beta (v - alpha S^T k), S^T k being read_state's pass before it).
+// Passes over one head's state S [dk, dv] (row i = key channel) a column slice at a time.
+// over_state_columns splits the columns for every decode step's pass (linear attention's too).
+// decay_update_read is the pass of the steps whose write is S = alpha S + k u^T and whose read is
+// the new state's o = S^T q: RetNet (alpha = gamma, u = v), Gated DeltaNet (alpha = e^g, u = beta
+// (v - alpha S^T k), S^T k being read_state's pass before it) and Performer (alpha = the running
+// max's rescale, over its m feature rows).
 //
 // A slice of columns keeps u and the output in registers while it walks down the rows, so each
 // state row slice is loaded once and stored once, on the widest vector the variant has
@@ -21,7 +24,8 @@ namespace arch_bench {
 ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
 // Columns [j0, j0 + lanes(V) kVectors): S[:, cols] = alpha S[:, cols] + key u[cols]^T, then
-// out[cols] = S[:, cols]^T query.
+// out[cols] = S[:, cols]^T query. (Linear attention's pass is this without the decay, and keeps its
+// own: a multiply fewer per state vector in a loop bound by its FMAs and stores.)
 template <class V, int kVectors>
 inline void decay_update_read_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, float alpha,
                                       const float* __restrict key, const float* __restrict query,
@@ -62,13 +66,14 @@ inline void read_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, cons
   for (int c = 0; c < kVectors; ++c) store_lanes(out + j0 + c * kLanes, acc[c]);
 }
 
-// Runs `pass.template operator()<V, N>(j0)` over the columns that vectors take (slices of four wide
-// vectors, single wide vectors, then one float8 where the wide vector is wider); returns the first
-// column left to scalars.
-template <class Pass>
+// Runs `pass.template operator()<V, N>(j0)` over the columns [j0, dv) that vectors take: slices of
+// kSlice wide vectors, then single wide vectors, then (where the wide vector is wider) one float8;
+// returns the first column left to scalars. Every state pass of a decode step splits its columns
+// here (linear attention's too), so a column takes the same path in a step and in a prefill's token.
+template <int kSlice, class Pass>
 inline std::int64_t over_state_columns(std::int64_t dv, Pass&& pass) {
   std::int64_t j0 = 0;
-  for (; j0 + 4 * kWideLanes <= dv; j0 += 4 * kWideLanes) pass.template operator()<wide_vector, 4>(j0);
+  for (; j0 + kSlice * kWideLanes <= dv; j0 += kSlice * kWideLanes) pass.template operator()<wide_vector, kSlice>(j0);
   for (; j0 + kWideLanes <= dv; j0 += kWideLanes) pass.template operator()<wide_vector, 1>(j0);
   if constexpr (kWideLanes > kFloat8Lanes) {
     if (j0 + kFloat8Lanes <= dv) {
@@ -86,7 +91,7 @@ inline std::int64_t over_state_columns(std::int64_t dv, Pass&& pass) {
                                                      const float* __restrict key, const float* __restrict query,
                                                      const float* __restrict update, float* __restrict state,
                                                      float* __restrict out) {
-  const std::int64_t j0 = over_state_columns(dv, [&]<class V, int N>(std::int64_t column) {
+  const std::int64_t j0 = over_state_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
     decay_update_read_columns<V, N>(dk, dv, column, alpha, key, query, update, state, out);
   });
   for (std::int64_t j = j0; j < dv; ++j) out[j] = 0.0f;
@@ -102,7 +107,7 @@ inline std::int64_t over_state_columns(std::int64_t dv, Pass&& pass) {
 // out = S^T key over every column of one head (inlined as decay_update_read is).
 [[gnu::always_inline]] inline void read_state(std::int64_t dk, std::int64_t dv, const float* __restrict key,
                                               const float* __restrict state, float* __restrict out) {
-  const std::int64_t j0 = over_state_columns(dv, [&]<class V, int N>(std::int64_t column) {
+  const std::int64_t j0 = over_state_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
     read_columns<V, N>(dk, dv, column, key, state, out);
   });
   for (std::int64_t j = j0; j < dv; ++j) out[j] = 0.0f;
