@@ -36,14 +36,18 @@ float half_scaled_norm(const T* x, std::int64_t dk) {
   return sum * (0.5f / std::sqrt(static_cast<float>(dk)));
 }
 
-// C[rows x 16] (+)= A[rows x depth] B[depth x 16] with the 16 x `Rows` accumulators in registers:
-// each step broadcasts one element of A per row against two 8-wide rows of B (AVX2: 2*Rows FMAs
-// per 2 loads of B).
-template <int Rows>
+// C[rows x 16 Blocks] (+)= A[rows x depth] B[depth x 16 Blocks] with the accumulators in registers:
+// each step broadcasts one element of A per row against a row of B (AVX2: 2 Rows Blocks FMAs per
+// 2 Blocks loads of B). Each accumulator is a chain of FMAs, one per step of depth, so a tile needs
+// about (FMA latency x FMAs per cycle) of them to keep the FMA units busy: 4 rows of one block give
+// that, but the decode step's projection has two rows (its q and k), and as 2 x 16 tiles each step
+// waited on the latency of the last (AVX-512: 2 chains of zmm, a quarter of Zen 4's FMA rate; the
+// projection was 42% of the step, m = 256, one thread). Two rows take 4 blocks (8 chains).
+template <int Rows, int Blocks = 1>
 void gemm_tile(std::int64_t depth, const float* __restrict a, std::int64_t lda,
                const float* __restrict b, std::int64_t ldb, float* __restrict c, std::int64_t ldc,
                bool accumulate) {
-  constexpr int kWidth = 16;
+  constexpr int kWidth = 16 * Blocks;
   float acc[Rows][kWidth];
   for (int r = 0; r < Rows; ++r) {
 #pragma omp simd
@@ -70,13 +74,24 @@ void gemm_tile(std::int64_t depth, const float* __restrict a, std::int64_t lda,
 void gemm(std::int64_t rows, std::int64_t cols, std::int64_t depth, const float* a, std::int64_t lda,
           const float* b, std::int64_t ldb, float* c, std::int64_t ldc, bool accumulate,
           bool causal = false) {
-  constexpr std::int64_t kRows = 4, kWidth = 16;
+  constexpr std::int64_t kRows = 4, kWidth = 16, kWideTile = 64;
   const std::int64_t full_cols = cols / kWidth * kWidth;
   for (std::int64_t r0 = 0; r0 < rows; r0 += kRows) {
     const std::int64_t block = std::min(kRows, rows - r0);
     const float* ar = a + r0 * lda;
     float* cr = c + r0 * ldc;
-    for (std::int64_t j0 = 0; j0 < full_cols; j0 += kWidth) {
+    std::int64_t j0 = 0;
+    // Two rows or fewer (a decode step's q and k): 64 columns a tile, see gemm_tile.
+    if (rows <= 2 && !causal) {
+      for (; j0 + kWideTile <= full_cols; j0 += kWideTile) {
+        if (block == 2) {
+          gemm_tile<2, kWideTile / kWidth>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate);
+        } else {
+          gemm_tile<1, kWideTile / kWidth>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate);
+        }
+      }
+    }
+    for (; j0 < full_cols; j0 += kWidth) {
       if (causal && j0 >= r0 + block) break;
       switch (block) {
         case 4: gemm_tile<4>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
