@@ -10,6 +10,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/bf16.hpp"
+#include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/fast_math.hpp"
@@ -34,81 +35,6 @@ float half_scaled_norm(const T* x, std::int64_t dk) {
 #pragma omp simd reduction(+ : sum)
   for (std::int64_t c = 0; c < dk; ++c) sum += to_float(x[c]) * to_float(x[c]);
   return sum * (0.5f / std::sqrt(static_cast<float>(dk)));
-}
-
-// C[rows x 16 Blocks] (+)= A[rows x depth] B[depth x 16 Blocks] with the accumulators in registers:
-// each step broadcasts one element of A per row against a row of B (AVX2: 2 Rows Blocks FMAs per
-// 2 Blocks loads of B). Each accumulator is a chain of FMAs, one per step of depth, so a tile needs
-// about (FMA latency x FMAs per cycle) of them to keep the FMA units busy: 4 rows of one block give
-// that, but the decode step's projection has two rows (its q and k), and as 2 x 16 tiles each step
-// waited on the latency of the last (AVX-512: 2 chains of zmm, a quarter of Zen 4's FMA rate; the
-// projection was 42% of the step, m = 256, one thread). Two rows take 4 blocks (8 chains).
-template <int Rows, int Blocks = 1>
-void gemm_tile(std::int64_t depth, const float* __restrict a, std::int64_t lda,
-               const float* __restrict b, std::int64_t ldb, float* __restrict c, std::int64_t ldc,
-               bool accumulate) {
-  constexpr int kWidth = 16 * Blocks;
-  float acc[Rows][kWidth];
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int j = 0; j < kWidth; ++j) acc[r][j] = accumulate ? c[r * ldc + j] : 0.0f;
-  }
-  for (std::int64_t i = 0; i < depth; ++i) {
-    const float* bi = b + i * ldb;
-    for (int r = 0; r < Rows; ++r) {
-      const float ai = a[r * lda + i];
-#pragma omp simd
-      for (int j = 0; j < kWidth; ++j) acc[r][j] += ai * bi[j];
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int j = 0; j < kWidth; ++j) c[r * ldc + j] = acc[r][j];
-  }
-}
-
-// C[rows x cols] (+)= A[rows x depth] B[depth x cols], all row-major with leading dimensions
-// lda/ldb/ldc. Every stage of the chunkwise prefill is one of these (projections, inter-chunk
-// read-out, intra-chunk scores and values, state fold). `causal` skips the 4 x 16 tiles whose
-// columns all lie above the diagonal (c > r): the masked half of the intra-chunk scores.
-void gemm(std::int64_t rows, std::int64_t cols, std::int64_t depth, const float* a, std::int64_t lda,
-          const float* b, std::int64_t ldb, float* c, std::int64_t ldc, bool accumulate,
-          bool causal = false) {
-  constexpr std::int64_t kRows = 4, kWidth = 16, kWideTile = 64;
-  const std::int64_t full_cols = cols / kWidth * kWidth;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += kRows) {
-    const std::int64_t block = std::min(kRows, rows - r0);
-    const float* ar = a + r0 * lda;
-    float* cr = c + r0 * ldc;
-    std::int64_t j0 = 0;
-    // Two rows or fewer (a decode step's q and k): 64 columns a tile, see gemm_tile.
-    if (rows <= 2 && !causal) {
-      for (; j0 + kWideTile <= full_cols; j0 += kWideTile) {
-        if (block == 2) {
-          gemm_tile<2, kWideTile / kWidth>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate);
-        } else {
-          gemm_tile<1, kWideTile / kWidth>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate);
-        }
-      }
-    }
-    for (; j0 < full_cols; j0 += kWidth) {
-      if (causal && j0 >= r0 + block) break;
-      switch (block) {
-        case 4: gemm_tile<4>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
-        case 3: gemm_tile<3>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
-        case 2: gemm_tile<2>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
-        default: gemm_tile<1>(depth, ar, lda, b + j0, ldb, cr + j0, ldc, accumulate); break;
-      }
-    }
-    // Columns past the last multiple of 16 (odd m/2, a partial last chunk).
-    for (std::int64_t r = 0; r < block; ++r) {
-      for (std::int64_t j = full_cols; j < cols; ++j) {
-        float sum = accumulate ? cr[r * ldc + j] : 0.0f;
-        for (std::int64_t i = 0; i < depth; ++i) sum += ar[r * lda + i] * b[i * ldb + j];
-        cr[r * ldc + j] = sum;
-      }
-    }
-  }
 }
 
 template <class T>
@@ -228,7 +154,7 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
   // q and k projected together: one pass over W for both.
   widen(q, dk, x[0]);
   widen(k, dk, x[1]);
-  gemm(2, n, dk, x[0], kMaxDim, projection, n, proj[0], kMaxFeatures, false);
+  chunk_matmul(2, n, dk, x[0], kMaxDim, projection, n, proj[0], kMaxFeatures);
   query_features(shape, proj[0], q, phi_q);
   widen(v, dv, value);
   if (shape.published()) {
@@ -327,7 +253,7 @@ float head_key_max(const PerformerShape& shape, std::int64_t tokens, const float
   for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
     const std::int64_t rows = std::min(kChunk, tokens - begin);
     widen(k + begin * dk, rows * dk, x);
-    gemm(rows, n, dk, x, dk, projection, n, proj, n, false);
+    chunk_matmul(rows, n, dk, x, dk, projection, n, proj, n);
     top = std::max(top, max_of(proj, rows * n));
   }
   return top;
@@ -352,10 +278,10 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
     const std::int64_t rows = std::min(kChunk, tokens - begin);
     // Features of the chunk's queries and keys: [rows, dk] x [dk, n] projections.
     widen(q + begin * dk, rows * dk, w.x);
-    gemm(rows, n, dk, w.x, dk, projection, n, w.proj, n, false);
+    chunk_matmul(rows, n, dk, w.x, dk, projection, n, w.proj, n);
     for (std::int64_t r = 0; r < rows; ++r) query_features(shape, w.proj + r * n, q + (begin + r) * dk, w.phi_q + r * m);
     widen(k + begin * dk, rows * dk, w.x);
-    gemm(rows, n, dk, w.x, dk, projection, n, w.proj, n, false);
+    chunk_matmul(rows, n, dk, w.x, dk, projection, n, w.proj, n);
     for (std::int64_t r = 0; r < rows; ++r) {
       w.key_scale[r] = key_features(shape, w.proj + r * n, k + (begin + r) * dk, w.phi_k + r * m, published_max);
     }
@@ -374,7 +300,7 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
     for (std::int64_t r = 0; r < rows; ++r) w.row_max[r] = current = std::max(current, w.key_scale[r]);
 
     // Inter-chunk: phi(Q) against the carried (S, z), brought from M_carried to each M_r.
-    gemm(rows, dv, m, w.phi_q, m, state, dv, w.numerator, dv, false);
+    chunk_matmul(rows, dv, m, w.phi_q, m, state, dv, w.numerator, dv);
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* fq = w.phi_q + r * m;
       float denominator = 0.0f;
@@ -389,7 +315,7 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
 
     // Intra-chunk: scores phi(q_r).phi(k_c), weighted by exp(c_c - M_r) (c_c <= M_r, so never
     // above 1) and masked to c <= r, then applied to the chunk's values.
-    gemm(rows, rows, m, w.phi_q, m, w.phi_k_t, kChunk, w.scores, kChunk, false, /*causal=*/true);
+    chunk_matmul(rows, rows, m, w.phi_q, m, w.phi_k_t, kChunk, w.scores, kChunk, {.lower_c = true});
     for (std::int64_t r = 0; r < rows; ++r) {
       float* score = w.scores + r * kChunk;
       float sum = 0.0f;
@@ -400,7 +326,7 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
       std::fill(score + r + 1, score + rows, 0.0f);
       w.denominator[r] += sum;
     }
-    gemm(rows, dv, rows, w.scores, kChunk, w.values, dv, w.numerator, dv, true);
+    chunk_matmul(rows, dv, rows, w.scores, kChunk, w.values, dv, w.numerator, dv, {.accumulate = true});
     for (std::int64_t r = 0; r < rows; ++r) {
       const float denominator = w.denominator[r];
       if (nonpositive(denominator)) ++nonpositive_rows;
@@ -427,7 +353,7 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
     }
 #pragma omp simd
     for (std::int64_t e = 0; e < m * dv; ++e) state[e] *= rescale;
-    gemm(m, dv, rows, w.phi_k_t, kChunk, w.values, dv, state, dv, true);
+    chunk_matmul(m, dv, rows, w.phi_k_t, kChunk, w.values, dv, state, dv, {.accumulate = true});
     if (!shape.published()) *running_max = end_max;
   }
   if (shape.published()) *running_max = published_max;
