@@ -34,9 +34,13 @@ case "$variant" in
   *) echo "variant_symbols.sh: no check for variant '$variant'" >&2; exit 2 ;;
 esac
 [ "$#" -gt 0 ] || { echo "variant_symbols.sh: no objects given" >&2; exit 2; }
+# The vector clones of an `omp declare simd` helper (_ZGV<isa><mask><lanes><args>_<its mangled name>)
+# stay mangled under nm -C: they carry the variant as the length-prefixed name in the mangling
+# (17variant_x86_64_v4; the length keeps x86_64 from matching x86_64_v4's).
+mangled_variant="$(( ${#variant} + 8 ))variant_$variant"
 strays=$(nm -C --defined-only --extern-only "$@" | awk 'NF >= 3 && $2 != "U"' | cut -d' ' -f3- |
          grep -v -e "(arch_bench::KernelVariant)$value" -e "::variant_$variant::" \
-               -e "^DW.ref.__gxx_personality_v0$" || true)
+               -e "^_ZGV[A-Za-z0-9]*__ZN.*$mangled_variant" -e "^DW.ref.__gxx_personality_v0$" || true)
 kernels=$(nm -C --defined-only --extern-only "$@" | grep -c "(arch_bench::KernelVariant)$value" || true)
 if [ -n "$strays" ]; then
   echo "external symbols of the $variant objects outside their variant (wrap them in ARCH_BENCH_KERNEL_HELPERS_BEGIN, or an anonymous namespace):" >&2
