@@ -6,7 +6,8 @@
 #  3. a fresh run is diffed against the committed CPU baseline in results/ the same way;
 #  4. `arch-bench report` (Markdown with charts, HTML) and `export` of the run's own JSON, read back
 #     by gbench's compare.py and pandas; scripts/plot.py's tests (tests/test_plot.py);
-#  5. the Google Benchmark target runs one case (it must keep working with gbench's tooling);
+#  5. the Google Benchmark target runs one case (it must keep working with gbench's tooling) and
+#     has a decode and a prefill case of every registered mechanism;
 #  then a 3-shard Slurm job array on a real single-node cluster, merged (scripts/slurm/, root only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
