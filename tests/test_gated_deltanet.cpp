@@ -164,7 +164,8 @@ TEST(GatedDeltaNet, DecodeAtPositionTEqualsRowTOfPrefill) {
     for (std::int64_t h = 0; h < in.batch_heads; ++h) {
       const std::int64_t first = h * in.tokens;
       context_gates.g.insert(context_gates.g.end(), gates.g.begin() + first, gates.g.begin() + first + length);
-      context_gates.beta.insert(context_gates.beta.end(), gates.beta.begin() + first, gates.beta.begin() + first + length);
+      context_gates.beta.insert(context_gates.beta.end(), gates.beta.begin() + first,
+                                gates.beta.begin() + first + length);
       g.push_back(gates.g[first + length]);
       beta.push_back(gates.beta[first + length]);
     }
