@@ -42,6 +42,12 @@ T from_float(float x) {
   }
 }
 
+// x[0, count) widened to fp32.
+template <class T>
+void widen_row(const T* x, std::int64_t count, float* out) {
+  for (std::int64_t i = 0; i < count; ++i) out[i] = to_float(x[i]);
+}
+
 // Rounds a float through the storage type and back: the value a kernel actually sees.
 template <class T>
 float round_through(float x) {

@@ -37,11 +37,6 @@ float half_scaled_norm(const T* x, std::int64_t dk) {
   return sum * (0.5f / std::sqrt(static_cast<float>(dk)));
 }
 
-template <class T>
-void widen(const T* x, std::int64_t count, float* out) {
-  for (std::int64_t i = 0; i < count; ++i) out[i] = to_float(x[i]);
-}
-
 // favor+: f_i = m^(-1/2) (exp(p_i - max p) + eps). For a query this is the whole stabilised
 // feature (the |q~|^2/2 term and the max are per-token constants); returns max p.
 float favor_features(const float* proj, std::int64_t m, float* f) {
@@ -152,11 +147,11 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
   alignas(64) float phi_q[kMaxFeatures], phi_k[kMaxFeatures], weighted_k[kMaxFeatures];
   alignas(64) float value[kMaxDim], numerator[kMaxDim];
   // q and k projected together: one pass over W for both.
-  widen(q, dk, x[0]);
-  widen(k, dk, x[1]);
+  widen_row(q, dk, x[0]);
+  widen_row(k, dk, x[1]);
   chunk_matmul(2, n, dk, x[0], kMaxDim, projection, n, proj[0], kMaxFeatures);
   query_features(shape, proj[0], q, phi_q);
-  widen(v, dv, value);
+  widen_row(v, dv, value);
   if (shape.published()) {
     // M rises to this key's max when it is larger; the state follows (eps part unchanged), then
     // the key enters at the new M and the value sum and count grow by this token.
@@ -252,7 +247,7 @@ float head_key_max(const PerformerShape& shape, std::int64_t tokens, const float
   const std::int64_t dk = shape.dk, n = shape.projection_rows();
   for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
     const std::int64_t rows = std::min(kChunk, tokens - begin);
-    widen(k + begin * dk, rows * dk, x);
+    widen_row(k + begin * dk, rows * dk, x);
     chunk_matmul(rows, n, dk, x, dk, projection, n, proj, n);
     top = std::max(top, max_of(proj, rows * n));
   }
@@ -277,16 +272,16 @@ std::int64_t prefill_one_head(const PerformerShape& shape, std::int64_t tokens,
   for (std::int64_t begin = 0; begin < tokens; begin += kChunk) {
     const std::int64_t rows = std::min(kChunk, tokens - begin);
     // Features of the chunk's queries and keys: [rows, dk] x [dk, n] projections.
-    widen(q + begin * dk, rows * dk, w.x);
+    widen_row(q + begin * dk, rows * dk, w.x);
     chunk_matmul(rows, n, dk, w.x, dk, projection, n, w.proj, n);
     for (std::int64_t r = 0; r < rows; ++r) query_features(shape, w.proj + r * n, q + (begin + r) * dk, w.phi_q + r * m);
-    widen(k + begin * dk, rows * dk, w.x);
+    widen_row(k + begin * dk, rows * dk, w.x);
     chunk_matmul(rows, n, dk, w.x, dk, projection, n, w.proj, n);
     for (std::int64_t r = 0; r < rows; ++r) {
       w.key_scale[r] = key_features(shape, w.proj + r * n, k + (begin + r) * dk, w.phi_k + r * m, published_max);
     }
     transpose_features(rows, m, w.phi_k, w.phi_k_t);
-    widen(v + begin * dv, rows * dv, w.values);
+    widen_row(v + begin * dv, rows * dv, w.values);
     if (shape.published()) {
       for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t j = 0; j < dv; ++j) value_sum[j] += w.values[r * dv + j];

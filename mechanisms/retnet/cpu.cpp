@@ -19,11 +19,6 @@ constexpr std::int64_t kChunk = kRetNetChunk;
 // microseconds, and waking a second thread would cost more than it saves).
 
 template <class T>
-void widen_row(const T* x, std::int64_t n, float* out) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = to_float(x[i]);
-}
-
-template <class T>
 void decode_one_head(std::int64_t dk, std::int64_t dv, float gamma, const T* q, const T* k, const T* v, float* state,
                      T* out) {
   alignas(64) float query[kMaxDim], key[kMaxDim], value[kMaxDim], result[kMaxDim];
