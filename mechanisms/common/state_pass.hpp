@@ -4,7 +4,8 @@
 // decay_update_read is the pass of the steps whose write is S = alpha S + k u^T and whose read is
 // the new state's o = S^T q: RetNet (alpha = gamma, u = v), Gated DeltaNet (alpha = e^g, u = beta
 // (v - alpha S^T k), S^T k being read_state's pass before it) and Performer (alpha = the running
-// max's rescale, over its m feature rows).
+// max's rescale, over its m feature rows); with kNoDecay (S += k u^T, a multiply fewer per state
+// vector in a loop bound by its FMAs and stores) linear attention's and Performer's published form.
 //
 // A slice of columns keeps u and the output in registers while it walks down the rows, so each
 // state row slice is loaded once and stored once, on the widest vector the variant has
@@ -21,13 +22,26 @@
 
 namespace arch_bench {
 
+// The decay of a state pass that has none: S += k u^T.
+struct NoDecay {};
+inline constexpr NoDecay kNoDecay{};
+
 ARCH_BENCH_KERNEL_HELPERS_BEGIN
 
+// alpha x, or x itself without a decay (no multiply by 1, so S += k u^T rounds as written).
+template <class X>
+inline X decayed(float alpha, X x) {
+  return alpha * x;
+}
+template <class X>
+inline X decayed(NoDecay, X x) {
+  return x;
+}
+
 // Columns [j0, j0 + lanes(V) kVectors): S[:, cols] = alpha S[:, cols] + key u[cols]^T, then
-// out[cols] = S[:, cols]^T query. (Linear attention's pass is this without the decay, and keeps its
-// own: a multiply fewer per state vector in a loop bound by its FMAs and stores.)
-template <class V, int kVectors>
-inline void decay_update_read_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, float alpha,
+// out[cols] = S[:, cols]^T query. Decay: a float alpha or kNoDecay.
+template <class V, int kVectors, class Decay>
+inline void decay_update_read_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, Decay alpha,
                                       const float* __restrict key, const float* __restrict query,
                                       const float* __restrict update, float* __restrict state,
                                       float* __restrict out) {
@@ -42,7 +56,7 @@ inline void decay_update_read_columns(std::int64_t dk, std::int64_t dv, std::int
     const float a = key[i], b = query[i];
 #pragma GCC unroll 4
     for (int c = 0; c < kVectors; ++c) {
-      const V updated = alpha * load_lanes<V>(row + c * kLanes) + a * u[c];
+      const V updated = decayed(alpha, load_lanes<V>(row + c * kLanes)) + a * u[c];
       store_lanes(row + c * kLanes, updated);
       acc[c] += b * updated;
     }
@@ -84,24 +98,34 @@ inline std::int64_t over_state_columns(std::int64_t dv, Pass&& pass) {
   return j0;
 }
 
+// Columns [j0, dv) of decay_update_read one at a time: the head widths that are not a multiple of 8.
+template <class Decay>
+inline void decay_update_read_tail(std::int64_t dk, std::int64_t dv, std::int64_t j0, Decay alpha,
+                                   const float* __restrict key, const float* __restrict query,
+                                   const float* __restrict update, float* __restrict state, float* __restrict out) {
+  if (j0 >= dv) return;
+  for (std::int64_t j = j0; j < dv; ++j) out[j] = 0.0f;
+  for (std::int64_t i = 0; i < dk; ++i) {
+    float* row = state + i * dv;
+    for (std::int64_t j = j0; j < dv; ++j) {
+      row[j] = decayed(alpha, row[j]) + key[i] * update[j];
+      out[j] += query[i] * row[j];
+    }
+  }
+}
+
 // S = alpha S + key update^T, then out = S^T query, over every column of one head. Always inlined
 // into the head's step (out of line, GCC 12 takes a row the caller filled in a loop for one that may
 // be read uninitialised, a false -Wmaybe-uninitialized).
-[[gnu::always_inline]] inline void decay_update_read(std::int64_t dk, std::int64_t dv, float alpha,
+template <class Decay>
+[[gnu::always_inline]] inline void decay_update_read(std::int64_t dk, std::int64_t dv, Decay alpha,
                                                      const float* __restrict key, const float* __restrict query,
                                                      const float* __restrict update, float* __restrict state,
                                                      float* __restrict out) {
   const std::int64_t j0 = over_state_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
     decay_update_read_columns<V, N>(dk, dv, column, alpha, key, query, update, state, out);
   });
-  for (std::int64_t j = j0; j < dv; ++j) out[j] = 0.0f;
-  for (std::int64_t i = 0; i < dk; ++i) {
-    float* row = state + i * dv;
-    for (std::int64_t j = j0; j < dv; ++j) {
-      row[j] = alpha * row[j] + key[i] * update[j];
-      out[j] += query[i] * row[j];
-    }
-  }
+  decay_update_read_tail(dk, dv, j0, alpha, key, query, update, state, out);
 }
 
 // out = S^T key over every column of one head (inlined as decay_update_read is).

@@ -61,33 +61,6 @@ void map_row(FeatureMap map, const T* __restrict x, std::int64_t dim, float* __r
 // prefill stays bitwise the decode step.
 constexpr std::int64_t kStateLanes = kWideLanes;
 
-// Columns [j0, j0 + lanes(V) kVectors) of one head's decode step: S[:, cols] += phi(k) v^T and
-// numerator[cols] = phi(q)^T S[:, cols], the value slice and the numerator held in registers so
-// that each state row slice is loaded once and stored once (the store is the bound; a numerator in
-// memory would double it).
-template <class V, int kVectors>
-inline void update_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, const float* __restrict phi_q,
-                           const float* __restrict phi_k, const float* __restrict value, float* __restrict state,
-                           float* __restrict numerator) {
-  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
-  V v[kVectors], acc[kVectors];
-  for (int c = 0; c < kVectors; ++c) {
-    v[c] = load_lanes<V>(value + j0 + c * kLanes);
-    acc[c] = V{};
-  }
-  for (std::int64_t i = 0; i < dk; ++i) {
-    float* row = state + i * dv + j0;
-    const float a = phi_k[i], b = phi_q[i];
-#pragma GCC unroll 4
-    for (int c = 0; c < kVectors; ++c) {
-      const V updated = load_lanes<V>(row + c * kLanes) + a * v[c];
-      store_lanes(row + c * kLanes, updated);
-      acc[c] += b * updated;
-    }
-  }
-  for (int c = 0; c < kVectors; ++c) store_lanes(numerator + j0 + c * kLanes, acc[c]);
-}
-
 // One token's feature-mapped query and key, value and numerator, in fp32.
 struct TokenRows {
   float* phi_q;
@@ -158,22 +131,6 @@ float prepare_token(const LinearAttentionShape& shape, const T* q, const T* k, c
   return inverse;
 }
 
-// Columns [j0, dv) of one token's step, one at a time: the head widths that are not a multiple of 8.
-inline void update_tail_columns(std::int64_t dk, std::int64_t dv, std::int64_t j0, const TokenRows& token,
-                                float* state) {
-  if (j0 >= dv) return;
-  float* numerator = token.numerator;
-  std::fill(numerator + j0, numerator + dv, 0.0f);
-  for (std::int64_t i = 0; i < dk; ++i) {
-    float* row = state + i * dv;
-    const float a = token.phi_k[i], b = token.phi_q[i];
-    for (std::int64_t j = j0; j < dv; ++j) {
-      row[j] += a * token.value[j];
-      numerator[j] += b * row[j];
-    }
-  }
-}
-
 template <class T>
 void write_token(std::int64_t dv, const float* numerator, float inverse, T* out) {
   for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
@@ -186,19 +143,19 @@ void decode_one_head(const LinearAttentionShape& shape, const T* q, const T* k, 
   alignas(64) float phi_q[kMaxDim], phi_k[kMaxDim], value[kMaxDim], numerator[kMaxDim];
   const TokenRows token{phi_q, phi_k, value, numerator};
   const float inverse = prepare_token(shape, q, k, v, normalizer, token);
-  // One pass over S: each row slice is updated and immediately read back for the output.
-  const std::int64_t j0 = over_state_columns<4>(dv, [&]<class V, int N>(std::int64_t column) {
-    update_columns<V, N>(dk, dv, column, phi_q, phi_k, value, state, numerator);
-  });
-  update_tail_columns(dk, dv, j0, token, state);
+  // One pass over S (state_pass.hpp): each row slice is updated and immediately read back for the
+  // output, the value slice and the numerator in registers (the store is the bound; a numerator in
+  // memory would double it).
+  decay_update_read(dk, dv, kNoDecay, phi_k, phi_q, value, state, numerator);
   write_token(dv, numerator, inverse, out);
 }
 
 // Two consecutive tokens of one head, columns [j0, j0 + 8 kVectors): the state slice is loaded once,
 // takes token 0's update, gives token 0's numerator, takes token 1's update, gives token 1's
-// numerator, and is stored once. The same operations in the same order as two update_columns
-// passes, so the results are bitwise those of two decode steps, with half the state loads and
-// stores: the single-token pass is bound by its one store per FMA pair, this one by the FMAs.
+// numerator, and is stored once. The same operations in the same order as two decode steps'
+// passes (decay_update_read without a decay), so the results are bitwise those of two decode steps,
+// with half the state loads and stores: the single-token pass is bound by its one store per FMA
+// pair, this one by the FMAs.
 template <class V, int kVectors>
 inline void update_columns_two_tokens(std::int64_t dk, std::int64_t dv, std::int64_t j0, const TokenRows& first,
                                       const TokenRows& second, float* __restrict state) {
@@ -252,7 +209,10 @@ void decode_two_tokens(const LinearAttentionShape& shape, const T* q, const T* k
   });
   // Scalar columns are independent of each other: token 0's whole tail, then token 1's, is the order
   // of two decode steps.
-  for (int r = 0; r < 2; ++r) update_tail_columns(dk, dv, j0, rows[r], state);
+  for (int r = 0; r < 2; ++r) {
+    decay_update_read_tail(dk, dv, j0, kNoDecay, rows[r].phi_k, rows[r].phi_q, rows[r].value, state,
+                           rows[r].numerator);
+  }
   for (int r = 0; r < 2; ++r) write_token(dv, rows[r].numerator, inverse[r], out + r * dv);
 }
 

@@ -166,7 +166,7 @@ bool decode_one_head(const PerformerShape& shape, const float* projection, const
       normalizer[i] += phi_k[i];
       denominator += phi_q[i] * normalizer[i];
     }
-    decay_update_read(m, dv, 1.0f, phi_k, phi_q, value, state, numerator);
+    decay_update_read(m, dv, kNoDecay, phi_k, phi_q, value, state, numerator);
     const float inverse = 1.0f / denominator;
     for (std::int64_t j = 0; j < dv; ++j) out[j] = from_float<T>(numerator[j] * inverse);
     return nonpositive(denominator);
