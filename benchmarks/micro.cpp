@@ -10,7 +10,7 @@
 
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 
 namespace {
 using namespace arch_bench;

@@ -19,19 +19,19 @@ include(CMakePackageConfigHelpers)
 # built-ins draw them, fp64 comparison, storage dtypes). Keep this list small: each is a promise.
 set(ARCH_BENCH_SDK_HEADERS
   mechanisms/mechanism.hpp
-  mechanisms/common/bf16.hpp
-  mechanisms/common/kernel_helpers.hpp
+  core/bf16.hpp
+  core/kernel_helpers.hpp
   mechanisms/common/check_rows.hpp
-  mechanisms/common/checked_size.hpp
+  core/checked_size.hpp
   mechanisms/common/compare.hpp
   mechanisms/common/inputs.hpp
   mechanisms/common/matrix.hpp
   mechanisms/common/prepare_cell.hpp
-  runner/backends/allocator.hpp
-  runner/backends/backend.hpp
-  runner/backends/timing.hpp
-  runner/core/cell.hpp
-  runner/core/dtype.hpp
+  core/backends/allocator.hpp
+  core/backends/backend.hpp
+  core/backends/timing.hpp
+  core/cell.hpp
+  core/dtype.hpp
   runner/plugins/plugin_api.hpp)
 
 file(STRINGS ${PROJECT_SOURCE_DIR}/runner/plugins/plugin_api.hpp _contract_line

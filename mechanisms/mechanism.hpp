@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "runner/backends/backend.hpp"
-#include "runner/core/cell.hpp"
+#include "core/backends/backend.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 
-class ConformanceAdapter;  // runner/conformance/adapter.hpp
+class ConformanceAdapter;  // mechanisms/common/conformance_adapter.hpp
 class CapacityProbe;       // mechanisms/capacity.hpp
 
 enum class StateKind { explicit_history, fixed_state };

@@ -13,7 +13,7 @@
 #include "mechanisms/retnet/mechanism.hpp"
 #include "mechanisms/gated_deltanet/mechanism.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

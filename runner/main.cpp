@@ -10,14 +10,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/common/cpu_isa.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
-#include "runner/backends/cpu/usable_cpus.hpp"
+#include "core/backends/cpu/usable_cpus.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/omp_spin_policy.hpp"
 #include "runner/cli/signals.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace {
 

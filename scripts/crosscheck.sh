@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and runs scripts/crosscheck.py: every mechanism against its published implementation.
-#  1. Debian packages: python3-numpy, python3-torch (and python3-pip, which downloads the rest); when
+#  1. Debian packages: python3-numpy, python3-torch (and python3-pip, which downloads the rest, with
+#     python3-packaging and python3-setuptools, which pip's metadata step of mamba-ssm's source
+#     distribution imports: without them a fresh machine fails there); when
 #     Debian's torch cannot be imported, PyPI's torch wheel is installed into a virtual environment
 #     in the cache folder instead.
 #  2. The published packages, pinned, from PyPI (`pip download --no-deps`, at set-up time only),
@@ -19,7 +21,7 @@ PINS=(performer-pytorch==1.1.4 einops==0.8.2 fla-core==0.6.0)
 MAMBA_PIN=mamba-ssm==2.3.2.post1
 
 missing=()
-for package in python3-numpy python3-torch python3-pip; do
+for package in python3-numpy python3-torch python3-pip python3-packaging python3-setuptools; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/backends/allocator.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/allocator.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 
 namespace arch_bench {
 namespace {

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "build_info.hpp"
-#include "runner/backends/cpu/host_facts.hpp"
+#include "core/backends/cpu/host_facts.hpp"
 #include "runner/measure/ceilings.hpp"
 
 namespace arch_bench {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #include "support/cli.hpp"
 
 namespace arch_bench {

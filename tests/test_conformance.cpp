@@ -9,11 +9,12 @@
 #include <cmath>
 #include <functional>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
+#include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
 

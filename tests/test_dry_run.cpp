@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cuda/device_probe.hpp"
-#include "runner/core/plan.hpp"
+#include "core/backends/cuda/device_probe.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/preflight/dry_run.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"

@@ -11,12 +11,12 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/core/errors.hpp"
-#include "runner/core/execute.hpp"
-#include "runner/core/interrupt.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/execute.hpp"
+#include "runner/pipeline/interrupt.hpp"
 #include "runner/measure/memory_probe.hpp"
-#include "runner/backends/cpu/host_facts.hpp"
+#include "core/backends/cpu/host_facts.hpp"
 
 namespace arch_bench {
 namespace {

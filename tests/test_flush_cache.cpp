@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/measure/flush_cache.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/flush_cache.hpp"
 
 namespace arch_bench {
 namespace {

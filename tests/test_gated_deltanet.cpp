@@ -11,7 +11,7 @@
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
 

@@ -1,4 +1,4 @@
-// Reading files a user names (runner/core/input_file, runner/report/json_input) and validating what
+// Reading files a user names (runner/pipeline/input_file, runner/report/json_input) and validating what
 // they hold (runner/report/schema_validation): hostile input is a UsageError (exit 2), never a crash
 // or a hang. The regression cases of issue 8 (defects 3, 4 and 12) are here; 1 is in test_diff.cpp,
 // 2 in test_npy.cpp.
@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/core/errors.hpp"
-#include "runner/core/input_file.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/input_file.hpp"
 #include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"

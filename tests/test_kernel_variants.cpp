@@ -10,8 +10,8 @@
 #include "mechanisms/common/cpu_isa.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/core/dtype.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/dtype.hpp"
 #include "tests/support/mechanism_fixtures.hpp"
 #include "tests/support/prepared_cells.hpp"
 

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"

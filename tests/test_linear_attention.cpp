@@ -7,7 +7,7 @@
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
 

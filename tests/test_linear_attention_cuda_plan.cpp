@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/mechanism_fixtures.hpp"

@@ -7,13 +7,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "support/prepared_cells.hpp"
 
 namespace arch_bench {

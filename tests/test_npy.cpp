@@ -7,7 +7,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "runner/conformance/npy.hpp"
+#include "core/npy.hpp"
+#include "runner/conformance/npy_files.hpp"
 #include "support/cli.hpp"
 
 namespace arch_bench {

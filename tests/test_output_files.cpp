@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
 #include "runner/report/staged_folder.hpp"

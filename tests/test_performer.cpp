@@ -12,13 +12,13 @@
 #include <random>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 
 namespace arch_bench {
 namespace {

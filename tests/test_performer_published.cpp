@@ -10,12 +10,12 @@
 #include <limits>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/diff/pair_rows.hpp"
 #include "support/cli.hpp"

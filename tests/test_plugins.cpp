@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/core/errors.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/errors.hpp"
 #include "runner/plugins/load_plugin.hpp"
 #include "runner/plugins/plugin_api.hpp"
 #include "runner/plugins/self_check.hpp"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #include "runner/preflight/checks.hpp"
 #include "runner/profiles/profile.hpp"
 #include "runner/report/schema_validation.hpp"

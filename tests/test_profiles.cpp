@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "runner/cli/run_options.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/profiles/profile.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"

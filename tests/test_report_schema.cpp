@@ -2,7 +2,7 @@
 // atomically and never overwritten.
 #include <gtest/gtest.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/measure/ceilings.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/report/atomic_write.hpp"

@@ -8,7 +8,7 @@
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cpu.hpp"
 #include "mechanisms/retnet/reference.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runner/cli/run_options.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 namespace {

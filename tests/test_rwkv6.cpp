@@ -7,16 +7,17 @@
 #include <vector>
 
 #include "mechanisms/capacity.hpp"
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
 namespace {

@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/core/errors.hpp"
-#include "runner/core/interrupt.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/interrupt.hpp"
 #include "runner/measure/contention.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/fork_join.hpp"

@@ -8,8 +8,8 @@
 #include <numeric>
 #include <set>
 
-#include "runner/core/errors.hpp"
-#include "runner/core/plan.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/shard/cost_model.hpp"
 #include "runner/shard/plan_hash.hpp"

@@ -4,7 +4,7 @@
 #include "mechanisms/registry.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {

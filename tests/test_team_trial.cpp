@@ -11,8 +11,8 @@
 #include <omp.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/core/dtype.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/dtype.hpp"
 #include "runner/measure/sampler.hpp"
 #include "runner/measure/team_trial.hpp"
 #include "runner/modes/mode.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "mechanisms/common/check_rows.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"

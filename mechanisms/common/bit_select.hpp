@@ -4,7 +4,7 @@
 // and one branch keeps the whole loop scalar; a select on the bit patterns always if-converts.
 #include <bit>
 #include <cstdint>
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 
 namespace arch_bench {
 ARCH_BENCH_KERNEL_HELPERS_BEGIN

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 
 namespace arch_bench {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/mechanism.hpp"
 
 namespace arch_bench {

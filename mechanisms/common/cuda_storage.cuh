@@ -4,7 +4,7 @@
 // Math is fp32 whatever the storage; stores round to nearest even, as the CPU kernels do.
 #include <cuda_bf16.h>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 
 namespace arch_bench {
 

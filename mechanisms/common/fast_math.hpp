@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 
 namespace arch_bench {
 ARCH_BENCH_KERNEL_HELPERS_BEGIN

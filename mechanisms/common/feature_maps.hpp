@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 #include "mechanisms/common/matrix.hpp"
 
 namespace arch_bench {

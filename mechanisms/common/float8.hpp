@@ -23,8 +23,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/bf16.hpp"
+#include "core/kernel_helpers.hpp"
 
 namespace arch_bench {
 

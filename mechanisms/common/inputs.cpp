@@ -2,8 +2,8 @@
 
 #include <random>
 
-#include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/bf16.hpp"
+#include "core/checked_size.hpp"
 
 namespace arch_bench {
 

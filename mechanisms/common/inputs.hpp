@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "mechanisms/common/matrix.hpp"
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 
 namespace arch_bench {
 

@@ -9,7 +9,7 @@
 // see linear_attention/cpu.hpp and rwkv/rwkv7/cpu.hpp. A wider state streams from L2 every token,
 // and the chunk form takes over.
 #include <cstdint>
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 
 namespace arch_bench {
 ARCH_BENCH_KERNEL_HELPERS_BEGIN

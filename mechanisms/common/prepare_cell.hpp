@@ -3,7 +3,7 @@
 // so each mechanism's prepare() is a single line.
 #include <memory>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/mechanism.hpp"
 
 namespace arch_bench {

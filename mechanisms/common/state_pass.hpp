@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "mechanisms/common/float8.hpp"
-#include "mechanisms/common/kernel_helpers.hpp"
+#include "core/kernel_helpers.hpp"
 #include "mechanisms/common/wide_vector.hpp"
 
 namespace arch_bench {

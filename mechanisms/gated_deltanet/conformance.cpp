@@ -6,7 +6,7 @@
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

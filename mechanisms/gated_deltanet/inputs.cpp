@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 
 namespace arch_bench {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

@@ -6,7 +6,7 @@
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

@@ -4,7 +4,7 @@
 
 #include "mechanisms/common/parallel_policy.hpp"
 #include "mechanisms/common/prefill_form.hpp"
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/fast_math.hpp"

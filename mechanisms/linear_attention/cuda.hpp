@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/feature_maps.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 

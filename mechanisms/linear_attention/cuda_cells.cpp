@@ -8,9 +8,9 @@
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/mechanism.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
-#include "runner/core/errors.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "mechanisms/linear_attention/cpu.hpp"
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "mechanisms/common/prepare_cell.hpp"
-#include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/bf16.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/capacity.hpp"

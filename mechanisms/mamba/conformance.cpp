@@ -12,7 +12,7 @@
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "mechanisms/common/parallel_policy.hpp"
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/fast_math.hpp"

@@ -8,7 +8,7 @@
 
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/mamba/cuda.hpp"
-#include "runner/backends/cuda/cuda_check.hpp"
+#include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/mamba/cuda_plan.hpp"
 
 struct CUstream_st;

@@ -3,14 +3,14 @@
 // stream, check() downloads the output and compares it with the same fp64 reference.
 #include <vector>
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mechanism.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
-#include "runner/core/errors.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

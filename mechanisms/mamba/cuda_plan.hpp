@@ -10,7 +10,7 @@
 #include <string>
 
 #include "mechanisms/mamba/cpu.hpp"
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "mechanisms/mamba/reference.hpp"
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
 

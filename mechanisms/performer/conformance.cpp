@@ -8,7 +8,7 @@
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

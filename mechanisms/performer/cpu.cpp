@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mechanisms/common/parallel_policy.hpp"
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/kernel_variant.hpp"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/performer/cuda_plan.hpp"
 
 struct CUstream_st;

@@ -10,9 +10,9 @@
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/cuda.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
-#include "runner/core/errors.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

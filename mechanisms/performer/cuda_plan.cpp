@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 
 namespace arch_bench {
 

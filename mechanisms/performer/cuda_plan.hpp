@@ -12,7 +12,7 @@
 #include <string>
 
 #include "mechanisms/performer/cpu.hpp"
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

@@ -6,7 +6,7 @@
 #include "mechanisms/retnet/cpu.hpp"
 #include "mechanisms/retnet/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

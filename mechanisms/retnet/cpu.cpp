@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "mechanisms/common/parallel_policy.hpp"
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/state_pass.hpp"

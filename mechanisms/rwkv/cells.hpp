@@ -12,8 +12,8 @@
 #include <array>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/bf16.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/rwkv/inputs.hpp"

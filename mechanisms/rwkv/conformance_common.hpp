@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
-#include "runner/conformance/adapter.hpp"
+#include "mechanisms/common/conformance_adapter.hpp"
 
 namespace arch_bench {
 

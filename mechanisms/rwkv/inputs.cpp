@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "mechanisms/common/bf16.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/bf16.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/common/inputs.hpp"
 
 namespace arch_bench {

@@ -6,7 +6,7 @@
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

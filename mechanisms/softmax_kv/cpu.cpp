@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/softmax_kv/cpu_avx2.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512.hpp"

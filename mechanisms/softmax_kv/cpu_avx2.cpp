@@ -20,7 +20,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 

@@ -16,7 +16,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"

@@ -3,7 +3,7 @@
 // FMA). Same contracts as the AVX2 set (cpu_avx2.hpp); x86 builds only.
 #include <cstdint>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/cpu_avx2.hpp"
 
 #if defined(ARCH_BENCH_SOFTMAX_AVX2)

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <memory>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
 
 #define ARCH_BENCH_AVX512_BF16 \

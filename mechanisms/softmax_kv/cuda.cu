@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "runner/backends/cuda/cuda_check.hpp"
+#include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
 

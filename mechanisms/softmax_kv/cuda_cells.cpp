@@ -10,13 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/softmax_kv/check.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
 
 namespace arch_bench {
 

@@ -1,6 +1,6 @@
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 
 #include <algorithm>
 #include <limits>

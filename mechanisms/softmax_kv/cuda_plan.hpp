@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "runner/core/cell.hpp"
+#include "core/cell.hpp"
 
 namespace arch_bench {
 

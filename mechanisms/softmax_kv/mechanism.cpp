@@ -5,9 +5,9 @@
 #include <type_traits>
 
 #include "mechanisms/common/prepare_cell.hpp"
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/check_rows.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/softmax_kv/capacity.hpp"

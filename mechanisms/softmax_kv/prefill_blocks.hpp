@@ -10,7 +10,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 
 namespace arch_bench::prefill_blocks {
 

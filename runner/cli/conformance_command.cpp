@@ -8,7 +8,7 @@
 #include "runner/cli/parse_lists.hpp"
 #include "runner/cli/run_options.hpp"
 #include "runner/conformance/conformance.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/plugins/load_plugin.hpp"
 
 namespace arch_bench {

@@ -10,7 +10,7 @@
 
 #include "runner/cli/commands.hpp"
 #include "runner/cli/diff_options.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/diff/cell_format.hpp"
 #include "runner/diff/diff.hpp"
 #include "runner/diff/printers.hpp"

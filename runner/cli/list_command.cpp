@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
 #include "runner/plugins/load_plugin.hpp"

@@ -7,7 +7,7 @@
 
 #include "runner/cli/commands.hpp"
 #include "runner/cli/run_options.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/diff/load_report.hpp"
 #include "runner/plugins/load_plugin.hpp"
 #include "runner/report/atomic_write.hpp"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/diff/load_report.hpp"
 #include "runner/present/plot_charts.hpp"
 #include "runner/present/presentation.hpp"

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "mechanisms/common/feature_maps.hpp"
-#include "runner/backends/cpu/usable_cpus.hpp"
+#include "core/backends/cpu/usable_cpus.hpp"
 #include "runner/cli/parse_lists.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

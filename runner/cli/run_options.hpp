@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/workload.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/profiles/profile.hpp"
 

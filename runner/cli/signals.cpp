@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-#include "runner/core/interrupt.hpp"
+#include "runner/pipeline/interrupt.hpp"
 #include "runner/report/temp_files.hpp"
 
 namespace arch_bench {

@@ -2,7 +2,7 @@
 // SIGINT and SIGTERM. Outside a measurement, a signal removes the temporary files and staged sets
 // being written (runner/report/temp_files.hpp) and exits at once with 128 + signal (130, 143).
 // While `run` measures (a GracefulInterrupt is alive), the first signal only asks the measuring loop
-// to stop (runner/core/interrupt.hpp), so that the rows measured so far are written as an
+// to stop (runner/pipeline/interrupt.hpp), so that the rows measured so far are written as an
 // interrupted report; a second signal cleans up and exits at once.
 namespace arch_bench {
 

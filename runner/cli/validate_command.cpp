@@ -3,7 +3,7 @@
 
 #include "runner/cli/commands.hpp"
 #include "runner/cli/validate_options.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 

@@ -2,7 +2,7 @@
 // The conformance adapter of each mechanism, defined in mechanisms/<id>/conformance.cpp and
 // returned by that mechanism's Mechanism::conformance(). A new mechanism adds one line here, its
 // conformance.cpp, and the one-line override in its class.
-#include "runner/conformance/adapter.hpp"
+#include "mechanisms/common/conformance_adapter.hpp"
 
 namespace arch_bench {
 

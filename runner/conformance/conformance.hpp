@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mechanisms/mechanism.hpp"
-#include "runner/conformance/adapter.hpp"
+#include "mechanisms/common/conformance_adapter.hpp"
 
 namespace arch_bench {
 

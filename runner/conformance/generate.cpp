@@ -1,13 +1,14 @@
 // `arch-bench conformance --generate DIR`: seeded inputs in a mechanism's layout.
 #include <fmt/format.h>
 
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/preflight/machine_facts.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
 #include "runner/report/staged_folder.hpp"
+#include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
 

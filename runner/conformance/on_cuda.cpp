@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 #if ARCH_BENCH_HAVE_CUDA
 #include <algorithm>
@@ -13,10 +13,10 @@
 #include "mechanisms/performer/cuda.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
 #else
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #endif
 
 namespace arch_bench {

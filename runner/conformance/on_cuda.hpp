@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/backends/backend.hpp"
-#include "runner/conformance/adapter.hpp"
+#include "core/backends/backend.hpp"
+#include "mechanisms/common/conformance_adapter.hpp"
 
 namespace arch_bench {
 

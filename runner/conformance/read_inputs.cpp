@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "runner/conformance/conformance.hpp"
+#include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
 

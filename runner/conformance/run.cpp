@@ -7,14 +7,15 @@
 #include <fmt/format.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/conformance/on_cuda.hpp"
-#include "mechanisms/common/checked_size.hpp"
+#include "core/checked_size.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
 #include "runner/report/staged_folder.hpp"
 #include "build_info.hpp"
+#include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/json_input.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/backends/cpu/host_facts.hpp"
+#include "core/backends/cpu/host_facts.hpp"
 
 namespace arch_bench {
 

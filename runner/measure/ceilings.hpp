@@ -3,7 +3,7 @@
 // against this machine in this state (governor, neighbours, thread count), not a datasheet.
 #include <cstddef>
 
-#include "runner/core/run_result.hpp"
+#include "runner/pipeline/run_result.hpp"
 
 namespace arch_bench {
 

@@ -10,8 +10,8 @@
 
 #include <omp.h>
 
-#include "runner/backends/cpu/host_facts.hpp"
-#include "runner/measure/flush_cache.hpp"
+#include "core/backends/cpu/host_facts.hpp"
+#include "core/backends/cpu/flush_cache.hpp"
 
 namespace arch_bench {
 

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <omp.h>
 
-#include "runner/core/errors.hpp"
-#include "runner/core/interrupt.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/interrupt.hpp"
 #include "runner/measure/contention.hpp"
 #include "runner/measure/memory_probe.hpp"
 #include "runner/measure/statistics.hpp"

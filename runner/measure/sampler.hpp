@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "mechanisms/mechanism.hpp"
-#include "runner/backends/backend.hpp"
-#include "runner/core/workload.hpp"
+#include "core/backends/backend.hpp"
+#include "runner/pipeline/workload.hpp"
 #include "runner/measure/team_trial.hpp"
 
 namespace arch_bench {
@@ -39,7 +39,7 @@ using SampleProgress = std::function<void(std::int64_t done, std::int64_t total)
 // cell.buffers() before every timed sample, outside the timed region; hot does nothing extra.
 // `progress` may be empty; it is called at most ~10 times. Throws std::invalid_argument when
 // warmup < 0 or repeats < 1, and CellFailure("interrupted") when a stop was requested
-// (runner/core/interrupt.hpp) between samples. `team_trial` (CPU, a team of two or more): before
+// (runner/pipeline/interrupt.hpp) between samples. `team_trial` (CPU, a team of two or more): before
 // the samples, run_team_trial() times the step on the whole team and on one thread, and the samples
 // run on the faster (team_trial.hpp); the team is restored when the call returns or throws.
 MeasuredSamples measure_cell(PreparedCell& cell, Backend& backend, std::int64_t warmup,

@@ -3,7 +3,7 @@
 // the summary is what tables and decisions read.
 #include <span>
 
-#include "runner/core/run_result.hpp"
+#include "runner/pipeline/run_result.hpp"
 
 namespace arch_bench {
 

@@ -1,7 +1,7 @@
 #pragma once
 // What the harness itself adds to every sample: the backend's clock around an empty callable.
 // Reported next to the samples so a step that is close to it is read with suspicion.
-#include "runner/backends/backend.hpp"
+#include "core/backends/backend.hpp"
 
 namespace arch_bench {
 

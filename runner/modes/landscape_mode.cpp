@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/measure/capacity.hpp"
 #include "runner/modes/decision_rules.hpp"
 #include "runner/modes/linear_recurrence.hpp"

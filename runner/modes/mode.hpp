@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/core/run_result.hpp"
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/run_result.hpp"
+#include "runner/pipeline/workload.hpp"
 
 namespace arch_bench {
 

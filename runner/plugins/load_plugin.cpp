@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/plugins/plugin_api.hpp"
 #include "runner/plugins/self_check.hpp"
 #include "runner/plugins/sha256.hpp"

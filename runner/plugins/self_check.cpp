@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "runner/backends/cpu/cpu_backend.hpp"
-#include "runner/core/errors.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

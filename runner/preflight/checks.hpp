@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/dtype.hpp"
+#include "core/dtype.hpp"
 #include "runner/preflight/machine_facts.hpp"
 #include "runner/profiles/profile.hpp"
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/plan.hpp"
-#include "runner/core/run_result.hpp"
+#include "runner/pipeline/plan.hpp"
+#include "runner/pipeline/run_result.hpp"
 #include "runner/preflight/checks.hpp"
 
 namespace arch_bench {

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "runner/backends/cpu/host_facts.hpp"
+#include "core/backends/cpu/host_facts.hpp"
 
 namespace arch_bench {
 

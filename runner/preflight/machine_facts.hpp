@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 
 namespace arch_bench {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/core/plan.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/preflight/checks.hpp"
 #include "runner/preflight/machine_facts.hpp"
 #include "runner/profiles/profile.hpp"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/workload.hpp"
 #include "runner/preflight/preflight.hpp"
 
 namespace arch_bench {

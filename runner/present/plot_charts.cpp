@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "build_info.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/json_input.hpp"
 
 extern char** environ;

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "build_info.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 

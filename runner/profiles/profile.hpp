@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/dtype.hpp"
-#include "runner/core/workload.hpp"
+#include "core/dtype.hpp"
+#include "runner/pipeline/workload.hpp"
 
 namespace arch_bench {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/core/run_result.hpp"
+#include "runner/pipeline/run_result.hpp"
 
 namespace arch_bench {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/output_path.hpp"
 #include "runner/report/temp_files.hpp"
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
-#include "runner/core/input_file.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/input_file.hpp"
 
 namespace arch_bench {
 

@@ -1,6 +1,6 @@
 #pragma once
 // JSON documents that come from outside (result reports for `validate` and `diff`, profiles) are
-// read and parsed here, once: a regular file under the input cap (runner/core/input_file.hpp),
+// read and parsed here, once: a regular file under the input cap (runner/pipeline/input_file.hpp),
 // arrays and objects nested at most kMaxJsonDepth deep, every number within double range. Whatever
 // the bytes, the outcome is a document or a UsageError (exit 2) that names the file; never a crash,
 // never "internal error".

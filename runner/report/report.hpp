@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/run_result.hpp"
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/run_result.hpp"
+#include "runner/pipeline/workload.hpp"
 #include "runner/modes/mode.hpp"
 
 namespace arch_bench {

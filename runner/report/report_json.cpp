@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "mechanisms/registry.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/report/report.hpp"
 #include "build_info.hpp"
 

@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include "runner/core/run_result.hpp"
+#include "runner/pipeline/run_result.hpp"
 
 namespace arch_bench {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runner/core/plan.hpp"
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/plan.hpp"
+#include "runner/pipeline/workload.hpp"
 
 namespace arch_bench {
 

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "build_info.hpp"
-#include "runner/core/errors.hpp"
-#include "runner/core/plan.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/preflight/dry_run.hpp"
 #include "runner/report/report.hpp"

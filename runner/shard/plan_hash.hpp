@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/plan.hpp"
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/plan.hpp"
+#include "runner/pipeline/workload.hpp"
 
 namespace arch_bench {
 

@@ -5,8 +5,8 @@
 // what a decision reads; `null` statistics (rows not measured) read as 0, `null` errors as NaN.
 #include <nlohmann/json.hpp>
 
-#include "runner/core/run_result.hpp"
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/run_result.hpp"
+#include "runner/pipeline/workload.hpp"
 #include "runner/modes/mode.hpp"
 
 namespace arch_bench {

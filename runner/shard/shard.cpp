@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/shard/cost_model.hpp"
 #include "runner/shard/plan_hash.hpp"
 #include "runner/shard/split.hpp"

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/plan.hpp"
-#include "runner/core/run_result.hpp"
-#include "runner/core/workload.hpp"
+#include "runner/pipeline/plan.hpp"
+#include "runner/pipeline/run_result.hpp"
+#include "runner/pipeline/workload.hpp"
 #include "runner/shard/shard_spec.hpp"
 
 namespace arch_bench {

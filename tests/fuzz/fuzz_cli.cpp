@@ -13,8 +13,8 @@
 #include "runner/cli/diff_options.hpp"
 #include "runner/cli/run_options.hpp"
 #include "runner/cli/validate_options.hpp"
-#include "runner/core/errors.hpp"
-#include "runner/core/plan.hpp"
+#include "core/errors.hpp"
+#include "runner/pipeline/plan.hpp"
 
 namespace {
 

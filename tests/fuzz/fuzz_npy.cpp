@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runner/conformance/npy.hpp"
+#include "core/npy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace arch_bench;

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/profiles/profile.hpp"
 #include "runner/report/json_input.hpp"
 

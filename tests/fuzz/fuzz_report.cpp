@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 #include "runner/diff/diff.hpp"
 #include "runner/diff/printers.hpp"
 #include "runner/report/json_input.hpp"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/conformance/on_cuda.hpp"
 

@@ -15,8 +15,8 @@
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
 #endif
 
 namespace arch_bench {

@@ -4,13 +4,13 @@
 
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/registry.hpp"
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/softmax_kv/cuda.hpp"
-#include "runner/backends/cuda/cuda_backend.hpp"
-#include "runner/backends/cuda/device_transfer.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
 #endif
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"

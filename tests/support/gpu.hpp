@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/backends/backend.hpp"
-#include "runner/backends/cuda/device_probe.hpp"
+#include "core/backends/backend.hpp"
+#include "core/backends/cuda/device_probe.hpp"
 
 
 // Skips the current test when there is no usable CUDA device; binds `name` to the backend.

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
 
 namespace arch_bench::testing {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "mechanisms/registry.hpp"
-#include "runner/backends/cpu/cpu_backend.hpp"
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "tests/support/cli.hpp"
 

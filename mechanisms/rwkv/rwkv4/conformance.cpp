@@ -6,7 +6,7 @@
 #include "mechanisms/rwkv/rwkv4/cpu.hpp"
 #include "mechanisms/rwkv/rwkv4/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

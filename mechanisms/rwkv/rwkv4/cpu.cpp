@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 
 namespace arch_bench {

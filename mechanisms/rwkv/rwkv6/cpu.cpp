@@ -4,7 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
 #include "mechanisms/common/float8.hpp"

@@ -4,7 +4,7 @@
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
 #include "runner/conformance/adapters.hpp"
-#include "runner/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace arch_bench {
 

@@ -3,7 +3,7 @@
 #include <omp.h>
 #include <type_traits>
 
-#include "mechanisms/common/bf16.hpp"
+#include "core/bf16.hpp"
 #include "mechanisms/common/float8.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/wide_vector.hpp"

@@ -1,0 +1,142 @@
+#include "mechanisms/common/conformance_adapter.hpp"
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/bf16.hpp"
+#include "mechanisms/common/inputs.hpp"
+
+namespace arch_bench {
+
+namespace {
+// FNV-1a: a fixed hash, so that generated inputs are the same with every standard library.
+std::uint64_t name_hash(const std::string& name) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return hash;
+}
+}  // namespace
+
+ConformanceAxes ConformanceAdapter::generated_axes(const ConformanceShape& shape, const MechanismOptions& options) {
+  return {{"batch", shape.batch},
+          {"heads", shape.heads},
+          {"length", shape.length},
+          {"dim", shape.dim},
+          {"dv", shape.dim},
+          {"d_inner", shape.heads * shape.dim},
+          {"m", options.features},
+          {"N", options.state_size}};
+}
+
+std::map<std::string, NpyArray> ConformanceAdapter::generate(const ConformanceShape& shape,
+                                                              const MechanismOptions& options, std::uint64_t seed,
+                                                              DType dtype) const {
+  const ConformanceAxes axes = generated_axes(shape, options);
+  std::map<std::string, NpyArray> tensors;
+  for (const ConformanceInputSpec& input : spec(options).inputs) {
+    NpyArray array;
+    array.dtype = NpyDtype::float32;
+    for (const std::string& axis : input.axes) {
+      const auto found = axes.find(axis);
+      if (found == axes.end()) {
+        throw std::logic_error(fmt::format("conformance input {} has axis '{}' that --generate cannot size; the "
+                                           "adapter must override generate()",
+                                           input.name, axis));
+      }
+      array.shape.push_back(found->second);
+    }
+    // One stream per input name, so that an input is the same whichever mechanism asks for it.
+    std::seed_seq seq{seed, name_hash(input.name)};
+    std::mt19937_64 rng(seq);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    array.values.resize(static_cast<std::size_t>(array.size()));
+    for (double& x : array.values) {
+      const float value = normal(rng);
+      x = !input.parameter && dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
+    }
+    tensors.emplace(input.name, std::move(array));
+  }
+  return tensors;
+}
+
+std::vector<float> to_storage_values(const NpyArray& array, DType dtype) {
+  std::vector<float> out(array.values.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const float value = static_cast<float>(array.values[i]);
+    out[i] = dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
+  }
+  return out;
+}
+
+std::vector<float> to_fp32_values(const NpyArray& array) {
+  std::vector<float> out(array.values.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(array.values[i]);
+  return out;
+}
+
+MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64_t rows, std::int64_t cols) {
+  MatrixD m(rows, cols);
+  const float* base = x.data() + index * rows * cols;
+  for (std::int64_t i = 0; i < rows * cols; ++i) m.data[i] = base[i];
+  return m;
+}
+
+Cell generated_cell(const ConformanceShape& shape, const MechanismOptions& options, DType dtype) {
+  Cell cell;
+  cell.options = options;
+  cell.phase = Phase::prefill;
+  cell.sequence_length = shape.length;
+  cell.batch = shape.batch;
+  cell.heads = shape.heads;
+  cell.head_dim = shape.dim;
+  cell.dtype = dtype;
+  return cell;
+}
+
+std::map<std::string, NpyArray> generate_attention_inputs(const ConformanceShape& shape,
+                                                          const MechanismOptions& options, std::uint64_t seed,
+                                                          DType dtype) {
+  const Cell cell = generated_cell(shape, options, dtype);
+  const AttentionInputs drawn = make_attention_inputs(cell, shape.length, seed);
+  const std::vector<std::int64_t> dims = {shape.batch, shape.heads, shape.length, shape.dim};
+  return {{"q", make_array(dims, drawn.q, NpyDtype::float32)},
+          {"k", make_array(dims, drawn.k, NpyDtype::float32)},
+          {"v", make_array(dims, drawn.v, NpyDtype::float32)}};
+}
+
+std::vector<ConformanceOutputSpec> standard_outputs(const std::vector<std::string>& axes, const std::string& meaning) {
+  return {{"prefill_out", axes, NpyDtype::float32,
+           meaning + ": the causal prefill over all tokens (values in the storage dtype)"},
+          {"decode_out", axes, NpyDtype::float32,
+           meaning + ": decode steps token by token from an empty state (values in the storage dtype)"},
+          {"reference_out", axes, NpyDtype::float64, meaning + ": the fp64 reference on the same rounded inputs"}};
+}
+
+void add_state_outputs(std::vector<ConformanceOutputSpec>& outputs, const std::string& name,
+                       const std::vector<std::string>& axes, const std::string& meaning,
+                       const std::string& reference_meaning) {
+  outputs.push_back({name, axes, NpyDtype::float32, meaning});
+  outputs.push_back({"reference_" + name, axes, NpyDtype::float64, reference_meaning});
+}
+
+ConformanceState kernel_state(const std::string& name, const std::vector<std::int64_t>& shape,
+                              const std::vector<float>& prefill, const std::vector<float>& decode,
+                              const std::vector<double>& reference) {
+  return {name, make_array(shape, prefill, NpyDtype::float32), make_array(shape, decode, NpyDtype::float32),
+          make_array(shape, reference, NpyDtype::float64)};
+}
+
+void require_no_feature_map(const MechanismOptions& options, const std::string& mechanism) {
+  if (!options.feature_map.empty()) throw UsageError(mechanism + " takes no --feature-map");
+}
+
+void require_axis_at_most(const ConformanceInputs& inputs, const std::string& axis, std::int64_t max,
+                          const std::string& mechanism) {
+  const std::int64_t value = inputs.axis(axis);
+  if (value > max) {
+    throw UsageError(fmt::format("{} takes {} up to {}, the inputs have {} = {}", mechanism, axis, max, axis, value));
+  }
+}
+
+}  // namespace arch_bench

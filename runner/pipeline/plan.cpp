@@ -1,0 +1,125 @@
+#include "runner/pipeline/plan.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/checked_size.hpp"
+#include "mechanisms/registry.hpp"
+#include "core/errors.hpp"
+
+namespace arch_bench {
+
+std::int64_t Plan::max_predicted_peak_bytes() const {
+  std::int64_t peak = 0;
+  for (const PlannedCell& planned : cells) peak = std::max(peak, planned.predicted_peak_bytes);
+  return peak;
+}
+
+void validate_workload(const Workload& w) {
+  if (w.sequence_lengths.empty()) throw UsageError("--sequence-lengths is empty; give e.g. 512,2048,8192");
+  for (std::int64_t length : w.sequence_lengths) {
+    if (length <= 0) throw UsageError(fmt::format("--sequence-lengths: {} is not a positive length", length));
+  }
+  if (w.batch <= 0) throw UsageError(fmt::format("--batch must be positive (got {})", w.batch));
+  if (w.heads <= 0) throw UsageError(fmt::format("--query-heads must be positive (got {})", w.heads));
+  if (w.head_dim <= 0) throw UsageError(fmt::format("--head-dim must be positive (got {})", w.head_dim));
+  if (w.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0 (got {})", w.warmup));
+  if (w.repeats <= 0) throw UsageError(fmt::format("--repeats must be >= 1 (got {}): a cell needs samples", w.repeats));
+  if (w.rounds < 1 || w.rounds > w.repeats) {
+    throw UsageError(fmt::format("--rounds must be between 1 and --repeats ({}): every round takes at least one sample "
+                                 "of every cell (got {})",
+                                 w.repeats, w.rounds));
+  }
+  if (w.threads <= 0) throw UsageError(fmt::format("--threads must be positive (got {})", w.threads));
+  if (w.phases.empty()) throw UsageError("--phase is empty; use decode, prefill or both");
+  for (std::int64_t m : w.features) {
+    if (m <= 0) throw UsageError(fmt::format("--features: {} is not a positive feature count", m));
+  }
+  // A cell given twice would be measured twice and reported as two rows of one cell, which
+  // `arch-bench diff` cannot pair.
+  auto refuse_duplicates = [](const char* option, const auto& values, auto name) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (values[i] == values[j]) {
+          throw UsageError(fmt::format("{}: {} is given twice; each value is measured once, so list it once", option,
+                                       name(values[i])));
+        }
+      }
+    }
+  };
+  auto number = [](std::int64_t value) { return std::to_string(value); };
+  refuse_duplicates("--sequence-lengths", w.sequence_lengths, number);
+  refuse_duplicates("--phase", w.phases, [](Phase phase) { return phase_name(phase); });
+  refuse_duplicates("--features", w.features, number);
+}
+
+namespace {
+std::string cell_shape(const Cell& cell) {
+  return fmt::format("{} {} with --sequence-lengths {} --batch {} --query-heads {} --head-dim {}", cell.mechanism,
+                     phase_name(cell.phase), cell.sequence_length, cell.batch, cell.heads, cell.head_dim);
+}
+
+// The cell's state and predicted peak bytes, refused (UsageError naming the options) when a size
+// overflows 64 bits or exceeds what any machine can address: a wrapped-around size would pass every
+// memory check and then fail, or crash, after the ceilings were measured.
+std::pair<std::int64_t, std::int64_t> checked_cell_bytes(const Mechanism& mechanism, const Cell& cell) {
+  std::int64_t state = 0, peak = 0;
+  try {
+    // Every mechanism holds at least one value per (batch, head, token, feature): bounding this
+    // first keeps the size formulas, checked or not, far from overflow.
+    const std::int64_t elements = checked_product(cell.batch, cell.heads, cell.head_dim,
+                                                  checked_add(cell.sequence_length, 1));
+    if (checked_mul(elements, static_cast<std::int64_t>(dtype_bytes(cell.dtype))) > kMaxAddressableBytes) {
+      throw SizeOverflow("too large");
+    }
+    state = mechanism.state_bytes(cell);
+    peak = mechanism.predicted_peak_bytes(cell);
+  } catch (const SizeOverflow&) {
+    throw UsageError(fmt::format("{}: the cell's sizes exceed what any machine can address (more than 2^48 bytes); "
+                                 "reduce --sequence-lengths, --batch, --query-heads or --head-dim",
+                                 cell_shape(cell)));
+  }
+  if (state < 0 || peak < 0 || state > kMaxAddressableBytes || peak > kMaxAddressableBytes) {
+    throw UsageError(fmt::format("{}: predicted peak {} bytes exceeds what any machine can address (2^48 bytes); "
+                                 "reduce --sequence-lengths, --batch, --query-heads or --head-dim",
+                                 cell_shape(cell), peak));
+  }
+  return {state, peak};
+}
+}  // namespace
+
+Plan build_plan(const Mode& mode, const Workload& workload, const std::string& backend) {
+  validate_workload(workload);
+  Plan plan;
+  const std::vector<Arm> arms = mode.arms(workload);
+  for (Phase phase : workload.phases) {
+    for (std::int64_t length : workload.sequence_lengths) {
+      for (const Arm& arm : arms) {
+        const Mechanism* mechanism = find_mechanism(arm.mechanism);
+        if (mechanism == nullptr) {
+          throw UsageError(fmt::format("mode {} names unknown mechanism '{}'", mode.id(), arm.mechanism));
+        }
+        const auto& backends = mechanism->info().backends;
+        if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
+          throw UsageError(fmt::format("mechanism {} has no {} implementation (it has: {})", arm.mechanism,
+                                       backend, fmt::join(backends, ", ")));
+        }
+        Cell cell{arm.mechanism, phase, length, workload.batch, workload.heads, workload.head_dim,
+                  workload.dtype, arm.options};
+        if (auto why = mechanism->unsupported(cell)) {
+          throw UsageError(fmt::format("{} cannot run this workload: {}", arm.mechanism, *why));
+        }
+        const auto [state_bytes, peak_bytes] = checked_cell_bytes(*mechanism, cell);
+        if (auto why = mechanism->unsupported_on(cell, backend)) {
+          throw UsageError(fmt::format("{} on the {} backend cannot run this workload: {}", arm.mechanism, backend, *why));
+        }
+        plan.cells.push_back({arm, cell, mechanism, state_bytes, peak_bytes});
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace arch_bench
