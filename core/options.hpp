@@ -1,0 +1,75 @@
+#pragma once
+// Mechanism options: knobs that only some mechanisms read (a feature map, a feature count, a state
+// size). A mechanism declares its own (Mechanism::option_specs(), in its folder); the CLI, the cell,
+// the report, shards, conformance and the report schema read those declarations, so adding an
+// option touches the mechanism's folder only. Every value is a workload axis recorded in the report,
+// so two runs with different options are never paired by `arch-bench diff`.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace arch_bench {
+
+enum class OptionType { text, integer, number };
+std::string option_type_name(OptionType type);  // "text" | "integer" | "number"
+
+using OptionValue = std::variant<std::string, std::int64_t, double>;
+// The value as the command line and messages write it ("elu", "256", "0.5").
+std::string option_value_text(const OptionValue& value);
+
+class MechanismOptions;
+
+// One option, declared once by the mechanism that reads it.
+struct OptionSpec {
+  std::string key;  // JSON key and the name in messages: "feature_map" (the CLI flag: --feature-map)
+  OptionType type = OptionType::text;
+  OptionValue default_value;
+  std::string help;                  // one line for --help, `list` and `conformance --describe`
+  std::vector<std::string> choices;  // text: the values allowed (empty: any)
+  std::optional<double> minimum;     // integer, number: the least value allowed
+  bool exclusive_minimum = false;    // number: the value must be above `minimum`
+
+  std::string flag() const;  // "--feature-map"
+  // A command-line value, parsed and checked; UsageError naming flag() when it does not fit.
+  OptionValue parse(std::string_view text) const;
+  // UsageError naming flag() when `value` has another type, is not a choice, or is below the minimum.
+  void check(const OptionValue& value) const;
+  // A value read from a report or profile (JSON), checked; UsageError naming `where` when it does not fit.
+  OptionValue from_json(const nlohmann::json& value, const std::string& where) const;
+  // The JSON Schema of this option's values ({"type": "integer", "minimum": 1}, {"enum": [...]}).
+  nlohmann::json value_schema() const;
+
+  // The value `options` holds under `key`, or the default: what the mechanism's code reads.
+  std::string text(const MechanismOptions& options) const;
+  std::int64_t integer(const MechanismOptions& options) const;
+  double number(const MechanismOptions& options) const;
+};
+
+// The option values of one cell (or a workload, or an arm), by key. A key that is absent reads as
+// its spec's default, so a cell built by hand with no options runs every mechanism's defaults.
+class MechanismOptions {
+ public:
+  const OptionValue* find(std::string_view key) const;
+  void set(const std::string& key, OptionValue value);
+  void erase(std::string_view key);
+  bool empty() const { return values_.empty(); }
+  const std::map<std::string, OptionValue, std::less<>>& values() const { return values_; }
+  // {"feature_map": "elu", "features": 256, ...}: every value held, in key order.
+  nlohmann::json to_json() const;
+  bool operator==(const MechanismOptions& other) const = default;
+
+ private:
+  std::map<std::string, OptionValue, std::less<>> values_;
+};
+
+// `options` restricted to the keys of `specs`, with every spec's default filled in where absent:
+// the values a mechanism runs with, as a row of the report records them.
+MechanismOptions resolved_options(const std::vector<OptionSpec>& specs, const MechanismOptions& options);
+
+}  // namespace arch_bench
