@@ -4,7 +4,8 @@
 #   scripts/cli-reference.sh BUILD_DIR > docs/cli-reference.md        # regenerate
 #   scripts/cli-reference.sh --check BUILD_DIR docs/cli-reference.md  # exit 1 when the file is stale
 # BUILD_DIR may also be the arch-bench binary itself. The output depends only on the binary's help
-# text: plugins from ARCH_BENCH_PLUGIN_PATH are not loaded, and trailing blanks are stripped.
+# text: plugins from ARCH_BENCH_PLUGIN_PATH are not loaded, and trailing blanks and blank lines are
+# stripped.
 set -euo pipefail
 
 usage() {
@@ -19,7 +20,8 @@ binary_of() {
 
 # One help text, with the environment that could change it removed.
 help_of() {
-  env -u ARCH_BENCH_PLUGIN_PATH LC_ALL=C "$BINARY" "$@" --help | sed -e 's/[[:space:]]*$//'
+  env -u ARCH_BENCH_PLUGIN_PATH LC_ALL=C "$BINARY" "$@" --help | sed -e 's/[[:space:]]*$//' |
+    awk 'NF { for (; blank > 0; blank--) print ""; print; next } { blank++ }'  # no trailing blank lines
 }
 
 # The subcommand names, read from the top-level help's SUBCOMMANDS section (CLI11's layout: a
