@@ -1,5 +1,5 @@
 #pragma once
-// The state-capacity (recall) probe's seam (DESIGN.md, "Capacity"): a fixed state has a finite
+// The state-capacity (recall) probe's seam (docs/design.md, "Capacity"): a fixed state has a finite
 // memory, and speed alone hides it. A mechanism that offers a probe writes n (key, value) pairs into a
 // fresh state of one head, one token each, with its own feature map and gates at their neutral
 // setting, then reads every stored key back (q = k_i) after all n writes. The landscape mode turns

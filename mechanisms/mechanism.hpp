@@ -1,5 +1,5 @@
 #pragma once
-// The mechanism contract (DESIGN.md, "Mechanism contract"): what a mechanism states about itself
+// The mechanism contract (docs/design.md, "Mechanism contract"): what a mechanism states about itself
 // and what it implements. A mechanism is one folder under mechanisms/ plus one line in
 // mechanisms/registry.cpp.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// How one sample of a cell's timed unit is timed (DESIGN.md, "Measurement"). The CPU times one call
+// How one sample of a cell's timed unit is timed (docs/design.md, "Measurement"). The CPU times one call
 // with steady_clock; the CUDA backend records events around one launch (cuda_events), around N
 // back-to-back launches (cuda_events_batched, the seed's "CUDA event batched"), or replays N launches
 // captured once into a CUDA graph (cuda_graph), so launch overhead can be told apart from the kernel.

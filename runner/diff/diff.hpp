@@ -1,5 +1,5 @@
 #pragma once
-// `arch-bench diff OLD.json NEW.json` (DESIGN.md, "Diff"): pairs the rows of two result reports and
+// `arch-bench diff OLD.json NEW.json` (docs/design.md, "Diff"): pairs the rows of two result reports and
 // says, per row, whether the new run is SAME, FASTER, SLOWER or UNSURE (a rank test on the raw
 // samples plus a minimum effect on the ratio of medians), and which structural facts changed
 // (state bytes, peak memory, finiteness, error, status; decision and evidence level per report).

@@ -1,5 +1,5 @@
 #pragma once
-// The state-capacity (recall) curve of a mechanism (DESIGN.md, "Capacity"; mechanisms/capacity.hpp):
+// The state-capacity (recall) curve of a mechanism (docs/design.md, "Capacity"; mechanisms/capacity.hpp):
 // n random unit-norm keys with N(0, 1) values written into a fresh state, every key read back, for
 // n = 16, 32, ... up to 4 x head_dim. softmax_kv's exact cache is the ceiling; an additive state
 // blurs as n grows; the delta rule is exact for orthogonal keys up to n = head_dim.

@@ -1,5 +1,5 @@
 #pragma once
-// The evidence report of one run (DESIGN.md, "Result report") and its JSON form, which
+// The evidence report of one run (docs/design.md, "Result report") and its JSON form, which
 // schemas/result.schema.json describes. Field names are the same in code, JSON and README.
 #include <cstdint>
 #include <optional>

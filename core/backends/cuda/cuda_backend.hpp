@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA backend (DESIGN.md, "CUDA backend"): one device, one stream. Every device buffer of a
+// The CUDA backend (docs/design.md, "CUDA backend"): one device, one stream. Every device buffer of a
 // cell comes from its DeviceAllocator (current and peak bytes per cell); timing is CUDA events
 // around one launch, around N back-to-back launches, or a CUDA graph of N launches replayed; a cold
 // sample is an L2 flush (a write of a buffer at least the size of L2, outside the timed region).

@@ -1,5 +1,5 @@
 #pragma once
-// Every CUDA runtime call is checked (DESIGN.md, "CUDA backend"). A failure becomes a CellFailure
+// Every CUDA runtime call is checked (docs/design.md, "CUDA backend"). A failure becomes a CellFailure
 // that names the call or kernel: cudaErrorMemoryAllocation is `out_of_memory` (the row fails, the
 // run goes on), a sticky error (illegal address, launch failure, ...) is `device_lost` (the context
 // is unusable: every remaining GPU cell fails with it), anything else is `cuda_error`.

@@ -18,7 +18,7 @@ CudaProbe probe_cuda() {
   int driver = 0;
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) probe.driver_version = version_string(driver);
   // Without a driver, cudaGetDeviceCount fails (cudaErrorInsufficientDriver / NoDevice) instead
-  // of returning 0: any error means "no usable device" (DESIGN.md, GPU checks).
+  // of returning 0: any error means "no usable device" (docs/design.md, GPU checks).
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {

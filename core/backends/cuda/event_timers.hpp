@@ -1,5 +1,5 @@
 #pragma once
-// CUDA-event timers (DESIGN.md, "Measurement"). RAII owners of events, graphs and graph instances;
+// CUDA-event timers (docs/design.md, "Measurement"). RAII owners of events, graphs and graph instances;
 // non-copyable. The work they time only enqueues on the stream; the timers synchronise on their
 // stop event, so a returned sample is complete.
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The GPU's ceilings, measured in the same run as the cells (DESIGN.md, "CUDA backend"): the
+// The GPU's ceilings, measured in the same run as the cells (docs/design.md, "CUDA backend"): the
 // device-to-device copy bandwidth (bytes read + written, as nvbench counts it) and the dense bf16
 // matrix-product rate through cuBLAS (cublasGemmEx, fp32 accumulation). Rows' fractions of the
 // memory bandwidth and of the peak FLOP rate are against these.
