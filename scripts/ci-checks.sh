@@ -9,42 +9,47 @@
 #  5. the Google Benchmark target runs one case (it must keep working with gbench's tooling) and
 #     has a decode and a prefill case of every registered mechanism;
 #  then a 3-shard Slurm job array on a real single-node cluster, merged (scripts/slurm/, root only).
+# It reads the arch-bench and arch-bench-micro of $BUILD_DIR (default build/); run on its own, it
+# builds the two there first when they are missing (as scripts/test.sh configures, no tests built).
+# Each "== ci" line carries the seconds since the start.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${BUILD_DIR:-$ROOT/build}"
+export BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+AB_TAG=ci-checks
+source "$ROOT/scripts/setup.sh"
+BIN="$BUILD_DIR"
+if [ ! -x "$BIN/arch-bench" ] || [ ! -x "$BIN/arch-bench-micro" ]; then
+  ab_phase install ab_install
+  [ -f "$BIN/CMakeCache.txt" ] || ab_phase configure ab_configure all
+  ab_phase build ab_build arch-bench arch-bench-micro
+fi
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 cd "$ROOT"
+CI_T0="$(date +%s.%N)"
+section() { echo "== ci (+$(ab_elapsed "$CI_T0") s): $*"; }
 
 # Keep in step with results/45_linear_recurrent_state_ci-cpu-baseline.json (same workload).
 SMALL=(--sequence-lengths 256,1024 --repeats 30 --warmup 3 --results-dir "$OUT" --quiet)
 
-echo "== ci: two runs of a small CPU matrix"
+section "two runs of a small CPU matrix"
 "$BIN/arch-bench" run "${SMALL[@]}" --run-label ci-a > "$OUT/run-a.txt"
 "$BIN/arch-bench" run "${SMALL[@]}" --run-label ci-b > "$OUT/run-b.txt"
 cat "$OUT/run-b.txt"
 "$BIN/arch-bench" validate "$OUT"/45_linear_recurrent_state_ci-a.json "$OUT"/45_linear_recurrent_state_ci-b.json
 
-echo "== ci: diff of the two runs (timing reported, structural regressions fail)"
+section "diff of the two runs (timing reported, structural regressions fail)"
 "$BIN/arch-bench" diff "$OUT"/45_linear_recurrent_state_ci-a.json "$OUT"/45_linear_recurrent_state_ci-b.json \
   --fail-on never --format markdown
 
-echo "== ci: diff against the committed CPU baseline"
+section "diff against the committed CPU baseline"
 "$BIN/arch-bench" validate results/*.json
 "$BIN/arch-bench" diff results/45_linear_recurrent_state_ci-cpu-baseline.json \
   "$OUT"/45_linear_recurrent_state_ci-b.json --fail-on never
 
-echo "== ci: report and export of this run's own JSON (charts, gbench's compare.py, pandas)"
+section "report and export of this run's own JSON (charts, gbench's compare.py, pandas)"
 # Charts and the export consumers are Debian Python packages, not build dependencies: installed here.
-py_missing=()
-for package in python3-matplotlib python3-pandas python3-scipy libbenchmark-tools; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || py_missing+=("$package")
-done
-if [ ${#py_missing[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    "${py_missing[@]}" >&2
-fi
+ab_apt_install python3-matplotlib python3-pandas python3-scipy libbenchmark-tools
 RUN_A="$OUT"/45_linear_recurrent_state_ci-a.json RUN_B="$OUT"/45_linear_recurrent_state_ci-b.json
 "$BIN/arch-bench" report "$RUN_A" "$RUN_B" --plots "$OUT/plots" --output "$OUT/report.md"
 "$BIN/arch-bench" report "$RUN_B" --format html --plots "$OUT/html-plots" --output "$OUT/report.html"
@@ -64,7 +69,7 @@ print(f"pandas read {len(frame)} rows x {len(frame.columns)} columns, medians ex
 PY
 BUILD_DIR="$BIN" /usr/bin/python3 tests/test_plot.py
 
-echo "== ci: arch-bench-micro smoke run"
+section "arch-bench-micro smoke run"
 "$BIN/arch-bench-micro" --benchmark_filter='linear_attention/decode/L=512/bfloat16' --benchmark_min_time=0.05
 # Every registered mechanism has its decode and prefill cases (a mechanism whose default options it
 # cannot run, as performer's were before arm_options, silently drops out of the list).
@@ -78,17 +83,17 @@ assert not missing, f"arch-bench-micro has no case for {missing}"
 print(f"arch-bench-micro: {len(cases)} cases, decode and prefill of every mechanism")
 ' "$OUT/micro-cases.txt"
 
-echo "== ci: an out-of-tree plugin built against the installed package (scripts/plugin-check.sh)"
+section "an out-of-tree plugin built against the installed package (scripts/plugin-check.sh)"
 BUILD_DIR="$BIN" "$ROOT/scripts/plugin-check.sh"
 
-echo "== ci: a 3-shard job array on a real single-node Slurm, merged (scripts/slurm/test-local-cluster.sh)"
+section "a 3-shard job array on a real single-node Slurm, merged (scripts/slurm/test-local-cluster.sh)"
 if [[ $(id -u) -eq 0 ]]; then
   BUILD_DIR="$BIN" bash "$ROOT/scripts/slurm/test-local-cluster.sh"
 else
   echo "skipped: the local Slurm cluster needs root (slurmd starts the jobs); CI runs as root"
 fi
 
-echo "== ci: every mechanism against its published implementation (scripts/crosscheck.sh, small shape set)"
+section "every mechanism against its published implementation (scripts/crosscheck.sh, small shape set)"
 BUILD_DIR="$BIN" bash "$ROOT/scripts/crosscheck.sh" --shapes ci
 
-echo "ci-checks: all passed"
+echo "ci-checks: all passed in $(ab_elapsed "$CI_T0") s"

@@ -8,29 +8,26 @@
 #  2. The published packages, pinned, from PyPI (`pip download --no-deps`, at set-up time only),
 #     unpacked into $CACHE/pkgs. Nothing is installed from them and nothing is built: crosscheck.py
 #     loads only their pure-PyTorch reference functions by file path.
-#  3. crosscheck.py with the arch-bench of $BUILD_DIR (default build/); arguments go to it
-#     (--shapes ci|full, --only MECHANISMS).
+#  3. crosscheck.py with the arch-bench of $BUILD_DIR (default build/, else build/run/; built first,
+#     as scripts/run.sh builds it, when there is none); arguments go to it (--shapes ci|full,
+#     --only MECHANISMS).
 # The cache folder is $ARCH_BENCH_CROSSCHECK_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/arch-bench/crosscheck.
+# The seeds (reference code outside the repository) are $ARCH_BENCH_SEEDS, else ../shared/seeds beside
+# the tree, else beside the tree a clone was made from (git's origin, when it is a local folder).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${BUILD_DIR:-$ROOT/build}/arch-bench"
+AB_TAG=crosscheck
+AB_QUIET=1
+source "$ROOT/scripts/setup.sh"
+ab_arch_bench
+BIN="$AB_BIN"
 CACHE="${ARCH_BENCH_CROSSCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/arch-bench/crosscheck}"
 PY=/usr/bin/python3
 # The versions whose reference functions the README's mapping table describes.
 PINS=(performer-pytorch==1.1.4 einops==0.8.2 fla-core==0.6.0)
 MAMBA_PIN=mamba-ssm==2.3.2.post1
 
-missing=()
-for package in python3-numpy python3-torch python3-pip python3-packaging python3-setuptools; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "crosscheck: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+ab_apt_install python3-numpy python3-torch python3-pip python3-packaging python3-setuptools
 mkdir -p "$CACHE"
 if ! "$PY" -c "import numpy, torch" 2>/dev/null; then
   echo "crosscheck: Debian's torch does not import; using PyPI's torch in $CACHE/venv" >&2
@@ -55,5 +52,11 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-[ -x "$BIN" ] || { echo "crosscheck: $BIN is missing; build arch-bench first (scripts/test.sh)" >&2; exit 2; }
-exec "$PY" "$ROOT/scripts/crosscheck.py" --bin "$BIN" --cache "$CACHE" "$@"
+SEEDS="${ARCH_BENCH_SEEDS:-$ROOT/../shared/seeds}"
+if [ -z "${ARCH_BENCH_SEEDS:-}" ] && [ ! -d "$SEEDS" ]; then
+  origin="$(git -C "$ROOT" remote get-url origin 2>/dev/null || true)"
+  origin="${origin#file://}"
+  [ -n "$origin" ] && [ -d "$origin/../shared/seeds" ] && SEEDS="$(cd "$origin/../shared/seeds" && pwd)"
+fi
+[ -d "$SEEDS" ] || echo "crosscheck: no seeds folder ($SEEDS); set ARCH_BENCH_SEEDS" >&2
+exec "$PY" "$ROOT/scripts/crosscheck.py" --bin "$BIN" --cache "$CACHE" --seeds "$SEEDS" "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The installed-package path of "Add your own mechanism" (README), end to end:
-#  1. installs the build in $BUILD_DIR (default build/) to a temporary prefix;
+#  1. installs the build in $BUILD_DIR (default build/, else build/run/; built first, as scripts/run.sh
+#     builds it, when there is none) to a temporary prefix;
 #  2. configures and builds examples/plugin/ as a separate CMake project against that prefix only
 #     (find_package(arch_bench 0.1 REQUIRED) + arch_bench::mechanism_sdk);
 #  3. runs the installed arch-bench in `landscape` with the example plugin against the baseline and a
@@ -10,7 +11,11 @@
 #     is covered by tests/test_plugins.cpp).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${BUILD_DIR:-$ROOT/build}"
+AB_TAG=plugin-check
+AB_QUIET=1
+source "$ROOT/scripts/setup.sh"
+ab_arch_bench
+BIN="$BUILD_DIR"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 PREFIX="$WORK/prefix"
@@ -22,7 +27,7 @@ test -f "$PREFIX/lib/cmake/arch_bench/arch_benchConfig.cmake"
 
 echo "== plugin-check: build examples/plugin against the installed package"
 launcher=()
-command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+command -v ccache > /dev/null && [ "${ARCH_BENCH_CCACHE:-on}" != off ] && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$ROOT/examples/plugin" -B "$WORK/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$PREFIX" "${launcher[@]}" > "$WORK/configure.log"
 cmake --build "$WORK/example" > "$WORK/build.log"

@@ -2,14 +2,19 @@
 # Regenerates results/README.md (the Markdown summary of every committed report, `arch-bench report`)
 # and results/plots/ (their charts, scripts/plot.py) from results/*.json:
 #   scripts/results-summary.sh
-# Needs a built arch-bench (BUILD_DIR, default build/) and /usr/bin/python3 with python3-matplotlib.
+# Uses the arch-bench of $BUILD_DIR (default build/, else build/run/; built first, as scripts/run.sh
+# builds it, when there is none) and /usr/bin/python3 with python3-matplotlib (installed when missing).
 # Everything is made in a staging folder first; the old summary and charts are replaced only when
 # the new ones are complete.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${BUILD_DIR:-$ROOT/build}/arch-bench"
+AB_TAG=results-summary
+AB_QUIET=1
+source "$ROOT/scripts/setup.sh"
+ab_arch_bench
+BIN="$AB_BIN"
+ab_apt_install python3-matplotlib
 cd "$ROOT"
-[ -x "$BIN" ] || { echo "results-summary: no $BIN; build first (scripts/test.sh) or set BUILD_DIR" >&2; exit 2; }
 STAGE="$(mktemp -d "$ROOT/results/.summary.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
 
