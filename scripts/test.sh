@@ -5,7 +5,7 @@
 # phase (install, configure, build, test) with its seconds. ccache when installed.
 #   scripts/test.sh                  # everything
 #   scripts/test.sh -R Cli           # the tests whose names match
-#   CUDA_ARCHS=80-real scripts/test.sh   # the CUDA code compiled for one architecture (CI does)
+#   CUDA_ARCHS=90 scripts/test.sh    # the CUDA code compiled for these architectures only
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
