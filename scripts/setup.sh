@@ -110,9 +110,10 @@ ab_options() {
   case "$want" in on|1|yes|true) want=on ;; off|0|no|false) want=off ;; *) want=auto ;; esac
   AB_CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release)
   if [ "$kind" = run ]; then
-    AB_CMAKE_ARGS+=(-DARCH_BENCH_TESTS=OFF -DARCH_BENCH_MICRO=OFF -DARCH_BENCH_FUZZ=OFF)
+    # The build's own kernel variant only: the portable ISA copies are for the tests.
+    AB_CMAKE_ARGS+=(-DARCH_BENCH_TESTS=OFF -DARCH_BENCH_MICRO=OFF -DARCH_BENCH_FUZZ=OFF -DARCH_BENCH_ISA_VARIANTS=OFF)
   else
-    AB_CMAKE_ARGS+=(-DARCH_BENCH_TESTS=ON -DARCH_BENCH_MICRO=ON)
+    AB_CMAKE_ARGS+=(-DARCH_BENCH_TESTS=ON -DARCH_BENCH_MICRO=ON -DARCH_BENCH_ISA_VARIANTS=ON)
   fi
   if [ "$want" != off ] && ab_find_nvcc; then
     if [ -n "$archs" ] || [ "$want" = on ] || [ "$kind" = all ]; then
