@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one prepared script for a GPU machine (DESIGN.md, "GPU checks"; README, "GPU workflow"):
+# The one prepared script for a GPU machine (docs/design.md, "GPU checks"; docs/gpu-guide.md):
 #   scripts/device-check.sh OUT_DIR
 # Builds with CUDA for sm_90, runs the GPU tests (one small case under compute-sanitizer memcheck),
 # the preflight of the CUDA profile, the seed's cell-5.2 command under --profile ARCH-CUDA-MECHANISM,
