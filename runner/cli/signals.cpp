@@ -4,16 +4,12 @@
 #include <csignal>
 #include <unistd.h>
 
-#include <atomic>
-
 #include "runner/pipeline/interrupt.hpp"
 #include "runner/report/temp_files.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-std::atomic<bool> graceful{false};
 
 void write_stderr(const char* text) {
   std::size_t length = 0;
@@ -25,7 +21,7 @@ extern "C" void on_stop_signal(int signal_number) {
   const int saved_errno = errno;
   // A process-directed signal goes to any thread that does not hold it, so the OpenMP workers can
   // take one each at the same moment: only the one that records the first request stops gracefully.
-  if (graceful.load() && request_interrupt(signal_number)) {
+  if (graceful_interrupt_open() && request_interrupt(signal_number)) {
     write_stderr("\narch-bench: interrupted; stopping after the current sample and writing the rows measured so far "
                  "(interrupt again to stop at once, writing nothing)\n");
     errno = saved_errno;
@@ -52,8 +48,5 @@ void install_signal_handlers() {
     ::sigaction(signal_number, &action, nullptr);
   }
 }
-
-GracefulInterrupt::GracefulInterrupt() { graceful.store(true); }
-GracefulInterrupt::~GracefulInterrupt() { graceful.store(false); }
 
 }  // namespace arch_bench

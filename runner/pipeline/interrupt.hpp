@@ -14,4 +14,16 @@ bool request_interrupt(int signal_number);
 // For tests and for commands that handle a request and go on.
 void clear_interrupt();
 
+// While one is alive (a run's measuring), the first SIGINT/SIGTERM only requests a stop; outside,
+// a signal cleans up and exits at once (runner/cli/signals.hpp).
+class GracefulInterrupt {
+ public:
+  GracefulInterrupt();
+  GracefulInterrupt(const GracefulInterrupt&) = delete;
+  GracefulInterrupt& operator=(const GracefulInterrupt&) = delete;
+  ~GracefulInterrupt();
+};
+// Whether a GracefulInterrupt is alive; async-signal-safe (one lock-free load).
+bool graceful_interrupt_open();
+
 }  // namespace arch_bench
