@@ -65,9 +65,9 @@ TEST(LinearAttentionCudaPlan, ChunkCountsAndLastChunkRows) {
                        Case{8192, 128, 64}}) {
     const LinearPrefillPlan plan = plan_linear_attention_prefill(2, c.tokens, 64, 64);
     EXPECT_EQ(plan.chunks, c.chunks) << c.tokens;
-    EXPECT_EQ(linear_chunk_rows(c.tokens, plan.chunks - 1), c.last_rows) << c.tokens;
+    EXPECT_EQ(chunk_rows(c.tokens, plan.chunks - 1), c.last_rows) << c.tokens;
     std::int64_t rows = 0;
-    for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) rows += linear_chunk_rows(c.tokens, chunk);
+    for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) rows += chunk_rows(c.tokens, chunk);
     EXPECT_EQ(rows, c.tokens);
   }
   const LinearPrefillPlan empty = plan_linear_attention_prefill(2, 0, 64, 64);
@@ -85,20 +85,20 @@ TEST(LinearAttentionCudaPlan, ChunkStateTilesCoverTheWorkspaceExactlyOnce) {
     std::vector<int> states(static_cast<std::size_t>(plan.workspace_state_elements), 0);
     std::vector<int> sums(static_cast<std::size_t>(plan.workspace_sum_elements), 0);
     for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
-      const LinearChunkTile tile = linear_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
+      const ChunkTile tile = chunk_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
       ASSERT_LT(tile.bh, heads);
       const std::int64_t base = tile.bh * plan.chunks + tile.chunk;
       for (int t = 0; t < plan.threads; ++t) {
         for (int a = 0; a < 4; ++a) {
-          const std::int64_t i = tile.key_tile * kLinearTile + linear_tile_row(t, a);
+          const std::int64_t i = tile.key_tile * kChunkTile + chunk_tile_row(t, a);
           if (i >= d.dk) continue;
           for (int b = 0; b < 4; ++b) {
-            const std::int64_t j = tile.value_tile * kLinearTile + linear_tile_column(t, b);
+            const std::int64_t j = tile.value_tile * kChunkTile + chunk_tile_column(t, b);
             if (j < d.dv) ++states[static_cast<std::size_t>((base * d.dk + i) * d.dv + j)];
           }
         }
-        const std::int64_t i = tile.key_tile * kLinearTile + t;
-        if (tile.value_tile == 0 && t < kLinearTile && i < d.dk) ++sums[static_cast<std::size_t>(base * d.dk + i)];
+        const std::int64_t i = tile.key_tile * kChunkTile + t;
+        if (tile.value_tile == 0 && t < kChunkTile && i < d.dk) ++sums[static_cast<std::size_t>(base * d.dk + i)];
       }
     }
     EXPECT_TRUE(std::all_of(states.begin(), states.end(), [](int n) { return n == 1; })) << d.dk << "x" << d.dv;
@@ -116,7 +116,7 @@ TEST(LinearAttentionCudaPlan, PrefixThreadsCoverStateAndNormalizerExactlyOnce) {
     std::vector<int> touched(static_cast<std::size_t>(heads * plan.prefix_elements), 0);
     for (std::int64_t block = 0; block < plan.prefix_blocks; ++block) {
       for (int t = 0; t < plan.threads; ++t) {
-        const LinearPrefixElement at = linear_prefix_element(block, t, per_head, plan.threads);
+        const ChunkPrefixElement at = chunk_prefix_element(block, t, per_head, plan.threads);
         if (at.element >= d.dk * d.dv + d.dk) continue;  // the kernel returns
         ++touched[static_cast<std::size_t>(at.bh * plan.prefix_elements + at.element)];
       }
@@ -133,16 +133,16 @@ TEST(LinearAttentionCudaPlan, OutputTilesCoverEveryTokenExactlyOnce) {
       const LinearPrefillPlan plan = plan_linear_attention_prefill(heads, tokens, dv, dv);
       std::vector<int> touched(static_cast<std::size_t>(heads * tokens * dv), 0);
       for (std::int64_t block = 0; block < plan.output_blocks; ++block) {
-        const LinearChunkTile tile = linear_output_block(block, plan.chunks, plan.value_tiles);
-        const int rows = linear_chunk_rows(tokens, tile.chunk);
+        const ChunkTile tile = chunk_output_block(block, plan.chunks, plan.value_tiles);
+        const int rows = chunk_rows(tokens, tile.chunk);
         for (int t = 0; t < plan.threads; ++t) {
           for (int a = 0; a < 4; ++a) {
-            const int row = linear_tile_row(t, a);
+            const int row = chunk_tile_row(t, a);
             if (row >= rows) continue;
             for (int b = 0; b < 4; ++b) {
-              const std::int64_t j = tile.value_tile * kLinearTile + linear_tile_column(t, b);
+              const std::int64_t j = tile.value_tile * kChunkTile + chunk_tile_column(t, b);
               if (j >= dv) continue;
-              ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kLinearTile + row) * dv + j)];
+              ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kChunkTile + row) * dv + j)];
             }
           }
         }
@@ -154,35 +154,35 @@ TEST(LinearAttentionCudaPlan, OutputTilesCoverEveryTokenExactlyOnce) {
 }
 
 TEST(LinearAttentionCudaPlan, TileMapsCoverA64By64TileWithConsecutiveColumnsPerWarp) {
-  std::vector<int> touched(kLinearTile * kLinearTile, 0);
+  std::vector<int> touched(kChunkTile * kChunkTile, 0);
   for (int t = 0; t < kLinearCudaThreads; ++t) {
     for (int a = 0; a < 4; ++a) {
-      for (int b = 0; b < 4; ++b) ++touched[linear_tile_row(t, a) * kLinearTile + linear_tile_column(t, b)];
+      for (int b = 0; b < 4; ++b) ++touched[chunk_tile_row(t, a) * kChunkTile + chunk_tile_column(t, b)];
     }
   }
   EXPECT_TRUE(std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; }));
   // Coalescing: the first 16 lanes of a warp read 16 consecutive columns of one row.
   for (int lane = 1; lane < 16; ++lane) {
-    EXPECT_EQ(linear_tile_column(lane, 0), linear_tile_column(lane - 1, 0) + 1);
-    EXPECT_EQ(linear_tile_row(lane, 0), linear_tile_row(0, 0));
+    EXPECT_EQ(chunk_tile_column(lane, 0), chunk_tile_column(lane - 1, 0) + 1);
+    EXPECT_EQ(chunk_tile_row(lane, 0), chunk_tile_row(0, 0));
   }
 }
 
 TEST(LinearAttentionCudaPlan, SharedMemoryLayoutsFitWithoutOptInAndDoNotOverlap) {
-  using L = LinearOutputSharedLayout;
-  constexpr int qk_row = kLinearKeyStep + kLinearPad;
+  using L = ChunkOutputSharedLayout;
+  constexpr int qk_row = kChunkTileStep + kChunkTilePad;
   // During the dk loop phi(Q), phi(K), S_in and z_in are live together: disjoint, in order.
-  EXPECT_LE(L::q + kLinearTile * qk_row, L::k);
-  EXPECT_LE(L::k + kLinearTile * qk_row, L::s);
-  EXPECT_LE(L::s + kLinearKeyStep * kLinearTile, L::z);
-  EXPECT_LE(L::z + kLinearKeyStep, L::denominator);
+  EXPECT_LE(L::q + kChunkTile * qk_row, L::k);
+  EXPECT_LE(L::k + kChunkTile * qk_row, L::s);
+  EXPECT_LE(L::s + kChunkTileStep * kChunkTile, L::z);
+  EXPECT_LE(L::z + kChunkTileStep, L::denominator);
   // During A V, A and V are live together, and the denominators throughout.
-  EXPECT_LE(L::a + kLinearTile * (kLinearTile + kLinearPad), L::v);
-  EXPECT_LE(L::v + kLinearTile * kLinearTile, L::denominator);
-  EXPECT_EQ(L::denominator + kLinearTile, L::floats);
-  using S = LinearChunkStateSharedLayout;
-  EXPECT_LE(S::k + kLinearTile * kLinearTile, S::v);
-  EXPECT_LE(S::v + kLinearTile * kLinearTile, S::floats);
+  EXPECT_LE(L::a + kChunkTile * (kChunkTile + kChunkTilePad), L::v);
+  EXPECT_LE(L::v + kChunkTile * kChunkTile, L::denominator);
+  EXPECT_EQ(L::denominator + kChunkTile, L::floats);
+  using S = ChunkStateSharedLayout;
+  EXPECT_LE(S::k + kChunkTile * kChunkTile, S::v);
+  EXPECT_LE(S::v + kChunkTile * kChunkTile, S::floats);
 
   for (const Dims d : kDims) {
     const LinearPrefillPlan plan = plan_linear_attention_prefill(8, 1000, d.dk, d.dv);

@@ -88,20 +88,20 @@ TEST(PerformerCudaPlan, ChunkStateTilesCoverTheChunkWorkspaceExactlyOnce) {
       std::vector<int> states(static_cast<std::size_t>(heads * plan.chunks * m * dv), 0);
       std::vector<int> sums(static_cast<std::size_t>(heads * plan.chunks * m), 0);
       for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
-        const PerformerChunkTile tile = performer_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
+        const ChunkTile tile = chunk_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
         ASSERT_LT(tile.bh, heads);
         const std::int64_t base = tile.bh * plan.chunks + tile.chunk;
         for (int t = 0; t < plan.threads; ++t) {
           for (int a = 0; a < 4; ++a) {
-            const std::int64_t i = tile.key_tile * kPerformerTile + performer_tile_row(t, a);
+            const std::int64_t i = tile.key_tile * kChunkTile + chunk_tile_row(t, a);
             if (i >= m) continue;
             for (int b = 0; b < 4; ++b) {
-              const std::int64_t j = tile.value_tile * kPerformerTile + performer_tile_column(t, b);
+              const std::int64_t j = tile.value_tile * kChunkTile + chunk_tile_column(t, b);
               if (j < dv) ++states[static_cast<std::size_t>((base * m + i) * dv + j)];
             }
           }
-          const std::int64_t i = tile.key_tile * kPerformerTile + t;
-          if (tile.value_tile == 0 && t < kPerformerTile && i < m) ++sums[static_cast<std::size_t>(base * m + i)];
+          const std::int64_t i = tile.key_tile * kChunkTile + t;
+          if (tile.value_tile == 0 && t < kChunkTile && i < m) ++sums[static_cast<std::size_t>(base * m + i)];
         }
       }
       EXPECT_TRUE(all_once(states)) << m << "x" << dv;
@@ -117,16 +117,16 @@ TEST(PerformerCudaPlan, OutputTilesCoverEveryTokenExactlyOnce) {
       const PerformerPrefillPlan plan = plan_performer_prefill(shape(heads, dv, 32), tokens);
       std::vector<int> touched(static_cast<std::size_t>(heads * tokens * dv), 0);
       for (std::int64_t block = 0; block < plan.output_blocks; ++block) {
-        const PerformerChunkTile tile = performer_output_block(block, plan.chunks, plan.value_tiles);
-        const int rows = performer_chunk_rows(tokens, tile.chunk);
+        const ChunkTile tile = chunk_output_block(block, plan.chunks, plan.value_tiles);
+        const int rows = chunk_rows(tokens, tile.chunk);
         for (int t = 0; t < plan.threads; ++t) {
           for (int a = 0; a < 4; ++a) {
-            const int row = performer_tile_row(t, a);
+            const int row = chunk_tile_row(t, a);
             if (row >= rows) continue;
             for (int b = 0; b < 4; ++b) {
-              const std::int64_t j = tile.value_tile * kPerformerTile + performer_tile_column(t, b);
+              const std::int64_t j = tile.value_tile * kChunkTile + chunk_tile_column(t, b);
               if (j < dv) {
-                ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kPerformerTile + row) * dv + j)];
+                ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kChunkTile + row) * dv + j)];
               }
             }
           }
@@ -157,7 +157,7 @@ TEST(PerformerCudaPlan, WorkspacePartsAreDisjointAndSized) {
   EXPECT_EQ(plan.prefix_blocks % heads, 0);
   EXPECT_GE(plan.prefix_blocks / heads * plan.threads, plan.prefix_elements);
   EXPECT_LE(plan.output_shared_bytes, kSharedWithoutOptIn);
-  EXPECT_LE(plan.state_shared_bytes + sizeof(float) * kPerformerTile, kSharedWithoutOptIn);
+  EXPECT_LE(plan.state_shared_bytes + sizeof(float) * kChunkTile, kSharedWithoutOptIn);
   EXPECT_LE(plan_performer_prefill(shape(1, 256, 4096), 10).feature_shared_bytes, kSharedWithoutOptIn);
   // A sequence too long for 64-bit sizes is refused, not wrapped.
   EXPECT_THROW(plan_performer_prefill(shape(1 << 20, 64, 4096), std::int64_t{1} << 40), SizeOverflow);
