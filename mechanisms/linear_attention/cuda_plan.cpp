@@ -1,19 +1,11 @@
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 
 namespace arch_bench {
-
-namespace {
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
-// cudaLaunchKernel's gridDim.x limit.
-constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
-// Shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
-constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
-}  // namespace
 
 LinearDecodePlan plan_linear_attention_decode(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv) {
   LinearDecodePlan plan;
@@ -71,12 +63,12 @@ std::optional<std::string> linear_attention_cuda_unsupported(const Cell& cell) {
   const std::int64_t d = cell.head_dim;
   if (cell.phase == Phase::decode) {
     const LinearDecodePlan plan = plan_linear_attention_decode(cell.batch_heads(), d, d);
-    if (plan.blocks > kMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
-    if (plan.shared_bytes > kDefaultSharedBytes) return "decode shared memory exceeds 48 KiB";
+    if (plan.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+    if (plan.shared_bytes > kCudaDefaultSharedBytes) return "decode shared memory exceeds 48 KiB";
     return std::nullopt;
   }
   const LinearPrefillPlan plan = plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, d, d);
-  if (std::max({plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kMaxGridX) {
+  if (std::max({plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kCudaMaxGridX) {
     return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence "
            "or fewer heads";
   }
