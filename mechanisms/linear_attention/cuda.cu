@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
   const float* z_in = chunk_sums + (bh * chunks + chunk) * dk;
 
   const int t = threadIdx.x;
-  float acc_a[4][4] = {};
   float acc_o[4][4] = {};
+  float acc_a[4][4] = {};
   float denominator = 0.0f;  // threads < 64: phi(q_r) . z_in for r = threadIdx.x
   chunk_output_key_loop(
       shared, rows, dk, dv, j0, s_in, z_in, [=](int m, int i) { return phi(map, load_float(q_rows[m * dk + i])); },
