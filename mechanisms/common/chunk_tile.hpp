@@ -61,6 +61,22 @@ constexpr ChunkPrefixElement chunk_prefix_element(std::int64_t block, int thread
   return {block / blocks_per_head, (block % blocks_per_head) * threads + thread};
 }
 
+// The grid of the chunk-state, prefix and output stages over `batch_heads` heads of `tokens` tokens
+// and a state of `width` rows (dk, or Performer's m) by dv columns: what chunk_state_block,
+// chunk_prefix_element and chunk_output_block decode. A mechanism's prefill plan is this grid and
+// what is its own (plan_chunkwise_grid, chunk_tile.cpp: every product checked, SizeOverflow rather
+// than a wrap).
+struct ChunkwiseGrid {
+  std::int64_t chunks = 0;           // ceil(tokens / 64)
+  std::int64_t key_tiles = 0;        // ceil(width / 64)
+  std::int64_t value_tiles = 0;      // ceil(dv / 64)
+  std::int64_t state_blocks = 0;     // batch_heads * chunks * key_tiles * value_tiles
+  std::int64_t prefix_elements = 0;  // per head: width * dv + width
+  std::int64_t prefix_blocks = 0;    // batch_heads * ceil(prefix_elements / kChunkTileThreads)
+  std::int64_t output_blocks = 0;    // batch_heads * chunks * value_tiles
+};
+ChunkwiseGrid plan_chunkwise_grid(std::int64_t batch_heads, std::int64_t tokens, std::int64_t width, std::int64_t dv);
+
 // Shared memory of the chunk-state kernel (floats): the key side [64][64] and V_c [64][64].
 struct ChunkStateSharedLayout {
   static constexpr int k = 0;

@@ -28,17 +28,11 @@ LinearPrefillPlan plan_linear_attention_prefill(std::int64_t batch_heads, std::i
   plan.tokens = tokens;
   plan.dk = static_cast<int>(dk);
   plan.dv = static_cast<int>(dv);
-  plan.chunks = ceil_div(tokens, plan.chunk);
-  plan.key_tiles = ceil_div(dk, kChunkTile);
-  plan.value_tiles = ceil_div(dv, kChunkTile);
+  static_cast<ChunkwiseGrid&>(plan) = plan_chunkwise_grid(batch_heads, tokens, dk, dv);
   plan.key_steps = ceil_div(dk, kChunkTileStep);
-  // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
-  plan.state_blocks = checked_product(batch_heads, plan.chunks, plan.key_tiles, plan.value_tiles);
-  plan.prefix_elements = dk * dv + dk;
-  plan.prefix_blocks = checked_mul(batch_heads, ceil_div(plan.prefix_elements, plan.threads));
-  plan.output_blocks = checked_product(batch_heads, plan.chunks, plan.value_tiles);
   plan.state_shared_bytes = sizeof(float) * ChunkStateSharedLayout::floats;
   plan.output_shared_bytes = sizeof(float) * ChunkOutputSharedLayout::floats;
+  // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv);
   plan.workspace_sum_elements = checked_product(batch_heads, plan.chunks, dk);
   return plan;

@@ -48,22 +48,16 @@ struct LinearDecodePlan {
 //     final (S, z) goes back to the state buffers;
 //  3. chunk_output: per (bh, chunk, 64-column tile of the output), o = (phi(Q_c) S_in +
 //     mask(phi(Q_c) phi(K_c)^T) V_c) / (phi(Q_c) z_in + rowsum(mask(...))).
-struct LinearPrefillPlan {
+// The stages' grid (chunks, tiles, blocks) is the common ChunkwiseGrid (chunk_tile.hpp), whose
+// decoders the kernels use; a block's index is one-dimensional.
+struct LinearPrefillPlan : ChunkwiseGrid {
   std::int64_t batch_heads = 0;
   std::int64_t tokens = 0;
   int dk = 0;
   int dv = 0;
   std::int64_t chunk = kLinearAttentionChunk;
-  std::int64_t chunks = 0;       // ceil(tokens / chunk)
-  std::int64_t key_tiles = 0;    // ceil(dk / 64)
-  std::int64_t value_tiles = 0;  // ceil(dv / 64)
   std::int64_t key_steps = 0;    // ceil(dk / 32), the output kernel's dk loop
   int threads = kLinearCudaThreads;
-  // Blocks of each stage (one-dimensional grids; the kernels decode the index).
-  std::int64_t state_blocks = 0;   // batch_heads * chunks * key_tiles * value_tiles
-  std::int64_t prefix_elements = 0;  // per head: dk * dv + dk
-  std::int64_t prefix_blocks = 0;  // batch_heads * ceil(prefix_elements / threads)
-  std::int64_t output_blocks = 0;  // batch_heads * chunks * value_tiles
   std::size_t state_shared_bytes = 0;
   std::size_t output_shared_bytes = 0;
   // Workspace, fp32: one [dk, dv] state and one [dk] key sum per (bh, chunk).

@@ -42,16 +42,10 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   plan.projection_rows = static_cast<int>(shape.projection_rows());
   plan.kind = shape.kind;
   const std::int64_t m = shape.features, bh = shape.batch_heads;
-  plan.chunks = ceil_div(tokens, kChunkTile);
+  static_cast<ChunkwiseGrid&>(plan) = plan_chunkwise_grid(bh, tokens, m, shape.dv);
   plan.token_tiles = ceil_div(tokens, kPerformerFeatureTokens);
-  plan.key_tiles = ceil_div(m, kChunkTile);
-  plan.value_tiles = ceil_div(shape.dv, kChunkTile);
   plan.feature_blocks = checked_product(bh, plan.token_tiles, 2);
   plan.max_blocks = bh;
-  plan.state_blocks = checked_product(bh, plan.chunks, plan.key_tiles, plan.value_tiles);
-  plan.prefix_elements = checked_add(checked_mul(m, shape.dv), m);
-  plan.prefix_blocks = checked_mul(bh, ceil_div(plan.prefix_elements, plan.threads));
-  plan.output_blocks = checked_product(bh, plan.chunks, plan.value_tiles);
   plan.feature_shared_bytes = sizeof(float) * static_cast<std::size_t>(performer_feature_shared_floats(plan.dk));
   plan.state_shared_bytes = sizeof(float) * ChunkStateSharedLayout::floats;
   plan.output_shared_bytes = sizeof(float) * PerformerOutputSharedLayout::floats;

@@ -67,7 +67,8 @@ struct PerformerPrefillWorkspace {
 //     total goes back to the state (relative to the final M, which stage 2 wrote);
 //  5. chunk_output: per (bh, chunk, 64-column tile of dv), o_r = [f(q_r) S_in e^(M_in - M_r) +
 //     sum_{j<=r} f(q_r).f(k_j) e^(c_j - M_r) v_j] / [the same with z and 1].
-struct PerformerPrefillPlan {
+// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv.
+struct PerformerPrefillPlan : ChunkwiseGrid {
   std::int64_t batch_heads = 0;
   std::int64_t tokens = 0;
   int dk = 0;
@@ -75,17 +76,10 @@ struct PerformerPrefillPlan {
   int features = 0;
   int projection_rows = 0;
   PerformerFeatures kind = PerformerFeatures::favor_plus;
-  std::int64_t chunks = 0;        // ceil(tokens / 64)
   std::int64_t token_tiles = 0;   // ceil(tokens / kPerformerFeatureTokens)
-  std::int64_t key_tiles = 0;     // ceil(m / 64)
-  std::int64_t value_tiles = 0;   // ceil(dv / 64)
   int threads = kPerformerCudaThreads;
   std::int64_t feature_blocks = 0;  // batch_heads * token_tiles * 2 (queries, keys)
   std::int64_t max_blocks = 0;      // batch_heads
-  std::int64_t state_blocks = 0;    // batch_heads * chunks * key_tiles * value_tiles
-  std::int64_t prefix_elements = 0; // per head: m * dv + m
-  std::int64_t prefix_blocks = 0;   // batch_heads * ceil(prefix_elements / threads)
-  std::int64_t output_blocks = 0;   // batch_heads * chunks * value_tiles
   std::size_t feature_shared_bytes = 0;
   std::size_t state_shared_bytes = 0;
   std::size_t output_shared_bytes = 0;
