@@ -65,9 +65,9 @@ TEST(LinearAttentionCudaPlan, ChunkCountsAndLastChunkRows) {
                        Case{8192, 128, 64}}) {
     const LinearPrefillPlan plan = plan_linear_attention_prefill(2, c.tokens, 64, 64);
     EXPECT_EQ(plan.chunks, c.chunks) << c.tokens;
-    EXPECT_EQ(linear_chunk_rows(c.tokens, plan.chunks - 1), c.last_rows) << c.tokens;
+    EXPECT_EQ(chunk_rows(c.tokens, plan.chunks - 1), c.last_rows) << c.tokens;
     std::int64_t rows = 0;
-    for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) rows += linear_chunk_rows(c.tokens, chunk);
+    for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) rows += chunk_rows(c.tokens, chunk);
     EXPECT_EQ(rows, c.tokens);
   }
   const LinearPrefillPlan empty = plan_linear_attention_prefill(2, 0, 64, 64);
@@ -77,113 +77,30 @@ TEST(LinearAttentionCudaPlan, ChunkCountsAndLastChunkRows) {
   EXPECT_EQ(empty.workspace_bytes(), 0);
 }
 
-// Stage 1 writes every element of every per-chunk state and key sum exactly once.
-TEST(LinearAttentionCudaPlan, ChunkStateTilesCoverTheWorkspaceExactlyOnce) {
-  for (const Dims d : {Dims{16, 16}, Dims{64, 64}, Dims{80, 200}, Dims{256, 256}}) {
+// The prefill runs on the common chunkwise grid (test_chunk_tile.cpp checks its coverage), and its
+// workspace holds one [dk, dv] state and one [dk] key sum per chunk of every head.
+TEST(LinearAttentionCudaPlan, PrefillIsTheChunkwiseGridWithOneStatePerChunk) {
+  for (const Dims d : kDims) {
     const std::int64_t heads = 2, tokens = 130;
     const LinearPrefillPlan plan = plan_linear_attention_prefill(heads, tokens, d.dk, d.dv);
-    std::vector<int> states(static_cast<std::size_t>(plan.workspace_state_elements), 0);
-    std::vector<int> sums(static_cast<std::size_t>(plan.workspace_sum_elements), 0);
-    for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
-      const LinearChunkTile tile = linear_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
-      ASSERT_LT(tile.bh, heads);
-      const std::int64_t base = tile.bh * plan.chunks + tile.chunk;
-      for (int t = 0; t < plan.threads; ++t) {
-        for (int a = 0; a < 4; ++a) {
-          const std::int64_t i = tile.key_tile * kLinearTile + linear_tile_row(t, a);
-          if (i >= d.dk) continue;
-          for (int b = 0; b < 4; ++b) {
-            const std::int64_t j = tile.value_tile * kLinearTile + linear_tile_column(t, b);
-            if (j < d.dv) ++states[static_cast<std::size_t>((base * d.dk + i) * d.dv + j)];
-          }
-        }
-        const std::int64_t i = tile.key_tile * kLinearTile + t;
-        if (tile.value_tile == 0 && t < kLinearTile && i < d.dk) ++sums[static_cast<std::size_t>(base * d.dk + i)];
-      }
-    }
-    EXPECT_TRUE(std::all_of(states.begin(), states.end(), [](int n) { return n == 1; })) << d.dk << "x" << d.dv;
-    EXPECT_TRUE(std::all_of(sums.begin(), sums.end(), [](int n) { return n == 1; })) << d.dk << "x" << d.dv;
+    const ChunkwiseGrid grid = plan_chunkwise_grid(heads, tokens, d.dk, d.dv);
+    EXPECT_EQ(plan.chunks, grid.chunks);
+    EXPECT_EQ(plan.key_tiles, grid.key_tiles);
+    EXPECT_EQ(plan.value_tiles, grid.value_tiles);
+    EXPECT_EQ(plan.state_blocks, grid.state_blocks);
+    EXPECT_EQ(plan.prefix_elements, d.dk * d.dv + d.dk);
+    EXPECT_EQ(plan.prefix_blocks, grid.prefix_blocks);
+    EXPECT_EQ(plan.output_blocks, grid.output_blocks);
+    EXPECT_EQ(plan.threads, kChunkTileThreads);
+    EXPECT_EQ(plan.workspace_state_elements, heads * plan.chunks * d.dk * d.dv);
+    EXPECT_EQ(plan.workspace_sum_elements, heads * plan.chunks * d.dk);
   }
 }
 
-// Stage 2 runs exactly one thread per element of S and z of every head.
-TEST(LinearAttentionCudaPlan, PrefixThreadsCoverStateAndNormalizerExactlyOnce) {
-  for (const Dims d : {Dims{1, 1}, Dims{64, 64}, Dims{80, 200}}) {
-    const std::int64_t heads = 3;
-    const LinearPrefillPlan plan = plan_linear_attention_prefill(heads, 100, d.dk, d.dv);
-    EXPECT_EQ(plan.prefix_blocks % heads, 0);
-    const std::int64_t per_head = plan.prefix_blocks / heads;
-    std::vector<int> touched(static_cast<std::size_t>(heads * plan.prefix_elements), 0);
-    for (std::int64_t block = 0; block < plan.prefix_blocks; ++block) {
-      for (int t = 0; t < plan.threads; ++t) {
-        const LinearPrefixElement at = linear_prefix_element(block, t, per_head, plan.threads);
-        if (at.element >= d.dk * d.dv + d.dk) continue;  // the kernel returns
-        ++touched[static_cast<std::size_t>(at.bh * plan.prefix_elements + at.element)];
-      }
-    }
-    EXPECT_TRUE(std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; })) << d.dk << "x" << d.dv;
-  }
-}
-
-// Stage 3 writes every output element of every valid token exactly once, and none past the end.
-TEST(LinearAttentionCudaPlan, OutputTilesCoverEveryTokenExactlyOnce) {
-  for (const std::int64_t tokens : {1, 63, 64, 65, 130}) {
-    for (const std::int64_t dv : {16, 64, 100, 256}) {
-      const std::int64_t heads = 2;
-      const LinearPrefillPlan plan = plan_linear_attention_prefill(heads, tokens, dv, dv);
-      std::vector<int> touched(static_cast<std::size_t>(heads * tokens * dv), 0);
-      for (std::int64_t block = 0; block < plan.output_blocks; ++block) {
-        const LinearChunkTile tile = linear_output_block(block, plan.chunks, plan.value_tiles);
-        const int rows = linear_chunk_rows(tokens, tile.chunk);
-        for (int t = 0; t < plan.threads; ++t) {
-          for (int a = 0; a < 4; ++a) {
-            const int row = linear_tile_row(t, a);
-            if (row >= rows) continue;
-            for (int b = 0; b < 4; ++b) {
-              const std::int64_t j = tile.value_tile * kLinearTile + linear_tile_column(t, b);
-              if (j >= dv) continue;
-              ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kLinearTile + row) * dv + j)];
-            }
-          }
-        }
-      }
-      EXPECT_TRUE(std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; }))
-          << "tokens " << tokens << " dv " << dv;
-    }
-  }
-}
-
-TEST(LinearAttentionCudaPlan, TileMapsCoverA64By64TileWithConsecutiveColumnsPerWarp) {
-  std::vector<int> touched(kLinearTile * kLinearTile, 0);
-  for (int t = 0; t < kLinearCudaThreads; ++t) {
-    for (int a = 0; a < 4; ++a) {
-      for (int b = 0; b < 4; ++b) ++touched[linear_tile_row(t, a) * kLinearTile + linear_tile_column(t, b)];
-    }
-  }
-  EXPECT_TRUE(std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; }));
-  // Coalescing: the first 16 lanes of a warp read 16 consecutive columns of one row.
-  for (int lane = 1; lane < 16; ++lane) {
-    EXPECT_EQ(linear_tile_column(lane, 0), linear_tile_column(lane - 1, 0) + 1);
-    EXPECT_EQ(linear_tile_row(lane, 0), linear_tile_row(0, 0));
-  }
-}
-
-TEST(LinearAttentionCudaPlan, SharedMemoryLayoutsFitWithoutOptInAndDoNotOverlap) {
-  using L = LinearOutputSharedLayout;
-  constexpr int qk_row = kLinearKeyStep + kLinearPad;
-  // During the dk loop phi(Q), phi(K), S_in and z_in are live together: disjoint, in order.
-  EXPECT_LE(L::q + kLinearTile * qk_row, L::k);
-  EXPECT_LE(L::k + kLinearTile * qk_row, L::s);
-  EXPECT_LE(L::s + kLinearKeyStep * kLinearTile, L::z);
-  EXPECT_LE(L::z + kLinearKeyStep, L::denominator);
-  // During A V, A and V are live together, and the denominators throughout.
-  EXPECT_LE(L::a + kLinearTile * (kLinearTile + kLinearPad), L::v);
-  EXPECT_LE(L::v + kLinearTile * kLinearTile, L::denominator);
-  EXPECT_EQ(L::denominator + kLinearTile, L::floats);
-  using S = LinearChunkStateSharedLayout;
-  EXPECT_LE(S::k + kLinearTile * kLinearTile, S::v);
-  EXPECT_LE(S::v + kLinearTile * kLinearTile, S::floats);
-
+// The shared layouts are the common ones (test_chunk_tile.cpp checks them).
+TEST(LinearAttentionCudaPlan, SharedMemoryIsTheCommonLayouts) {
+  using L = ChunkOutputSharedLayout;
+  using S = ChunkStateSharedLayout;
   for (const Dims d : kDims) {
     const LinearPrefillPlan plan = plan_linear_attention_prefill(8, 1000, d.dk, d.dv);
     EXPECT_EQ(plan.output_shared_bytes, sizeof(float) * L::floats);

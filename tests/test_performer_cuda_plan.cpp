@@ -80,59 +80,20 @@ TEST(PerformerCudaPlan, FeatureBlocksCoverEveryTokenOfQueriesAndKeysOnce) {
   }
 }
 
-TEST(PerformerCudaPlan, ChunkStateTilesCoverTheChunkWorkspaceExactlyOnce) {
+// Stages 3-5 run on the common chunkwise grid over m x dv (test_chunk_tile.cpp checks its coverage).
+TEST(PerformerCudaPlan, ChunkStagesAreTheChunkwiseGridOverFeatures) {
   for (const std::int64_t m : {1, 64, 100, 256}) {
     for (const std::int64_t dv : {16, 64, 200}) {
       const std::int64_t heads = 2, tokens = 130;
       const PerformerPrefillPlan plan = plan_performer_prefill({heads, dv, dv, m, PerformerFeatures::favor_plus}, tokens);
-      std::vector<int> states(static_cast<std::size_t>(heads * plan.chunks * m * dv), 0);
-      std::vector<int> sums(static_cast<std::size_t>(heads * plan.chunks * m), 0);
-      for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
-        const PerformerChunkTile tile = performer_state_block(block, plan.chunks, plan.key_tiles, plan.value_tiles);
-        ASSERT_LT(tile.bh, heads);
-        const std::int64_t base = tile.bh * plan.chunks + tile.chunk;
-        for (int t = 0; t < plan.threads; ++t) {
-          for (int a = 0; a < 4; ++a) {
-            const std::int64_t i = tile.key_tile * kPerformerTile + performer_tile_row(t, a);
-            if (i >= m) continue;
-            for (int b = 0; b < 4; ++b) {
-              const std::int64_t j = tile.value_tile * kPerformerTile + performer_tile_column(t, b);
-              if (j < dv) ++states[static_cast<std::size_t>((base * m + i) * dv + j)];
-            }
-          }
-          const std::int64_t i = tile.key_tile * kPerformerTile + t;
-          if (tile.value_tile == 0 && t < kPerformerTile && i < m) ++sums[static_cast<std::size_t>(base * m + i)];
-        }
-      }
-      EXPECT_TRUE(all_once(states)) << m << "x" << dv;
-      EXPECT_TRUE(all_once(sums)) << m << "x" << dv;
-    }
-  }
-}
-
-TEST(PerformerCudaPlan, OutputTilesCoverEveryTokenExactlyOnce) {
-  for (const std::int64_t tokens : {1, 63, 64, 65, 130}) {
-    for (const std::int64_t dv : {16, 64, 100, 256}) {
-      const std::int64_t heads = 2;
-      const PerformerPrefillPlan plan = plan_performer_prefill(shape(heads, dv, 32), tokens);
-      std::vector<int> touched(static_cast<std::size_t>(heads * tokens * dv), 0);
-      for (std::int64_t block = 0; block < plan.output_blocks; ++block) {
-        const PerformerChunkTile tile = performer_output_block(block, plan.chunks, plan.value_tiles);
-        const int rows = performer_chunk_rows(tokens, tile.chunk);
-        for (int t = 0; t < plan.threads; ++t) {
-          for (int a = 0; a < 4; ++a) {
-            const int row = performer_tile_row(t, a);
-            if (row >= rows) continue;
-            for (int b = 0; b < 4; ++b) {
-              const std::int64_t j = tile.value_tile * kPerformerTile + performer_tile_column(t, b);
-              if (j < dv) {
-                ++touched[static_cast<std::size_t>((tile.bh * tokens + tile.chunk * kPerformerTile + row) * dv + j)];
-              }
-            }
-          }
-        }
-      }
-      EXPECT_TRUE(all_once(touched)) << tokens << " " << dv;
+      const ChunkwiseGrid grid = plan_chunkwise_grid(heads, tokens, m, dv);
+      EXPECT_EQ(plan.chunks, grid.chunks);
+      EXPECT_EQ(plan.key_tiles, grid.key_tiles);
+      EXPECT_EQ(plan.value_tiles, grid.value_tiles);
+      EXPECT_EQ(plan.state_blocks, grid.state_blocks);
+      EXPECT_EQ(plan.prefix_blocks, grid.prefix_blocks);
+      EXPECT_EQ(plan.output_blocks, grid.output_blocks);
+      EXPECT_EQ(plan.threads, kChunkTileThreads);
     }
   }
 }
@@ -157,7 +118,7 @@ TEST(PerformerCudaPlan, WorkspacePartsAreDisjointAndSized) {
   EXPECT_EQ(plan.prefix_blocks % heads, 0);
   EXPECT_GE(plan.prefix_blocks / heads * plan.threads, plan.prefix_elements);
   EXPECT_LE(plan.output_shared_bytes, kSharedWithoutOptIn);
-  EXPECT_LE(plan.state_shared_bytes + sizeof(float) * kPerformerTile, kSharedWithoutOptIn);
+  EXPECT_LE(plan.state_shared_bytes + sizeof(float) * kChunkTile, kSharedWithoutOptIn);
   EXPECT_LE(plan_performer_prefill(shape(1, 256, 4096), 10).feature_shared_bytes, kSharedWithoutOptIn);
   // A sequence too long for 64-bit sizes is refused, not wrapped.
   EXPECT_THROW(plan_performer_prefill(shape(1 << 20, 64, 4096), std::int64_t{1} << 40), SizeOverflow);

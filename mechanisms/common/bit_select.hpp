@@ -15,9 +15,5 @@ inline float bit_select(bool take_a, float a, float b) {
   return std::bit_cast<float>((mask & std::bit_cast<std::uint32_t>(a)) | (~mask & std::bit_cast<std::uint32_t>(b)));
 }
 
-// max(x, 0) for the positive and negative halves of a piecewise function (NaN maps to 0).
-inline float positive_part(float x) { return bit_select(x > 0.0f, x, 0.0f); }
-inline float negative_part(float x) { return bit_select(x < 0.0f, x, 0.0f); }
-
 ARCH_BENCH_KERNEL_HELPERS_END
 }  // namespace arch_bench

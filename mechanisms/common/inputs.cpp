@@ -27,6 +27,17 @@ MatrixD AttentionInputs::head_matrix(const std::vector<float>& tensor, std::int6
   return m;
 }
 
+std::vector<float> AttentionInputs::head_rows(const std::vector<float>& tensor, std::int64_t first,
+                                             std::int64_t rows) const {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(batch_heads * rows * dim));
+  for (std::int64_t bh = 0; bh < batch_heads; ++bh) {
+    const float* begin = tensor.data() + (bh * tokens + first) * dim;
+    out.insert(out.end(), begin, begin + rows * dim);
+  }
+  return out;
+}
+
 AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed) {
   AttentionInputs inputs;
   inputs.batch_heads = cell.batch_heads();

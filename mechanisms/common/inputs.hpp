@@ -22,6 +22,9 @@ struct AttentionInputs {
   const float* v_at(std::int64_t bh, std::int64_t t) const { return v.data() + (bh * tokens + t) * dim; }
   // One head's q/k/v rows [0, rows) widened to fp64, for the references.
   MatrixD head_matrix(const std::vector<float>& tensor, std::int64_t bh, std::int64_t rows) const;
+  // Rows [first, first + rows) of every head of q, k or v, as [batch_heads, rows, dim] (what a GPU
+  // cell uploads: the new token of a decode step, or a decode cell's context).
+  std::vector<float> head_rows(const std::vector<float>& tensor, std::int64_t first, std::int64_t rows) const;
 };
 
 // Draws N(0, 1) q/k/v for `tokens` tokens of every (batch, head) of the cell.

@@ -4,7 +4,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "mechanisms/common/chunk_state_tile.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/common/prefix_pass.cuh"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 
@@ -109,95 +111,24 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
                                         std::int64_t tokens, int dk, int dv, std::int64_t chunks, int key_tiles,
                                         int value_tiles, FeatureMap map) {
   extern __shared__ float shared[];
-  float* k_tile = shared + LinearChunkStateSharedLayout::k;  // [m][i]
-  float* v_tile = shared + LinearChunkStateSharedLayout::v;  // [m][j]
-
-  const LinearChunkTile tile = linear_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
-  const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kLinearTile;
-  const int rows = linear_chunk_rows(tokens, chunk);
-  const int i0 = static_cast<int>(tile.key_tile) * kLinearTile, j0 = static_cast<int>(tile.value_tile) * kLinearTile;
-  const T* k_rows = k + (bh * tokens + first) * dk;
-  const T* v_rows = v + (bh * tokens + first) * dv;
-
-  for (int e = threadIdx.x; e < kLinearTile * kLinearTile; e += blockDim.x) {
-    const int m = e / kLinearTile, c = e % kLinearTile;
-    const bool row = m < rows;
-    k_tile[e] = row && i0 + c < dk ? phi(map, load_float(k_rows[m * dk + i0 + c])) : 0.0f;
-    v_tile[e] = row && j0 + c < dv ? load_float(v_rows[m * dv + j0 + c]) : 0.0f;
-  }
-  __syncthreads();
-
-  const int t = threadIdx.x;
-  float acc[4][4] = {};
-  for (int m = 0; m < rows; ++m) {
-    float a[4], b[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) a[r] = k_tile[m * kLinearTile + linear_tile_row(t, r)];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) b[c] = v_tile[m * kLinearTile + linear_tile_column(t, c)];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
-    }
-  }
-  float* tile_out = chunk_states + (bh * chunks + chunk) * dk * dv;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int i = i0 + linear_tile_row(t, r);
-    if (i >= dk) continue;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int j = j0 + linear_tile_column(t, c);
-      if (j < dv) tile_out[static_cast<std::int64_t>(i) * dv + j] = acc[r][c];
-    }
-  }
-  if (tile.value_tile == 0 && threadIdx.x < kLinearTile && i0 + static_cast<int>(threadIdx.x) < dk) {
-    float sum = 0.0f;
-    for (int m = 0; m < rows; ++m) sum += k_tile[m * kLinearTile + threadIdx.x];
-    chunk_sums[(bh * chunks + chunk) * dk + i0 + threadIdx.x] = sum;
-  }
+  const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
+  const std::int64_t first = tile.chunk * kChunkTile;
+  const T* k_rows = k + (tile.bh * tokens + first) * dk;
+  const T* v_rows = v + (tile.bh * tokens + first) * dv;
+  chunk_state_tile(
+      shared, tile, chunk_rows(tokens, tile.chunk), dk, dv, chunks,
+      [=](int m, int i) { return phi(map, load_float(k_rows[m * dk + i])); },
+      [=](int m, int j) { return load_float(v_rows[m * dv + j]); }, chunk_states, chunk_sums);
 }
 
-// Prefill stage 2: exclusive prefix over chunks, in place, one thread per element of (S, z) of a
-// head; the carried-in state is the prefix's start and the total is the new state. Loads are
-// issued a batch at a time so that the sequential chain is not one memory latency per chunk.
+// Prefill stage 2: the exclusive prefix over chunks of every element of (S, z) (prefix_pass.cuh).
 __global__ void __launch_bounds__(kLinearCudaThreads)
     linear_attention_chunk_prefix_kernel(float* __restrict__ chunk_states, float* __restrict__ chunk_sums,
                                          float* __restrict__ state, float* __restrict__ normalizer, int dk, int dv,
                                          std::int64_t chunks, std::int64_t blocks_per_head) {
-  const LinearPrefixElement at = linear_prefix_element(blockIdx.x, threadIdx.x, blocks_per_head, blockDim.x);
-  const std::int64_t bh = at.bh, e = at.element;
-  const std::int64_t state_elements = static_cast<std::int64_t>(dk) * dv;
-  if (e >= state_elements + dk) return;
-  float* carried;
-  float* column;
-  std::int64_t stride;
-  if (e < state_elements) {
-    carried = state + bh * state_elements + e;
-    column = chunk_states + bh * chunks * state_elements + e;
-    stride = state_elements;
-  } else {
-    carried = normalizer + bh * dk + (e - state_elements);
-    column = chunk_sums + bh * chunks * dk + (e - state_elements);
-    stride = dk;
-  }
-  constexpr int kBatch = 8;
-  float running = *carried;
-  for (std::int64_t c0 = 0; c0 < chunks; c0 += kBatch) {
-    float local[kBatch];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) local[b] = c0 + b < chunks ? column[(c0 + b) * stride] : 0.0f;
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (c0 + b < chunks) {
-        column[(c0 + b) * stride] = running;
-        running += local[b];
-      }
-    }
-  }
-  *carried = running;
+  const ChunkPrefixElement at = chunk_prefix_element(blockIdx.x, threadIdx.x, blocks_per_head, blockDim.x);
+  exclusive_chunk_prefix(chunk_states, chunk_sums, state, normalizer, dk, dv, chunks, at.bh, at.element,
+                         [](float running, float u, std::int64_t) { return running + u; });
 }
 
 // Prefill stage 3: the outputs of one chunk for one 64-column tile of dv. Thread (ty, tx) holds
@@ -209,23 +140,18 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
                                          const float* __restrict__ chunk_sums, T* __restrict__ out,
                                          std::int64_t tokens, int dk, int dv, std::int64_t chunks, int value_tiles,
                                          FeatureMap map) {
-  using Layout = LinearOutputSharedLayout;
-  constexpr int kQ = kLinearKeyStep + kLinearPad;  // row stride of the phi(Q), phi(K) tiles
-  constexpr int kA = kLinearTile + kLinearPad;     // row stride of A
+  using Layout = ChunkOutputSharedLayout;
+  constexpr int kA = kChunkTile + kChunkTilePad;  // row stride of A
   extern __shared__ float shared[];
-  float* q_tile = shared + Layout::q;  // [r][i]
-  float* k_tile = shared + Layout::k;  // [m][i]
-  float* s_tile = shared + Layout::s;  // [i][j]
-  float* z_tile = shared + Layout::z;  // [i]
   float* a_tile = shared + Layout::a;  // [r][m]
   float* v_tile = shared + Layout::v;  // [m][j]
   float* denominators = shared + Layout::denominator;
 
-  const LinearChunkTile tile = linear_output_block(blockIdx.x, chunks, value_tiles);
+  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
   const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kLinearTile;
-  const int rows = linear_chunk_rows(tokens, chunk);
-  const int j0 = static_cast<int>(tile.value_tile) * kLinearTile;
+  const std::int64_t first = chunk * kChunkTile;
+  const int rows = chunk_rows(tokens, chunk);
+  const int j0 = static_cast<int>(tile.value_tile) * kChunkTile;
   const T* q_rows = q + (bh * tokens + first) * dk;
   const T* k_rows = k + (bh * tokens + first) * dk;
   const T* v_rows = v + (bh * tokens + first) * dv;
@@ -233,95 +159,30 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
   const float* z_in = chunk_sums + (bh * chunks + chunk) * dk;
 
   const int t = threadIdx.x;
-  float acc_a[4][4] = {};
   float acc_o[4][4] = {};
+  float acc_a[4][4] = {};
   float denominator = 0.0f;  // threads < 64: phi(q_r) . z_in for r = threadIdx.x
-
-  for (int i0 = 0; i0 < dk; i0 += kLinearKeyStep) {
-    for (int e = threadIdx.x; e < kLinearTile * kLinearKeyStep; e += blockDim.x) {
-      const int m = e / kLinearKeyStep, c = e % kLinearKeyStep;
-      const bool inside = m < rows && i0 + c < dk;
-      q_tile[m * kQ + c] = inside ? phi(map, load_float(q_rows[m * dk + i0 + c])) : 0.0f;
-      k_tile[m * kQ + c] = inside ? phi(map, load_float(k_rows[m * dk + i0 + c])) : 0.0f;
-    }
-    for (int e = threadIdx.x; e < kLinearKeyStep * kLinearTile; e += blockDim.x) {
-      const int i = e / kLinearTile, j = e % kLinearTile;
-      s_tile[e] = i0 + i < dk && j0 + j < dv ? s_in[static_cast<std::int64_t>(i0 + i) * dv + j0 + j] : 0.0f;
-    }
-    if (threadIdx.x < kLinearKeyStep) {
-      z_tile[threadIdx.x] = i0 + static_cast<int>(threadIdx.x) < dk ? z_in[i0 + threadIdx.x] : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll 4
-    for (int i = 0; i < kLinearKeyStep; ++i) {
-      float a[4], b[4], s[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) a[r] = q_tile[linear_tile_row(t, r) * kQ + i];
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        b[c] = k_tile[linear_tile_column(t, c) * kQ + i];
-        s[c] = s_tile[i * kLinearTile + linear_tile_column(t, c)];
-      }
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          acc_a[r][c] = fmaf(a[r], b[c], acc_a[r][c]);
-          acc_o[r][c] = fmaf(a[r], s[c], acc_o[r][c]);
-        }
-      }
-    }
-    if (threadIdx.x < kLinearTile) {
-      for (int i = 0; i < kLinearKeyStep; ++i) {
-        denominator = fmaf(q_tile[threadIdx.x * kQ + i], z_tile[i], denominator);
-      }
-    }
-    __syncthreads();  // the next step (or A and V below) overwrite the tiles
-  }
+  chunk_output_key_loop(
+      shared, rows, dk, dv, j0, s_in, z_in, [=](int m, int i) { return phi(map, load_float(q_rows[m * dk + i])); },
+      [=](int m, int i) { return phi(map, load_float(k_rows[m * dk + i])); }, acc_a, acc_o, denominator);
 
   // Causal mask inside the chunk, inclusive: row r sees keys m <= r (rows past the sequence are 0).
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      const int row = linear_tile_row(t, r), m = linear_tile_column(t, c);
+      const int row = chunk_tile_row(t, r), m = chunk_tile_column(t, c);
       a_tile[row * kA + m] = m <= row ? acc_a[r][c] : 0.0f;
     }
   }
-  for (int e = threadIdx.x; e < kLinearTile * kLinearTile; e += blockDim.x) {
-    const int m = e / kLinearTile, j = e % kLinearTile;
-    v_tile[e] = m < rows && j0 + j < dv ? load_float(v_rows[m * dv + j0 + j]) : 0.0f;
-  }
+  load_value_tile(v_tile, rows, j0, dv, [=](int m, int j) { return load_float(v_rows[m * dv + j]); });
   __syncthreads();
-  if (threadIdx.x < kLinearTile) {
-    for (int m = 0; m < kLinearTile; ++m) denominator += a_tile[threadIdx.x * kA + m];
+  if (threadIdx.x < kChunkTile) {
+    for (int m = 0; m < kChunkTile; ++m) denominator += a_tile[threadIdx.x * kA + m];
     denominators[threadIdx.x] = denominator;
   }
-  for (int m = 0; m < rows; ++m) {
-    float a[4], b[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) a[r] = a_tile[linear_tile_row(t, r) * kA + m];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) b[c] = v_tile[m * kLinearTile + linear_tile_column(t, c)];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc_o[r][c] = fmaf(a[r], b[c], acc_o[r][c]);
-    }
-  }
-  __syncthreads();  // denominators
-  T* out_rows = out + (bh * tokens + first) * dv;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int row = linear_tile_row(t, r);
-    if (row >= rows) continue;
-    const float inverse = 1.0f / denominators[row];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int j = j0 + linear_tile_column(t, c);
-      if (j < dv) store_float(out_rows + static_cast<std::int64_t>(row) * dv + j, acc_o[r][c] * inverse);
-    }
-  }
+  accumulate_masked_a_v(shared, rows, acc_o);
+  store_chunk_output(shared, acc_o, rows, j0, dv, out + (bh * tokens + first) * dv);
 }
 
 }  // namespace

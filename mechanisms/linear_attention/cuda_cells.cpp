@@ -7,6 +7,7 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -18,19 +19,6 @@ namespace {
 
 FeatureMap map_of(const Cell& cell) {
   return parse_feature_map(cell.options.feature_map).value_or(FeatureMap::elu_plus_one);
-}
-
-// Rows [first, first + rows) of every head of a [batch_heads, tokens, dim] tensor, as
-// [batch_heads, rows, dim].
-std::vector<float> head_rows(const AttentionInputs& inputs, const std::vector<float>& tensor, std::int64_t first,
-                             std::int64_t rows) {
-  std::vector<float> out;
-  out.reserve(static_cast<std::size_t>(inputs.batch_heads * rows * inputs.dim));
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    const float* begin = tensor.data() + (bh * inputs.tokens + first) * inputs.dim;
-    out.insert(out.end(), begin, begin + rows * inputs.dim);
-  }
-  return out;
 }
 
 // Decode: (S, z) already hold the L context tokens; the step folds in token L and reads it out.
@@ -52,9 +40,9 @@ class LinearDecodeCudaCell final : public PreparedCell {
     zero_async(cuda_, state_.data(), state_.bytes());
     zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
     build_context_state();
-    upload<T>(cuda_, head_rows(inputs_, inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
   }
 
@@ -86,9 +74,9 @@ class LinearDecodeCudaCell final : public PreparedCell {
         out(staging, q.size());
     Buffer<float> chunk_states(staging, static_cast<std::size_t>(plan.workspace_state_elements));
     Buffer<float> chunk_sums(staging, static_cast<std::size_t>(plan.workspace_sum_elements));
-    upload<T>(cuda_, head_rows(inputs_, inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.v, 0, length_).data(), count, v.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
     launch_linear_attention_prefill<T>(plan, map_, q.data(), k.data(), v.data(), state_.data(), normalizer_.data(),
                                        out.data(), chunk_states.data(), chunk_sums.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
@@ -157,13 +145,7 @@ class LinearPrefillCudaCell final : public PreparedCell {
 
 std::unique_ptr<PreparedCell> prepare_linear_attention_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
   if (auto why = linear_attention_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  const bool bf16_storage = cell.dtype == DType::bfloat16;
-  if (cell.phase == Phase::decode) {
-    if (bf16_storage) return std::make_unique<LinearDecodeCudaCell<bf16>>(cell, seed, backend);
-    return std::make_unique<LinearDecodeCudaCell<float>>(cell, seed, backend);
-  }
-  if (bf16_storage) return std::make_unique<LinearPrefillCudaCell<bf16>>(cell, seed, backend);
-  return std::make_unique<LinearPrefillCudaCell<float>>(cell, seed, backend);
+  return prepare_cell<LinearDecodeCudaCell, LinearPrefillCudaCell>(cell, seed, backend);
 }
 
 }  // namespace arch_bench

@@ -1,19 +1,11 @@
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 
 namespace arch_bench {
-
-namespace {
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
-// cudaLaunchKernel's gridDim.x limit.
-constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
-// Shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
-constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
-}  // namespace
 
 LinearDecodePlan plan_linear_attention_decode(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv) {
   LinearDecodePlan plan;
@@ -36,17 +28,11 @@ LinearPrefillPlan plan_linear_attention_prefill(std::int64_t batch_heads, std::i
   plan.tokens = tokens;
   plan.dk = static_cast<int>(dk);
   plan.dv = static_cast<int>(dv);
-  plan.chunks = ceil_div(tokens, plan.chunk);
-  plan.key_tiles = ceil_div(dk, kLinearTile);
-  plan.value_tiles = ceil_div(dv, kLinearTile);
-  plan.key_steps = ceil_div(dk, kLinearKeyStep);
+  static_cast<ChunkwiseGrid&>(plan) = plan_chunkwise_grid(batch_heads, tokens, dk, dv);
+  plan.key_steps = ceil_div(dk, kChunkTileStep);
+  plan.state_shared_bytes = sizeof(float) * ChunkStateSharedLayout::floats;
+  plan.output_shared_bytes = sizeof(float) * ChunkOutputSharedLayout::floats;
   // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
-  plan.state_blocks = checked_product(batch_heads, plan.chunks, plan.key_tiles, plan.value_tiles);
-  plan.prefix_elements = dk * dv + dk;
-  plan.prefix_blocks = checked_mul(batch_heads, ceil_div(plan.prefix_elements, plan.threads));
-  plan.output_blocks = checked_product(batch_heads, plan.chunks, plan.value_tiles);
-  plan.state_shared_bytes = sizeof(float) * LinearChunkStateSharedLayout::floats;
-  plan.output_shared_bytes = sizeof(float) * LinearOutputSharedLayout::floats;
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv);
   plan.workspace_sum_elements = checked_product(batch_heads, plan.chunks, dk);
   return plan;
@@ -71,12 +57,12 @@ std::optional<std::string> linear_attention_cuda_unsupported(const Cell& cell) {
   const std::int64_t d = cell.head_dim;
   if (cell.phase == Phase::decode) {
     const LinearDecodePlan plan = plan_linear_attention_decode(cell.batch_heads(), d, d);
-    if (plan.blocks > kMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
-    if (plan.shared_bytes > kDefaultSharedBytes) return "decode shared memory exceeds 48 KiB";
+    if (plan.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+    if (plan.shared_bytes > kCudaDefaultSharedBytes) return "decode shared memory exceeds 48 KiB";
     return std::nullopt;
   }
   const LinearPrefillPlan plan = plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, d, d);
-  if (std::max({plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kMaxGridX) {
+  if (std::max({plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kCudaMaxGridX) {
     return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence "
            "or fewer heads";
   }

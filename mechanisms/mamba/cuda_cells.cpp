@@ -7,6 +7,7 @@
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/inputs.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -195,13 +196,7 @@ class MambaPrefillCudaCell final : public PreparedCell {
 
 std::unique_ptr<PreparedCell> prepare_mamba_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
   if (auto why = mamba_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  const bool bf16_storage = cell.dtype == DType::bfloat16;
-  if (cell.phase == Phase::decode) {
-    if (bf16_storage) return std::make_unique<MambaDecodeCudaCell<bf16>>(cell, seed, backend);
-    return std::make_unique<MambaDecodeCudaCell<float>>(cell, seed, backend);
-  }
-  if (bf16_storage) return std::make_unique<MambaPrefillCudaCell<bf16>>(cell, seed, backend);
-  return std::make_unique<MambaPrefillCudaCell<float>>(cell, seed, backend);
+  return prepare_cell<MambaDecodeCudaCell, MambaPrefillCudaCell>(cell, seed, backend);
 }
 
 }  // namespace arch_bench

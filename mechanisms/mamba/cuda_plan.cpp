@@ -4,14 +4,9 @@
 #include <limits>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 
 namespace arch_bench {
-
-namespace {
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
-constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
-constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
-}  // namespace
 
 MambaDecodePlan plan_mamba_decode(const MambaShape& shape) {
   MambaDecodePlan plan;
@@ -48,11 +43,11 @@ std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   if (shape.rows() < 1) return "the CUDA kernels of mamba need batch * d_inner >= 1";
   if (shape.channels > std::numeric_limits<std::int32_t>::max()) return "d_inner exceeds 2^31 - 1";
   if (cell.sequence_length < 0) return "sequence_length must be >= 0";
-  if (plan_mamba_decode(shape).blocks > kMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
+  if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
   const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length);
-  if (prefill.blocks > kMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
   // CUB's temp storage (a few hundred bytes) comes on top of the dynamic part.
-  if (prefill.shared_bytes + 1024 > kDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
+  if (prefill.shared_bytes + 1024 > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
   return std::nullopt;
 }
 

@@ -11,7 +11,9 @@
 
 #include <cmath>
 
+#include "mechanisms/common/chunk_state_tile.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/common/prefix_pass.cuh"
 #include "mechanisms/performer/cuda.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 
@@ -326,11 +328,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
 // The M the state entering chunk `chunk` is relative to, and the M after its last token.
 __device__ __forceinline__ float chunk_entering_max(const float* row_max, const float* carried_max, std::int64_t bh,
                                                     std::int64_t tokens, std::int64_t chunk) {
-  return chunk == 0 ? carried_max[bh] : row_max[bh * tokens + chunk * kPerformerTile - 1];
+  return chunk == 0 ? carried_max[bh] : row_max[bh * tokens + chunk * kChunkTile - 1];
 }
 __device__ __forceinline__ float chunk_end_max(const float* row_max, std::int64_t bh, std::int64_t tokens,
                                                std::int64_t chunk) {
-  const std::int64_t end = (chunk + 1) * kPerformerTile < tokens ? (chunk + 1) * kPerformerTile : tokens;
+  const std::int64_t end = (chunk + 1) * kChunkTile < tokens ? (chunk + 1) * kChunkTile : tokens;
   return row_max[bh * tokens + end - 1];
 }
 
@@ -344,107 +346,47 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
                                  std::int64_t tokens, int m, int dv, std::int64_t chunks, int key_tiles,
                                  int value_tiles) {
   extern __shared__ float shared[];
-  float* k_tile = shared + PerformerChunkStateSharedLayout::k;  // [j][i]
-  float* v_tile = shared + PerformerChunkStateSharedLayout::v;  // [j][c]
-  __shared__ float weights[kPerformerTile];
+  __shared__ float weights[kChunkTile];
 
-  const PerformerChunkTile tile = performer_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
+  const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
   const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kPerformerTile;
-  const int rows = performer_chunk_rows(tokens, chunk);
-  const int i0 = static_cast<int>(tile.key_tile) * kPerformerTile;
-  const int j0 = static_cast<int>(tile.value_tile) * kPerformerTile;
+  const std::int64_t first = chunk * kChunkTile;
+  const int rows = chunk_rows(tokens, chunk);
   const float end_max = chunk_end_max(row_max, bh, tokens, chunk);
-  if (threadIdx.x < kPerformerTile) {
+  if (threadIdx.x < kChunkTile) {
     const int r = threadIdx.x;
     weights[r] = r < rows ? expf(key_scale[bh * tokens + first + r] - end_max) : 0.0f;
   }
   __syncthreads();
   const float* k_rows = key_features + (bh * tokens + first) * m;
   const T* v_rows = v + (bh * tokens + first) * dv;
-  for (int e = threadIdx.x; e < kPerformerTile * kPerformerTile; e += blockDim.x) {
-    const int r = e / kPerformerTile, c = e % kPerformerTile;
-    const bool row = r < rows;
-    k_tile[e] = row && i0 + c < m ? weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f;
-    v_tile[e] = row && j0 + c < dv ? load_float(v_rows[static_cast<std::int64_t>(r) * dv + j0 + c]) : 0.0f;
-  }
-  __syncthreads();
-
-  const int t = threadIdx.x;
-  float acc[4][4] = {};
-  for (int r = 0; r < rows; ++r) {
-    float a[4], b[4];
-#pragma unroll
-    for (int x = 0; x < 4; ++x) a[x] = k_tile[r * kPerformerTile + performer_tile_row(t, x)];
-#pragma unroll
-    for (int y = 0; y < 4; ++y) b[y] = v_tile[r * kPerformerTile + performer_tile_column(t, y)];
-#pragma unroll
-    for (int x = 0; x < 4; ++x) {
-#pragma unroll
-      for (int y = 0; y < 4; ++y) acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
-    }
-  }
-  float* tile_out = chunk_states + (bh * chunks + chunk) * m * dv;
-#pragma unroll
-  for (int x = 0; x < 4; ++x) {
-    const int i = i0 + performer_tile_row(t, x);
-    if (i >= m) continue;
-#pragma unroll
-    for (int y = 0; y < 4; ++y) {
-      const int j = j0 + performer_tile_column(t, y);
-      if (j < dv) tile_out[static_cast<std::int64_t>(i) * dv + j] = acc[x][y];
-    }
-  }
-  if (tile.value_tile == 0 && threadIdx.x < kPerformerTile && i0 + static_cast<int>(threadIdx.x) < m) {
-    float sum = 0.0f;
-    for (int r = 0; r < rows; ++r) sum += k_tile[r * kPerformerTile + threadIdx.x];
-    chunk_sums[(bh * chunks + chunk) * m + i0 + threadIdx.x] = sum;
-  }
+  chunk_state_tile(
+      shared, tile, rows, m, dv, chunks,
+      [=](int r, int i) { return weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i]; },
+      [=](int r, int j) { return load_float(v_rows[static_cast<std::int64_t>(r) * dv + j]); }, chunk_states,
+      chunk_sums);
 }
 
-// Prefill stage 4: the exclusive scan over chunks in place, each chunk's entry relative to the M
-// it enters with: S_in(c + 1) = S_in(c) exp(M_in(c) - M_end(c)) + U_c, from the carried state.
+// Prefill stage 4: the exclusive scan over chunks in place (prefix_pass.cuh), each chunk's entry
+// relative to the M it enters with: S_in(c + 1) = S_in(c) exp(M_in(c) - M_end(c)) + U_c, from the
+// carried state.
 __global__ void __launch_bounds__(kPerformerCudaThreads)
     performer_chunk_prefix_kernel(float* __restrict__ chunk_states, float* __restrict__ chunk_sums,
                                   float* __restrict__ state, float* __restrict__ normalizer,
                                   const float* __restrict__ row_max, const float* __restrict__ carried_max,
                                   std::int64_t tokens, int m, int dv, std::int64_t chunks,
                                   std::int64_t blocks_per_head) {
-  const std::int64_t bh = blockIdx.x / blocks_per_head;
-  const std::int64_t e = (blockIdx.x % blocks_per_head) * blockDim.x + threadIdx.x;
-  const std::int64_t state_elements = static_cast<std::int64_t>(m) * dv;
-  if (e >= state_elements + m) return;
-  float* carried;
-  float* column;
-  std::int64_t stride;
-  if (e < state_elements) {
-    carried = state + bh * state_elements + e;
-    column = chunk_states + bh * chunks * state_elements + e;
-    stride = state_elements;
-  } else {
-    carried = normalizer + bh * m + (e - state_elements);
-    column = chunk_sums + bh * chunks * m + (e - state_elements);
-    stride = m;
-  }
-  constexpr int kBatch = 8;
-  float running = *carried;
+  const ChunkPrefixElement at = chunk_prefix_element(blockIdx.x, threadIdx.x, blocks_per_head, blockDim.x);
+  const std::int64_t bh = at.bh;
   float entering = carried_max[bh];
-  for (std::int64_t c0 = 0; c0 < chunks; c0 += kBatch) {
-    float local[kBatch];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) local[b] = c0 + b < chunks ? column[(c0 + b) * stride] : 0.0f;
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (c0 + b < chunks) {
-        column[(c0 + b) * stride] = running;
-        const float end = chunk_end_max(row_max, bh, tokens, c0 + b);
-        // entering = -inf only before the first key, when running is 0: 0 * exp(-inf) = 0.
-        running = fmaf(running, expf(entering - end), local[b]);
-        entering = end;
-      }
-    }
-  }
-  *carried = running;
+  exclusive_chunk_prefix(chunk_states, chunk_sums, state, normalizer, m, dv, chunks, bh, at.element,
+                         [&](float running, float u, std::int64_t chunk) {
+                           const float end = chunk_end_max(row_max, bh, tokens, chunk);
+                           // entering = -inf only before the first key, when running is 0: 0 * exp(-inf) = 0.
+                           const float next = fmaf(running, expf(entering - end), u);
+                           entering = end;
+                           return next;
+                         });
 }
 
 // Prefill stage 5: the outputs of one chunk for one 64-column tile of dv; thread (ty, tx) holds rows
@@ -458,13 +400,8 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
                                   float* __restrict__ denominators_out, T* __restrict__ out, std::int64_t tokens,
                                   int m, int dv, std::int64_t chunks, int value_tiles) {
   using Layout = PerformerOutputSharedLayout;
-  constexpr int kQ = kPerformerFeatureStep + kPerformerPad;
-  constexpr int kA = kPerformerTile + kPerformerPad;
+  constexpr int kA = kChunkTile + kChunkTilePad;
   extern __shared__ float shared[];
-  float* q_tile = shared + Layout::q;
-  float* k_tile = shared + Layout::k;
-  float* s_tile = shared + Layout::s;
-  float* z_tile = shared + Layout::z;
   float* a_tile = shared + Layout::a;
   float* v_tile = shared + Layout::v;
   float* denominators = shared + Layout::denominator;
@@ -472,17 +409,17 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   float* maxima = shared + Layout::row_max;
   float* scales = shared + Layout::key_scale;
 
-  const PerformerChunkTile tile = performer_output_block(blockIdx.x, chunks, value_tiles);
+  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
   const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kPerformerTile;
-  const int rows = performer_chunk_rows(tokens, chunk);
-  const int j0 = static_cast<int>(tile.value_tile) * kPerformerTile;
+  const std::int64_t first = chunk * kChunkTile;
+  const int rows = chunk_rows(tokens, chunk);
+  const int j0 = static_cast<int>(tile.value_tile) * kChunkTile;
   const float* q_rows = query_features + (bh * tokens + first) * m;
   const float* k_rows = key_features + (bh * tokens + first) * m;
   const T* v_rows = v + (bh * tokens + first) * dv;
   const float* s_in = chunk_states + (bh * chunks + chunk) * m * dv;
   const float* z_in = chunk_sums + (bh * chunks + chunk) * m;
-  if (threadIdx.x < kPerformerTile) {
+  if (threadIdx.x < kChunkTile) {
     const int r = threadIdx.x;
     const float entering = chunk_entering_max(row_max, carried_max, bh, tokens, chunk);
     const float own = r < rows ? row_max[bh * tokens + first + r] : 0.0f;
@@ -496,100 +433,36 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   float acc_a[4][4] = {};
   float acc_o[4][4] = {};
   float denominator = 0.0f;  // threads < 64: f(q_r) . z_in for r = threadIdx.x
-
-  for (int i0 = 0; i0 < m; i0 += kPerformerFeatureStep) {
-    for (int e = threadIdx.x; e < kPerformerTile * kPerformerFeatureStep; e += blockDim.x) {
-      const int r = e / kPerformerFeatureStep, c = e % kPerformerFeatureStep;
-      const bool inside = r < rows && i0 + c < m;
-      const std::int64_t at = static_cast<std::int64_t>(r) * m + i0 + c;
-      q_tile[r * kQ + c] = inside ? q_rows[at] : 0.0f;
-      k_tile[r * kQ + c] = inside ? k_rows[at] : 0.0f;
-    }
-    for (int e = threadIdx.x; e < kPerformerFeatureStep * kPerformerTile; e += blockDim.x) {
-      const int i = e / kPerformerTile, j = e % kPerformerTile;
-      s_tile[e] = i0 + i < m && j0 + j < dv ? s_in[static_cast<std::int64_t>(i0 + i) * dv + j0 + j] : 0.0f;
-    }
-    if (threadIdx.x < kPerformerFeatureStep) {
-      z_tile[threadIdx.x] = i0 + static_cast<int>(threadIdx.x) < m ? z_in[i0 + threadIdx.x] : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll 4
-    for (int i = 0; i < kPerformerFeatureStep; ++i) {
-      float a[4], b[4], s[4];
-#pragma unroll
-      for (int x = 0; x < 4; ++x) a[x] = q_tile[performer_tile_row(t, x) * kQ + i];
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        b[y] = k_tile[performer_tile_column(t, y) * kQ + i];
-        s[y] = s_tile[i * kPerformerTile + performer_tile_column(t, y)];
-      }
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-#pragma unroll
-        for (int y = 0; y < 4; ++y) {
-          acc_a[x][y] = fmaf(a[x], b[y], acc_a[x][y]);
-          acc_o[x][y] = fmaf(a[x], s[y], acc_o[x][y]);
-        }
-      }
-    }
-    if (threadIdx.x < kPerformerTile) {
-      for (int i = 0; i < kPerformerFeatureStep; ++i) {
-        denominator = fmaf(q_tile[threadIdx.x * kQ + i], z_tile[i], denominator);
-      }
-    }
-    __syncthreads();  // the next step (or A and V below) overwrite the tiles
-  }
+  chunk_output_key_loop(
+      shared, rows, m, dv, j0, s_in, z_in,
+      [=](int r, int i) { return q_rows[static_cast<std::int64_t>(r) * m + i]; },
+      [=](int r, int i) { return k_rows[static_cast<std::int64_t>(r) * m + i]; }, acc_a, acc_o, denominator);
 
   // Inter-chunk part brought from M_in to each row's M_r; intra-chunk weights e^(c_j - M_r) <= 1,
   // causal inclusive (row r sees keys j <= r).
 #pragma unroll
   for (int x = 0; x < 4; ++x) {
-    const int row = performer_tile_row(t, x);
+    const int row = chunk_tile_row(t, x);
     const float scale = row_scale[row];
 #pragma unroll
     for (int y = 0; y < 4; ++y) {
-      const int j = performer_tile_column(t, y);
+      const int j = chunk_tile_column(t, y);
       acc_o[x][y] *= scale;
       a_tile[row * kA + j] = j <= row && row < rows ? acc_a[x][y] * expf(scales[j] - maxima[row]) : 0.0f;
     }
   }
-  for (int e = threadIdx.x; e < kPerformerTile * kPerformerTile; e += blockDim.x) {
-    const int r = e / kPerformerTile, j = e % kPerformerTile;
-    v_tile[e] = r < rows && j0 + j < dv ? load_float(v_rows[static_cast<std::int64_t>(r) * dv + j0 + j]) : 0.0f;
-  }
+  load_value_tile(v_tile, rows, j0, dv,
+                  [=](int r, int j) { return load_float(v_rows[static_cast<std::int64_t>(r) * dv + j]); });
   __syncthreads();
-  if (threadIdx.x < kPerformerTile) {
+  if (threadIdx.x < kChunkTile) {
     const int r = threadIdx.x;
     denominator *= row_scale[r];
-    for (int j = 0; j < kPerformerTile; ++j) denominator += a_tile[r * kA + j];
+    for (int j = 0; j < kChunkTile; ++j) denominator += a_tile[r * kA + j];
     denominators[r] = denominator;
     if (tile.value_tile == 0 && r < rows) denominators_out[bh * tokens + first + r] = denominator;
   }
-  for (int j = 0; j < rows; ++j) {
-    float a[4], b[4];
-#pragma unroll
-    for (int x = 0; x < 4; ++x) a[x] = a_tile[performer_tile_row(t, x) * kA + j];
-#pragma unroll
-    for (int y = 0; y < 4; ++y) b[y] = v_tile[j * kPerformerTile + performer_tile_column(t, y)];
-#pragma unroll
-    for (int x = 0; x < 4; ++x) {
-#pragma unroll
-      for (int y = 0; y < 4; ++y) acc_o[x][y] = fmaf(a[x], b[y], acc_o[x][y]);
-    }
-  }
-  __syncthreads();  // denominators
-  T* out_rows = out + (bh * tokens + first) * dv;
-#pragma unroll
-  for (int x = 0; x < 4; ++x) {
-    const int row = performer_tile_row(t, x);
-    if (row >= rows) continue;
-    const float inverse = 1.0f / denominators[row];
-#pragma unroll
-    for (int y = 0; y < 4; ++y) {
-      const int j = j0 + performer_tile_column(t, y);
-      if (j < dv) store_float(out_rows + static_cast<std::int64_t>(row) * dv + j, acc_o[x][y] * inverse);
-    }
-  }
+  accumulate_masked_a_v(shared, rows, acc_o);
+  store_chunk_output(shared, acc_o, rows, j0, dv, out + (bh * tokens + first) * dv);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/cuda.hpp"
@@ -24,18 +25,6 @@ constexpr std::int64_t kSoftmaxRowsChecked = 64;
 PerformerShape shape_of(const Cell& cell) {
   return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
           parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus)};
-}
-
-// Rows [first, first + rows) of every head of a [batch_heads, tokens, dim] tensor.
-std::vector<float> head_rows(const AttentionInputs& inputs, const std::vector<float>& tensor, std::int64_t first,
-                             std::int64_t rows) {
-  std::vector<float> out;
-  out.reserve(static_cast<std::size_t>(inputs.batch_heads * rows * inputs.dim));
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    const float* begin = tensor.data() + (bh * inputs.tokens + first) * inputs.dim;
-    out.insert(out.end(), begin, begin + rows * inputs.dim);
-  }
-  return out;
 }
 
 // The cell's projection (fp64 rows for the reference, exactly the fp32 values the kernel reads) and
@@ -98,9 +87,9 @@ class PerformerDecodeCudaCell final : public PreparedCell {
     launch_performer_reset_state(shape_.batch_heads, shape_.features, shape_.dv, state_.data(), normalizer_.data(),
                                  running_max_.data(), cuda_.stream());
     build_context_state();
-    upload<T>(cuda_, head_rows(inputs_, inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
     poison(cuda_, denominators_.data(), denominators_.bytes());
   }
@@ -143,9 +132,9 @@ class PerformerDecodeCudaCell final : public PreparedCell {
     Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
         out(staging, q.size());
     Buffer<float> workspace(staging, static_cast<std::size_t>(plan.workspace.floats));
-    upload<T>(cuda_, head_rows(inputs_, inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, head_rows(inputs_, inputs_.v, 0, length_).data(), count, v.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
     launch_performer_prefill<T>(plan, projection_.packed.data(), q.data(), k.data(), v.data(), state_.data(),
                                 normalizer_.data(), running_max_.data(), out.data(), workspace.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
@@ -231,13 +220,7 @@ class PerformerPrefillCudaCell final : public PreparedCell {
 
 std::unique_ptr<PreparedCell> prepare_performer_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
   if (auto why = performer_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  const bool bf16_storage = cell.dtype == DType::bfloat16;
-  if (cell.phase == Phase::decode) {
-    if (bf16_storage) return std::make_unique<PerformerDecodeCudaCell<bf16>>(cell, seed, backend);
-    return std::make_unique<PerformerDecodeCudaCell<float>>(cell, seed, backend);
-  }
-  if (bf16_storage) return std::make_unique<PerformerPrefillCudaCell<bf16>>(cell, seed, backend);
-  return std::make_unique<PerformerPrefillCudaCell<float>>(cell, seed, backend);
+  return prepare_cell<PerformerDecodeCudaCell, PerformerPrefillCudaCell>(cell, seed, backend);
 }
 
 }  // namespace arch_bench

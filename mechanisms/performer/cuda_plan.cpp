@@ -1,16 +1,13 @@
 #include "mechanisms/performer/cuda_plan.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 
 namespace arch_bench {
 
 namespace {
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
-constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
-constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
 
 PerformerShape shape_of(const Cell& cell) {
   return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
@@ -45,18 +42,12 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   plan.projection_rows = static_cast<int>(shape.projection_rows());
   plan.kind = shape.kind;
   const std::int64_t m = shape.features, bh = shape.batch_heads;
-  plan.chunks = ceil_div(tokens, kPerformerTile);
+  static_cast<ChunkwiseGrid&>(plan) = plan_chunkwise_grid(bh, tokens, m, shape.dv);
   plan.token_tiles = ceil_div(tokens, kPerformerFeatureTokens);
-  plan.key_tiles = ceil_div(m, kPerformerTile);
-  plan.value_tiles = ceil_div(shape.dv, kPerformerTile);
   plan.feature_blocks = checked_product(bh, plan.token_tiles, 2);
   plan.max_blocks = bh;
-  plan.state_blocks = checked_product(bh, plan.chunks, plan.key_tiles, plan.value_tiles);
-  plan.prefix_elements = checked_add(checked_mul(m, shape.dv), m);
-  plan.prefix_blocks = checked_mul(bh, ceil_div(plan.prefix_elements, plan.threads));
-  plan.output_blocks = checked_product(bh, plan.chunks, plan.value_tiles);
   plan.feature_shared_bytes = sizeof(float) * static_cast<std::size_t>(performer_feature_shared_floats(plan.dk));
-  plan.state_shared_bytes = sizeof(float) * PerformerChunkStateSharedLayout::floats;
+  plan.state_shared_bytes = sizeof(float) * ChunkStateSharedLayout::floats;
   plan.output_shared_bytes = sizeof(float) * PerformerOutputSharedLayout::floats;
   // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
   PerformerPrefillWorkspace& w = plan.workspace;
@@ -96,16 +87,16 @@ std::optional<std::string> performer_cuda_unsupported(const Cell& cell) {
   if (cell.sequence_length < 0) return "sequence_length must be >= 0";
   const PerformerShape shape = shape_of(cell);
   const PerformerDecodePlan decode = plan_performer_decode(shape);
-  if (decode.blocks > kMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
-  if (decode.shared_bytes > kDefaultSharedBytes) return "performer decode shared memory exceeds 48 KiB";
+  if (decode.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  if (decode.shared_bytes > kCudaDefaultSharedBytes) return "performer decode shared memory exceeds 48 KiB";
   // A decode cell builds its context with the prefill, so both must fit.
   if (cell.sequence_length == 0) return std::nullopt;
   const PerformerPrefillPlan plan = plan_performer_prefill(shape, cell.sequence_length);
-  if (std::max({plan.feature_blocks, plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kMaxGridX) {
+  if (std::max({plan.feature_blocks, plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kCudaMaxGridX) {
     return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence or "
            "fewer heads";
   }
-  if (plan.feature_shared_bytes > kDefaultSharedBytes) return "performer feature shared memory exceeds 48 KiB";
+  if (plan.feature_shared_bytes > kCudaDefaultSharedBytes) return "performer feature shared memory exceeds 48 KiB";
   return std::nullopt;
 }
 

@@ -11,19 +11,17 @@
 #include <optional>
 #include <string>
 
+#include "mechanisms/common/chunk_tile.hpp"
 #include "mechanisms/performer/cpu.hpp"
 #include "core/cell.hpp"
 
 namespace arch_bench {
 
-// Threads of every Performer kernel block; the kernels are compiled with this bound.
-inline constexpr int kPerformerCudaThreads = 256;
-// Prefill tiles (as linear_attention's: 64-token chunks, 64 x 64 state tiles, 4 x 4 elements per
-// thread at rows ty + 16a and columns tx + 16b; the output kernel walks m in steps of 32).
-inline constexpr int kPerformerTile = 64;
-inline constexpr int kPerformerFeatureStep = 32;
-inline constexpr int kPerformerPad = 1;
-static_assert(kPerformerTile == kPerformerChunk, "the GPU chunk is the CPU chunk");
+// Threads of every Performer kernel block; the kernels are compiled with this bound. The prefill's
+// tiles are common/chunk_tile.hpp's, as linear_attention's (64-token chunks, 64 x 64 tiles of S,
+// the output kernel walks m in steps of 32).
+inline constexpr int kPerformerCudaThreads = kChunkTileThreads;
+static_assert(kChunkTile == kPerformerChunk, "the GPU chunk is the CPU chunk");
 // Tokens whose features one block of the feature kernel computes together: each thread keeps one
 // projection accumulator per token, so W is read once per this many tokens, not once per token.
 inline constexpr int kPerformerFeatureTokens = 16;
@@ -69,7 +67,8 @@ struct PerformerPrefillWorkspace {
 //     total goes back to the state (relative to the final M, which stage 2 wrote);
 //  5. chunk_output: per (bh, chunk, 64-column tile of dv), o_r = [f(q_r) S_in e^(M_in - M_r) +
 //     sum_{j<=r} f(q_r).f(k_j) e^(c_j - M_r) v_j] / [the same with z and 1].
-struct PerformerPrefillPlan {
+// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv.
+struct PerformerPrefillPlan : ChunkwiseGrid {
   std::int64_t batch_heads = 0;
   std::int64_t tokens = 0;
   int dk = 0;
@@ -77,17 +76,10 @@ struct PerformerPrefillPlan {
   int features = 0;
   int projection_rows = 0;
   PerformerFeatures kind = PerformerFeatures::favor_plus;
-  std::int64_t chunks = 0;        // ceil(tokens / 64)
   std::int64_t token_tiles = 0;   // ceil(tokens / kPerformerFeatureTokens)
-  std::int64_t key_tiles = 0;     // ceil(m / 64)
-  std::int64_t value_tiles = 0;   // ceil(dv / 64)
   int threads = kPerformerCudaThreads;
   std::int64_t feature_blocks = 0;  // batch_heads * token_tiles * 2 (queries, keys)
   std::int64_t max_blocks = 0;      // batch_heads
-  std::int64_t state_blocks = 0;    // batch_heads * chunks * key_tiles * value_tiles
-  std::int64_t prefix_elements = 0; // per head: m * dv + m
-  std::int64_t prefix_blocks = 0;   // batch_heads * ceil(prefix_elements / threads)
-  std::int64_t output_blocks = 0;   // batch_heads * chunks * value_tiles
   std::size_t feature_shared_bytes = 0;
   std::size_t state_shared_bytes = 0;
   std::size_t output_shared_bytes = 0;
@@ -95,26 +87,12 @@ struct PerformerPrefillPlan {
   std::int64_t workspace_bytes() const;  // checked: throws SizeOverflow rather than wrapping
 };
 
-// Shared layouts (floats) of the prefill kernels; the same sizes as linear_attention's tiles.
-struct PerformerOutputSharedLayout {
-  static constexpr int q = 0;  // f(Q) [64][33]
-  static constexpr int k = q + kPerformerTile * (kPerformerFeatureStep + kPerformerPad);  // f(K) [64][33]
-  static constexpr int s = k + kPerformerTile * (kPerformerFeatureStep + kPerformerPad);  // S_in [32][64]
-  static constexpr int z = s + kPerformerFeatureStep * kPerformerTile;                    // z_in [32]
-  static constexpr int loop_end = z + kPerformerFeatureStep;
-  static constexpr int a = 0;                                                  // masked A [64][65]
-  static constexpr int v = a + kPerformerTile * (kPerformerTile + kPerformerPad);  // V [64][64]
-  static constexpr int product_end = v + kPerformerTile * kPerformerTile;
-  static constexpr int denominator = loop_end > product_end ? loop_end : product_end;  // [64]
-  static constexpr int row_scale = denominator + kPerformerTile;  // [64] e^(M_in - M_r)
-  static constexpr int row_max = row_scale + kPerformerTile;      // [64] M_r
-  static constexpr int key_scale = row_max + kPerformerTile;      // [64] c_j
-  static constexpr int floats = key_scale + kPerformerTile;
-};
-struct PerformerChunkStateSharedLayout {
-  static constexpr int k = 0;                                  // weighted f(K_c) [64][64]
-  static constexpr int v = k + kPerformerTile * kPerformerTile;  // V_c [64][64]
-  static constexpr int floats = v + kPerformerTile * kPerformerTile;
+// The output kernel's shared memory (floats): the common layout, then three per-row values.
+struct PerformerOutputSharedLayout : ChunkOutputSharedLayout {
+  static constexpr int row_scale = ChunkOutputSharedLayout::floats;  // [64] e^(M_in - M_r)
+  static constexpr int row_max = row_scale + kChunkTile;             // [64] M_r
+  static constexpr int key_scale = row_max + kChunkTile;             // [64] c_j
+  static constexpr int floats = key_scale + kChunkTile;
 };
 // Feature kernel: the tile's rows x [16][dk] and the per-token reductions [16][warps].
 constexpr int performer_feature_shared_floats(int dk) {
@@ -138,34 +116,6 @@ constexpr PerformerFeatureTile performer_feature_block(std::int64_t block, std::
   tile.first_token = (block % token_tiles) * kPerformerFeatureTokens;
   tile.bh = block / token_tiles;
   return tile;
-}
-
-struct PerformerChunkTile {
-  std::int64_t bh = 0;
-  std::int64_t chunk = 0;
-  std::int64_t key_tile = 0;  // 0 in stage 5, which loops over m
-  std::int64_t value_tile = 0;
-};
-constexpr PerformerChunkTile performer_state_block(std::int64_t block, std::int64_t chunks, std::int64_t key_tiles,
-                                                   std::int64_t value_tiles) {
-  PerformerChunkTile tile;
-  tile.value_tile = block % value_tiles;
-  block /= value_tiles;
-  tile.key_tile = block % key_tiles;
-  block /= key_tiles;
-  tile.chunk = block % chunks;
-  tile.bh = block / chunks;
-  return tile;
-}
-constexpr PerformerChunkTile performer_output_block(std::int64_t block, std::int64_t chunks,
-                                                    std::int64_t value_tiles) {
-  return performer_state_block(block, chunks, 1, value_tiles);
-}
-constexpr int performer_tile_row(int thread, int a) { return thread / 16 + 16 * a; }
-constexpr int performer_tile_column(int thread, int b) { return thread % 16 + 16 * b; }
-constexpr int performer_chunk_rows(std::int64_t tokens, std::int64_t chunk) {
-  return tokens - chunk * kPerformerTile < kPerformerTile ? static_cast<int>(tokens - chunk * kPerformerTile)
-                                                          : kPerformerTile;
 }
 
 PerformerDecodePlan plan_performer_decode(const PerformerShape& shape);

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/cuda_storage.cuh"
 
 namespace arch_bench {
 
@@ -22,16 +23,6 @@ namespace {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
-
-// arch_bench::bf16 holds the 16 bits of a bfloat16 exactly like __nv_bfloat16.
-template <class T>
-struct DeviceType {
-  using type = T;
-};
-template <>
-struct DeviceType<bf16> {
-  using type = __nv_bfloat16;
-};
 
 // Storage type S (float or __nv_bfloat16) <-> fp32, and 16-byte vectors of S widened to floats.
 template <class S>
@@ -566,7 +557,7 @@ template <class T>
 void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const T* k_new, const T* v_new,
                            T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out,
                            CUstream_st* stream) {
-  using S = typename DeviceType<T>::type;
+  using S = typename DeviceStorage<T>::type;
   if (position + 1 != plan.context || plan.splits > kDecodeMaxSplits) {
     throw std::invalid_argument("launch_softmax_decode: the plan was made for another context length");
   }
@@ -607,7 +598,7 @@ void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const 
 
 template <class T>
 void configure_softmax_prefill(const SoftmaxPrefillCudaPlan& plan) {
-  using S = typename DeviceType<T>::type;
+  using S = typename DeviceStorage<T>::type;
   if (!plan.needs_shared_opt_in()) return;
   const int bytes = static_cast<int>(plan.shared_bytes);
   if (plan.path == SoftmaxPrefillPath::tensor_core_bf16) {
@@ -622,7 +613,7 @@ void configure_softmax_prefill(const SoftmaxPrefillCudaPlan& plan) {
 template <class T>
 void launch_softmax_prefill(const SoftmaxPrefillCudaPlan& plan, const T* q, const T* k, const T* v, T* out,
                             CUstream_st* stream) {
-  using S = typename DeviceType<T>::type;
+  using S = typename DeviceStorage<T>::type;
   if (plan.tokens == 0) return;
   const PrefillGeometry g = prefill_geometry(plan);
   const dim3 grid(static_cast<unsigned>(plan.query_tiles), static_cast<unsigned>(plan.batch_heads));

@@ -4,14 +4,13 @@
 // with the same fp64 reference rows as the CPU cells.
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <memory>
 #include <stdexcept>
-#include <utility>
 #include <vector>
 
 #include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/softmax_kv/check.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
@@ -24,16 +23,6 @@ static_assert(sizeof(bf16) == sizeof(__nv_bfloat16) && alignof(bf16) == alignof(
               "cuda.cu reinterprets arch_bench::bf16 buffers as __nv_bfloat16");
 
 namespace {
-
-// Row `t` of every head of an input tensor, gathered into [batch_heads, dim].
-std::vector<float> rows_at(const AttentionInputs& inputs, const std::vector<float>& tensor, std::int64_t t) {
-  std::vector<float> rows(static_cast<std::size_t>(inputs.batch_heads * inputs.dim));
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    const float* row = tensor.data() + (bh * inputs.tokens + t) * inputs.dim;
-    std::copy(row, row + inputs.dim, rows.begin() + bh * inputs.dim);
-  }
-  return rows;
-}
 
 // Decode: the cache holds the context of L tokens; the step appends token L and attends over L + 1
 // rows. Re-running the step rewrites the same slot, so every sample does identical work.
@@ -63,9 +52,9 @@ class SoftmaxDecodeCudaCell final : public PreparedCell {
       upload<T>(backend, inputs_.v.data() + base, length_ * dim, v_cache_.data() + base);
     }
     const std::int64_t count = static_cast<std::int64_t>(q_.size());
-    upload<T>(backend, rows_at(inputs_, inputs_.q, length_).data(), count, q_.data());
-    upload<T>(backend, rows_at(inputs_, inputs_.k, length_).data(), count, k_new_.data());
-    upload<T>(backend, rows_at(inputs_, inputs_.v, length_).data(), count, v_new_.data());
+    upload<T>(backend, inputs_.head_rows(inputs_.q, length_, 1).data(), count, q_.data());
+    upload<T>(backend, inputs_.head_rows(inputs_.k, length_, 1).data(), count, k_new_.data());
+    upload<T>(backend, inputs_.head_rows(inputs_.v, length_, 1).data(), count, v_new_.data());
     poison(backend, out_.data(), out_.bytes());
     poison(backend, workspace_.data(), workspace_.bytes());
   }
@@ -132,19 +121,11 @@ class SoftmaxPrefillCudaCell final : public PreparedCell {
   Buffer<T> q_, k_, v_, out_;
 };
 
-template <template <class> class Cell_, class... Args>
-std::unique_ptr<PreparedCell> make_for_dtype(DType dtype, Args&&... args) {
-  if (dtype == DType::bfloat16) return std::make_unique<Cell_<bf16>>(std::forward<Args>(args)...);
-  return std::make_unique<Cell_<float>>(std::forward<Args>(args)...);
-}
-
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_softmax_kv_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
   if (const auto reason = softmax_kv_cuda_unsupported(cell)) throw std::invalid_argument(*reason);
-  CudaBackend& cuda = cuda_backend_of(backend);
-  if (cell.phase == Phase::decode) return make_for_dtype<SoftmaxDecodeCudaCell>(cell.dtype, cell, seed, cuda);
-  return make_for_dtype<SoftmaxPrefillCudaCell>(cell.dtype, cell, seed, cuda);
+  return prepare_cell<SoftmaxDecodeCudaCell, SoftmaxPrefillCudaCell>(cell, seed, cuda_backend_of(backend));
 }
 
 }  // namespace arch_bench

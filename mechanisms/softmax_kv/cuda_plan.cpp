@@ -86,10 +86,6 @@ std::int64_t softmax_decode_cuda_workspace_bytes_bound(const Cell& cell) {
                          static_cast<std::int64_t>(sizeof(float)));
 }
 
-std::string prefill_path_name(SoftmaxPrefillPath path) {
-  return path == SoftmaxPrefillPath::tensor_core_bf16 ? "tensor_core_bf16" : "simt";
-}
-
 SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::int64_t tokens,
                                                  std::int64_t dim, DType dtype) {
   if (batch_heads < 1 || dim < 1 || tokens < 0) {

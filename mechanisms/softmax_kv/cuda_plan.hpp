@@ -65,7 +65,6 @@ enum class SoftmaxPrefillPath {
   tensor_core_bf16,  // bf16, head_dim % 16 == 0 and <= 128: wmma 16x16x16, fp32 accumulate
   simt,              // fp32 (tf32 would miss the 1e-4 tolerance) and other head_dims
 };
-std::string prefill_path_name(SoftmaxPrefillPath path);
 
 inline constexpr int kPrefillThreads = 128;  // 4 warps
 inline constexpr std::size_t kSharedAlignment = 128;

@@ -58,10 +58,6 @@ class CudaBackend final : public Backend {
 
   CudaStream stream() const { return stream_; }
   const CudaDeviceInfo& device() const { return device_; }
-  // True after a sticky error: the context is unusable and every later GPU cell fails.
-  bool lost() const { return lost_; }
-  void mark_lost(const std::string& reason) { lost_ = true; lost_reason_ = reason; }
-  const std::string& lost_reason() const { return lost_reason_; }
 
  private:
   CudaDeviceInfo device_;
@@ -69,8 +65,6 @@ class CudaBackend final : public Backend {
   DeviceAllocator allocator_;
   void* l2_flush_ = nullptr;  // the backend's own, outside every cell's peak
   std::size_t l2_flush_bytes_ = 0;
-  bool lost_ = false;
-  std::string lost_reason_;
 };
 
 // The CUDA backend behind `backend`; throws std::logic_error when it is another backend (a
