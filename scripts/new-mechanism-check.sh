@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The proof that a mechanism is one folder: copies the committed tree (git ls-files) to a scratch
+# The proof that a mechanism is one folder: copies the tracked files (git ls-files) to a scratch
 # folder, adds the template tests/new_mechanism/ as mechanisms/causal_mean/ (no other file is edited),
 # builds arch-bench there (no tests, no micro benchmarks, no CUDA; ccache when installed), and runs the
 # new mechanism through
@@ -36,7 +36,7 @@ mkdir -p "$SRC" "$BUILD" "$OUT"
 step() { echo "new-mechanism-check: $*" >&2; }
 fail() { echo "new-mechanism-check: FAILED: $*" >&2; exit 1; }
 
-step "copying the committed tree and the template to $SRC/mechanisms/$TOY"
+step "copying the tracked files and the template to $SRC/mechanisms/$TOY"
 git -C "$ROOT" ls-files -z | (cd "$ROOT" && xargs -0 cp --parents -t "$SRC" 2>/dev/null || true)
 [ -f "$SRC/CMakeLists.txt" ] || fail "the tree was not copied (is $ROOT a git checkout?)"
 [ ! -e "$SRC/mechanisms/$TOY" ] || fail "mechanisms/$TOY already exists in the tree"
