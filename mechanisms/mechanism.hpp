@@ -1,7 +1,7 @@
 #pragma once
 // The mechanism contract (docs/design.md, "Mechanism contract"): what a mechanism states about itself
-// and what it implements. A mechanism is one folder under mechanisms/ plus one line in
-// mechanisms/registry.cpp.
+// and what it implements. A mechanism is one folder under mechanisms/: its mechanism.cpp registers
+// it (ARCH_BENCH_REGISTER_MECHANISM, mechanisms/registry.hpp).
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,35 +1,54 @@
 #include "mechanisms/registry.hpp"
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <set>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "mechanisms/linear_attention/mechanism.hpp"
-#include "mechanisms/mamba/mechanism.hpp"
-#include "mechanisms/performer/mechanism.hpp"
-#include "mechanisms/softmax_kv/mechanism.hpp"
-#include "mechanisms/retnet/mechanism.hpp"
-#include "mechanisms/gated_deltanet/mechanism.hpp"
-#include "mechanisms/rwkv/mechanism.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {
 
 namespace {
+
+struct BuiltinRegistration {
+  int rank;
+  MechanismFactory factory;
+};
+// Filled by ARCH_BENCH_REGISTER_MECHANISM during static initialisation (a function-local static, so
+// that it exists before the first registrar runs, whichever file that is in).
+std::vector<BuiltinRegistration>& builtin_registrations() {
+  static std::vector<BuiltinRegistration> registrations;
+  return registrations;
+}
+bool registry_built = false;
+
+// The built-ins by rank, then id: the same order whatever order the initialisers ran in.
 std::vector<std::unique_ptr<Mechanism>> make_registry() {
+  struct Ranked {
+    int rank;
+    std::unique_ptr<Mechanism> mechanism;
+  };
+  std::vector<Ranked> ranked;
+  for (const BuiltinRegistration& registration : builtin_registrations()) {
+    ranked.push_back({registration.rank, registration.factory()});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.mechanism->info().id < b.mechanism->info().id;
+  });
   std::vector<std::unique_ptr<Mechanism>> registry;
-  // The one list of mechanisms: add a line here for a new mechanisms/<id>/ folder.
-  registry.push_back(make_softmax_kv());
-  registry.push_back(make_linear_attention());
-  registry.push_back(make_mamba());
-  registry.push_back(make_performer());
-  registry.push_back(make_retnet());
-  registry.push_back(make_gated_deltanet());
-  registry.push_back(make_rwkv4());
-  registry.push_back(make_rwkv6());
-  registry.push_back(make_rwkv7());
+  std::set<std::string> ids;
+  for (Ranked& entry : ranked) {
+    const std::string& id = entry.mechanism->info().id;
+    if (id.empty() || !ids.insert(id).second) {
+      throw std::logic_error(fmt::format("built-in mechanism id '{}' is empty or registered twice", id));
+    }
+    registry.push_back(std::move(entry.mechanism));
+  }
+  registry_built = true;
   return registry;
 }
 
@@ -46,6 +65,12 @@ Registry& registry() {
   return registry;
 }
 }  // namespace
+
+bool register_builtin_mechanism(int rank, MechanismFactory factory) {
+  if (registry_built) throw std::logic_error("a built-in mechanism registered after the registry was built");
+  builtin_registrations().push_back({rank, factory});
+  return true;
+}
 
 std::span<const std::unique_ptr<Mechanism>> all_mechanisms() { return registry().mechanisms; }
 

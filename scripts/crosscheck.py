@@ -12,12 +12,16 @@ reference functions from those files (no GPU, Triton or CUDA build is needed). T
 read from ../shared/seeds at run time. Each mapping (argument order, layouts, variant) is
 documented in README.md, "Cross-check against published implementations".
 
+Each mechanism declares its own cross-check in its folder, mechanisms/<id>/crosscheck.py (found by
+glob; see CrossCheck below for what it exports); this script holds what they share.
+
 Exit code: 0 every case agrees (or its reference itself overflows, said so), 1 a disagreement,
 2 bad input (a missing package folder, arch-bench binary or unknown option).
 """
 import argparse
 import ast
 import contextlib
+import glob
 import importlib.util
 import math
 import os
@@ -125,6 +129,23 @@ def seed_functions(path, names, extra_globals):
     return types.SimpleNamespace(**{name: scope[name] for name in names})
 
 
+class Package:
+    """A published package's reference code, declared by a mechanism's crosscheck.py: loaded once as
+    `Published.<attribute>` by load(pkgs, common) (the package cache's pkgs/ folder, and the globals a
+    reference file is compiled with); `what` names it in the "not loaded" notes."""
+
+    def __init__(self, attribute, what, load):
+        self.attribute, self.what, self.load = attribute, what, load
+
+
+class Seed:
+    """Definitions from a seed document (seed_functions), declared by a mechanism's crosscheck.py. The
+    mechanisms' names from the same seed are loaded together, as one `Published.<attribute>`."""
+
+    def __init__(self, attribute, what, file, names):
+        self.attribute, self.what, self.file, self.names = attribute, what, file, list(names)
+
+
 class Published:
     """The published references, loaded once from the package cache and the seeds folder."""
 
@@ -139,30 +160,11 @@ class Published:
             from einops import rearrange, repeat
         common.update(rearrange=rearrange, repeat=repeat)
         pkgs = os.path.join(cache, "pkgs")
-        self.performer = self._try("performer-pytorch", lambda: load_functions(
-            os.path.join(pkgs, "performer_pytorch", "performer_pytorch.py"),
-            ["softmax_kernel", "causal_linear_attention_noncuda"], common))
-        self.mamba = self._try("mamba-ssm", lambda: load_functions(
-            os.path.join(pkgs, "mamba_ssm", "ops", "selective_scan_interface.py"), ["selective_scan_ref"], common))
-        fla = os.path.join(pkgs, "fla", "ops")
-        self.fla_linear = self._try("fla linear_attn", lambda: load_module(
-            os.path.join(fla, "linear_attn", "naive.py"), "fla_naive_linear_attn"))
-        self.fla_retention = self._try("fla retention", lambda: load_module(
-            os.path.join(fla, "retention", "naive.py"), "fla_naive_retention"))
-        self.fla_gdn = self._try("fla gated_delta_rule", lambda: load_module(
-            os.path.join(fla, "gated_delta_rule", "naive.py"), "fla_naive_gated_delta_rule"))
-        # Only the forward function: the file's backward is decorated with `@torch.no_grad`, which
-        # Debian's torch 1.13 does not take without parentheses.
-        self.fla_rwkv6 = self._try("fla rwkv6", lambda: load_functions(
-            os.path.join(fla, "rwkv6", "recurrent_naive.py"), ["naive_recurrent_rwkv6"], common))
-        self.fla_dplr = self._try("fla dplr (rwkv7)", lambda: load_module(
-            os.path.join(fla, "generalized_delta_rule", "dplr", "naive.py"), "fla_naive_dplr"))
-        seed000 = os.path.join(seeds, "000_90dd878822583f77.txt")
-        seed003 = os.path.join(seeds, "003_4bff65c6bfacc842.txt")
-        self.seed000 = self._try("seed 000", lambda: seed_functions(
-            seed000, ["standard_attention", "LinearAttention", "mamba_selective_scan", "retnet_multi_scale"], common))
-        self.seed003 = self._try("seed 003", lambda: seed_functions(
-            seed003, ["positive_feature_map", "linear_attention_scan"], common))
+        for source in PACKAGE_SOURCES:
+            setattr(self, source.attribute, self._try(source.what, lambda: source.load(pkgs, common)))
+        for seed in SEED_SOURCES:
+            setattr(self, seed.attribute, self._try(seed.what, lambda: seed_functions(
+                os.path.join(seeds, seed.file), seed.names, common)))
 
     def _try(self, what, load):
         try:
@@ -196,16 +198,11 @@ class Case:
     def label(self):
         extra = " ".join(self.options)
         scale = f" x{self.scale:g}" if self.scale != 1 else ""
-        if self.mechanism == "performer":
-            extra = f"m={self.features} {extra}"
+        label_extra = getattr(MECHANISMS[self.mechanism], "label_extra", None)
+        if label_extra is not None:
+            extra = f"{label_extra(self)} {extra}"
         return f"{self.mechanism:<16} {self.reference:<34} {self.dtype:<8} B={self.batch} H={self.heads} " \
                f"L={self.length:<4} d={self.dim:<3}{scale}{(' ' + extra) if extra else ''}"
-
-
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = {"softmax_kv": ["q", "k"], "linear_attention": ["q", "k"], "performer": ["q", "k"],
-                 "retnet": ["q", "k"], "gated_deltanet": ["q", "k"], "rwkv4": ["k"], "rwkv6": ["r", "k"],
-                 "rwkv7": ["r", "k"], "mamba": ["u", "B", "C"]}
 
 
 def run_arch_bench(binary, case, workdir):
@@ -215,14 +212,15 @@ def run_arch_bench(binary, case, workdir):
     generate = [binary, "conformance", "--generate", inputs, "--mechanism", case.mechanism, "--batch", str(case.batch),
                 "--heads", str(case.heads), "--length", str(case.length), "--dim", str(case.dim), "--seed", "7",
                 "--dtype", case.dtype]
-    if case.mechanism == "performer":
-        generate += ["--features", str(case.features)]
+    generate_options = getattr(MECHANISMS[case.mechanism], "generate_options", None)
+    if generate_options is not None:
+        generate += generate_options(case)
     generate += [o for o in case.options if o.startswith("--feature-map") or o in ("relu", "elu", "trig")]
     subprocess.run(generate, check=True, stdout=subprocess.DEVNULL)
     arrays = {name[:-4]: np.load(os.path.join(inputs, name)).astype(np.float64)
               for name in os.listdir(inputs) if name.endswith(".npy")}
     if case.scale != 1:
-        for name in SCALED_INPUTS[case.mechanism]:
+        for name in MECHANISMS[case.mechanism].SCALED_INPUTS:
             arrays[name] = store_round(arrays[name] * case.scale, case.dtype)
             np.save(os.path.join(inputs, name + ".npy"), arrays[name].astype(np.float32))
     run = [binary, "conformance", "--mechanism", case.mechanism, "--inputs", inputs, "--outputs", outputs,
@@ -235,7 +233,7 @@ def run_arch_bench(binary, case, workdir):
     return arrays, outs, code.returncode
 
 
-# --- the published references, mapped to arch-bench's layouts ----------------------------------
+# --- helpers of the mechanisms' references (mechanisms/<id>/crosscheck.py) ----------------------
 
 class ReferenceBroken(Exception):
     """The published code itself does not run as written (not a disagreement: reported as such)."""
@@ -250,180 +248,10 @@ def l2_normalise(x):
     return x / np.sqrt((x * x).sum(-1, keepdims=True) + 1e-6)
 
 
-def ref_softmax_kv_seed000(p, a, case):
-    length = a["q"].shape[2]
-    mask = torch.tril(torch.ones(length, length))
-    out, _ = p.seed000.standard_attention(t(a["q"]), t(a["k"]), t(a["v"]), mask=mask)
-    return {"out": out.numpy()}
-
-
-def ref_linear_attention_fla(p, a, case):
-    relu = "relu" in case.options
-    phi = (lambda x: np.maximum(x, 0) + 1) if relu else (lambda x: np.where(x > 0, x + 1, np.exp(np.minimum(x, 0))))
-    # fla takes [batch, length, heads, dim]; the feature map is applied outside the kernel.
-    q, k, v = (t(x).transpose(1, 2) for x in (phi(a["q"]), phi(a["k"]), a["v"]))
-    with tensor_float_is_double():
-        out, (state, _) = p.fla_linear.naive_recurrent_linear_attn(q, k, v, scale=1.0, normalize=True,
-                                                                   output_final_state=True)
-    return {"out": out.transpose(1, 2).numpy(), "final_state": state.numpy()}
-
-
-def ref_linear_attention_seed000(p, a, case):
-    # The seed's forward_parallel is non-causal (K.sum over every token): row t of the causal output
-    # is the last row of forward_parallel over the prefix 0..t.
-    layer = p.seed000.LinearAttention.__new__(p.seed000.LinearAttention)
-    q, k, v = t(a["q"]), t(a["k"]), t(a["v"])
-    try:
-        rows = [layer.forward_parallel(q[:, :, :i + 1], k[:, :, :i + 1], v[:, :, :i + 1])[:, :, -1]
-                for i in range(q.shape[2])]
-    except RuntimeError as error:  # the seed's own code, as written
-        raise ReferenceBroken(f"seed 000's forward_parallel raises: {error}") from error
-    return {"out": torch.stack(rows, dim=2).numpy()}
-
-
-def ref_linear_attention_seed003(p, a, case):
-    b, h = a["q"].shape[:2]
-    out = np.zeros(a["v"].shape)
-    state = np.zeros((b, h, a["q"].shape[3], a["v"].shape[3]))
-    for i in range(b):
-        for j in range(h):
-            out[i, j], state[i, j], _ = p.seed003.linear_attention_scan(a["q"][i, j], a["k"][i, j], a["v"][i, j])
-    return {"out": out, "final_state": state}
-
-
-def ref_performer_pytorch(p, a, case):
-    w = t(a["w"])
-    q = p.performer.softmax_kernel(t(a["q"]), projection_matrix=w, is_query=True, eps=1e-6)
-    k = p.performer.softmax_kernel(t(a["k"]), projection_matrix=w, is_query=False, eps=1e-6)
-    v = t(a["v"])
-    # eps=0: performer-pytorch adds 1e-6 to k_cumsum in the denominator, google-research does not;
-    # arch-bench follows google-research (README: what the 1e-6 changes).
-    out = p.performer.causal_linear_attention_noncuda(q, k, v, eps=0.0)
-    return {"out": out.numpy(), "final_state": torch.einsum("bhnd,bhne->bhde", k, v).numpy(),
-            "final_normalizer": k.sum(dim=-2).numpy()}
-
-
-def ref_mamba(p, a, case):
-    with tensor_float_is_double():
-        out, last = p.mamba.selective_scan_ref(t(a["u"]), t(a["dt"]), -torch.exp(t(a["A_log"])), t(a["B"]),
-                                               t(a["C"]), D=t(a["D"]), z=t(a["z"]), delta_bias=t(a["dt_bias"]),
-                                               delta_softplus=True, return_last_state=True)
-    return {"out": out.numpy(), "final_state": last.numpy()}
-
-
-def ref_mamba_seed000(p, a, case):
-    # The seed's scan takes x, delta [batch, seq, d_state] and returns state @ C_t^T [batch, batch]:
-    # one channel's S6 with its input and step broadcast over N, the channels as its batch, and
-    # the diagonal of each output (channel c read by its own C) as y.
-    u, dt, z = a["u"], a["dt"], a["z"]
-    b, channels, length = u.shape
-    A = -np.exp(a["A_log"])
-    delta = np.log1p(np.exp(dt + a["dt_bias"][None, :, None]))  # softplus
-    out = np.zeros(u.shape)
-    for i in range(b):
-        n = A.shape[1]
-        x = t(np.repeat(u[i].T[:, :, None], n, axis=2)).transpose(0, 1)      # [channels, length, N]
-        d = t(np.repeat(delta[i].T[:, :, None], n, axis=2)).transpose(0, 1)  # [channels, length, N]
-        B = t(np.broadcast_to(a["B"][i].T[None], (channels, length, n)))
-        C = t(np.broadcast_to(a["C"][i].T[None], (channels, length, n)))
-        y = p.seed000.mamba_selective_scan(x, d, t(A), B, C)  # [channels, length, channels]
-        y = torch.diagonal(y, dim1=0, dim2=2).T.numpy()          # [channels, length]
-        y = y + a["D"][:, None] * u[i]
-        out[i] = y * (z[i] / (1 + np.exp(-z[i])))
-    return {"out": out}
-
-
-def ref_retnet_fla(p, a, case):
-    with tensor_float_is_double():
-        out = p.fla_retention.naive_retention(t(a["q"]), t(a["k"]), t(a["v"]))
-    # fla's naive_retention scales q by dim^-1/2; arch-bench's retention is bare.
-    return {"out": out.numpy() * math.sqrt(a["q"].shape[-1])}
-
-
-def ref_retnet_seed000(p, a, case):
-    heads = a["q"].shape[1]
-    rows = []
-    for h in range(heads):
-        gamma = 1 - 2.0 ** (-5 - h)
-        sl = slice(h, h + 1)
-        rows.append(p.seed000.retnet_multi_scale(t(a["q"][:, sl]), t(a["k"][:, sl]), t(a["v"][:, sl]), [gamma]))
-    return {"out": torch.cat(rows, dim=1).numpy()}
-
-
-def ref_gated_deltanet_fla(p, a, case, chunk=False):
-    q, k = (t(l2_normalise(a[x])).transpose(1, 2) for x in ("q", "k"))
-    v = t(a["v"]).transpose(1, 2)
-    g, beta = t(a["g"]).transpose(1, 2), t(a["beta"]).transpose(1, 2)
-    scale = a["q"].shape[-1] ** -0.5
-    if chunk:  # argument order (q, k, v, g, beta)
-        out, state = p.fla_gdn.naive_chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, output_final_state=True)
-    else:      # argument order (q, k, v, beta, g)
-        out, state = p.fla_gdn.naive_recurrent_gated_delta_rule(q, k, v, beta, g, scale=scale, output_final_state=True)
-    return {"out": out.transpose(1, 2).numpy(), "final_state": state.numpy()}
-
-
-def ref_rwkv6_fla(p, a, case):
-    w = -np.exp(a["time_decay_t"])  # fla's w is log w_t
-    with tensor_float_is_double():
-        out, state = p.fla_rwkv6.naive_recurrent_rwkv6(t(a["r"]), t(a["k"]), t(a["v"]), t(w), t(a["time_faaaa"]),
-                                                      scale=1.0, output_final_state=True)
-    return {"out": out.numpy(), "final_state": state.numpy()}
-
-
-def ref_rwkv7_fla(p, a, case):
-    kappa = a["kappa"]
-    alpha, beta = -kappa, kappa * a["iclr"]
-    log_w = -math.exp(-0.5) / (1 + np.exp(-a["w_raw"]))  # log of w = exp(-e^-0.5 sigmoid(w_raw))
-    d = a["r"].shape[-1]
-    with tensor_float_is_double():
-        # fla's dplr_recurrence scales q by d^-1/2 and keeps S as [key, value] (arch-bench's S^T).
-        out, state = p.fla_dplr.dplr_recurrence(t(a["r"]), t(a["k"]), t(a["v"]), t(alpha), t(beta), t(log_w),
-                                                output_final_state=True)
-    return {"out": out.numpy() * math.sqrt(d), "final_state": state.transpose(-1, -2).numpy()}
-
-
-def ref_rwkv4_seed002(p, a, case):
-    # Seed 002's WKV, transcribed from its formula (the seed's code cells are flattened prose):
-    # wkv_t = (sum_{i<t} e^{-(t-1-i)w + k_i} v_i + e^{u + k_t} v_t) / (sum_{i<t} e^{-(t-1-i)w + k_i} + e^{u + k_t}),
-    # a direct sum in fp64 without a running max.
-    k, v = a["k"], a["v"]
-    w, u = np.exp(a["time_decay"]), a["time_first"]
-    b, h, length, d = k.shape
-    out = np.zeros(v.shape)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for step in range(length):
-            i = np.arange(step)
-            weights = np.exp(-(step - 1 - i)[None, None, :, None] * w[None, :, None, :] + k[:, :, :step])
-            bonus = np.exp(u[None] + k[:, :, step])
-            num = (weights * v[:, :, :step]).sum(2) + bonus * v[:, :, step]
-            den = weights.sum(2) + bonus
-            out[:, :, step] = num / den
-    return {"out": out}
-
-
-REFERENCES = {
-    "seed000 standard_attention": ("seed000", ref_softmax_kv_seed000),
-    "fla naive_recurrent_linear_attn": ("fla_linear", ref_linear_attention_fla),
-    "seed000 LinearAttention (prefixes)": ("seed000", ref_linear_attention_seed000),
-    "seed003 linear_attention_scan": ("seed003", ref_linear_attention_seed003),
-    "performer-pytorch softmax_kernel": ("performer", ref_performer_pytorch),
-    "mamba-ssm selective_scan_ref": ("mamba", ref_mamba),
-    "seed000 mamba_selective_scan": ("seed000", ref_mamba_seed000),
-    "fla naive_retention": ("fla_retention", ref_retnet_fla),
-    "seed000 retnet_multi_scale": ("seed000", ref_retnet_seed000),
-    "fla naive_recurrent_gated_delta": ("fla_gdn", ref_gated_deltanet_fla),
-    "fla naive_chunk_gated_delta_rule": ("fla_gdn", lambda p, a, c: ref_gated_deltanet_fla(p, a, c, chunk=True)),
-    "fla naive_recurrent_rwkv6": ("fla_rwkv6", ref_rwkv6_fla),
-    "fla dplr_recurrence (rwkv7)": ("fla_dplr", ref_rwkv7_fla),
-    "seed002 WKV formula": (None, ref_rwkv4_seed002),
-}
-
-
 # --- the case sets ------------------------------------------------------------------------------
 
 def cases(shape_set):
     out = []
-    pub = ["--favor-stabilizer", "published"]
 
     def mechanism(name, refs, options=(), dims=(32, 80), small_lengths=(1, 100), extra=()):
         for ref in refs:
@@ -437,27 +265,57 @@ def cases(shape_set):
                 out.append(Case(name, ref, 257, 64, batch=2, options=options))
         out.extend(extra)
 
-    mechanism("softmax_kv", ["seed000 standard_attention"])
-    # Seed 000's LinearAttention does not run as written (REF-BROKEN): one case says so.
-    mechanism("linear_attention", ["fla naive_recurrent_linear_attn"],
-              extra=[Case("linear_attention", "seed000 LinearAttention (prefixes)", 100, 32)])
-    mechanism("linear_attention", ["seed003 linear_attention_scan", "fla naive_recurrent_linear_attn"],
-              options=["--feature-map", "relu"])
-    mechanism("performer", ["performer-pytorch softmax_kernel"], options=pub,
-              extra=[Case("performer", "performer-pytorch softmax_kernel", 100, 64, options=["--favor-stabilizer",
-                                                                                            "causal"],
-                          expect="differ"),
-                     Case("performer", "performer-pytorch softmax_kernel", 100, 128, features=256, options=pub),
-                     Case("performer", "performer-pytorch softmax_kernel", 64, 256, features=16, options=pub)])
-    mechanism("mamba", ["mamba-ssm selective_scan_ref"], dims=(16, 40))
-    mechanism("mamba", ["seed000 mamba_selective_scan"], dims=(16, 16), small_lengths=(1, 30))
-    mechanism("retnet", ["fla naive_retention"])
-    mechanism("retnet", ["seed000 retnet_multi_scale"], small_lengths=(1, 40))
-    mechanism("gated_deltanet", ["fla naive_recurrent_gated_delta", "fla naive_chunk_gated_delta_rule"])
-    mechanism("rwkv4", ["seed002 WKV formula"])
-    mechanism("rwkv6", ["fla naive_recurrent_rwkv6"])
-    mechanism("rwkv7", ["fla dplr_recurrence (rwkv7)"])
+    for module in MECHANISMS.values():
+        module.cases(mechanism)
     return out
+
+
+# --- the mechanisms' declarations ---------------------------------------------------------------
+
+class CrossCheck:
+    """What mechanisms/<id>/crosscheck.py exports (it imports this script as `crosscheck`):
+
+      MECHANISM      the mechanism id ("rwkv6")
+      ORDER          where its cases come in the run (the built-ins 10, 20, ... 90)
+      SCALED_INPUTS  the inputs an "x30" case multiplies: those that drive the exponentials
+      PUBLISHED      the Package and Seed sources its references read (loaded once, shared by name)
+      REFERENCES     {name: (Published attribute or None, function(published, arrays, case) -> {"out", ...})}
+      cases(add)     its cases: add(MECHANISM, [reference names], options=..., dims=..., small_lengths=...,
+                     extra=[Case(...)]) adds the standard shape set per reference (see cases() above)
+    and optionally label_extra(case) (text before the options in the case's label) and
+    generate_options(case) (more `conformance --generate` arguments)."""
+
+
+def discover(root):
+    """Every mechanisms/**/crosscheck.py, by ORDER then id."""
+    sys.modules.setdefault("crosscheck", sys.modules[__name__])
+    modules = []
+    for path in sorted(glob.glob(os.path.join(root, "mechanisms", "**", "crosscheck.py"), recursive=True)):
+        name = "crosscheck_" + os.path.relpath(os.path.dirname(path), os.path.join(root, "mechanisms")).replace(
+            os.sep, "_")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append(module)
+    modules.sort(key=lambda module: (module.ORDER, module.MECHANISM))
+    return {module.MECHANISM: module for module in modules}
+
+
+MECHANISMS = discover(ROOT)
+REFERENCES = {name: ref for module in MECHANISMS.values() for name, ref in module.REFERENCES.items()}
+# Published packages in the mechanisms' order (one per attribute); seeds after them, the names that
+# the mechanisms read from one seed loaded together.
+PACKAGE_SOURCES, SEED_SOURCES = [], []
+for _module in MECHANISMS.values():
+    for _source in _module.PUBLISHED:
+        if isinstance(_source, Seed):
+            _same = [seed for seed in SEED_SOURCES if seed.attribute == _source.attribute]
+            if _same:
+                _same[0].names += [n for n in _source.names if n not in _same[0].names]
+            else:
+                SEED_SOURCES.append(Seed(_source.attribute, _source.what, _source.file, _source.names))
+        elif all(package.attribute != _source.attribute for package in PACKAGE_SOURCES):
+            PACKAGE_SOURCES.append(_source)
 
 
 # --- comparing ----------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 // What a mechanism implements to take part in `arch-bench conformance`: the files it reads and
 // writes (its layout, in named axes), how it runs its own CPU kernels and fp64 reference on inputs
 // read from those files, and how it draws seeded inputs for `--generate`. Each mechanism's adapter
-// lives next to its kernels, in mechanisms/<id>/conformance.cpp, and Mechanism::conformance()
-// returns it (runner/conformance/adapters.hpp lists them).
+// lives next to its kernels, in mechanisms/<id>/conformance.cpp (declared in its conformance.hpp),
+// and Mechanism::conformance() returns it. A mechanism with CUDA kernels also runs them on the same
+// inputs (`--device cuda`): mechanisms/<id>/cuda_conformance.cpp, which cuda_kernels() returns.
 //
 // The runner does the rest (runner/conformance/conformance.hpp): reading and checking the files,
 // binding the axes, comparing, writing outputs and the manifest.
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/backends/backend.hpp"
 #include "core/bf16.hpp"
 #include "mechanisms/common/matrix.hpp"
 #include "core/npy.hpp"
@@ -87,6 +89,13 @@ struct ConformanceShape {
   std::int64_t dim = 64;
 };
 
+// `--device cuda`: runs the mechanism's CUDA kernels on the CUDA backend and overwrites the kernel parts
+// of `out` (this adapter's run() on the same inputs, dtype and options: prefill_out, decode_out token
+// by token from an empty state, the final states and their decode-loop copies), so that the manifest
+// compares the GPU kernels against the same fp64 reference. Throws UsageError for sizes they do not take.
+using CudaConformanceRun = void (*)(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out,
+                                    Backend& cuda);
+
 class ConformanceAdapter {
  public:
   virtual ~ConformanceAdapter() = default;
@@ -105,6 +114,9 @@ class ConformanceAdapter {
   // The sizes of the named axes that --generate uses for `shape` (batch, heads, length, dim,
   // dv = dim, d_inner = heads x dim, m = options.features, N = options.state_size).
   static ConformanceAxes generated_axes(const ConformanceShape& shape, const MechanismOptions& options);
+  // The mechanism's GPU conformance (mechanisms/<id>/cuda_conformance.cpp, built with CUDA only), or
+  // nullptr: none by default, and none in a build without CUDA.
+  virtual CudaConformanceRun cuda_kernels() const { return nullptr; }
 };
 
 // --- helpers for the adapters -----------------------------------------------------------------

@@ -5,7 +5,7 @@
 #include "mechanisms/gated_deltanet/cpu.hpp"
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/gated_deltanet/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {

@@ -12,7 +12,8 @@
 #include "mechanisms/gated_deltanet/cpu.hpp"
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/gated_deltanet/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -206,5 +207,7 @@ class GatedDeltaNet final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_gated_deltanet() { return std::make_unique<GatedDeltaNet>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(60, make_gated_deltanet)
 
 }  // namespace arch_bench

@@ -5,7 +5,7 @@
 #include "mechanisms/common/feature_maps.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/linear_attention/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {
@@ -104,6 +104,9 @@ class LinearAttentionConformance final : public ConformanceAdapter {
     feature_map_of(options);
     return generate_attention_inputs(shape, options, seed, dtype);
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return linear_attention_conformance_on_cuda; }
+#endif
 };
 
 }  // namespace

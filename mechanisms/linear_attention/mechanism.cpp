@@ -13,7 +13,8 @@
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/linear_attention/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -191,5 +192,7 @@ class LinearAttention final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_linear_attention() { return std::make_unique<LinearAttention>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(20, make_linear_attention)
 
 }  // namespace arch_bench

@@ -11,7 +11,7 @@
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/mamba/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {
@@ -166,6 +166,9 @@ class MambaConformance final : public ConformanceAdapter {
             {"dt_bias", make_array({d_inner}, drawn.dt_bias, NpyDtype::float32)},
             {"D", make_array({d_inner}, drawn.D, NpyDtype::float32)}};
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return mamba_conformance_on_cuda; }
+#endif
 };
 
 }  // namespace

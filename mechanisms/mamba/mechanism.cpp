@@ -17,7 +17,8 @@
 #include "mechanisms/mamba/cuda_plan.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/mamba/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -290,5 +291,7 @@ class Mamba final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_mamba() { return std::make_unique<Mamba>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(30, make_mamba)
 
 }  // namespace arch_bench

@@ -7,7 +7,7 @@
 
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/performer/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {
@@ -195,6 +195,9 @@ class PerformerConformance final : public ConformanceAdapter {
     tensors.emplace("w", make_array({w.rows, w.cols}, w.data, NpyDtype::float32));
     return tensors;
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return performer_conformance_on_cuda; }
+#endif
 };
 
 }  // namespace

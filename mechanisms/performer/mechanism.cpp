@@ -16,7 +16,8 @@
 #include "mechanisms/performer/cuda.hpp"
 #include "mechanisms/performer/cuda_plan.hpp"
 #include "mechanisms/performer/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/performer/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -321,5 +322,7 @@ class Performer final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_performer() { return std::make_unique<Performer>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(40, make_performer)
 
 }  // namespace arch_bench

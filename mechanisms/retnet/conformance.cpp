@@ -5,7 +5,7 @@
 
 #include "mechanisms/retnet/cpu.hpp"
 #include "mechanisms/retnet/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/retnet/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {

@@ -11,7 +11,8 @@
 #include "mechanisms/retnet/capacity.hpp"
 #include "mechanisms/retnet/cpu.hpp"
 #include "mechanisms/retnet/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/retnet/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -184,5 +185,7 @@ class RetNet final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_retnet() { return std::make_unique<RetNet>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(50, make_retnet)
 
 }  // namespace arch_bench

@@ -5,7 +5,7 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/softmax_kv/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {
@@ -83,6 +83,9 @@ class SoftmaxKvConformance final : public ConformanceAdapter {
     spec(options);
     return generate_attention_inputs(shape, options, seed, dtype);
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return softmax_kv_conformance_on_cuda; }
+#endif
 };
 
 }  // namespace

@@ -16,7 +16,8 @@
 #include "mechanisms/softmax_kv/cuda.hpp"
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/softmax_kv/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -175,5 +176,7 @@ class SoftmaxKv final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_softmax_kv() { return std::make_unique<SoftmaxKv>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(10, make_softmax_kv)
 
 }  // namespace arch_bench

@@ -32,7 +32,7 @@ struct Scratch {
 TEST(ConformanceGpu, EveryMechanismWithCudaKernelsPassesOnTheDevice) {
   const CudaProbe probe = probe_cuda();
   if (!probe.usable) GTEST_SKIP() << "no usable CUDA device: " << probe.reason;
-  ASSERT_EQ(cuda_conformance_mechanisms().size(), 4u);
+  ASSERT_GE(cuda_conformance_mechanisms().size(), 4u);  // softmax_kv, linear_attention, mamba, performer, ...
   for (const std::string& mechanism : cuda_conformance_mechanisms()) {
     for (const DType dtype : {DType::float32, DType::bfloat16}) {
       const Scratch scratch;

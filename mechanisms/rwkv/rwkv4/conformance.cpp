@@ -5,7 +5,7 @@
 #include "mechanisms/rwkv/conformance_common.hpp"
 #include "mechanisms/rwkv/rwkv4/cpu.hpp"
 #include "mechanisms/rwkv/rwkv4/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/rwkv/rwkv4/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {

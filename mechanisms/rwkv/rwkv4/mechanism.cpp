@@ -6,7 +6,8 @@
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv4/cpu.hpp"
 #include "mechanisms/rwkv/rwkv4/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/rwkv/rwkv4/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -116,5 +117,7 @@ class Rwkv4 final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_rwkv4() { return std::make_unique<Rwkv4>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(70, make_rwkv4)
 
 }  // namespace arch_bench

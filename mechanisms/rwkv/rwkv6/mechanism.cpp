@@ -5,7 +5,8 @@
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/rwkv/rwkv6/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -114,5 +115,7 @@ class Rwkv6 final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_rwkv6() { return std::make_unique<Rwkv6>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(80, make_rwkv6)
 
 }  // namespace arch_bench

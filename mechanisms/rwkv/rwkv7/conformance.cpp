@@ -3,7 +3,7 @@
 #include "mechanisms/rwkv/conformance_common.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/rwkv/rwkv7/conformance.hpp"
 #include "core/errors.hpp"
 
 namespace arch_bench {

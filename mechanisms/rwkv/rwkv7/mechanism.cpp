@@ -6,7 +6,8 @@
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
-#include "runner/conformance/adapters.hpp"
+#include "mechanisms/rwkv/rwkv7/conformance.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
@@ -127,5 +128,7 @@ class Rwkv7 final : public Mechanism {
 }  // namespace
 
 std::unique_ptr<Mechanism> make_rwkv7() { return std::make_unique<Rwkv7>(); }
+
+ARCH_BENCH_REGISTER_MECHANISM(90, make_rwkv7)
 
 }  // namespace arch_bench

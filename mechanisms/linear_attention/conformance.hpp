@@ -1,0 +1,14 @@
+#pragma once
+// linear_attention's conformance adapter (mechanisms/linear_attention/conformance.cpp), which its Mechanism::conformance() returns.
+#include "core/backends/backend.hpp"
+#include "mechanisms/common/conformance_adapter.hpp"
+
+namespace arch_bench {
+
+const ConformanceAdapter& linear_attention_conformance();
+
+// `arch-bench conformance --device cuda`: the CUDA kernels on the same inputs (mechanisms/linear_attention/cuda_conformance.cpp,
+// built with CUDA only), which the adapter's cuda_kernels() returns.
+void linear_attention_conformance_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, Backend& cuda);
+
+}  // namespace arch_bench

@@ -1,0 +1,89 @@
+// mamba's CUDA kernels on conformance inputs (`arch-bench conformance --device cuda`), declared in
+// mechanisms/mamba/conformance.hpp and returned by its adapter's cuda_kernels(). Built with CUDA only.
+#include "mechanisms/mamba/conformance.hpp"
+
+#include <cmath>
+
+#include "mechanisms/common/cuda_conformance.hpp"
+#include "mechanisms/mamba/cuda.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+// [batch, N, length] (the files) -> [batch, length, N] (the kernels' token-major B and C).
+std::vector<float> token_major_state_inputs(const std::vector<float>& x, std::int64_t batch, std::int64_t n,
+                                            std::int64_t length) {
+  std::vector<float> out(x.size());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t s = 0; s < n; ++s) {
+      for (std::int64_t t = 0; t < length; ++t) out[(b * length + t) * n + s] = x[(b * n + s) * length + t];
+    }
+  }
+  return out;
+}
+
+template <class T>
+void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, CudaBackend& cuda) {
+  const std::int64_t batch = inputs.axis("batch"), channels = inputs.axis("d_inner");
+  const std::int64_t length = inputs.axis("length"), n = inputs.axis("N");
+  Cell cell;
+  cell.mechanism = "mamba";
+  cell.phase = Phase::prefill;
+  cell.sequence_length = length;
+  cell.batch = batch;
+  cell.heads = 1;
+  cell.head_dim = channels;
+  cell.dtype = dtype;
+  cell.options = out.options;
+  cell.options.state_size = n;
+  require_cuda_cell(cell);
+  const MambaShape shape{batch, channels, n};
+  const std::int64_t rows = shape.rows();
+  const std::vector<float> u = to_storage_values(inputs.at("u"), dtype);
+  const std::vector<float> dt = to_storage_values(inputs.at("dt"), dtype);
+  const std::vector<float> z = to_storage_values(inputs.at("z"), dtype);
+  const std::vector<float> B = token_major_state_inputs(to_storage_values(inputs.at("B"), dtype), batch, n, length);
+  const std::vector<float> C = token_major_state_inputs(to_storage_values(inputs.at("C"), dtype), batch, n, length);
+  std::vector<float> A = to_fp32_values(inputs.at("A_log"));
+  for (float& a : A) a = -std::exp(a);  // as the adapter and MambaInputs::A()
+  const Buffer<float> A_d = device_copy<float>(cuda, A);
+  const Buffer<float> bias = device_copy<float>(cuda, to_fp32_values(inputs.at("dt_bias")));
+  const Buffer<float> D = device_copy<float>(cuda, to_fp32_values(inputs.at("D")));
+  const MambaParameters params{A_d.data(), bias.data(), D.data()};
+
+  const Buffer<T> u_d = device_copy<T>(cuda, u), dt_d = device_copy<T>(cuda, dt), z_d = device_copy<T>(cuda, z);
+  const Buffer<T> B_d = device_copy<T>(cuda, B), C_d = device_copy<T>(cuda, C);
+  Buffer<T> prefill = device_output<T>(cuda, u.size());
+  Buffer<float> state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
+  launch_mamba_prefill<T>(plan_mamba_prefill(shape, length), params,
+                          MambaTokens<T>{u_d.data(), dt_d.data(), z_d.data(), B_d.data(), C_d.data()}, state.data(),
+                          prefill.data(), cuda.stream());
+  replace_values(out.prefill_out, fetch(cuda, prefill));
+
+  // Decode layouts: token t of every row ([rows]) and of every batch element ([batch, N]).
+  const Buffer<T> u_t = device_copy<T>(cuda, token_major(u, rows, length, 1));
+  const Buffer<T> dt_t = device_copy<T>(cuda, token_major(dt, rows, length, 1));
+  const Buffer<T> z_t = device_copy<T>(cuda, token_major(z, rows, length, 1));
+  const Buffer<T> B_t = device_copy<T>(cuda, token_major(B, batch, length, n));
+  const Buffer<T> C_t = device_copy<T>(cuda, token_major(C, batch, length, n));
+  Buffer<T> decode = device_output<T>(cuda, u.size());
+  Buffer<float> decode_state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
+  const MambaDecodePlan step = plan_mamba_decode(shape);
+  for (std::int64_t t = 0; t < length; ++t) {
+    const MambaTokens<T> token{u_t.data() + t * rows, dt_t.data() + t * rows, z_t.data() + t * rows,
+                               B_t.data() + t * batch * n, C_t.data() + t * batch * n};
+    launch_mamba_decode<T>(step, params, token, decode_state.data(), decode.data() + t * rows, cuda.stream());
+  }
+  replace_values(out.decode_out, row_major(fetch(cuda, decode), rows, length, 1));
+  replace_state(out, "final_state", fetch(cuda, state), fetch(cuda, decode_state));
+  out.details["prefill_chunk"] = kMambaScanChunk;
+}
+
+}  // namespace
+
+void mamba_conformance_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, Backend& backend) {
+  run_for_storage(dtype, backend, [&]<class T>(CudaBackend& cuda) { mamba_on_cuda<T>(inputs, dtype, out, cuda); });
+}
+
+}  // namespace arch_bench
