@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/performer/options.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/performer/approximation.hpp"
@@ -22,8 +23,8 @@ namespace {
 constexpr std::int64_t kSoftmaxRowsChecked = 64;
 
 PerformerShape shape_of(const Cell& cell) {
-  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
-          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus)};
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, performer_features_option().integer(cell.options),
+          parse_performer_features(performer_feature_map_option().text(cell.options)).value_or(PerformerFeatures::favor_plus)};
 }
 
 // Rows [first, first + rows) of every head of a [batch_heads, tokens, dim] tensor.

@@ -17,6 +17,9 @@
 #include "core/backends/cuda/device_transfer.hpp"
 #else
 #include "core/backends/cuda/device_probe.hpp"
+#include "mechanisms/linear_attention/options.hpp"
+#include "mechanisms/mamba/options.hpp"
+#include "mechanisms/performer/options.hpp"
 #endif
 
 namespace arch_bench {
@@ -166,7 +169,7 @@ void linear_attention_on_cuda(const ConformanceInputs& inputs, DType dtype, Conf
                               CudaBackend& cuda) {
   const AttentionValues x(inputs, dtype, true);
   require_cuda_cell(attention_cell("linear_attention", inputs, dtype, out.options, std::max(x.dk, x.dv)));
-  const FeatureMap map = parse_feature_map(out.options.feature_map).value_or(FeatureMap::elu_plus_one);
+  const FeatureMap map = parse_feature_map(linear_attention_feature_map_option().text(out.options)).value_or(FeatureMap::elu_plus_one);
   const Buffer<T> q = device_copy<T>(cuda, x.q), k = device_copy<T>(cuda, x.k), v = device_copy<T>(cuda, x.v);
   Buffer<T> prefill = device_output<T>(cuda, x.v.size());
   const std::size_t states = static_cast<std::size_t>(x.bh * x.dk * x.dv), sums = static_cast<std::size_t>(x.bh * x.dk);
@@ -204,8 +207,8 @@ void performer_on_cuda(const ConformanceInputs& inputs, DType dtype, Conformance
   const AttentionValues x(inputs, dtype, true);
   const Cell cell = attention_cell("performer", inputs, dtype, out.options, std::max(x.dk, x.dv));
   require_cuda_cell(cell);
-  const PerformerFeatures kind = parse_performer_features(out.options.feature_map).value_or(PerformerFeatures::favor_plus);
-  const PerformerShape shape{x.bh, x.dk, x.dv, out.options.features, kind};
+  const PerformerFeatures kind = parse_performer_features(performer_feature_map_option().text(out.options)).value_or(PerformerFeatures::favor_plus);
+  const PerformerShape shape{x.bh, x.dk, x.dv, performer_features_option().integer(out.options), kind};
   // W in fp32 as the adapter reads it, packed as the kernels take it.
   const std::vector<float> w = to_fp32_values(inputs.at("w"));
   std::vector<float> packed(static_cast<std::size_t>(performer_projection_floats(shape)));
@@ -279,7 +282,7 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   cell.head_dim = channels;
   cell.dtype = dtype;
   cell.options = out.options;
-  cell.options.state_size = n;
+  cell.options.set(mamba_state_size_option().key, n);
   require_cuda_cell(cell);
   const MambaShape shape{batch, channels, n};
   const std::int64_t rows = shape.rows();
