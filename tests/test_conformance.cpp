@@ -11,6 +11,7 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/option_catalog.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
@@ -264,7 +265,7 @@ TEST(ConformanceDescribe, ListsEveryFileOfEveryAdapter) {
   const std::string text = describe_conformance_layout("", small_options());
   for (const std::string& id : conformance_mechanisms()) {
     EXPECT_NE(text.find("#### `" + id + "`"), std::string::npos) << id;
-    for (const auto& input : find_conformance_adapter(id).spec(small_options()).inputs) {
+    for (const auto& input : find_conformance_adapter(id).spec(declared_options_of(id, small_options())).inputs) {
       EXPECT_NE(text.find("`" + input.name + ".npy` (in)"), std::string::npos) << id << " " << input.name;
     }
   }

@@ -16,6 +16,9 @@
 namespace arch_bench {
 namespace {
 
+using testing::CliResult;
+using testing::run_cli;
+
 OptionSpec map_spec() {
   return {.key = "feature_map", .type = OptionType::text, .default_value = std::string("elu"), .help = "map",
           .choices = {"elu", "relu"}};

@@ -51,7 +51,8 @@ std::vector<Row> make_rows(const Workload& workload, CandidateMs candidate_ms, d
     for (Phase phase : workload.phases) {
       for (std::int64_t length : workload.sequence_lengths) {
         const bool baseline = arm.role == Role::baseline;
-        const double arm_error = std::get<std::string>(*arm.options.find("feature_map")) == "trig" ? 10 * error : error;
+        const OptionValue* map = arm.options.find("feature_map");  // the baseline has none
+        const double arm_error = map != nullptr && std::get<std::string>(*map) == "trig" ? 10 * error : error;
         rows.push_back(make_row(arm, phase, length, baseline ? static_cast<double>(length) : candidate_ms(length),
                                 arm_error));
       }
