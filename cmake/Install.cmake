@@ -31,6 +31,7 @@ set(ARCH_BENCH_SDK_HEADERS
   core/backends/backend.hpp
   core/backends/timing.hpp
   core/cell.hpp
+  core/options.hpp
   core/dtype.hpp
   runner/plugins/plugin_api.hpp)
 

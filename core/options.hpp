@@ -34,12 +34,21 @@ struct OptionSpec {
   std::vector<std::string> choices;  // text: the values allowed (empty: any)
   std::optional<double> minimum;     // integer, number: the least value allowed
   bool exclusive_minimum = false;    // number: the value must be above `minimum`
+  // `run` takes a comma-separated list for this key, a workload axis that a mode sweeps (performer's
+  // m: one arm per value), recorded as workload.<key>; everywhere else (conformance, --option on
+  // `conformance`, a cell) it is one value. The help says what the list means.
+  bool axis = false;
 
   std::string flag() const;  // "--feature-map"
   // A command-line value, parsed and checked; UsageError naming flag() when it does not fit.
   OptionValue parse(std::string_view text) const;
   // UsageError naming flag() when `value` has another type, is not a choice, or is below the minimum.
   void check(const OptionValue& value) const;
+  // Why `value` does not fit ("unknown feature map 'tanh' (use elu or relu)"), or nullopt.
+  std::optional<std::string> problem(const OptionValue& value) const;
+  bool accepts(const OptionValue& value) const { return !problem(value); }
+  // The values allowed, as messages write them: "elu or relu", "an integer >= 1", "a number > 0".
+  std::string allowed() const;
   // A value read from a report or profile (JSON), checked; UsageError naming `where` when it does not fit.
   OptionValue from_json(const nlohmann::json& value, const std::string& where) const;
   // The JSON Schema of this option's values ({"type": "integer", "minimum": 1}, {"enum": [...]}).

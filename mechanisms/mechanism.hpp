@@ -10,6 +10,7 @@
 
 #include "core/backends/backend.hpp"
 #include "core/cell.hpp"
+#include "core/options.hpp"
 
 namespace arch_bench {
 
@@ -94,10 +95,22 @@ class Mechanism {
   // What runs this mechanism's kernels and reference on inputs read from .npy files
   // (`arch-bench conformance`), or nullptr when it has no adapter yet.
   virtual const ConformanceAdapter* conformance() const { return nullptr; }
+  // The options this mechanism reads, declared once (core/options.hpp): the CLI's flags, the
+  // report's rows, shards, conformance and the report schema are built from them. Beside them every
+  // mechanism runs with the harness's own (qk_scale: mechanisms/option_catalog.hpp).
+  virtual std::vector<OptionSpec> option_specs() const { return {}; }
   // The options this mechanism runs with when a mode takes it as it is, with the workload's options
-  // (the landscape): a mechanism whose options differ in kind (performer's feature map is favor+ or
-  // trig, not linear attention's elu or relu) puts its own default in. Identity by default.
-  virtual MechanismOptions arm_options(const MechanismOptions& workload) const { return workload; }
+  // (the landscape): a value one of its specs does not take (linear attention's elu for performer's
+  // feature map, performer's trig for linear attention's) is dropped, so the spec's default runs.
+  virtual MechanismOptions arm_options(const MechanismOptions& workload) const {
+    MechanismOptions options = workload;
+    for (const OptionSpec& spec : option_specs()) {
+      if (const OptionValue* value = options.find(spec.key); value != nullptr && !spec.accepts(*value)) {
+        options.erase(spec.key);
+      }
+    }
+    return options;
+  }
   // The state-capacity probe (mechanisms/capacity.hpp) for a cell with these options (feature map,
   // state size, ...), or nullptr when the mechanism has none.
   virtual const CapacityProbe* capacity_probe(const MechanismOptions& options) const {

@@ -56,7 +56,7 @@ TEST(Capacity, AdditiveLinearAttentionDegradesWellBeforeHeadDim) {
 
 TEST(Capacity, MambasNeutralStateIsExactForOrthogonalKeysUpToItsStateSize) {
   MechanismOptions options;
-  options.state_size = 16;
+  options.set("state_size", std::int64_t{16});
   const CapacityProbe& probe = probe_of("mamba", options);
   EXPECT_EQ(probe.key_dim(kHeadDim), 16);
   const CapacityPoint exact = capacity_point(probe, 16, kHeadDim, 3, CapacityKeys::orthogonal);
@@ -68,8 +68,8 @@ TEST(Capacity, MambasNeutralStateIsExactForOrthogonalKeysUpToItsStateSize) {
 
 TEST(Capacity, PerformerRecallIsNoBetterThanTheSoftmaxBlurItEstimates) {
   MechanismOptions options;
-  options.feature_map = "favor+";
-  options.features = 256;
+  options.set("feature_map", std::string("favor+"));
+  options.set("features", std::int64_t{256});
   const CapacityPoint performer = capacity_point(probe_of("performer", options), 64, kHeadDim, 5);
   const CapacityPoint cache = capacity_point(probe_of("softmax_kv"), 64, kHeadDim, 5);
   EXPECT_TRUE(std::isfinite(performer.mean_cosine));

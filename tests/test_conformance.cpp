@@ -11,6 +11,7 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/option_catalog.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
@@ -29,9 +30,8 @@ ConformanceShape small_shape() { return {2, 2, 80, 16}; }
 
 MechanismOptions small_options() {
   MechanismOptions options;
-  options.feature_map = "";  // each mechanism's default
-  options.features = 32;
-  options.state_size = 8;
+  options.set("features", std::int64_t{32});
+  options.set("state_size", std::int64_t{8});
   return options;
 }
 
@@ -254,9 +254,9 @@ TEST(ConformanceOptions, UnknownMechanismAndFeatureMapAreUsageErrors) {
   EXPECT_NE(message_of([&] { generate(folder / "in", "quadratic"); }).find("no mechanism named 'quadratic'"),
             std::string::npos);
   MechanismOptions options = small_options();
-  options.feature_map = "tanh";
+  options.set("feature_map", std::string("tanh"));
   EXPECT_NE(message_of([&] { generate(folder / "in", "linear_attention", DType::float32, options); })
-                .find("--feature-map tanh"),
+                .find("unknown feature map 'tanh'"),
             std::string::npos);
   EXPECT_TRUE(empty_or_missing(folder / "in"));
 }
@@ -265,7 +265,7 @@ TEST(ConformanceDescribe, ListsEveryFileOfEveryAdapter) {
   const std::string text = describe_conformance_layout("", small_options());
   for (const std::string& id : conformance_mechanisms()) {
     EXPECT_NE(text.find("#### `" + id + "`"), std::string::npos) << id;
-    for (const auto& input : find_conformance_adapter(id).spec(small_options()).inputs) {
+    for (const auto& input : find_conformance_adapter(id).spec(declared_options_of(id, small_options())).inputs) {
       EXPECT_NE(text.find("`" + input.name + ".npy` (in)"), std::string::npos) << id << " " << input.name;
     }
   }
@@ -365,11 +365,11 @@ TEST(ConformanceInputs, PerformerTakesMFromWAndItsFeatureMap) {
   if (!find_mechanism("performer") || !find_mechanism("performer")->conformance()) GTEST_SKIP() << "no adapter";
   TempFolder folder;
   MechanismOptions options = small_options();
-  options.feature_map = "trig";
-  options.features = 24;
+  options.set("feature_map", std::string("trig"));
+  options.set("features", std::int64_t{24});
   generate(folder / "in", "performer", DType::float32, options);
   EXPECT_EQ(read_npy(folder / "in" / "w.npy").shape, (std::vector<std::int64_t>{12, 16}));
-  options.features = MechanismOptions{}.features;  // a run reads m from w.npy
+  options.set("features", static_cast<std::int64_t>(std::int64_t{256}));  // a run reads m from w.npy
   const auto result = run_conformance({"performer", folder / "in", folder / "out", DType::float32, options, false});
   EXPECT_EQ(result.manifest["options"]["features"], 24);
   EXPECT_EQ(result.manifest["options"]["feature_map"], "trig");
@@ -380,7 +380,7 @@ TEST(ConformanceInputs, PerformerTakesMFromWAndItsFeatureMap) {
       << result.manifest.dump(2);
   EXPECT_TRUE(result.manifest["details"].contains("nonpositive_denominators"));
   // A favor+ run on the same folder reads the 12 rows as m = 12.
-  options.feature_map = "favor+";
+  options.set("feature_map", std::string("favor+"));
   const auto favor = run_conformance({"performer", folder / "in", folder / "out2", DType::float32, options, false});
   EXPECT_EQ(favor.manifest["options"]["features"], 12);
   EXPECT_TRUE(favor.passed) << favor.manifest.dump(2);

@@ -89,7 +89,7 @@ TEST(Decision, FailedRowOrSingleLengthIsInconclusive) {
 // crossover and no timing verdict come from such rows, and the candidate is not blamed.
 TEST(Decision, NonFiniteBaselineMeansTheInputsAreInvalidNotTheCandidate) {
   Workload workload = decode_workload();
-  workload.options.qk_scale = 1e30;
+  workload.options.set("qk_scale", double{1e30});
   for (bool failed_rows : {false, true}) {  // rows still ok, or failed as non_finite_output by execute
     std::vector<Row> rows = healthy_rows();
     for (Row& row : rows) {
@@ -126,9 +126,9 @@ TEST(Decision, PerformerModeDoesNotBlameTheCandidateForANonFiniteBaseline) {
   const Mode* mode = find_mode("performer");
   ASSERT_NE(mode, nullptr);
   Workload workload = decode_workload();
-  workload.features = {64};
+  workload.axes["features"] = {std::int64_t{64}};
   workload.feature_kind = "positive";
-  workload.options.qk_scale = 1e30;
+  workload.options.set("qk_scale", double{1e30});
   std::vector<Row> rows;
   for (std::int64_t length : {512, 2048}) {
     rows.push_back(make_row("softmax_kv", Role::baseline, length, length * 256, 1));

@@ -29,7 +29,7 @@ Cell mamba_cell(std::int64_t batch, std::int64_t heads, std::int64_t head_dim, D
   cell.heads = heads;
   cell.head_dim = head_dim;
   cell.dtype = dtype;
-  cell.options.state_size = state_size;
+  cell.options.set("state_size", static_cast<std::int64_t>(state_size));
   return cell;
 }
 

@@ -104,12 +104,12 @@ TEST(MambaCudaPlan, UnsupportedCells) {
   const Mechanism* mamba = find_mechanism("mamba");
   ASSERT_NE(mamba, nullptr);
   Cell cell = testing::mechanism_cell("mamba", 8, 64, 1024, DType::bfloat16, Phase::prefill);
-  cell.options.state_size = 16;
+  cell.options.set("state_size", std::int64_t{16});
   EXPECT_FALSE(mamba_cuda_unsupported(cell));
   EXPECT_EQ(mamba->unsupported_on(cell, "cuda"), mamba_cuda_unsupported(cell));
-  cell.options.state_size = 257;
+  cell.options.set("state_size", std::int64_t{257});
   EXPECT_TRUE(mamba_cuda_unsupported(cell));
-  cell.options.state_size = 0;
+  cell.options.set("state_size", std::int64_t{0});
   EXPECT_TRUE(mamba_cuda_unsupported(cell));
 }
 

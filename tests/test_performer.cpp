@@ -27,8 +27,8 @@ Cell performer_cell(Phase phase, std::int64_t length, std::int64_t features, DTy
                     std::string map = "favor+", std::int64_t heads = 2, std::int64_t head_dim = 32) {
   Cell cell = testing::small_cell(heads, head_dim, length, dtype, phase);
   cell.mechanism = "performer";
-  cell.options.features = features;
-  cell.options.feature_map = map;
+  cell.options.set("features", static_cast<std::int64_t>(features));
+  cell.options.set("feature_map", std::string(map));
   return cell;
 }
 
@@ -39,8 +39,8 @@ struct Problem {
   Problem(const Cell& cell, std::int64_t tokens_, std::uint64_t seed = 11, float qk_scale = 1.0f)
       : tokens(tokens_),
         inputs(make_attention_inputs(cell, tokens_, seed)),
-        shape{cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
-              *parse_performer_features(cell.options.feature_map)},
+        shape{cell.batch_heads(), cell.head_dim, cell.head_dim, std::get<std::int64_t>(*cell.options.find("features")),
+              *parse_performer_features(std::get<std::string>(*cell.options.find("feature_map")))},
         projection(performer_projection(shape.kind, shape.features, shape.dk, seed)),
         packed(static_cast<std::size_t>(performer_projection_floats(shape))) {
     // Values the storage type T represents exactly, so the reference sees what the kernel sees.
@@ -438,23 +438,23 @@ TEST(PerformerMechanism, ContractNumbers) {
   cell.sequence_length = 8192;
   EXPECT_EQ(performer->cost(cell).flops, short_context.flops);
   EXPECT_EQ(performer->cost(cell).bytes_moved, short_context.bytes_moved);
-  cell.options.features = 512;
+  cell.options.set("features", std::int64_t{512});
   EXPECT_GT(performer->cost(cell).flops, short_context.flops);
   // What it cannot run, and why.
-  cell.options.features = 0;
+  cell.options.set("features", std::int64_t{0});
   EXPECT_TRUE(performer->unsupported(cell));
-  cell.options.features = 4097;
+  cell.options.set("features", std::int64_t{4097});
   EXPECT_TRUE(performer->unsupported(cell));
-  cell.options.features = 256;
+  cell.options.set("features", std::int64_t{256});
   cell.head_dim = 512;
   EXPECT_TRUE(performer->unsupported(cell));
   cell.head_dim = 64;
-  cell.options.feature_map = "elu";
+  cell.options.set("feature_map", std::string("elu"));
   EXPECT_TRUE(performer->unsupported(cell));
-  cell.options.feature_map = "trig";
-  cell.options.features = 255;
+  cell.options.set("feature_map", std::string("trig"));
+  cell.options.set("features", std::int64_t{255});
   EXPECT_TRUE(performer->unsupported(cell));
-  cell.options.features = 256;
+  cell.options.set("features", std::int64_t{256});
   EXPECT_FALSE(performer->unsupported(cell));
 }
 

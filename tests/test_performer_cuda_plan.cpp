@@ -129,10 +129,10 @@ TEST(PerformerCudaPlan, UnsupportedCellsAndTheStabiliser) {
   ASSERT_NE(performer, nullptr);
   Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
   EXPECT_FALSE(performer_cuda_unsupported(cell));
-  cell.options.feature_map = "trig";
+  cell.options.set("feature_map", std::string("trig"));
   EXPECT_FALSE(performer_cuda_unsupported(cell));
-  cell.options.feature_map = "favor+";
-  cell.options.favor_stabilizer = "published";
+  cell.options.set("feature_map", std::string("favor+"));
+  cell.options.set("favor_stabilizer", std::string("published"));
   const auto published = performer_cuda_unsupported(cell);
   ASSERT_TRUE(published);
   EXPECT_NE(published->find("causal"), std::string::npos) << *published;
@@ -140,7 +140,7 @@ TEST(PerformerCudaPlan, UnsupportedCellsAndTheStabiliser) {
   ASSERT_TRUE(on_cuda);
   EXPECT_NE(on_cuda->find("causal"), std::string::npos) << *on_cuda;
   EXPECT_FALSE(performer->unsupported_on(cell, "cpu"));
-  cell.options.favor_stabilizer = "causal";
+  cell.options.set("favor_stabilizer", std::string("causal"));
   cell.head_dim = 512;
   EXPECT_TRUE(performer_cuda_unsupported(cell));
   // The GPU workspace of a prefill: features of every token, one (S, z) per chunk.

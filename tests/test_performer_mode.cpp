@@ -18,7 +18,7 @@ const Mode& performer_mode() {
 Workload small_workload() {
   Workload workload = performer_mode().defaults().workload;
   workload.sequence_lengths = {512, 2048};
-  workload.features = {64, 256};
+  workload.axes["features"] = {std::int64_t{64}, std::int64_t{256}};
   return workload;
 }
 
@@ -51,7 +51,8 @@ std::vector<Row> make_rows(const Workload& workload, CandidateMs candidate_ms, d
     for (Phase phase : workload.phases) {
       for (std::int64_t length : workload.sequence_lengths) {
         const bool baseline = arm.role == Role::baseline;
-        const double arm_error = arm.options.feature_map == "trig" ? 10 * error : error;
+        const OptionValue* map = arm.options.find("feature_map");  // the baseline has none
+        const double arm_error = map != nullptr && std::get<std::string>(*map) == "trig" ? 10 * error : error;
         rows.push_back(make_row(arm, phase, length, baseline ? static_cast<double>(length) : candidate_ms(length),
                                 arm_error));
       }
@@ -67,11 +68,11 @@ TEST(PerformerMode, ArmsSweepFeaturesAndAddTrigAtTheLargest) {
   EXPECT_EQ(arms[0].mechanism, "softmax_kv");
   EXPECT_EQ(arms[0].role, Role::baseline);
   EXPECT_EQ(arms[1].variant, "m=64");
-  EXPECT_EQ(arms[1].options.feature_map, "favor+");
-  EXPECT_EQ(arms[1].options.features, 64);
+  EXPECT_EQ(std::get<std::string>(*arms[1].options.find("feature_map")), "favor+");
+  EXPECT_EQ(std::get<std::int64_t>(*arms[1].options.find("features")), 64);
   EXPECT_EQ(arms[2].variant, "m=256");
   EXPECT_EQ(arms[3].variant, "trig m=256");
-  EXPECT_EQ(arms[3].options.feature_map, "trig");
+  EXPECT_EQ(std::get<std::string>(*arms[3].options.find("feature_map")), "trig");
   const ModeDefaults defaults = performer_mode().defaults();
   EXPECT_EQ(defaults.experiment, "performer_favor");
   EXPECT_EQ(defaults.workload.phases.size(), 2u);

@@ -230,7 +230,7 @@ TEST(PlanHash, SameForTheSamePlanOtherwiseDifferent) {
   more_repeats.repeats += 1;
   EXPECT_NE(plan_hash(mode.id(), "cpu", more_repeats, build_plan(mode, more_repeats, "cpu")), hash);
   Workload other_scale = workload;
-  other_scale.options.qk_scale = 0.5;
+  other_scale.options.set("qk_scale", double{0.5});
   EXPECT_NE(plan_hash(mode.id(), "cpu", other_scale, build_plan(mode, other_scale, "cpu")), hash);
   EXPECT_NE(plan_hash(mode.id(), "cuda", workload, build_plan(mode, workload, "cpu")), hash);
   // FNV-1a 64 test vectors (Fowler/Noll/Vo): "" and "a".

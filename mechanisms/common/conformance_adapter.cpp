@@ -1,11 +1,13 @@
 #include "mechanisms/common/conformance_adapter.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "core/bf16.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/option_catalog.hpp"
 
 namespace arch_bench {
 
@@ -18,6 +20,16 @@ std::uint64_t name_hash(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// The value of a declared integer option (its default when absent); 0 when nothing declares it.
+std::int64_t declared_integer(std::string_view key, const MechanismOptions& options) {
+  for (const DeclaredOption& option : declared_options()) {
+    if (option.key == key) return option.spec().integer(options);
+  }
+  return 0;
+}
+}  // namespace
+
 ConformanceAxes ConformanceAdapter::generated_axes(const ConformanceShape& shape, const MechanismOptions& options) {
   return {{"batch", shape.batch},
           {"heads", shape.heads},
@@ -25,8 +37,8 @@ ConformanceAxes ConformanceAdapter::generated_axes(const ConformanceShape& shape
           {"dim", shape.dim},
           {"dv", shape.dim},
           {"d_inner", shape.heads * shape.dim},
-          {"m", options.features},
-          {"N", options.state_size}};
+          {"m", declared_integer("features", options)},
+          {"N", declared_integer("state_size", options)}};
 }
 
 std::map<std::string, NpyArray> ConformanceAdapter::generate(const ConformanceShape& shape,
@@ -127,8 +139,12 @@ ConformanceState kernel_state(const std::string& name, const std::vector<std::in
           make_array(shape, reference, NpyDtype::float64)};
 }
 
-void require_no_feature_map(const MechanismOptions& options, const std::string& mechanism) {
-  if (!options.feature_map.empty()) throw UsageError(mechanism + " takes no --feature-map");
+void require_declared_options(const MechanismOptions& options, const std::string& mechanism) {
+  const std::vector<OptionSpec> specs = option_specs_of(mechanism);
+  for (const auto& [key, value] : options.values()) {
+    const bool declared = std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& spec) { return spec.key == key; });
+    if (!declared) throw UsageError(mechanism + " takes no " + OptionSpec{.key = key}.flag());
+  }
 }
 
 void require_axis_at_most(const ConformanceInputs& inputs, const std::string& axis, std::int64_t max,

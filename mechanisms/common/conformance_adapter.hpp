@@ -49,7 +49,7 @@ struct ConformanceSpec {
   // Every file a run writes besides conformance.json: prefill_out, decode_out, reference_out,
   // then the final states.
   std::vector<ConformanceOutputSpec> outputs;
-  std::string options;  // the MechanismOptions it reads, one line for --describe ("" for none)
+  std::string options;  // --describe: what a porter must know of its options beyond their declarations ("" for none)
   std::string notes;    // what a porter must know (stabilisers, relative states, ...)
 };
 
@@ -112,7 +112,8 @@ class ConformanceAdapter {
   virtual std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
                                                    std::uint64_t seed, DType dtype) const;
   // The sizes of the named axes that --generate uses for `shape` (batch, heads, length, dim,
-  // dv = dim, d_inner = heads x dim, m = options.features, N = options.state_size).
+  // dv = dim, d_inner = heads x dim, m = the option features, N = the option state_size, each as
+  // its declaration reads it).
   static ConformanceAxes generated_axes(const ConformanceShape& shape, const MechanismOptions& options);
   // The mechanism's GPU conformance (mechanisms/<id>/cuda_conformance.cpp, built with CUDA only), or
   // nullptr: none by default, and none in a build without CUDA.
@@ -226,8 +227,9 @@ ConformanceState kernel_state(const std::string& name, const std::vector<std::in
                               const std::vector<float>& prefill, const std::vector<float>& decode,
                               const std::vector<double>& reference);
 
-// Throws UsageError "<mechanism> takes no --feature-map" when one is given.
-void require_no_feature_map(const MechanismOptions& options, const std::string& mechanism);
+// Throws UsageError "<mechanism> takes no --feature-map" when `options` holds a key that neither
+// `mechanism` nor the harness declares (mechanisms/option_catalog.hpp).
+void require_declared_options(const MechanismOptions& options, const std::string& mechanism);
 
 // Throws UsageError naming the axis when `value` is above `max`.
 void require_axis_at_most(const ConformanceInputs& inputs, const std::string& axis, std::int64_t max,

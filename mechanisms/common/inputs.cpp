@@ -38,6 +38,17 @@ std::vector<float> AttentionInputs::head_rows(const std::vector<float>& tensor, 
   return out;
 }
 
+const OptionSpec& qk_scale_option() {
+  static const OptionSpec spec{.key = "qk_scale",
+                               .type = OptionType::number,
+                               .default_value = 1.0,
+                               .help = "Scale of the N(0,1) q and k inputs, every mechanism's (default 1); FAVOR+ "
+                                       "error grows with |q|, |k| (docs/methodology.md)",
+                               .minimum = 0.0,
+                               .exclusive_minimum = true};
+  return spec;
+}
+
 AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed) {
   AttentionInputs inputs;
   inputs.batch_heads = cell.batch_heads();
@@ -49,7 +60,7 @@ AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std
                     static_cast<std::uint64_t>(cell.head_dim), static_cast<std::uint64_t>(tokens)};
   std::mt19937_64 rng(seq);
   const std::size_t count = checked_count(checked_product(inputs.batch_heads, tokens, cell.head_dim));
-  const float qk_scale = static_cast<float>(cell.options.qk_scale);
+  const float qk_scale = static_cast<float>(qk_scale_option().number(cell.options));
   fill_normal(inputs.q, count, rng, cell.dtype, qk_scale);
   fill_normal(inputs.k, count, rng, cell.dtype, qk_scale);
   fill_normal(inputs.v, count, rng, cell.dtype);

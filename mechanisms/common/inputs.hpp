@@ -27,7 +27,12 @@ struct AttentionInputs {
   std::vector<float> head_rows(const std::vector<float>& tensor, std::int64_t first, std::int64_t rows) const;
 };
 
-// Draws N(0, 1) q/k/v for `tokens` tokens of every (batch, head) of the cell.
+// qk_scale, a harness option every mechanism runs with (mechanisms/option_catalog.hpp): multiplies
+// the N(0,1) q and k draws. Attention logits q.k/sqrt(d) have unit spread at 1; the norms
+// |q|^2/sqrt(d) that FAVOR+'s variance grows with (as e^(|q~|^2+|k~|^2)/m) shrink as scale^2.
+const OptionSpec& qk_scale_option();
+
+// Draws N(0, 1) q/k/v for `tokens` tokens of every (batch, head) of the cell (q and k times qk_scale).
 AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed);
 
 // Copies float values into storage of type T (values are representable, so this is exact).

@@ -16,7 +16,7 @@ const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
 const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 const std::vector<std::string> kGateAxes = {"batch", "heads", "length"};
 
-void check_options(const MechanismOptions& options) { require_no_feature_map(options, "gated_deltanet"); }
+void check_options(const MechanismOptions& options) { require_declared_options(options, "gated_deltanet"); }
 
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, const std::vector<float>& g,

@@ -7,6 +7,7 @@
 #include "mechanisms/linear_attention/reference.hpp"
 #include "mechanisms/linear_attention/conformance.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/linear_attention/options.hpp"
 
 namespace arch_bench {
 
@@ -18,13 +19,10 @@ const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
 const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 
 FeatureMap feature_map_of(const MechanismOptions& options) {
-  if (options.feature_map.empty()) return FeatureMap::elu_plus_one;
-  const auto map = parse_feature_map(options.feature_map);
-  if (!map) {
-    throw UsageError(fmt::format("--feature-map {}: linear_attention takes elu (elu+1, the default) or relu (relu+1)",
-                                 options.feature_map));
-  }
-  return *map;
+  require_declared_options(options, "linear_attention");
+  const OptionSpec& spec = linear_attention_feature_map_option();
+  if (const OptionValue* value = options.find(spec.key)) spec.check(*value);
+  return *parse_feature_map(spec.text(options));
 }
 
 template <class T>
@@ -69,7 +67,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Featu
   out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
   out.states.push_back(
       kernel_state("final_normalizer", normalizer_shape, normalizer, decode_normalizer, reference_normalizer));
-  out.options.feature_map = feature_map_name(map);
+  out.options.set(linear_attention_feature_map_option().key, feature_map_name(map));
   out.options_json = {{"feature_map", feature_map_name(map)}};
   return out;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/linear_attention/options.hpp"
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
@@ -18,7 +19,7 @@ namespace arch_bench {
 namespace {
 
 FeatureMap map_of(const Cell& cell) {
-  return parse_feature_map(cell.options.feature_map).value_or(FeatureMap::elu_plus_one);
+  return parse_feature_map(linear_attention_feature_map_option().text(cell.options)).value_or(FeatureMap::elu_plus_one);
 }
 
 // Decode: (S, z) already hold the L context tokens; the step folds in token L and reads it out.

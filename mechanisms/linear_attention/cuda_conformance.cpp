@@ -6,6 +6,7 @@
 
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
+#include "mechanisms/linear_attention/options.hpp"
 
 namespace arch_bench {
 
@@ -16,7 +17,7 @@ void linear_attention_on_cuda(const ConformanceInputs& inputs, DType dtype, Conf
                               CudaBackend& cuda) {
   const AttentionValues x(inputs, dtype, true);
   require_cuda_cell(attention_cell("linear_attention", inputs, dtype, out.options, std::max(x.dk, x.dv)));
-  const FeatureMap map = parse_feature_map(out.options.feature_map).value_or(FeatureMap::elu_plus_one);
+  const FeatureMap map = parse_feature_map(linear_attention_feature_map_option().text(out.options)).value_or(FeatureMap::elu_plus_one);
   const Buffer<T> q = device_copy<T>(cuda, x.q), k = device_copy<T>(cuda, x.k), v = device_copy<T>(cuda, x.v);
   Buffer<T> prefill = device_output<T>(cuda, x.v.size());
   const std::size_t states = static_cast<std::size_t>(x.bh * x.dk * x.dv), sums = static_cast<std::size_t>(x.bh * x.dk);

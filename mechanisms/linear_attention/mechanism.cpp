@@ -1,4 +1,5 @@
 #include "mechanisms/linear_attention/mechanism.hpp"
+#include "mechanisms/linear_attention/options.hpp"
 
 #include <vector>
 
@@ -22,7 +23,7 @@ namespace {
 
 LinearAttentionShape shape_of(const Cell& cell) {
   return {cell.batch_heads(), cell.head_dim, cell.head_dim,
-          parse_feature_map(cell.options.feature_map).value_or(FeatureMap::elu_plus_one)};
+          parse_feature_map(linear_attention_feature_map_option().text(cell.options)).value_or(FeatureMap::elu_plus_one)};
 }
 
 // Decode: (S, z) already hold the L context tokens; the step folds in token L and reads it out.
@@ -137,8 +138,8 @@ class LinearAttention final : public Mechanism {
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
     if (cell.head_dim > 256) return "linear_attention takes head_dim up to 256";
-    if (!parse_feature_map(cell.options.feature_map)) {
-      return "unknown feature map '" + cell.options.feature_map + "' (use elu or relu)";
+    if (!parse_feature_map(linear_attention_feature_map_option().text(cell.options))) {
+      return "unknown feature map '" + linear_attention_feature_map_option().text(cell.options) + "' (use elu or relu)";
     }
     return std::nullopt;
   }
@@ -184,8 +185,9 @@ class LinearAttention final : public Mechanism {
     return prepare_cell<LinearDecodeCell, LinearPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &linear_attention_conformance(); }
+  std::vector<OptionSpec> option_specs() const override { return {linear_attention_feature_map_option()}; }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
-    return &linear_attention_capacity(parse_feature_map(options.feature_map).value_or(FeatureMap::elu_plus_one));
+    return &linear_attention_capacity(parse_feature_map(linear_attention_feature_map_option().text(options)).value_or(FeatureMap::elu_plus_one));
   }
 };
 

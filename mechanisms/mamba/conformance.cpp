@@ -13,6 +13,7 @@
 #include "mechanisms/mamba/reference.hpp"
 #include "mechanisms/mamba/conformance.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/mamba/options.hpp"
 
 namespace arch_bench {
 
@@ -105,7 +106,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
 
   const std::vector<std::int64_t> state_shape = {batch, channels, n};
   out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
-  out.options.state_size = n;
+  out.options.set(mamba_state_size_option().key, n);
   out.options_json = {{"state_size", n}};
   out.details = {{"prefill_chunk", chunk}};
   return out;
@@ -114,7 +115,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
 class MambaConformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_no_feature_map(options, "mamba");
+    require_declared_options(options, "mamba");
     ConformanceSpec spec;
     spec.inputs = {{"u", kChannelAxes, "input x of the scan, per channel"},
                    {"dt", kChannelAxes, "dt before its bias and softplus (selective_scan_fn's delta)"},
@@ -147,12 +148,12 @@ class MambaConformance final : public ConformanceAdapter {
   std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
                                            std::uint64_t seed, DType dtype) const override {
     spec(options);
-    const std::int64_t n = options.state_size;
+    const std::int64_t n = mamba_state_size_option().integer(options);
     if (n < 1 || n > kMambaMaxStateSize) {
       throw UsageError(fmt::format("--state-size {}: mamba takes N from 1 to {}", n, kMambaMaxStateSize));
     }
     Cell cell = generated_cell(shape, options, dtype);
-    cell.options.state_size = n;
+    cell.options.set(mamba_state_size_option().key, n);
     const MambaInputs drawn = make_mamba_inputs(cell, shape.length, seed);
     const std::int64_t d_inner = drawn.channels;
     const std::vector<std::int64_t> channel_shape = {shape.batch, d_inner, shape.length};

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/mamba/options.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/inputs.hpp"
@@ -18,7 +19,7 @@ namespace arch_bench {
 namespace {
 
 MambaShape shape_of(const Cell& cell) {
-  return {cell.batch, checked_mul(cell.heads, cell.head_dim), cell.options.state_size};
+  return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
 }
 
 // Tokens [first, first + count) of every row of a channel-major [rows, tokens] tensor.

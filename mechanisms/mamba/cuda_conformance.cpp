@@ -6,6 +6,7 @@
 
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/mamba/cuda.hpp"
+#include "mechanisms/mamba/options.hpp"
 
 namespace arch_bench {
 
@@ -36,7 +37,7 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   cell.head_dim = channels;
   cell.dtype = dtype;
   cell.options = out.options;
-  cell.options.state_size = n;
+  cell.options.set(mamba_state_size_option().key, n);
   require_cuda_cell(cell);
   const MambaShape shape{batch, channels, n};
   const std::int64_t rows = shape.rows();

@@ -1,4 +1,5 @@
 #include "mechanisms/mamba/cuda_plan.hpp"
+#include "mechanisms/mamba/options.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -35,7 +36,7 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
 }
 
 std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
-  const std::int64_t n = cell.options.state_size;
+  const std::int64_t n = mamba_state_size_option().integer(cell.options);
   if (n < 1 || n > kMambaMaxStateSize) {
     return "the CUDA kernels of mamba take state_size (N) 1.." + std::to_string(kMambaMaxStateSize);
   }

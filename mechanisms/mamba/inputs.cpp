@@ -1,4 +1,5 @@
 #include "mechanisms/mamba/inputs.hpp"
+#include "mechanisms/mamba/options.hpp"
 
 #include <cmath>
 #include <random>
@@ -61,7 +62,7 @@ MambaInputs make_mamba_inputs(const Cell& cell, std::int64_t tokens, std::uint64
   inputs.batch = cell.batch;
   inputs.tokens = tokens;
   inputs.channels = checked_mul(cell.heads, cell.head_dim);
-  inputs.state_size = cell.options.state_size;
+  inputs.state_size = mamba_state_size_option().integer(cell.options);
   // Depends on the seed and the shape only; the leading tag keeps the stream apart from the
   // attention inputs of the same seed and shape.
   std::seed_seq seq{std::uint64_t{0x6d616d6261}, seed, static_cast<std::uint64_t>(cell.batch),

@@ -1,4 +1,5 @@
 #include "mechanisms/mamba/mechanism.hpp"
+#include "mechanisms/mamba/options.hpp"
 
 #include <omp.h>
 
@@ -25,7 +26,7 @@ namespace arch_bench {
 namespace {
 
 MambaShape shape_of(const Cell& cell) {
-  return {cell.batch, checked_mul(cell.heads, cell.head_dim), cell.options.state_size};
+  return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
 }
 
 // The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
@@ -210,7 +211,7 @@ class Mamba final : public Mechanism {
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
-    const std::int64_t n = cell.options.state_size;
+    const std::int64_t n = mamba_state_size_option().integer(cell.options);
     if (n < 1 || n > kMambaMaxStateSize) {
       return "mamba takes state_size (N) from 1 to " + std::to_string(kMambaMaxStateSize) + ", got " +
              std::to_string(n);
@@ -278,8 +279,9 @@ class Mamba final : public Mechanism {
     return prepare_cell<MambaDecodeCell, MambaPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &mamba_conformance(); }
+  std::vector<OptionSpec> option_specs() const override { return {mamba_state_size_option()}; }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
-    return &mamba_capacity(options.state_size);
+    return &mamba_capacity(mamba_state_size_option().integer(options));
   }
 
  private:

@@ -9,6 +9,7 @@
 #include "mechanisms/performer/reference.hpp"
 #include "mechanisms/performer/conformance.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/performer/options.hpp"
 
 namespace arch_bench {
 
@@ -18,21 +19,18 @@ const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
 const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 
 PerformerFeatures features_of(const MechanismOptions& options) {
-  if (options.feature_map.empty()) return PerformerFeatures::favor_plus;
-  const auto kind = parse_performer_features(options.feature_map);
-  if (!kind) {
-    throw UsageError(fmt::format("--feature-map {}: performer takes favor+ (positive random features, the default) "
-                                 "or trig (sin/cos)",
-                                 options.feature_map));
+  require_declared_options(options, "performer");
+  for (const OptionSpec& spec : performer_option_specs()) {
+    if (const OptionValue* value = options.find(spec.key)) spec.check(*value);
   }
-  return *kind;
+  return *parse_performer_features(performer_feature_map_option().text(options));
 }
 
 PerformerStabilizer stabilizer_of(const MechanismOptions& options, PerformerFeatures kind) {
-  const auto stabilizer = parse_performer_stabilizer(options.favor_stabilizer);
+  const auto stabilizer = parse_performer_stabilizer(favor_stabilizer_option().text(options));
   if (!stabilizer) {
     throw UsageError(fmt::format("--favor-stabilizer {}: performer takes causal (the default) or published",
-                                 options.favor_stabilizer));
+                                 favor_stabilizer_option().text(options)));
   }
   if (*stabilizer == PerformerStabilizer::published && kind == PerformerFeatures::trig) {
     throw UsageError("--favor-stabilizer published applies to favor+ features; trig features have no eps to place");
@@ -114,9 +112,9 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   out.states.push_back(
       kernel_state("final_normalizer", normalizer_shape, normalizer, decode_normalizer, reference_normalizer));
   out.states.push_back(kernel_state("final_running_max", max_shape, running_max, decode_max, reference_max));
-  out.options.feature_map = performer_features_name(kind);
-  out.options.features = m;
-  out.options.favor_stabilizer = performer_stabilizer_name(stabilizer);
+  out.options.set(performer_feature_map_option().key, performer_features_name(kind));
+  out.options.set(performer_features_option().key, m);
+  out.options.set(favor_stabilizer_option().key, performer_stabilizer_name(stabilizer));
   out.options_json = {{"feature_map", performer_features_name(kind)},
                       {"features", m},
                       {"favor_stabilizer", performer_stabilizer_name(stabilizer)}};
@@ -183,7 +181,7 @@ class PerformerConformance final : public ConformanceAdapter {
   std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
                                            std::uint64_t seed, DType dtype) const override {
     const PerformerFeatures kind = features_of(options);
-    const std::int64_t m = options.features;
+    const std::int64_t m = performer_features_option().integer(options);
     if (m < 1 || m > kPerformerMaxFeatures) {
       throw UsageError(fmt::format("--features {}: performer takes m from 1 to {}", m, kPerformerMaxFeatures));
     }

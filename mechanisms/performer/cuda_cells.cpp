@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/performer/options.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
@@ -23,8 +24,8 @@ namespace {
 constexpr std::int64_t kSoftmaxRowsChecked = 64;
 
 PerformerShape shape_of(const Cell& cell) {
-  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
-          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus)};
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, performer_features_option().integer(cell.options),
+          parse_performer_features(performer_feature_map_option().text(cell.options)).value_or(PerformerFeatures::favor_plus)};
 }
 
 // The cell's projection (fp64 rows for the reference, exactly the fp32 values the kernel reads) and

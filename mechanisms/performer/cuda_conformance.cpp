@@ -7,6 +7,7 @@
 
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/performer/cuda.hpp"
+#include "mechanisms/performer/options.hpp"
 
 namespace arch_bench {
 
@@ -22,8 +23,8 @@ void performer_on_cuda(const ConformanceInputs& inputs, DType dtype, Conformance
   const AttentionValues x(inputs, dtype, true);
   const Cell cell = attention_cell("performer", inputs, dtype, out.options, std::max(x.dk, x.dv));
   require_cuda_cell(cell);
-  const PerformerFeatures kind = parse_performer_features(out.options.feature_map).value_or(PerformerFeatures::favor_plus);
-  const PerformerShape shape{x.bh, x.dk, x.dv, out.options.features, kind};
+  const PerformerFeatures kind = parse_performer_features(performer_feature_map_option().text(out.options)).value_or(PerformerFeatures::favor_plus);
+  const PerformerShape shape{x.bh, x.dk, x.dv, performer_features_option().integer(out.options), kind};
   // W in fp32 as the adapter reads it, packed as the kernels take it.
   const std::vector<float> w = to_fp32_values(inputs.at("w"));
   std::vector<float> packed(static_cast<std::size_t>(performer_projection_floats(shape)));

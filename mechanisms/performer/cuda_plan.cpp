@@ -1,4 +1,5 @@
 #include "mechanisms/performer/cuda_plan.hpp"
+#include "mechanisms/performer/options.hpp"
 
 #include <algorithm>
 
@@ -10,9 +11,9 @@ namespace arch_bench {
 namespace {
 
 PerformerShape shape_of(const Cell& cell) {
-  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
-          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus),
-          parse_performer_stabilizer(cell.options.favor_stabilizer).value_or(PerformerStabilizer::causal)};
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, performer_features_option().integer(cell.options),
+          parse_performer_features(performer_feature_map_option().text(cell.options)).value_or(PerformerFeatures::favor_plus),
+          parse_performer_stabilizer(favor_stabilizer_option().text(cell.options)).value_or(PerformerStabilizer::causal)};
 }
 }  // namespace
 
@@ -76,11 +77,11 @@ std::optional<std::string> performer_cuda_unsupported(const Cell& cell) {
   if (cell.head_dim < 1 || cell.head_dim > kPerformerMaxDim) {
     return "the CUDA kernels of performer take head_dim 1.." + std::to_string(kPerformerMaxDim);
   }
-  if (cell.options.features < 1 || cell.options.features > kPerformerMaxFeatures) {
+  if (performer_features_option().integer(cell.options) < 1 || performer_features_option().integer(cell.options) > kPerformerMaxFeatures) {
     return "the CUDA kernels of performer take features (m) 1.." + std::to_string(kPerformerMaxFeatures);
   }
   if (cell.batch_heads() < 1) return "the CUDA kernels of performer need batch * heads >= 1";
-  if (parse_performer_stabilizer(cell.options.favor_stabilizer) == PerformerStabilizer::published) {
+  if (parse_performer_stabilizer(favor_stabilizer_option().text(cell.options)) == PerformerStabilizer::published) {
     return "the CUDA kernels of performer implement the causal favor stabiliser only (--favor-stabilizer causal); "
            "the published one runs on the CPU";
   }

@@ -1,4 +1,5 @@
 #include "mechanisms/performer/mechanism.hpp"
+#include "mechanisms/performer/options.hpp"
 
 #include <omp.h>
 
@@ -27,9 +28,9 @@ namespace {
 constexpr std::int64_t kSoftmaxRowsChecked = 64;
 
 PerformerShape shape_of(const Cell& cell) {
-  return {cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
-          parse_performer_features(cell.options.feature_map).value_or(PerformerFeatures::favor_plus),
-          parse_performer_stabilizer(cell.options.favor_stabilizer).value_or(PerformerStabilizer::causal)};
+  return {cell.batch_heads(), cell.head_dim, cell.head_dim, performer_features_option().integer(cell.options),
+          parse_performer_features(performer_feature_map_option().text(cell.options)).value_or(PerformerFeatures::favor_plus),
+          parse_performer_stabilizer(favor_stabilizer_option().text(cell.options)).value_or(PerformerStabilizer::causal)};
 }
 
 // The cell's projection (fp64 values, exactly the fp32 ones the kernel uses) and its packed copy.
@@ -229,21 +230,21 @@ class Performer final : public Mechanism {
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
     if (cell.head_dim > kPerformerMaxDim) return "performer takes head_dim up to 256";
-    const std::int64_t m = cell.options.features;
+    const std::int64_t m = performer_features_option().integer(cell.options);
     if (m < 1 || m > kPerformerMaxFeatures) {
       return "performer takes features (m) from 1 to 4096, got " + std::to_string(m);
     }
-    const auto kind = parse_performer_features(cell.options.feature_map);
+    const auto kind = parse_performer_features(performer_feature_map_option().text(cell.options));
     if (!kind) {
-      return "performer feature map '" + cell.options.feature_map +
+      return "performer feature map '" + performer_feature_map_option().text(cell.options) +
              "' is unknown (use favor+ or trig; elu/relu are linear_attention's)";
     }
     if (*kind == PerformerFeatures::trig && m % 2 != 0) {
       return "trig features come in sin/cos pairs: m must be even, got " + std::to_string(m);
     }
-    const auto stabilizer = parse_performer_stabilizer(cell.options.favor_stabilizer);
+    const auto stabilizer = parse_performer_stabilizer(favor_stabilizer_option().text(cell.options));
     if (!stabilizer) {
-      return "performer favor_stabilizer '" + cell.options.favor_stabilizer + "' is unknown (use causal or published)";
+      return "performer favor_stabilizer '" + favor_stabilizer_option().text(cell.options) + "' is unknown (use causal or published)";
     }
     if (*stabilizer == PerformerStabilizer::published && *kind == PerformerFeatures::trig) {
       return "the published favor stabiliser applies to favor+ features; trig features have no eps";
@@ -254,7 +255,7 @@ class Performer final : public Mechanism {
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (m x dv), z (m) and the running max (1) per head, fp32 whatever the storage dtype; the
     // published stabiliser adds sum_t v_t (dv) and the token count (1).
-    const std::int64_t m = cell.options.features;
+    const std::int64_t m = performer_features_option().integer(cell.options);
     const std::int64_t published = shape_of(cell).published() ? checked_sum(cell.head_dim, 1) : 0;
     return checked_product(cell.batch_heads(), checked_sum(checked_mul(m, cell.head_dim), m, 1, published), 4);
   }
@@ -308,14 +309,11 @@ class Performer final : public Mechanism {
     return prepare_cell<PerformerDecodeCell, PerformerPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &performer_conformance(); }
-  MechanismOptions arm_options(const MechanismOptions& workload) const override {
-    MechanismOptions options = workload;
-    if (!parse_performer_features(options.feature_map)) options.feature_map = "favor+";
-    return options;
-  }
+  std::vector<OptionSpec> option_specs() const override { return performer_option_specs(); }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
-    return &performer_capacity(parse_performer_features(options.feature_map).value_or(PerformerFeatures::favor_plus),
-                               options.features);
+    return &performer_capacity(parse_performer_features(performer_feature_map_option().text(options))
+                                   .value_or(PerformerFeatures::favor_plus),
+                               performer_features_option().integer(options));
   }
 };
 

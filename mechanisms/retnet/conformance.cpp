@@ -15,7 +15,7 @@ namespace {
 const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
 const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 
-void check_options(const MechanismOptions& options) { require_no_feature_map(options, "retnet"); }
+void check_options(const MechanismOptions& options) { require_declared_options(options, "retnet"); }
 
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {

@@ -62,7 +62,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
 class SoftmaxKvConformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_no_feature_map(options, "softmax_kv");
+    require_declared_options(options, "softmax_kv");
     ConformanceSpec spec;
     spec.inputs = {{"q", kAxes, "queries"}, {"k", kAxes, "keys"}, {"v", kAxes, "values"}};
     spec.outputs = standard_outputs(kAxes, "o_t = sum_{i<=t} softmax_i(q_t.k_i / sqrt(dim)) v_i");

@@ -7,6 +7,8 @@
 #include "runner/cli/commands.hpp"
 #include "runner/cli/parse_lists.hpp"
 #include "runner/cli/run_options.hpp"
+#include "mechanisms/common/conformance_adapter.hpp"
+#include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "core/errors.hpp"
 #include "runner/plugins/load_plugin.hpp"
@@ -19,11 +21,8 @@ struct ConformanceOptions {
   std::string mechanism;
   std::string inputs, outputs, generate;
   std::string dtype = "float32";
-  std::string feature_map;
-  std::string favor_stabilizer = MechanismOptions{}.favor_stabilizer;
-  std::int64_t features = MechanismOptions{}.features;
-  std::int64_t state_size = MechanismOptions{}.state_size;
-  double qk_scale = MechanismOptions{}.qk_scale;
+  std::map<std::string, std::string> option_flags;  // --feature-map, --features, ... by key
+  std::vector<std::string> option_assignments;       // --option KEY=VALUE
   ConformanceShape shape;
   std::string seed = "0";  // parse_seed(): 0 .. 2^63-1, as for `run --seed`
   bool overwrite = false;
@@ -45,17 +44,13 @@ void print_comparison(const std::string& label, const nlohmann::json& entry, dou
 }
 
 int run(const ConformanceOptions& o, const CLI::App& command) {
-  MechanismOptions options;
-  options.feature_map = o.feature_map;
-  options.features = o.features;
-  options.state_size = o.state_size;
-  options.qk_scale = o.qk_scale;
-  options.favor_stabilizer = o.favor_stabilizer;
-  if (o.favor_stabilizer != "causal" && o.favor_stabilizer != "published") {
-    throw UsageError(fmt::format("--favor-stabilizer: '{}' is neither causal nor published", o.favor_stabilizer));
-  }
+  // Only the options given: an absent one is each mechanism's default.
+  const MechanismOptions options =
+      given_mechanism_options(o.option_flags, o.option_assignments, given_options(command), false).values;
   const DType dtype = dtype_or_throw(o.dtype);
   const auto given = [&](const char* name) { return command.get_option(name)->count() > 0; };
+  // "softmax_kv takes no --feature-map": an option the named mechanism does not declare.
+  if (find_mechanism(o.mechanism) != nullptr) require_declared_options(options, o.mechanism);
 
   if (o.describe) {
     fmt::print("{}", describe_conformance_layout(o.mechanism, options));
@@ -75,22 +70,23 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
                        "--outputs");
     }
     if (o.overwrite) throw UsageError("--generate never replaces input files (no --overwrite): choose an empty folder");
-    if (!(o.qk_scale > 0) || !std::isfinite(o.qk_scale)) {
-      throw UsageError(fmt::format("--qk-scale must be a positive number (got {})", o.qk_scale));
-    }
-    if (o.mechanism.empty() && given("--feature-map")) {
+    if (o.mechanism.empty() && options.find("feature_map") != nullptr) {
       throw UsageError("--feature-map with --generate needs --mechanism (each mechanism has its own maps)");
     }
     GenerateRequest request{o.generate, o.mechanism, o.shape, options, parse_seed("--seed", o.seed), dtype};
     const auto written = generate_conformance_inputs(request);
     for (const auto& path : written) fmt::print("wrote {}\n", path.string());
     const std::string mechanism = o.mechanism.empty() ? "ID" : o.mechanism;
-    // The feature map shapes the inputs (performer's trig W has m/2 rows): the run must use it too.
-    const std::string feature_map = o.feature_map.empty() ? "" : " --feature-map " + o.feature_map;
-    // The inputs do not depend on the stabiliser, but the run that reads them must use the one asked for.
-    const std::string stabilizer = given("--favor-stabilizer") ? " --favor-stabilizer " + o.favor_stabilizer : "";
-    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}{}{}\n", mechanism,
-               o.generate, dtype_name(dtype), feature_map, stabilizer);
+    // The text options shape the inputs (performer's trig W has m/2 rows) or the run that reads them
+    // (the stabiliser): the run must use them too. Sizes (m, N) it reads from the files.
+    std::string run_options;
+    for (const auto& [key, value] : options.values()) {
+      if (std::holds_alternative<std::string>(value)) {
+        run_options += fmt::format(" {} {}", OptionSpec{.key = key}.flag(), option_value_text(value));
+      }
+    }
+    fmt::print("next: arch-bench conformance --mechanism {} --inputs {} --outputs OUT --dtype {}{}\n", mechanism,
+               o.generate, dtype_name(dtype), run_options);
     return 0;
   }
 
@@ -98,12 +94,19 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
   if (o.inputs.empty() || o.outputs.empty()) {
     throw UsageError("give --inputs DIR and --outputs DIR (or --generate DIR to write seeded inputs first)");
   }
-  for (const char* shaping : {"--batch", "--heads", "--length", "--dim", "--seed", "--features", "--state-size",
-                              "--qk-scale"}) {
+  for (const char* shaping : {"--batch", "--heads", "--length", "--dim", "--seed"}) {
     if (given(shaping)) {
       throw UsageError(fmt::format("{} shapes --generate only; a run takes every size from the input files (m from "
                                    "w.npy, N from A_log.npy)",
                                    shaping));
+    }
+  }
+  // A number option (m, N, qk_scale) shapes the drawn inputs only; a run reads every size from the files.
+  for (const auto& [key, value] : options.values()) {
+    if (!std::holds_alternative<std::string>(value)) {
+      throw UsageError(fmt::format("{} shapes --generate only; a run takes every size from the input files (m from "
+                                   "w.npy, N from A_log.npy)",
+                                   OptionSpec{.key = key}.flag()));
     }
   }
   ConformanceRequest request{o.mechanism, o.inputs, o.outputs, dtype, options, o.overwrite};
@@ -153,12 +156,9 @@ void register_conformance_command(CLI::App& app, CommandContext& context) {
                       "Storage dtype: float32|fp32 or bfloat16|bf16; inputs are rounded to it first (fp32 "
                       "accumulation)")
       ->capture_default_str();
-  command->add_option("--feature-map", o->feature_map,
-                      "linear_attention: elu (default) or relu; performer: favor+ (default) or trig");
-  command->add_option("--favor-stabilizer", o->favor_stabilizer,
-                      "performer (favor+): causal (default) or published (performer-pytorch / google-research eps "
-                      "placement; see README)")
-      ->capture_default_str();
+  // --feature-map, --favor-stabilizer, --features, --state-size, --qk-scale, ...: one flag per declared
+  // option. Text options apply to a run and to --generate; number options (sizes, qk_scale) to --generate.
+  add_mechanism_option_flags(*command, o->option_flags, o->option_assignments, false);
   command->add_flag("--overwrite", o->overwrite, "Replace existing output files (never done otherwise)");
   command->add_option("--device", o->device,
                       "Whose kernels run: cpu (default) or cuda (the GPU kernels of softmax_kv, linear_attention, "
@@ -173,11 +173,6 @@ void register_conformance_command(CLI::App& app, CommandContext& context) {
   command->add_option("--length", o->shape.length, "--generate: tokens")->capture_default_str();
   command->add_option("--dim,--head-dim", o->shape.dim, "--generate: features per head (dk = dv); mamba: d_inner = "
                                                          "heads x dim")
-      ->capture_default_str();
-  command->add_option("--features", o->features, "--generate, performer: random features m")->capture_default_str();
-  command->add_option("--state-size", o->state_size, "--generate, mamba: state size N")->capture_default_str();
-  command->add_option("--qk-scale", o->qk_scale,
-                      "--generate: multiplies the N(0,1) q and k draws (as `arch-bench run --qk-scale`)")
       ->capture_default_str();
   command->add_option("--seed", o->seed, "--generate: seed (the same tokens `arch-bench run --seed` draws)")
       ->capture_default_str();

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "mechanisms/common/feature_maps.hpp"
+#include "mechanisms/option_catalog.hpp"
 #include "core/backends/cpu/usable_cpus.hpp"
 #include "runner/cli/parse_lists.hpp"
 #include "core/errors.hpp"
@@ -40,19 +40,61 @@ void add_plan_options(CLI::App& c, RunOptions& o) {
                "whole team and on one thread, and the samples run on one thread when it is 5% or more faster (a "
                "short split step pays the team's fork/join; rows' one_thread_samples); off: every sample on the "
                "whole team");
-  c.add_option("--feature-map", o.feature_map, "linear_attention feature map: elu (elu+1, default) or relu (relu+1)");
-  c.add_option("--features", o.features, "performer: comma-separated random feature counts m (default 64,128,256)");
-  c.add_option("--state-size", o.state_size, "mamba: state size N per channel (default 16)");
   c.add_option("--candidates", o.candidates,
                "landscape: comma-separated candidate mechanisms (default: every registered mechanism but the "
                "baseline softmax_kv)");
-  c.add_option("--qk-scale", o.qk_scale,
-               "Scale of the N(0,1) q and k inputs (default 1); FAVOR+ error grows with |q|, |k| (see README)");
-  c.add_option("--favor-stabilizer", o.favor_stabilizer,
-               "performer (favor+): causal (default; eps relative to each token's largest feature, decode-safe) or "
-               "published (eps placed as performer-pytorch's softmax_kernel and google-research's FAVOR+: after "
-               "the key max over the whole sequence; see README)");
+  add_mechanism_option_flags(c, o.option_flags, o.option_assignments, true);
   add_plugin_option(c, o.plugins);
+}
+
+void add_mechanism_option_flags(CLI::App& c, std::map<std::string, std::string>& flags,
+                                std::vector<std::string>& assignments, bool list_on_run) {
+  for (const DeclaredOption& option : declared_options()) {
+    std::string help = option.help();
+    if (option.declarations.size() > 1 && option.declarations.front().first != "every mechanism") {
+      std::vector<std::string> takes;
+      for (const auto& [mechanism, spec] : option.declarations) takes.push_back(mechanism + ": " + spec.allowed());
+      help += fmt::format(" (each mechanism runs a value it takes, its default otherwise: {})", fmt::join(takes, "; "));
+    }
+    if (list_on_run && option.axis()) help += " [a comma-separated list]";
+    c.add_option(option.spec().flag(), flags[option.key], help)->type_name(list_on_run && option.axis() ? "LIST" : "VALUE");
+  }
+  c.add_option("--option", assignments,
+               "KEY=VALUE: set any option a mechanism declares, a plugin's too (repeatable; the keys are the flags' "
+               "names with '_': --option state_size=32 is --state-size 32; `arch-bench list` names them)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+}
+
+GivenMechanismOptions given_mechanism_options(const std::map<std::string, std::string>& flags,
+                                              const std::vector<std::string>& assignments,
+                                              const std::set<std::string>& given, bool list_on_run) {
+  GivenMechanismOptions out;
+  std::set<std::string> seen;
+  auto take = [&](const std::string& key, const std::string& text, const std::string& where) {
+    const DeclaredOption option = declared_option(key, where);
+    if (!seen.insert(key).second) {
+      throw UsageError(fmt::format("{} is given twice ({} and --option {}=...); give it once", option.spec().flag(),
+                                   option.spec().flag(), key));
+    }
+    if (list_on_run && option.axis()) {
+      std::vector<OptionValue>& values = out.axes[key];
+      for (const std::string& word : parse_word_list(option.spec().flag(), text)) values.push_back(option.parse(word));
+    } else {
+      out.values.set(key, option.parse(text));
+    }
+  };
+  for (const auto& [key, text] : flags) {
+    if (given.contains(key)) take(key, text, OptionSpec{.key = key}.flag());
+  }
+  for (const std::string& assignment : assignments) {
+    const std::size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw UsageError(fmt::format("--option '{}': write KEY=VALUE, e.g. --option state_size=32", assignment));
+    }
+    take(assignment.substr(0, equals), assignment.substr(equals + 1), "--option");
+  }
+  return out;
 }
 
 void add_plugin_option(CLI::App& c, std::vector<std::string>& plugins) {
@@ -213,10 +255,10 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   w = defaults;
   nlohmann::json& sources = resolved.sources;
   for (const char* key : {"mode", "sequence_lengths", "batch", "heads", "head_dim", "dtype", "phases", "warmup",
-                          "repeats", "rounds", "cache_state", "threads", "team_trial", "seed", "feature_map", "features", "state_size",
-                          "qk_scale", "favor_stabilizer", "device"}) {
+                          "repeats", "rounds", "cache_state", "threads", "team_trial", "seed", "device"}) {
     sources[key] = "mode_default";
   }
+  for (const DeclaredOption& option : declared_options()) sources[option.key] = "mode_default";
   resolved.device = o.device;
 
   if (profile != nullptr) {
@@ -272,13 +314,6 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
   }
   given("seed", "seed");
   w.seed = parse_seed("--seed", o.seed);
-  if (given("feature_map", "feature_map")) {
-    if (!parse_feature_map(o.feature_map)) {
-      throw UsageError(fmt::format("--feature-map: unknown feature map '{}' (use elu or relu)", o.feature_map));
-    }
-    w.options.feature_map = o.feature_map;
-  }
-  if (given("features", "features")) w.features = parse_positive_list("--features", o.features);
   if (given("candidates", "candidates")) {
     if (o.mode != "landscape") {
       throw UsageError(fmt::format("--candidates applies to --mode landscape; mode {} has fixed arms (see `arch-bench "
@@ -293,18 +328,15 @@ ResolvedSettings resolve_settings(const RunOptions& o, const Workload& defaults,
       }
     }
   }
-  if (given("state_size", "state_size")) w.options.state_size = positive("--state-size", o.state_size);
-  if (given("qk_scale", "qk_scale")) {
-    if (!(o.qk_scale > 0) || !std::isfinite(o.qk_scale)) {
-      throw UsageError(fmt::format("--qk-scale must be a positive number (got {})", o.qk_scale));
-    }
-    w.options.qk_scale = o.qk_scale;
+  // The mechanisms' options: each flag given (and each --option) is parsed by its declaration.
+  const GivenMechanismOptions options = given_mechanism_options(o.option_flags, o.option_assignments, o.given, true);
+  for (const auto& [key, value] : options.values.values()) {
+    w.options.set(key, value);
+    sources[key] = "command_line";
   }
-  if (given("favor_stabilizer", "favor_stabilizer")) {
-    if (o.favor_stabilizer != "causal" && o.favor_stabilizer != "published") {
-      throw UsageError(fmt::format("--favor-stabilizer: '{}' is neither causal nor published", o.favor_stabilizer));
-    }
-    w.options.favor_stabilizer = o.favor_stabilizer;
+  for (const auto& [key, values] : options.axes) {
+    w.axes[key] = values;
+    sources[key] = "command_line";
   }
 
   if (o.device != "cpu" && o.device != "cuda" && o.device != "auto") {

@@ -2,6 +2,7 @@
 // The options of `arch-bench run` (and the plan options `preflight` shares with it) and how mode
 // defaults, a profile and the command line merge into one Workload.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,12 +32,12 @@ struct RunOptions {
   std::int64_t steps_per_sample = 0;  // --steps-per-sample (0: profile or backend default)
   std::string semantic_id, workload_id, profile_id;
   std::string profile;  // --profile: id or file of the profile to apply (empty: none)
-  std::string feature_map, features;
   std::string candidates;  // --candidates (landscape): comma-separated mechanism ids
   std::vector<std::string> plugins;  // --plugin FILE, repeatable (runner/plugins/load_plugin.hpp)
-  std::int64_t state_size = 0;
-  double qk_scale = 1.0;
-  std::string favor_stabilizer;  // --favor-stabilizer (performer): causal | published
+  // The mechanisms' options (mechanisms/option_catalog.hpp): the text of each flag made from a
+  // declaration, by key ("feature_map" for --feature-map), and every --option KEY=VALUE.
+  std::map<std::string, std::string> option_flags;
+  std::vector<std::string> option_assignments;
   bool dry_run = false;
   bool overwrite = false;
   bool quiet = false;
@@ -49,6 +50,21 @@ struct RunOptions {
 void add_plan_options(CLI::App& command, RunOptions& options);
 // --plugin FILE (repeatable) into `plugins`; `list` and `conformance` take it too.
 void add_plugin_option(CLI::App& command, std::vector<std::string>& plugins);
+// One flag per option the registered built-in mechanisms and the harness declare (--feature-map,
+// --features, --state-size, --qk-scale, ...), plus --option KEY=VALUE (repeatable), which reaches any
+// declared key, a plugin's included. `list_on_run`: an axis option (OptionSpec::axis) takes a list.
+void add_mechanism_option_flags(CLI::App& command, std::map<std::string, std::string>& flags,
+                                std::vector<std::string>& assignments, bool list_on_run);
+// The values of those flags and --option assignments that were given, each parsed and checked by its
+// declaration (UsageError naming the flag): the single values, and the lists of axis options when
+// `list_on_run` (else an axis option is one value too).
+struct GivenMechanismOptions {
+  MechanismOptions values;
+  std::map<std::string, std::vector<OptionValue>, std::less<>> axes;
+};
+GivenMechanismOptions given_mechanism_options(const std::map<std::string, std::string>& flags,
+                                              const std::vector<std::string>& assignments,
+                                              const std::set<std::string>& given, bool list_on_run);
 // add_plan_options plus what only `run` takes (--profile, --dry-run, --device, output, identity).
 void add_run_options(CLI::App& command, RunOptions& options);
 // The command line as typed, quoted for a POSIX shell, after "arch-bench": what a report records.

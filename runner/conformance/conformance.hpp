@@ -37,7 +37,7 @@ struct ConformanceRequest {
   std::filesystem::path inputs;
   std::filesystem::path outputs;
   DType dtype = DType::float32;
-  MechanismOptions options;  // feature_map "" means the mechanism's default
+  MechanismOptions options;  // the options given, by key; an absent one is the mechanism's default
   bool overwrite = false;    // replace existing output files
   // "cpu" (the CPU kernels) or "cuda" (the GPU kernels, on_cuda.hpp; the fp64 reference is the same).
   std::string device = "cpu";
@@ -58,7 +58,7 @@ struct GenerateRequest {
   std::filesystem::path folder;
   std::string mechanism;  // empty: the union of every adapter's inputs
   ConformanceShape shape;
-  MechanismOptions options;  // feature_map "" means the mechanism's default
+  MechanismOptions options;  // the options given, by key; an absent one is the mechanism's default
   std::uint64_t seed = 0;
   DType dtype = DType::float32;  // sequence inputs are rounded through it
 };

@@ -1,6 +1,8 @@
 // `arch-bench conformance --describe`: the file layout of each mechanism, as Markdown.
 #include <fmt/format.h>
 
+#include "mechanisms/option_catalog.hpp"
+#include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 
 namespace arch_bench {
@@ -17,9 +19,23 @@ std::string cell(const std::string& text) {
   return out;
 }
 
+// The options `id` declares (Mechanism::option_specs()), then what its adapter adds about them.
+std::string options_line(const std::string& id, const ConformanceSpec& spec) {
+  std::vector<std::string> declared;
+  if (const Mechanism* mechanism = find_mechanism(id)) {
+    for (const OptionSpec& option : mechanism->option_specs()) {
+      declared.push_back(fmt::format("`{}` ({}; default {})", option.flag(), option.allowed(),
+                                     option_value_text(option.default_value)));
+    }
+  }
+  std::string line = fmt::format("{}", fmt::join(declared, ", "));
+  if (!spec.options.empty()) line += (line.empty() ? "" : ". ") + spec.options;
+  return line.empty() ? line : "Options: " + line + "\n\n";
+}
+
 std::string layout(const std::string& id, const ConformanceSpec& spec) {
   std::string text = fmt::format("#### `{}`\n\n", id);
-  if (!spec.options.empty()) text += fmt::format("Options: {}\n\n", spec.options);
+  text += options_line(id, spec);
   if (!spec.notes.empty()) text += spec.notes + "\n\n";
   text += "| file | shape | dtype | meaning |\n| --- | --- | --- | --- |\n";
   for (const ConformanceInputSpec& input : spec.inputs) {
@@ -41,7 +57,7 @@ std::string describe_conformance_layout(const std::string& mechanism, const Mech
   std::string text;
   for (const std::string& id : ids) {
     if (!text.empty()) text += "\n";
-    text += layout(id, find_conformance_adapter(id).spec(options));
+    text += layout(id, find_conformance_adapter(id).spec(mechanism.empty() ? declared_options_of(id, options) : options));
   }
   return text;
 }

@@ -9,6 +9,7 @@
 #include "runner/report/output_path.hpp"
 #include "runner/report/staged_folder.hpp"
 #include "runner/conformance/npy_files.hpp"
+#include "mechanisms/option_catalog.hpp"
 
 namespace arch_bench {
 
@@ -18,6 +19,13 @@ namespace {
 
 std::string shape_options(const ConformanceShape& shape) {
   return fmt::format("--batch {} --heads {} --length {} --dim {}", shape.batch, shape.heads, shape.length, shape.dim);
+}
+
+// What one mechanism is handed: the options it (or the harness) declares. A --generate for every
+// mechanism gives each its own (--features sizes performer's W, not retnet's inputs); the command
+// refuses an option the one mechanism it names does not take.
+MechanismOptions options_for(const std::string& id, const MechanismOptions& options) {
+  return declared_options_of(id, options);
 }
 
 // The limits a run applies (Mechanism::unsupported) apply to what --generate writes for it: a
@@ -30,13 +38,17 @@ void check_mechanism_limits(const std::string& id, const ConformanceShape& shape
   if (mechanism == nullptr) return;  // find_conformance_adapter named it
   const auto why = mechanism->unsupported(generated_cell(shape, options, dtype));
   if (!why) return;
+  // The same options with every integer option at its least: a reason that stays is not about sizes.
   MechanismOptions tiny_options = options;
-  tiny_options.features = 2;
-  tiny_options.state_size = 1;
+  for (const OptionSpec& spec : mechanism->option_specs()) {
+    if (spec.type == OptionType::integer && spec.minimum) {
+      tiny_options.set(spec.key, static_cast<std::int64_t>(*spec.minimum));
+    }
+  }
   if (mechanism->unsupported(generated_cell(ConformanceShape{1, 1, 1, 1}, tiny_options, dtype))) return;
   throw UsageError(fmt::format("--generate for {}: {} ({}); a run would refuse these inputs, so none are written{}",
                                id, *why, shape_options(shape),
-                               options.feature_map.empty() ? "" : "; give --mechanism to generate for one mechanism"));
+                               options.empty() ? "" : "; give --mechanism to generate for one mechanism"));
 }
 
 struct GeneratedSize {
@@ -52,7 +64,7 @@ GeneratedSize generated_size(const std::vector<std::string>& mechanisms, const C
   const ConformanceAxes axes = ConformanceAdapter::generated_axes(shape, options);
   std::map<std::string, std::int64_t> files;
   for (const std::string& id : mechanisms) {
-    for (const ConformanceInputSpec& input : find_conformance_adapter(id).spec(options).inputs) {
+    for (const ConformanceInputSpec& input : find_conformance_adapter(id).spec(options_for(id, options)).inputs) {
       std::int64_t elements = 1;
       for (const std::string& axis : input.axes) {
         const auto found = axes.find(axis);
@@ -100,7 +112,9 @@ std::vector<fs::path> generate_conformance_inputs(const GenerateRequest& request
                                  available ? fmt::format(" and this machine has {} available", bytes_text(*available))
                                            : std::string()));
   }
-  for (const std::string& id : mechanisms) check_mechanism_limits(id, shape, request.options, request.dtype);
+  for (const std::string& id : mechanisms) {
+    check_mechanism_limits(id, shape, options_for(id, request.options), request.dtype);
+  }
   check_output_folder(request.folder, "--generate", 32);
   check_free_space(request.folder, "--generate", disk + 64 * 1024, "writing the inputs");
 
@@ -121,7 +135,7 @@ std::vector<fs::path> generate_conformance_inputs(const GenerateRequest& request
   std::map<std::string, NpyArray> tensors;
   for (const std::string& id : mechanisms) {
     const ConformanceAdapter& adapter = find_conformance_adapter(id);
-    for (auto& [name, array] : adapter.generate(shape, request.options, request.seed, request.dtype)) {
+    for (auto& [name, array] : adapter.generate(shape, options_for(id, request.options), request.seed, request.dtype)) {
       const auto found = tensors.find(name);
       if (found == tensors.end()) {
         tensors.emplace(name, std::move(array));

@@ -16,6 +16,7 @@
 #include "runner/report/staged_folder.hpp"
 #include "build_info.hpp"
 #include "runner/conformance/npy_files.hpp"
+#include "mechanisms/option_catalog.hpp"
 
 namespace arch_bench {
 
@@ -143,7 +144,9 @@ ConformanceResult run_conformance(const ConformanceRequest& request) {
     }
     cuda = make_cuda_backend(0);
   }
-  const ConformanceSpec spec = adapter.spec(request.options);
+  // The options it declares (the command refuses others given for it).
+  const MechanismOptions options = declared_options_of(request.mechanism, request.options);
+  const ConformanceSpec spec = adapter.spec(options);
   if (request.outputs.empty()) throw UsageError("--outputs is empty");
   const ConformanceInputs inputs = read_conformance_inputs(spec, request.inputs, request.mechanism);
 
@@ -159,7 +162,7 @@ ConformanceResult run_conformance(const ConformanceRequest& request) {
   StagedFolder staged(request.outputs, "--outputs");
   check_existing_outputs(request.outputs, output_files, request.overwrite);
 
-  ConformanceOutputs out = adapter.run(inputs, request.dtype, request.options);
+  ConformanceOutputs out = adapter.run(inputs, request.dtype, options);
   // On the GPU the kernel outputs are replaced by the CUDA kernels' (the reference stays).
   if (cuda) run_conformance_kernels_on_cuda(request.mechanism, inputs, request.dtype, out, *cuda);
 

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "mechanisms/option_catalog.hpp"
+#include "mechanisms/registry.hpp"
+
 namespace arch_bench {
 
 namespace {
@@ -25,6 +28,23 @@ std::string compact_options(const nlohmann::json& options) {
                         value.is_string() ? value.get<std::string>() : value.dump());
   }
   return text;
+}
+
+// The options that tell two rows of `mechanism` apart: the keys it and the harness declare, a
+// declared key that is absent read as its default. Reports before the declarations recorded all five
+// options on every row (softmax_kv with a feature_map and a state_size), and before
+// --favor-stabilizer none: both pair with today's, which record only what the mechanism reads. A
+// mechanism that is not registered (a plugin not loaded) keeps every key it recorded.
+nlohmann::json options_that_matter(const std::string& mechanism, const nlohmann::json& options) {
+  if (!options.is_object() || find_mechanism(mechanism) == nullptr) return options;
+  nlohmann::json kept = nlohmann::json::object();
+  for (const OptionSpec& spec : option_specs_of(mechanism)) {
+    const auto it = options.find(spec.key);
+    if (it != options.end() && spec.type == OptionType::number && it->is_number()) kept[spec.key] = it->get<double>();
+    else if (it != options.end()) kept[spec.key] = *it;
+    else std::visit([&](const auto& held) { kept[spec.key] = held; }, spec.default_value);
+  }
+  return kept;
 }
 
 // Keys by id, with their occurrence, in order of first appearance.
@@ -58,9 +78,7 @@ RowKey row_key(const nlohmann::json& row, int occurrence) {
   // Copying and dumping `options` recurse once per level of nesting: read_report refuses documents
   // nested deeper than kMaxJsonDepth (runner/report/json_input.hpp), so this stays shallow.
   if (const auto it = row.find("options"); it != row.end() && it->is_object()) key.options = *it;
-  // Reports written before --favor-stabilizer existed used the causal stabiliser: read them as such,
-  // so that they still pair with today's rows.
-  if (key.options.is_object() && !key.options.contains("favor_stabilizer")) key.options["favor_stabilizer"] = "causal";
+  key.options = options_that_matter(key.mechanism, key.options);
   key.occurrence = occurrence;
   return key;
 }

@@ -1,4 +1,5 @@
 #include "runner/modes/decision_rules.hpp"
+#include "mechanisms/common/inputs.hpp"
 
 #include <algorithm>
 
@@ -71,8 +72,8 @@ std::optional<std::string> invalid_inputs_reason(std::span<const Row> rows, cons
     if (row.role == Role::baseline && output_not_finite(row)) cells.push_back(row_label(row));
   }
   if (cells.empty()) return std::nullopt;
-  const std::string scale =
-      workload.options.qk_scale != 1.0 ? fmt::format(" (--qk-scale {})", workload.options.qk_scale) : std::string();
+  const double qk_scale = qk_scale_option().number(workload.options);
+  const std::string scale = qk_scale != 1.0 ? fmt::format(" (--qk-scale {})", qk_scale) : std::string();
   return fmt::format("baseline outputs are not finite: the inputs are out of range{} ({}); no timing or accuracy "
                      "verdict about the candidates can be drawn from this run",
                      scale, fmt::join(cells, ", "));

@@ -7,6 +7,7 @@
 
 #include "runner/modes/linear_recurrence.hpp"
 #include "runner/modes/mode.hpp"
+#include "mechanisms/mamba/options.hpp"
 
 namespace arch_bench {
 
@@ -51,7 +52,7 @@ class MambaScanMode final : public Mode {
     const nlohmann::json& by_phase = decision.details["crossover_length"];
     decision.details["prefill_crossover_length"] =
         by_phase.contains("prefill") ? by_phase["prefill"] : nlohmann::json(nullptr);
-    decision.details["state_size"] = workload.options.state_size;
+    decision.details["state_size"] = mamba_state_size_option().integer(workload.options);
     decision.details["d_inner"] = workload.heads * workload.head_dim;
     return decision;
   }

@@ -12,6 +12,7 @@
 
 #include "runner/modes/decision_rules.hpp"
 #include "runner/modes/mode.hpp"
+#include "mechanisms/performer/options.hpp"
 
 namespace arch_bench {
 
@@ -27,8 +28,12 @@ constexpr double kMaxRelL2VsSoftmax = 0.1;
 
 constexpr std::int64_t kDefaultFeatures[] = {64, 128, 256};
 
+// The m values of the workload's --features list (performer's axis option), or the default ones.
 std::vector<std::int64_t> feature_counts(const Workload& workload) {
-  std::vector<std::int64_t> counts = workload.features;
+  std::vector<std::int64_t> counts;
+  if (const auto axis = workload.axes.find(performer_features_option().key); axis != workload.axes.end()) {
+    for (const OptionValue& m : axis->second) counts.push_back(std::get<std::int64_t>(m));
+  }
   if (counts.empty()) counts.assign(std::begin(kDefaultFeatures), std::end(kDefaultFeatures));
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
@@ -37,10 +42,10 @@ std::vector<std::int64_t> feature_counts(const Workload& workload) {
 
 Arm performer_arm(const Workload& workload, const std::string& map, std::int64_t m) {
   Arm arm{"performer", Role::candidate, "", workload.options};
-  arm.options.feature_map = map;
-  arm.options.features = m;
+  arm.options.set(performer_feature_map_option().key, map);
+  arm.options.set(performer_features_option().key, m);
   // Trig features have no eps to place: their arm records (and uses) the causal stabiliser.
-  if (map == "trig") arm.options.favor_stabilizer = "causal";
+  if (map == "trig") arm.options.set(favor_stabilizer_option().key, std::string("causal"));
   arm.variant = map == "trig" ? fmt::format("trig m={}", m) : fmt::format("m={}", m);
   return arm;
 }
@@ -89,13 +94,13 @@ class PerformerMode final : public Mode {
     // there; give --repeats 100 on a GPU or a bigger host.
     defaults.workload.warmup = 3;
     defaults.workload.repeats = 20;
-    defaults.workload.features.assign(std::begin(kDefaultFeatures), std::end(kDefaultFeatures));
+    for (std::int64_t m : kDefaultFeatures) defaults.workload.axes[performer_features_option().key].push_back(m);
     defaults.workload.feature_kind = "both";
     return defaults;
   }
 
   // favor+ at every m (feature_kind "positive" or "both"), trig at the largest m ("both") or at
-  // every m ("trig"). Each performer arm names its map in options.feature_map, so the report's
+  // every m ("trig"). Each performer arm names its map in its feature_map option, so the report's
   // arm options say which features a row used.
   std::vector<Arm> arms(const Workload& workload) const override {
     std::vector<Arm> arms{Arm{"softmax_kv", Role::baseline, "", workload.options}};
@@ -121,11 +126,12 @@ class PerformerMode final : public Mode {
     const Arm& baseline = all.front();
     // The arm the verdict is about: favor+ at the largest m (trig only when no favor+ arm runs).
     const Arm* chosen = nullptr;
-    auto is_favor = [](const Arm& arm) { return arm.options.feature_map != "trig"; };
+    auto is_favor = [](const Arm& arm) { return performer_feature_map_option().text(arm.options) != "trig"; };
+    auto m_of = [](const Arm& arm) { return performer_features_option().integer(arm.options); };
     for (const Arm& arm : all) {
       if (arm.role != Role::candidate) continue;
       if (chosen == nullptr || (is_favor(arm) && !is_favor(*chosen)) ||
-          (is_favor(arm) == is_favor(*chosen) && arm.options.features > chosen->options.features)) {
+          (is_favor(arm) == is_favor(*chosen) && m_of(arm) > m_of(*chosen))) {
         chosen = &arm;
       }
     }

@@ -15,6 +15,7 @@
 #include "runner/measure/statistics.hpp"
 #include "runner/measure/team_check.hpp"
 #include "runner/plugins/plugin_report.hpp"
+#include "mechanisms/common/inputs.hpp"
 
 namespace arch_bench {
 
@@ -94,7 +95,7 @@ void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const 
       fail_row(row, "non_finite_output",
                fmt::format("outputs are not finite (NaN or inf) on the first run; max_abs_error {}: the inputs are "
                            "out of the mechanism's range (e.g. --qk-scale {}) or the kernel is wrong",
-                           row.accuracy.max_abs_error, planned.cell.options.qk_scale));
+                           row.accuracy.max_abs_error, qk_scale_option().number(planned.cell.options)));
       return;
     }
   }

@@ -34,9 +34,6 @@ void validate_workload(const Workload& w) {
   }
   if (w.threads <= 0) throw UsageError(fmt::format("--threads must be positive (got {})", w.threads));
   if (w.phases.empty()) throw UsageError("--phase is empty; use decode, prefill or both");
-  for (std::int64_t m : w.features) {
-    if (m <= 0) throw UsageError(fmt::format("--features: {} is not a positive feature count", m));
-  }
   // A cell given twice would be measured twice and reported as two rows of one cell, which
   // `arch-bench diff` cannot pair.
   auto refuse_duplicates = [](const char* option, const auto& values, auto name) {
@@ -52,7 +49,9 @@ void validate_workload(const Workload& w) {
   auto number = [](std::int64_t value) { return std::to_string(value); };
   refuse_duplicates("--sequence-lengths", w.sequence_lengths, number);
   refuse_duplicates("--phase", w.phases, [](Phase phase) { return phase_name(phase); });
-  refuse_duplicates("--features", w.features, number);
+  for (const auto& [key, values] : w.axes) {
+    refuse_duplicates(OptionSpec{.key = key}.flag().c_str(), values, option_value_text);
+  }
 }
 
 namespace {

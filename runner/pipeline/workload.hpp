@@ -2,6 +2,7 @@
 // The workload matrix and measurement settings of one run, after defaults, profile and command
 // line have been merged.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,9 @@ struct Workload {
   // Off: every sample on the whole team, split or not as each kernel's fixed threshold says.
   bool team_trial = true;
   std::uint64_t seed = 0;
-  MechanismOptions options;           // feature map, state size, ...
-  std::vector<std::int64_t> features; // performer: m values swept (a workload axis)
+  MechanismOptions options;  // the mechanisms' options given (feature map, state size, ...), by key
+  // Options given as lists, which a mode sweeps (OptionSpec::axis; performer's m values), by key.
+  std::map<std::string, std::vector<OptionValue>, std::less<>> axes;
   std::string feature_kind = "positive";  // performer candidates: "positive", "trig" or "both"
   std::vector<std::string> candidates;     // landscape: the candidate mechanisms (empty: every one)
 };

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "mechanisms/option_catalog.hpp"
 #include "mechanisms/registry.hpp"
 #include "core/errors.hpp"
 #include "runner/report/report.hpp"
@@ -23,12 +24,23 @@ json optional_number(const std::optional<double>& value) {
   return value ? json(*value) : json(nullptr);
 }
 
-json options_json(const MechanismOptions& options) {
-  return {{"feature_map", options.feature_map},
-          {"features", options.features},
-          {"state_size", options.state_size},
-          {"qk_scale", options.qk_scale},
-          {"favor_stabilizer", options.favor_stabilizer}};
+// A row's or an arm's options: those its mechanism runs with (its declarations and the harness's,
+// defaults filled in), whatever else the workload gave.
+json options_json(const std::string& mechanism, const MechanismOptions& options) {
+  return resolved_options_of(mechanism, options).to_json();
+}
+
+// The workload's lists of axis options (performer's features), each declared axis key written (an
+// empty list when not given), as reports have always carried workload.features.
+void add_axes(json& workload, const Workload& w) {
+  for (const DeclaredOption& option : declared_options()) {
+    if (!option.axis()) continue;
+    json values = json::array();
+    if (const auto axis = w.axes.find(option.key); axis != w.axes.end()) {
+      for (const OptionValue& value : axis->second) std::visit([&](const auto& held) { values.push_back(held); }, value);
+    }
+    workload[option.key] = std::move(values);
+  }
 }
 
 json cell_json(const Cell& cell) {
@@ -48,7 +60,7 @@ json arm_json(const Arm& arm) {
           {"variant", arm.variant},
           {"state_kind", mechanism ? state_kind_name(mechanism->info().state_kind) : "unknown"},
           {"title", mechanism ? mechanism->info().title : ""},
-          {"options", options_json(arm.options)}};
+          {"options", options_json(arm.mechanism, arm.options)}};
 }
 
 std::string timing_description(const Workload& w) {
@@ -77,7 +89,7 @@ std::string timing_description(const Workload& w) {
 json workload_json(const Workload& w) {
   json phases = json::array();
   for (Phase phase : w.phases) phases.push_back(phase_name(phase));
-  return {{"sequence_lengths", w.sequence_lengths},
+  json out = {{"sequence_lengths", w.sequence_lengths},
           {"batch", w.batch},
           {"heads", w.heads},
           {"head_dim", w.head_dim},
@@ -90,11 +102,12 @@ json workload_json(const Workload& w) {
           {"threads", w.threads},
           {"team_trial", w.team_trial},
           {"seed", w.seed},
-          {"options", options_json(w.options)},
-          {"features", w.features},
+          {"options", w.options.to_json()},
           {"timing_method", timing_method_name(w.timing.method)},
           {"steps_per_sample", w.timing.steps_per_sample},
           {"timing_description", timing_description(w)}};
+  add_axes(out, w);
+  return out;
 }
 
 json ceilings_json(const Ceilings& c) {
@@ -142,7 +155,7 @@ json to_json(const Row& row) {
   out.update({{"role", role_name(row.role)},
               {"variant", row.variant},
               {"backend", row.backend},
-              {"options", options_json(row.cell.options)},
+              {"options", options_json(row.cell.mechanism, row.cell.options)},
               {"state_kind", state_kind_name(row.state_kind)},
               {"state_bytes", row.state_bytes},
               {"state_mb", row.state_bytes / kMiB},

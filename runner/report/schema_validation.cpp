@@ -1,5 +1,6 @@
 #include "runner/report/schema_validation.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,10 +14,42 @@
 #include <valijson/validator.hpp>
 
 #include "embedded_schemas.hpp"
+#include "mechanisms/option_catalog.hpp"
+#include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
 namespace {
+// The values each option key takes, from the registered mechanisms' declarations: any declaration's
+// value for definitions/options (a workload's, given for every mechanism), the mechanism's own for a
+// row's and an arm's options, and a list of them for each axis option of the workload (features).
+void add_option_schemas(nlohmann::json& schema) {
+  nlohmann::json& definitions = schema["definitions"];
+  nlohmann::json& any_value = definitions["options"]["properties"];
+  for (const DeclaredOption& option : declared_options()) {
+    nlohmann::json schemas = nlohmann::json::array();
+    for (const auto& [mechanism, spec] : option.declarations) {
+      const nlohmann::json value = spec.value_schema();
+      if (std::find(schemas.begin(), schemas.end(), value) == schemas.end()) schemas.push_back(value);
+    }
+    const nlohmann::json value = schemas.size() == 1 ? schemas[0] : nlohmann::json{{"anyOf", schemas}};
+    any_value[option.key] = value;
+    if (option.axis()) {
+      schema["properties"]["workload"]["properties"][option.key] = {{"type", "array"}, {"items", value}};
+    }
+  }
+  const std::vector<OptionSpec> harness = harness_option_specs();
+  for (const auto& mechanism : all_mechanisms()) {
+    nlohmann::json own = nlohmann::json::object();
+    for (const OptionSpec& spec : mechanism->option_specs()) own[spec.key] = spec.value_schema();
+    if (own.empty()) continue;
+    const nlohmann::json rule = {
+        {"if", {{"properties", {{"mechanism", {{"const", mechanism->info().id}}}}}, {"required", {"mechanism"}}}},
+        {"then", {{"properties", {{"options", {{"properties", own}}}}}}}};
+    for (const char* holder : {"row", "arm"}) definitions[holder]["allOf"].push_back(rule);
+  }
+}
+
 // Parsing a schema builds a constraint tree; do it once per schema and process.
 const valijson::Schema& parsed_schema(std::string_view name) {
   static std::mutex mutex;
@@ -26,6 +59,7 @@ const valijson::Schema& parsed_schema(std::string_view name) {
   static std::map<std::string, nlohmann::json, std::less<>> documents;  // adapters reference these
   nlohmann::json& document = documents[std::string(name)];
   document = nlohmann::json::parse(schema_text(name));
+  if (name == "result") add_option_schemas(document);
   auto schema = std::make_unique<valijson::Schema>();
   valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
   valijson::adapters::NlohmannJsonAdapter adapter(document);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "mechanisms/option_catalog.hpp"
 
 namespace arch_bench {
 
@@ -70,16 +71,6 @@ TimingMethod timing_from(const std::string& name) {
   throw UsageError(fmt::format("timing_method '{}' is not known", name));
 }
 
-MechanismOptions options_from(const json& options, MechanismOptions base) {
-  if (!options.is_object()) return base;
-  base.feature_map = text_or(options, "feature_map", base.feature_map);
-  base.features = integer_or(options, "features", base.features);
-  base.state_size = integer_or(options, "state_size", base.state_size);
-  base.qk_scale = number_or(options, "qk_scale", base.qk_scale);
-  base.favor_stabilizer = text_or(options, "favor_stabilizer", base.favor_stabilizer);
-  return base;
-}
-
 std::vector<std::int64_t> integers(const json& list, const char* key) {
   if (!list.is_array()) throw UsageError(fmt::format("field {} is not a list", key));
   std::vector<std::int64_t> values;
@@ -100,7 +91,7 @@ Row row_from_json(const json& r) {
   row.cell.heads = required(r, "heads").get<std::int64_t>();
   row.cell.head_dim = required(r, "head_dim").get<std::int64_t>();
   row.cell.dtype = dtype_from(required(r, "dtype").get<std::string>());
-  row.cell.options = options_from(r.value("options", json(nullptr)), MechanismOptions{});
+  row.cell.options = options_from_json(r.value("options", json(nullptr)), "row options");
   const std::string role = required(r, "role").get<std::string>();
   row.role = role == "baseline" ? Role::baseline : Role::candidate;
   row.variant = text_or(r, "variant", "");
@@ -175,8 +166,13 @@ Workload workload_from_report(const json& report, const Mode& mode) {
   w.threads = static_cast<int>(integer_or(block, "threads", w.threads));
   w.team_trial = block.value("team_trial", false);  // reports older than the trial ran without it
   w.seed = required(block, "seed").get<std::uint64_t>();
-  w.options = options_from(block.value("options", json(nullptr)), w.options);
-  if (block.contains("features")) w.features = integers(block["features"], "workload.features");
+  w.options = options_from_json(block.value("options", json(nullptr)), "workload.options");
+  w.axes.clear();
+  for (const DeclaredOption& option : declared_options()) {
+    const auto list = block.find(option.key);
+    if (!option.axis() || list == block.end() || !list->is_array() || list->empty()) continue;
+    for (const json& value : *list) w.axes[option.key].push_back(option.spec().from_json(value, "workload." + option.key));
+  }
   w.timing.method = timing_from(text_or(block, "timing_method", timing_method_name(w.timing.method)));
   w.timing.steps_per_sample = integer_or(block, "steps_per_sample", w.timing.steps_per_sample);
   w.candidates.clear();

@@ -38,9 +38,8 @@ TEST(ConformanceGpu, EveryMechanismWithCudaKernelsPassesOnTheDevice) {
       const Scratch scratch;
       const fs::path& folder = scratch.path;
       MechanismOptions options;
-      options.feature_map = "";
-      options.features = 32;
-      options.state_size = 8;
+      options.set("features", std::int64_t{32});
+      options.set("state_size", std::int64_t{8});
       // Past one prefill chunk (64 tokens; mamba's scan chunk is 1024: 1100 crosses it).
       const ConformanceShape shape{2, 2, mechanism == "mamba" ? 1100 : 80, 16};
       generate_conformance_inputs({folder / "in", mechanism, shape, options, 7, dtype});

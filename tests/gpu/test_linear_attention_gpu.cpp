@@ -35,7 +35,7 @@ TEST_P(LinearAttentionGpuCells, RunOnceAndMatchTheFp64Reference) {
   ASSERT_NE(linear, nullptr);
   Cell cell = small_cell(4, 64, length, dtype, phase);
   cell.mechanism = "linear_attention";
-  cell.options.feature_map = map;
+  cell.options.set("feature_map", std::string(map));
   ASSERT_FALSE(linear->unsupported_on(cell, "cuda"));
   auto prepared = linear->prepare(cell, 11, *backend);
   const std::int64_t allocations = backend->allocator().allocation_count();

@@ -26,7 +26,7 @@ namespace {
 Cell mamba_cell(Phase phase, std::int64_t length, DType dtype, std::int64_t heads = 2, std::int64_t dim = 8,
                 std::int64_t n = 16, std::int64_t batch = 2) {
   Cell cell = testing::mechanism_cell("mamba", heads, dim, length, dtype, phase, batch);
-  cell.options.state_size = n;
+  cell.options.set("state_size", static_cast<std::int64_t>(n));
   return cell;
 }
 

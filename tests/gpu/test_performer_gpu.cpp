@@ -30,10 +30,10 @@ Cell performer_cell(Phase phase, std::int64_t length, DType dtype, const std::st
                     std::int64_t features = 128) {
   Cell cell = small_cell(2, dim, length, dtype, phase);
   cell.mechanism = "performer";
-  cell.options.feature_map = map;
-  cell.options.features = features;
+  cell.options.set("feature_map", std::string(map));
+  cell.options.set("features", static_cast<std::int64_t>(features));
   // Trig denominators come close to 0 at unit scale (see the CPU tests); x0.3 keeps them away.
-  if (map == "trig") cell.options.qk_scale = 0.3;
+  if (map == "trig") cell.options.set("qk_scale", 0.3);
   return cell;
 }
 
@@ -92,7 +92,7 @@ TEST(PerformerGpu, OddFeatureCountsAndHeadWidthsMatchTheReference) {
 
 TEST(PerformerGpu, ThePublishedStabiliserIsRefused) {
   Cell cell = performer_cell(Phase::prefill, 64, DType::float32, "favor+");
-  cell.options.favor_stabilizer = "published";
+  cell.options.set("favor_stabilizer", std::string("published"));
   EXPECT_TRUE(find_mechanism("performer")->unsupported_on(cell, "cuda"));
 }
 
@@ -174,7 +174,7 @@ void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, Perfo
                                            std::int64_t length) {
   const std::string map = performer_features_name(kind);
   const Cell cell = performer_cell(Phase::prefill, length + 1, dtype, map);
-  const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features, kind};
+  const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim, std::get<std::int64_t>(*cell.options.find("features")), kind};
   const AttentionInputs in = make_attention_inputs(cell, length + 1, 17);
   DeviceHeads whole(cuda, shape, 5);
   const std::vector<float> rows = prefill<T>(cuda, shape, in, 0, length + 1, whole);
@@ -209,7 +209,7 @@ TEST(PerformerGpu, PrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
   const Cell cell = performer_cell(Phase::prefill, 160, DType::float32, "favor+");
-  const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim, cell.options.features,
+  const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim, std::get<std::int64_t>(*cell.options.find("features")),
                              PerformerFeatures::favor_plus};
   const AttentionInputs in = make_attention_inputs(cell, 160, 19);
   DeviceHeads whole(cuda, shape, 7);

@@ -15,7 +15,7 @@
 // ---- the mechanism's one option ------------------------------------------------------------------
 // `mean_power` (--mean-power, integer >= 0, default 0), declared with core/options.hpp's API. That API
 // arrives with the options branch: until it is merged, set this to 0 and the mechanism runs p = 0.
-#define CAUSAL_MEAN_DECLARES_ITS_OPTION 0
+#define CAUSAL_MEAN_DECLARES_ITS_OPTION 1
 #if CAUSAL_MEAN_DECLARES_ITS_OPTION
 #include "core/options.hpp"
 #endif

@@ -37,7 +37,6 @@ inline PreparedRun run_prepared(const Mechanism& mechanism, const Cell& cell, st
 inline ConformanceResult generate_and_run_conformance(const std::string& mechanism, const ConformanceShape& shape,
                                                       DType dtype, const TempFolder& folder) {
   MechanismOptions options;
-  options.feature_map = "";
   generate_conformance_inputs({folder.path() / "in", mechanism, shape, options, 7, dtype});
   return run_conformance({mechanism, folder.path() / "in", folder.path() / "out", dtype, options, false});
 }

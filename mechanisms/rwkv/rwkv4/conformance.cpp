@@ -72,7 +72,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
 class Rwkv4Conformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_no_feature_map(options, "rwkv4");
+    require_declared_options(options, "rwkv4");
     const std::vector<std::string> state_axes = {"batch", "heads", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"k", kRwkvTokenAxes, "keys k_t, one per channel (head, j)"},

@@ -50,7 +50,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
 class Rwkv6Conformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_no_feature_map(options, "rwkv6");
+    require_declared_options(options, "rwkv6");
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"r", kRwkvTokenAxes, "receptance r_t (the query's role)"},

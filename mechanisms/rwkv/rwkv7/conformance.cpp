@@ -49,7 +49,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
 class Rwkv7Conformance final : public ConformanceAdapter {
  public:
   ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_no_feature_map(options, "rwkv7");
+    require_declared_options(options, "rwkv7");
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"r", kRwkvTokenAxes, "receptance r_t (the query's role)"},
