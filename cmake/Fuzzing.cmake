@@ -1,6 +1,6 @@
 # -DARCH_BENCH_FUZZ=ON (clang only): libFuzzer targets for every reader of untrusted input, built
 # with AddressSanitizer and UndefinedBehaviorSanitizer. scripts/fuzz.sh configures a build folder
-# with this and builds only the fuzz targets; see README "Fuzzing".
+# with this and builds only the fuzz targets; see docs/user-guide.md, "Fuzzing and sanitizers".
 #   fuzz_report   result reports: json_input -> schema validation -> diff of the report with itself
 #   fuzz_profile  profiles: json_input -> schema validation -> typed profile
 #   fuzz_npy      .npy files: header and data parsing, then an encode/parse round trip

@@ -1,4 +1,4 @@
-# The installable package (README, "Add your own mechanism"):
+# The installable package (docs/adding-a-mechanism.md, "Plugins"):
 #   cmake --install build --prefix P
 # installs arch-bench (bin/), the mechanism SDK headers (include/arch_bench/, the same relative paths
 # as in this tree, so a mechanism includes "mechanisms/mechanism.hpp" in and out of it), the core

@@ -10,7 +10,7 @@ The published code is never part of this repository: scripts/crosscheck.sh downl
 from PyPI into a cache folder at set-up time, and this script loads only their pure-PyTorch
 reference functions from those files (no GPU, Triton or CUDA build is needed). The seeds' code is
 read from ../shared/seeds at run time. Each mapping (argument order, layouts, variant) is
-documented in README.md, "Cross-check against published implementations".
+documented in docs/user-guide.md, "Cross-check against published implementations".
 
 Each mechanism declares its own cross-check in its folder, mechanisms/<id>/crosscheck.py (found by
 glob; see CrossCheck below for what it exports); this script holds what they share.

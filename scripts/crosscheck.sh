@@ -23,7 +23,7 @@ ab_arch_bench
 BIN="$AB_BIN"
 CACHE="${ARCH_BENCH_CROSSCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/arch-bench/crosscheck}"
 PY=/usr/bin/python3
-# The versions whose reference functions the README's mapping table describes.
+# The versions whose reference functions docs/user-guide.md's mapping table describes.
 PINS=(performer-pytorch==1.1.4 einops==0.8.2 fla-core==0.6.0)
 MAMBA_PIN=mamba-ssm==2.3.2.post1
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes every reader of untrusted input (README "Fuzzing"): installs clang and libFuzzer when
+# Fuzzes every reader of untrusted input (docs/user-guide.md, "Fuzzing and sanitizers"): installs clang and libFuzzer when
 # missing, builds the libFuzzer targets of cmake/Fuzzing.cmake (address + undefined sanitizers) in
 # build-fuzz/, replays the committed corpus (tests/fuzz/corpus/<target>/, which holds the inputs that
 # once crashed arch-bench), then fuzzes each target for SECONDS (default 30). Exit 1 when any input

@@ -4,7 +4,7 @@
 # builds arch-bench there (no tests, no micro benchmarks, no CUDA; ccache when installed), and runs the
 # new mechanism through
 #   1. `run --mode landscape` with a tiny workload: causal_mean must be among the default candidates;
-#   2. `run` with the mechanism's own option (--mean-power 2, when the template declares it);
+#   2. `run` with the mechanism's own option (--mean-power 2), recorded in its rows;
 #   3. `conformance --generate`, then `conformance` on those inputs: the manifest must pass;
 #   4. `list`: causal_mean is listed, after the built-ins.
 # Every step must succeed and causal_mean's rows must be in each report. Exit 0 when all hold.
@@ -84,14 +84,9 @@ step "run --mode landscape (every registered mechanism, $TOY among the candidate
 n=$(rows_ok "$OUT/landscape.json" "$TOY") || fail "landscape report"
 step "landscape: $n rows of $TOY, ok"
 
-option=()
-check_option=()
-if grep -q "^#define CAUSAL_MEAN_DECLARES_ITS_OPTION 1" "$SRC/mechanisms/$TOY/mechanism.cpp"; then
-  option=(--mean-power 2)
-  check_option=(mean_power=2)
-else
-  step "(the template's option is switched off: CAUSAL_MEAN_DECLARES_ITS_OPTION 0; run without it)"
-fi
+# The toy's one option, declared in its folder only: the CLI flag comes from that declaration.
+option=(--mean-power 2)
+check_option=(mean_power=2)
 step "run --mode landscape --candidates $TOY ${option[*]}"
 "$BIN" run --mode landscape --candidates "$TOY" "${option[@]}" "${tiny[@]}" --output "$OUT/option.json" \
   >"$OUT/option.txt" 2>&1 || { tail -20 "$OUT/option.txt"; fail "run with the option"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The installed-package path of "Add your own mechanism" (README), end to end:
+# The installed-package path of "Plugins" (docs/adding-a-mechanism.md), end to end:
 #  1. installs the build in $BUILD_DIR (default build/, else build/run/; built first, as scripts/run.sh
 #     builds it, when there is none) to a temporary prefix;
 #  2. configures and builds examples/plugin/ as a separate CMake project against that prefix only

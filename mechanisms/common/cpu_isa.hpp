@@ -24,7 +24,7 @@ CpuIsa cpu_isa();
 // Whether the bf16 dot products beat widening to fp32 on this CPU, so that avx512_bf16 is the
 // default: on AMD (Zen 4) vdpbf16ps issues as often as an fp32 FMA and does twice its work, and the
 // bf16 prefill ran 1.7x faster (14.4-15.2 against 25.2-25.3 ms at L = 2048, 8 x 64, 2 threads,
-// alternated); on Intel (Sapphire Rapids) it issues half as often and ran 1.6x slower (README,
+// alternated); on Intel (Sapphire Rapids) it issues half as often and ran 1.6x slower (results/cpu-kernels.md,
 // softmax_kv CPU kernels).
 bool bf16_dot_products_pay();
 

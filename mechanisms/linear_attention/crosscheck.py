@@ -1,7 +1,7 @@
 """linear_attention against fla's naive recurrence and seeds 000 and 003.
 
 Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in README.md, "Cross-check against
+exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
 published implementations"."""
 
 import os

@@ -1,7 +1,7 @@
 """performer against performer-pytorch's softmax_kernel and causal linear attention.
 
 Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in README.md, "Cross-check against
+exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
 published implementations"."""
 
 import os
@@ -26,7 +26,7 @@ def ref_performer_pytorch(p, a, case):
     k = p.performer.softmax_kernel(t(a["k"]), projection_matrix=w, is_query=False, eps=1e-6)
     v = t(a["v"])
     # eps=0: performer-pytorch adds 1e-6 to k_cumsum in the denominator, google-research does not;
-    # arch-bench follows google-research (README: what the 1e-6 changes).
+    # arch-bench follows google-research (docs/user-guide.md, "The favor stabiliser": what the 1e-6 changes).
     out = p.performer.causal_linear_attention_noncuda(q, k, v, eps=0.0)
     return {"out": out.numpy(), "final_state": torch.einsum("bhnd,bhne->bhde", k, v).numpy(),
             "final_normalizer": k.sum(dim=-2).numpy()}

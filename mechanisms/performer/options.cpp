@@ -31,7 +31,7 @@ const OptionSpec& favor_stabilizer_option() {
                                .help = "performer (favor+): causal (default; eps relative to each token's largest "
                                        "feature, decode-safe) or published (eps placed as performer-pytorch's "
                                        "softmax_kernel and google-research's FAVOR+: after the key max over the "
-                                       "whole sequence; see README)",
+                                       "whole sequence; see docs/user-guide.md)",
                                .choices = {"causal", "published"}};
   return spec;
 }

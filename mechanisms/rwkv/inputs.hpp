@@ -3,7 +3,7 @@
 // same seed and shape (r, the receptance, plays the query's role: it is the q stream), so RWKV rows
 // are measured on the tokens every other mechanism of the run sees. The generation's own inputs
 // (decays, bonus, kappa, iclr) come from a stream of the seed and the shape, in the ranges of the
-// RWKV papers' initialisations (README, "RWKV inputs"). Sequence values are rounded through the
+// RWKV papers' initialisations (docs/design.md, "Inputs"). Sequence values are rounded through the
 // storage dtype and parameters are fp32: the fp64 references see exactly what the kernels see.
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 """softmax_kv against seed 000's standard attention.
 
 Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in README.md, "Cross-check against
+exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
 published implementations"."""
 
 import torch

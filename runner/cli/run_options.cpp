@@ -100,7 +100,7 @@ GivenMechanismOptions given_mechanism_options(const std::map<std::string, std::s
 void add_plugin_option(CLI::App& c, std::vector<std::string>& plugins) {
   c.add_option("--plugin", plugins,
                "Load mechanisms from a plugin library (repeatable; also ARCH_BENCH_PLUGIN_PATH, colon-separated "
-               "files or folders of *.so); see README, \"Add your own mechanism\"")
+               "files or folders of *.so); see docs/adding-a-mechanism.md, \"Plugins\"")
       ->type_name("FILE")
       ->allow_extra_args(false);  // one file per --plugin, so a word after it is never taken as a second
 }

@@ -68,7 +68,7 @@ struct GenerateRequest {
 std::vector<std::filesystem::path> generate_conformance_inputs(const GenerateRequest& request);
 
 // The file layout of one mechanism (or of every one with an adapter, when `mechanism` is empty)
-// as Markdown: for the README and `arch-bench conformance --describe`.
+// as Markdown: for docs/user-guide.md and `arch-bench conformance --describe`.
 std::string describe_conformance_layout(const std::string& mechanism, const MechanismOptions& options);
 
 }  // namespace arch_bench

@@ -105,7 +105,7 @@ void judge_team_stalls(RowDiff& row, const RowPair& pair) {
 
 // Rows whose team checks answered at markedly different speeds (the median of each row's checks,
 // runner/measure/team_check.hpp). On the 2-vCPU VMs an empty parallel region takes either ~0.6 or
-// ~1.2 us, in spells of seconds to minutes that come from the host (README, "Team latency"), and a
+// ~1.2 us, in spells of seconds to minutes that come from the host (results/shared-host-probes.md, "Team latency"), and a
 // step split over the team pays that difference two or three times (its fork and join, and the
 // lines its threads hand each other); a serial step beside a spinning worker can slow in the
 // same spells. A change in the checks' direction and no larger than
@@ -129,7 +129,7 @@ void judge_team_latency(RowDiff& row, const RowPair& pair) {
   if (change_us > kTeamLatencyMultiple * (slow_check - fast_check)) return;
   row.timing.verdict = Verdict::unsure;
   row.timing.reason = fmt::format("{} by {:+.0f}% ({:.2f} us), but the team answered its checks in {:.2f} vs {:.2f} us "
-                                  "(median team check): the host ran the vCPUs differently (README, Team latency), "
+                                  "(median team check): the host ran the vCPUs differently (results/shared-host-probes.md, Team latency), "
                                   "not necessarily the kernel",
                                   slower ? "slower" : "faster", 100 * *row.timing.change, change_us, *old_check,
                                   *new_check);

@@ -8,7 +8,7 @@
 //
 // Two readings, one per cache state of the cell, each taken by every thread of the team at once on
 // its own buffer (TeamMemoryProbe), the slowest thread's rate kept: a split step ends with its
-// slowest thread, and in the hot decode's slow mode (README, "The slow mode of hot decode") one
+// slowest thread, and in the hot decode's slow mode (results/shared-host-probes.md, "The slow mode of hot decode") one
 // thread's memory comes at half the rate while the other's does not.
 // - flushed (cold cells): a 512 KiB buffer, flushed from every cache and read back, tracks the rate a
 //   16 MiB read gets at the same moment (on one thread: probe / 16 MiB read stayed at 1.04-1.08

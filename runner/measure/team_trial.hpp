@@ -2,7 +2,7 @@
 // Whether a short CPU step runs faster on the whole OpenMP team or on one thread, measured before a
 // visit's samples. A kernel splits a step over the team above a fixed size (parallel_policy.hpp),
 // a size that pays when the team answers a fork/join in ~0.6 us. On a shared host the team answers
-// in ~1.2 us or more for spells of seconds to minutes (README, "Team latency"), and a split decode
+// in ~1.2 us or more for spells of seconds to minutes (results/shared-host-probes.md, "Team latency"), and a split decode
 // step of 8 heads x 64 then loses to one thread: linear attention's split step, 2.0-2.2 us in the
 // fast spells, took 3.1-4.7 us in the slow ones against 2.4-3.2 us on one thread. A kernel cannot
 // tell the spell; the sampler can, by timing both.

@@ -1,7 +1,7 @@
 #pragma once
 // The plugin contract: what an out-of-tree mechanism library (a shared object loaded by
 // `arch-bench --plugin FILE`) exports, and what it may call. Part of the installed mechanism SDK
-// (find_package(arch_bench) + arch_bench::mechanism_sdk); see README, "Add your own mechanism".
+// (find_package(arch_bench) + arch_bench::mechanism_sdk); see docs/adding-a-mechanism.md, "Plugins".
 //
 // A plugin is C++ code compiled against these headers and run inside the arch-bench process: its
 // Mechanism objects are used by the harness as the built-ins are. It links no arch-bench library:

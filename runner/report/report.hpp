@@ -1,6 +1,6 @@
 #pragma once
 // The evidence report of one run (docs/design.md, "Result report") and its JSON form, which
-// schemas/result.schema.json describes. Field names are the same in code, JSON and README.
+// schemas/result.schema.json describes. Field names are the same in code, JSON and docs.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real Slurm test of `run --shard` / `merge` (README, "Running on a cluster"): starts a
+# The real Slurm test of `run --shard` / `merge` (docs/cluster-guide.md): starts a
 # single-node cluster (local-cluster.sh), runs a small CPU matrix as a 3-task job array through
 # sweep.sh, and checks that
 #   1. the merged report validates and `diff` (and `report`, where built) accept it;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/checked_size.hpp"
+#include "core/options.hpp"
 #include "mechanisms/causal_mean/causal_mean.hpp"
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/common/compare.hpp"
@@ -12,21 +13,14 @@
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/registry.hpp"
 
-// ---- the mechanism's one option ------------------------------------------------------------------
-// `mean_power` (--mean-power, integer >= 0, default 0), declared with core/options.hpp's API. That API
-// arrives with the options branch: until it is merged, set this to 0 and the mechanism runs p = 0.
-#define CAUSAL_MEAN_DECLARES_ITS_OPTION 1
-#if CAUSAL_MEAN_DECLARES_ITS_OPTION
-#include "core/options.hpp"
-#endif
-
 namespace arch_bench {
 
 namespace {
 
 constexpr std::int64_t kPrefillRowsChecked = 64;  // per (batch, head)
 
-#if CAUSAL_MEAN_DECLARES_ITS_OPTION
+// The mechanism's one option, declared here and nowhere else: the CLI flag (--mean-power), the
+// report rows, diff pairing, shards, conformance and the schema all read this declaration.
 const OptionSpec& power_option() {
   static const OptionSpec spec{.key = "mean_power",
                                .type = OptionType::integer,
@@ -38,11 +32,6 @@ const OptionSpec& power_option() {
 }  // namespace
 std::int64_t causal_mean_power(const MechanismOptions& options) { return power_option().integer(options); }
 namespace {
-#else
-}  // namespace
-std::int64_t causal_mean_power(const MechanismOptions&) { return 0; }
-namespace {
-#endif
 std::int64_t power_of(const Cell& cell) { return causal_mean_power(cell.options); }
 // ---------------------------------------------------------------------------------------------------
 
@@ -152,9 +141,7 @@ class CausalMean final : public Mechanism {
 
   std::optional<std::string> unsupported(const Cell&) const override { return std::nullopt; }
 
-#if CAUSAL_MEAN_DECLARES_ITS_OPTION
   std::vector<OptionSpec> option_specs() const override { return {power_option()}; }
-#endif
 
   // S [batch_heads, dim] in fp32 (and the weight sum, one float).
   std::int64_t state_bytes(const Cell& cell) const override {

@@ -53,7 +53,7 @@ void run_head(const RwkvShape& shape, const RwkvParameters& params, std::int64_t
 // Channels (batch x heads x dim) from which a decode step is split over the team. One channel's
 // update is two exps, a divide and a few multiply-adds on three floats, so the step is short: at
 // 8 heads x 64, 0.74-0.94 us on one thread, against 0.80-1.14 us split while the team answered in
-// 0.6-0.8 us and 2.0-2.8 us in the host's spells when it answered in 1.4-1.8 (README, "Team
+// 0.6-0.8 us and 2.0-2.8 us in the host's spells when it answered in 1.4-1.8 (results/shared-host-probes.md, "Team
 // latency"). At 64 heads the split won by 17% in the first case and lost 9% in the second.
 constexpr std::int64_t kRwkv4ParallelChannels = 4096;
 

@@ -14,7 +14,7 @@
 // block's tokens with u and the outputs in registers: one pass over the slice per token, five FMAs
 // per state element (x = w H + b u + k v, o += r x, and the next token's u += a x). The row
 // convention it replaces (eight S rows at a time, S.a and S.r as horizontal sums) ran level with
-// ggml's RWKV_WKV7; the README's CPU-kernel section has the measurements.
+// ggml's RWKV_WKV7; results/cpu-kernels.md has the measurements.
 // rwkv7_prefill_chunkwise is the same prefill chunkwise (kRwkv7Chunk tokens) in the
 // WY/UT form of the delta rule; at d = 64 it does about as many FLOPs per token as the recurrence
 // (4 d^2 of inter-chunk products against ~4.5 d^2 element updates) and, measured on a 2-core
