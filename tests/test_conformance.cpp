@@ -15,6 +15,7 @@
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
+#include "support/usage_error.hpp"
 #include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
@@ -38,16 +39,6 @@ MechanismOptions small_options() {
 void generate(const fs::path& folder, const std::string& mechanism, DType dtype = DType::float32,
               MechanismOptions options = small_options()) {
   generate_conformance_inputs({folder, mechanism, small_shape(), options, 7, dtype});
-}
-
-std::string message_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
 }
 
 bool empty_or_missing(const fs::path& folder) { return !fs::exists(folder) || fs::is_empty(folder); }
@@ -125,7 +116,7 @@ TEST(ConformanceInputs, AnInputFileOfAnotherLengthIsRejectedNamingBothFiles) {
   k.shape[2] = 40;
   k.values.resize(static_cast<std::size_t>(k.size()));
   write_npy(folder / "in" / "k.npy", k, /*overwrite=*/true);
-  const std::string message = message_of([&] {
+  const std::string message = testing::usage_error_message([&] {
     run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
   });
   EXPECT_NE(message.find("q.npy and k.npy disagree on length"), std::string::npos) << message;
@@ -138,7 +129,7 @@ TEST(ConformanceInputs, WrongNumberOfDimensionsIsRejected) {
   TempFolder folder;
   generate(folder / "in", "linear_attention");
   write_npy(folder / "in" / "v.npy", NpyArray{{2, 80}, std::vector<double>(160, 0.5), NpyDtype::float32}, true);
-  const std::string message = message_of([&] {
+  const std::string message = testing::usage_error_message([&] {
     run_conformance({"linear_attention", folder / "in", folder / "out", DType::float32, small_options(), false});
   });
   EXPECT_NE(message.find("v.npy: shape (2, 80) has 2 dimension(s)"), std::string::npos) << message;
@@ -151,7 +142,7 @@ TEST(ConformanceInputs, NonFiniteValuesAreRejected) {
   NpyArray q = read_npy(folder / "in" / "q.npy");
   q.values[17] = NAN;
   write_npy(folder / "in" / "q.npy", q, true);
-  const std::string message = message_of([&] {
+  const std::string message = testing::usage_error_message([&] {
     run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
   });
   EXPECT_NE(message.find("q.npy: element (0, 0, 1, 1) is nan"), std::string::npos) << message;
@@ -162,7 +153,7 @@ TEST(ConformanceInputs, MissingFilesAreAllNamed) {
   generate(folder / "in", "softmax_kv");
   fs::remove(folder / "in" / "k.npy");
   fs::remove(folder / "in" / "v.npy");
-  const std::string message = message_of([&] {
+  const std::string message = testing::usage_error_message([&] {
     run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
   });
   EXPECT_NE(message.find("missing input file(s) for softmax_kv: k.npy [batch, heads, length, dim], v.npy"),
@@ -234,7 +225,7 @@ TEST(ConformanceOutputs, ExistingOutputsAreNeverOverwrittenUnlessAsked) {
   const ConformanceRequest request{"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false};
   run_conformance(request);
   const auto before = fs::last_write_time(folder / "out" / "prefill_out.npy");
-  const std::string message = message_of([&] { run_conformance(request); });
+  const std::string message = testing::usage_error_message([&] { run_conformance(request); });
   EXPECT_NE(message.find("already holds prefill_out.npy"), std::string::npos) << message;
   EXPECT_EQ(fs::last_write_time(folder / "out" / "prefill_out.npy"), before);
   ConformanceRequest again = request;
@@ -245,17 +236,17 @@ TEST(ConformanceOutputs, ExistingOutputsAreNeverOverwrittenUnlessAsked) {
 TEST(ConformanceOutputs, GenerateNeverReplacesInputs) {
   TempFolder folder;
   generate(folder / "in", "softmax_kv");
-  const std::string message = message_of([&] { generate(folder / "in", "linear_attention"); });
+  const std::string message = testing::usage_error_message([&] { generate(folder / "in", "linear_attention"); });
   EXPECT_NE(message.find("--generate never replaces input files"), std::string::npos) << message;
 }
 
 TEST(ConformanceOptions, UnknownMechanismAndFeatureMapAreUsageErrors) {
   TempFolder folder;
-  EXPECT_NE(message_of([&] { generate(folder / "in", "quadratic"); }).find("no mechanism named 'quadratic'"),
+  EXPECT_NE(testing::usage_error_message([&] { generate(folder / "in", "quadratic"); }).find("no mechanism named 'quadratic'"),
             std::string::npos);
   MechanismOptions options = small_options();
   options.set("feature_map", std::string("tanh"));
-  EXPECT_NE(message_of([&] { generate(folder / "in", "linear_attention", DType::float32, options); })
+  EXPECT_NE(testing::usage_error_message([&] { generate(folder / "in", "linear_attention", DType::float32, options); })
                 .find("unknown feature map 'tanh'"),
             std::string::npos);
   EXPECT_TRUE(empty_or_missing(folder / "in"));
@@ -423,7 +414,7 @@ TEST(ConformanceInputs, MambaParametersMustAgreeWithTheSequence) {
   TempFolder folder;
   generate(folder / "in", "mamba");
   write_npy(folder / "in" / "A_log.npy", NpyArray{{32, 4}, std::vector<double>(128, 0.0), NpyDtype::float32}, true);
-  const std::string message = message_of([&] {
+  const std::string message = testing::usage_error_message([&] {
     run_conformance({"mamba", folder / "in", folder / "out", DType::float32, small_options(), false});
   });
   EXPECT_NE(message.find("B.npy and A_log.npy disagree on N"), std::string::npos) << message;

@@ -12,6 +12,7 @@
 #include "runner/diff/pair_rows.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "support/usage_error.hpp"
 
 namespace arch_bench {
 namespace {
@@ -32,16 +33,6 @@ OptionSpec scale_spec() {
           .exclusive_minimum = true};
 }
 
-std::string usage_message(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
-
 TEST(OptionSpec, FlagIsTheKeyWithDashes) { EXPECT_EQ(map_spec().flag(), "--feature-map"); }
 
 TEST(OptionSpec, ParsesEachTypeAndChecksIt) {
@@ -51,22 +42,22 @@ TEST(OptionSpec, ParsesEachTypeAndChecksIt) {
 }
 
 TEST(OptionSpec, ErrorsNameTheFlagAndTheAllowedValues) {
-  EXPECT_EQ(usage_message([] { map_spec().parse("tanh"); }), "--feature-map: unknown feature map 'tanh' (use elu or relu)");
-  EXPECT_EQ(usage_message([] { count_spec().parse("0"); }), "--state-size must be a positive integer (got 0)");
-  EXPECT_EQ(usage_message([] { count_spec().parse("x"); }), "--state-size must be an integer >= 1 (got 'x')");
-  EXPECT_EQ(usage_message([] { count_spec().parse("3.5"); }), "--state-size must be an integer >= 1 (got '3.5')");
-  EXPECT_EQ(usage_message([] { scale_spec().parse("-1"); }), "--qk-scale must be a positive number (got -1)");
-  EXPECT_NE(usage_message([] { scale_spec().parse("inf"); }).find("--qk-scale must be a positive number"),
+  EXPECT_EQ(testing::usage_error_message([] { map_spec().parse("tanh"); }), "--feature-map: unknown feature map 'tanh' (use elu or relu)");
+  EXPECT_EQ(testing::usage_error_message([] { count_spec().parse("0"); }), "--state-size must be a positive integer (got 0)");
+  EXPECT_EQ(testing::usage_error_message([] { count_spec().parse("x"); }), "--state-size must be an integer >= 1 (got 'x')");
+  EXPECT_EQ(testing::usage_error_message([] { count_spec().parse("3.5"); }), "--state-size must be an integer >= 1 (got '3.5')");
+  EXPECT_EQ(testing::usage_error_message([] { scale_spec().parse("-1"); }), "--qk-scale must be a positive number (got -1)");
+  EXPECT_NE(testing::usage_error_message([] { scale_spec().parse("inf"); }).find("--qk-scale must be a positive number"),
             std::string::npos);
-  EXPECT_NE(usage_message([] { count_spec().check(std::string("elu")); }).find("--state-size"), std::string::npos);
+  EXPECT_NE(testing::usage_error_message([] { count_spec().check(std::string("elu")); }).find("--state-size"), std::string::npos);
 }
 
 TEST(OptionSpec, FromJsonTypesAndChecksNamingWhere) {
   EXPECT_EQ(scale_spec().from_json(nlohmann::json(2), "row"), OptionValue(2.0));  // an integer is a number
   EXPECT_EQ(count_spec().from_json(nlohmann::json(8), "row"), OptionValue(std::int64_t{8}));
-  EXPECT_NE(usage_message([] { count_spec().from_json(nlohmann::json(0), "rows[3].options"); }).find("rows[3].options"),
+  EXPECT_NE(testing::usage_error_message([] { count_spec().from_json(nlohmann::json(0), "rows[3].options"); }).find("rows[3].options"),
             std::string::npos);
-  EXPECT_NE(usage_message([] { count_spec().from_json(nlohmann::json("8"), "workload"); }).find("state_size"),
+  EXPECT_NE(testing::usage_error_message([] { count_spec().from_json(nlohmann::json("8"), "workload"); }).find("state_size"),
             std::string::npos);
   EXPECT_THROW(map_spec().from_json(nlohmann::json("tanh"), "row"), UsageError);
 }
@@ -105,11 +96,11 @@ TEST(OptionCatalog, TheBuiltInsDeclareTheirOptions) {
   const DeclaredOption map = declared_option("feature_map", "--option");
   EXPECT_EQ(map.declarations.size(), 2u);  // linear_attention's and performer's
   EXPECT_EQ(map.parse("trig"), OptionValue(std::string("trig")));
-  const std::string message = usage_message([&] { map.parse("tanh"); });
+  const std::string message = testing::usage_error_message([&] { map.parse("tanh"); });
   EXPECT_NE(message.find("--feature-map"), std::string::npos) << message;
   EXPECT_NE(message.find("linear_attention takes elu or relu"), std::string::npos) << message;
   EXPECT_NE(message.find("performer takes favor+"), std::string::npos) << message;
-  EXPECT_NE(usage_message([] { declared_option("no_such", "--option"); }).find("no mechanism declares an option 'no_such'"),
+  EXPECT_NE(testing::usage_error_message([] { declared_option("no_such", "--option"); }).find("no mechanism declares an option 'no_such'"),
             std::string::npos);
   // softmax_kv reads none of its own: its rows record the harness's qk_scale only.
   EXPECT_EQ(resolved_options_of("softmax_kv", {}).to_json(), (nlohmann::json{{"qk_scale", 1.0}}));

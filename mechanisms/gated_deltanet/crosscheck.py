@@ -1,8 +1,4 @@
-"""gated_deltanet against fla's naive gated delta rule (recurrent and chunked).
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""gated_deltanet against fla's naive gated delta rule (recurrent and chunked); a CrossCheck module (scripts/crosscheck.py)."""
 
 import os
 
@@ -10,10 +6,7 @@ import os
 from crosscheck import l2_normalise, t
 import crosscheck as xc
 
-MECHANISM = "gated_deltanet"
-ORDER = 60
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["q", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "gated_deltanet", 60, ["q", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Package("fla_gdn", "fla gated_delta_rule", lambda pkgs, common: xc.load_module(
         os.path.join(pkgs, "fla", "ops", "gated_delta_rule", "naive.py"), "fla_naive_gated_delta_rule")),

@@ -1,8 +1,4 @@
-"""linear_attention against fla's naive recurrence and seeds 000 and 003.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""linear_attention against fla's naive recurrence and seeds 000 and 003; a CrossCheck module (scripts/crosscheck.py)."""
 
 import os
 
@@ -11,10 +7,7 @@ import torch
 from crosscheck import ReferenceBroken, t, tensor_float_is_double
 import crosscheck as xc
 
-MECHANISM = "linear_attention"
-ORDER = 20
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["q", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "linear_attention", 20, ["q", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Package("fla_linear", "fla linear_attn", lambda pkgs, common: xc.load_module(
         os.path.join(pkgs, "fla", "ops", "linear_attn", "naive.py"), "fla_naive_linear_attn")),

@@ -22,18 +22,6 @@ namespace {
 const std::vector<std::string> kChannelAxes = {"batch", "d_inner", "length"};
 const std::vector<std::string> kTokenAxes = {"batch", "N", "length"};
 
-// [batch, N, length] (the file) <-> [batch, length, N] (the kernels' token-major B and C).
-std::vector<float> swap_last_two(const std::vector<float>& x, std::int64_t batch, std::int64_t rows,
-                                 std::int64_t cols) {
-  std::vector<float> out(x.size());
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t c = 0; c < cols; ++c) out[(b * cols + c) * rows + r] = x[(b * rows + r) * cols + c];
-    }
-  }
-  return out;
-}
-
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   const std::int64_t batch = inputs.axis("batch"), channels = inputs.axis("d_inner");
@@ -173,6 +161,17 @@ class MambaConformance final : public ConformanceAdapter {
 };
 
 }  // namespace
+
+std::vector<float> swap_last_two(const std::vector<float>& x, std::int64_t batch, std::int64_t rows,
+                                 std::int64_t cols) {
+  std::vector<float> out(x.size());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) out[(b * cols + c) * rows + r] = x[(b * rows + r) * cols + c];
+    }
+  }
+  return out;
+}
 
 const ConformanceAdapter& mamba_conformance() {
   static const MambaConformance adapter;

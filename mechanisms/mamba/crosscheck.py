@@ -1,8 +1,4 @@
-"""mamba against mamba-ssm's selective_scan_ref and seed 000's selective scan.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""mamba against mamba-ssm's selective_scan_ref and seed 000's selective scan; a CrossCheck module (scripts/crosscheck.py)."""
 
 import os
 
@@ -11,10 +7,7 @@ import torch
 from crosscheck import t, tensor_float_is_double
 import crosscheck as xc
 
-MECHANISM = "mamba"
-ORDER = 40
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["u", "B", "C"]
+MECHANISM, ORDER, SCALED_INPUTS = "mamba", 40, ["u", "B", "C"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Package("mamba", "mamba-ssm", lambda pkgs, common: xc.load_functions(
         os.path.join(pkgs, "mamba_ssm", "ops", "selective_scan_interface.py"), ["selective_scan_ref"], common)),

@@ -12,18 +12,6 @@ namespace arch_bench {
 
 namespace {
 
-// [batch, N, length] (the files) -> [batch, length, N] (the kernels' token-major B and C).
-std::vector<float> token_major_state_inputs(const std::vector<float>& x, std::int64_t batch, std::int64_t n,
-                                            std::int64_t length) {
-  std::vector<float> out(x.size());
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t s = 0; s < n; ++s) {
-      for (std::int64_t t = 0; t < length; ++t) out[(b * length + t) * n + s] = x[(b * n + s) * length + t];
-    }
-  }
-  return out;
-}
-
 template <class T>
 void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, CudaBackend& cuda) {
   const std::int64_t batch = inputs.axis("batch"), channels = inputs.axis("d_inner");
@@ -44,8 +32,8 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   const std::vector<float> u = to_storage_values(inputs.at("u"), dtype);
   const std::vector<float> dt = to_storage_values(inputs.at("dt"), dtype);
   const std::vector<float> z = to_storage_values(inputs.at("z"), dtype);
-  const std::vector<float> B = token_major_state_inputs(to_storage_values(inputs.at("B"), dtype), batch, n, length);
-  const std::vector<float> C = token_major_state_inputs(to_storage_values(inputs.at("C"), dtype), batch, n, length);
+  const std::vector<float> B = swap_last_two(to_storage_values(inputs.at("B"), dtype), batch, n, length);
+  const std::vector<float> C = swap_last_two(to_storage_values(inputs.at("C"), dtype), batch, n, length);
   std::vector<float> A = to_fp32_values(inputs.at("A_log"));
   for (float& a : A) a = -std::exp(a);  // as the adapter and MambaInputs::A()
   const Buffer<float> A_d = device_copy<float>(cuda, A);

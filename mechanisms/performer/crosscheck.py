@@ -1,8 +1,4 @@
-"""performer against performer-pytorch's softmax_kernel and causal linear attention.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""performer against performer-pytorch's softmax_kernel and causal linear attention; a CrossCheck module (scripts/crosscheck.py)."""
 
 import os
 
@@ -10,10 +6,7 @@ import torch
 from crosscheck import t
 import crosscheck as xc
 
-MECHANISM = "performer"
-ORDER = 30
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["q", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "performer", 30, ["q", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Package("performer", "performer-pytorch", lambda pkgs, common: xc.load_functions(
         os.path.join(pkgs, "performer_pytorch", "performer_pytorch.py"), ["softmax_kernel", "causal_linear_attention_noncuda"], common)),

@@ -1,8 +1,4 @@
-"""retnet against fla's naive retention and seed 000's multi-scale retention.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""retnet against fla's naive retention and seed 000's multi-scale retention; a CrossCheck module (scripts/crosscheck.py)."""
 
 import math
 import os
@@ -11,10 +7,7 @@ import torch
 from crosscheck import t, tensor_float_is_double
 import crosscheck as xc
 
-MECHANISM = "retnet"
-ORDER = 50
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["q", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "retnet", 50, ["q", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Package("fla_retention", "fla retention", lambda pkgs, common: xc.load_module(
         os.path.join(pkgs, "fla", "ops", "retention", "naive.py"), "fla_naive_retention")),

@@ -1,17 +1,10 @@
-"""softmax_kv against seed 000's standard attention.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""softmax_kv against seed 000's standard attention; a CrossCheck module (scripts/crosscheck.py)."""
 
 import torch
 from crosscheck import t
 import crosscheck as xc
 
-MECHANISM = "softmax_kv"
-ORDER = 10
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["q", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "softmax_kv", 10, ["q", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Seed("seed000", "seed 000", "000_90dd878822583f77.txt", ["standard_attention"]),
 ]

@@ -1,17 +1,10 @@
-"""rwkv4 against seed 002's WKV formula.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""rwkv4 against seed 002's WKV formula; a CrossCheck module (scripts/crosscheck.py)."""
 
 import numpy as np
 
 import crosscheck as xc
 
-MECHANISM = "rwkv4"
-ORDER = 70
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["k"]
+MECHANISM, ORDER, SCALED_INPUTS = "rwkv4", 70, ["k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = []
 
 

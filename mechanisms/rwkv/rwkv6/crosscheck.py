@@ -1,8 +1,4 @@
-"""rwkv6 against fla's naive recurrent RWKV-6.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""rwkv6 against fla's naive recurrent RWKV-6; a CrossCheck module (scripts/crosscheck.py)."""
 
 import os
 
@@ -10,10 +6,7 @@ import numpy as np
 from crosscheck import t, tensor_float_is_double
 import crosscheck as xc
 
-MECHANISM = "rwkv6"
-ORDER = 80
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["r", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "rwkv6", 80, ["r", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     # Only the forward function: the file's backward is decorated with `@torch.no_grad`, which
     # Debian's torch 1.13 does not take without parentheses.

@@ -1,8 +1,4 @@
-"""rwkv7 against fla's DPLR recurrence.
-
-Found by scripts/crosscheck.py (which this imports as `crosscheck`); what a mechanism's crosscheck.py
-exports is described there (CrossCheck). The mapping is documented in docs/user-guide.md, "Cross-check against
-published implementations"."""
+"""rwkv7 against fla's DPLR recurrence; a CrossCheck module (scripts/crosscheck.py)."""
 
 import math
 import os
@@ -11,10 +7,7 @@ import numpy as np
 from crosscheck import t, tensor_float_is_double
 import crosscheck as xc
 
-MECHANISM = "rwkv7"
-ORDER = 90
-# Inputs that "x30" multiplies: those whose size drives the exponentials (logits, decays, gates).
-SCALED_INPUTS = ["r", "k"]
+MECHANISM, ORDER, SCALED_INPUTS = "rwkv7", 90, ["r", "k"]  # SCALED_INPUTS: what "x30" multiplies
 PUBLISHED = [
     xc.Package("fla_dplr", "fla dplr (rwkv7)", lambda pkgs, common: xc.load_module(
         os.path.join(pkgs, "fla", "ops", "generalized_delta_rule", "dplr", "naive.py"), "fla_naive_dplr")),
