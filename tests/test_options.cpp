@@ -197,5 +197,21 @@ TEST(OptionCli, ConformanceRefusesAnOptionTheMechanismDoesNotDeclare) {
   EXPECT_NE(described.out.find("`--state-size` (an integer >= 1; default 16)"), std::string::npos) << described.out;
 }
 
+TEST(OptionCli, ListNamesEachMechanismsDeclaredOptions) {
+  const CliResult listed = run_cli("list --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json listing = nlohmann::json::parse(listed.out);
+  for (const auto& mechanism : listing["mechanisms"]) {
+    const std::vector<OptionSpec> specs = find_mechanism(mechanism["id"].get<std::string>())->option_specs();
+    ASSERT_EQ(mechanism["options"].size(), specs.size()) << mechanism["id"];
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_EQ(mechanism["options"][i]["flag"], specs[i].flag());
+      EXPECT_EQ(mechanism["options"][i]["default"], option_value_text(specs[i].default_value));
+    }
+  }
+  const CliResult text = run_cli("list");
+  EXPECT_NE(text.out.find("option --state-size (an integer >= 1, default 16)"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace arch_bench

@@ -1,6 +1,7 @@
-// `arch-bench list`: the modes, mechanisms and backends this build has.
+// `arch-bench list`: the modes, mechanisms (with the options each declares) and backends this build has.
 #include <fmt/format.h>
 
+#include "core/options.hpp"
 #include "mechanisms/registry.hpp"
 #include "core/backends/cuda/device_probe.hpp"
 #include "runner/cli/commands.hpp"
@@ -12,6 +13,20 @@
 namespace arch_bench {
 
 namespace {
+// The options a mechanism declares (core/options.hpp), as `run` and `conformance` take them.
+nlohmann::json options_json(const std::vector<OptionSpec>& specs) {
+  nlohmann::json options = nlohmann::json::array();
+  for (const OptionSpec& spec : specs) {
+    options.push_back({{"key", spec.key},
+                       {"flag", spec.flag()},
+                       {"type", option_type_name(spec.type)},
+                       {"default", option_value_text(spec.default_value)},
+                       {"allowed", spec.allowed()},
+                       {"help", spec.help}});
+  }
+  return options;
+}
+
 nlohmann::json listing() {
   nlohmann::json modes = nlohmann::json::array();
   for (const auto& mode : all_modes()) {
@@ -34,7 +49,8 @@ nlohmann::json listing() {
     mechanisms.push_back({{"id", info.id},
                           {"title", info.title},
                           {"state_kind", state_kind_name(info.state_kind)},
-                          {"backends", info.backends}});
+                          {"backends", info.backends},
+                          {"options", options_json(mechanism->option_specs())}});
     if (const nlohmann::json plugin = plugin_json(info.id); !plugin.is_null()) mechanisms.back()["plugin"] = plugin;
   }
   const CudaProbe cuda = probe_cuda();
@@ -77,6 +93,10 @@ void register_list_command(CLI::App& app, CommandContext& context) {
       fmt::print("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
                  m["state_kind"].get<std::string>(), fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
                  m["title"].get<std::string>());
+      for (const auto& option : m["options"]) {
+        fmt::print("  {:<20} option {} ({}, default {})\n", "", option["flag"].get<std::string>(),
+                   option["allowed"].get<std::string>(), option["default"].get<std::string>());
+      }
       if (m.contains("plugin")) {
         fmt::print("  {:<20} plugin {} {} ({}, sha256 {})\n", "", m["plugin"]["name"].get<std::string>(),
                    m["plugin"]["version"].get<std::string>(), m["plugin"]["path"].get<std::string>(),
