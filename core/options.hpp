@@ -38,6 +38,11 @@ struct OptionSpec {
   // m: one arm per value), recorded as workload.<key>; everywhere else (conformance, --option on
   // `conformance`, a cell) it is one value. The help says what the list means.
   bool axis = false;
+  // A size or scale of the inputs (performer's m, mamba's N, qk_scale): `conformance --generate`
+  // draws inputs with it, and a conformance run reads it back from the input files, so a run that is
+  // given one is refused. An option that changes the computation itself (a power, a feature map) is
+  // not one: a run takes it.
+  bool shapes_inputs = false;
 
   std::string flag() const;  // "--feature-map"
   // A command-line value, parsed and checked; UsageError naming flag() when it does not fit.

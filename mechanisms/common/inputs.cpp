@@ -45,7 +45,8 @@ const OptionSpec& qk_scale_option() {
                                .help = "Scale of the N(0,1) q and k inputs, every mechanism's (default 1); FAVOR+ "
                                        "error grows with |q|, |k| (docs/methodology.md)",
                                .minimum = 0.0,
-                               .exclusive_minimum = true};
+                               .exclusive_minimum = true,
+                               .shapes_inputs = true};
   return spec;
 }
 

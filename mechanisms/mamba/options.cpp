@@ -7,7 +7,8 @@ const OptionSpec& mamba_state_size_option() {
                                .type = OptionType::integer,
                                .default_value = std::int64_t{16},
                                .help = "mamba: state size N per channel (default 16)",
-                               .minimum = 1.0};
+                               .minimum = 1.0,
+                               .shapes_inputs = true};
   return spec;
 }
 

@@ -20,7 +20,8 @@ const OptionSpec& performer_features_option() {
                                        "comma-separated list: the performer mode measures favor+ at each m (default "
                                        "64,128,256); other modes run m = 256",
                                .minimum = 1.0,
-                               .axis = true};
+                               .axis = true,
+                               .shapes_inputs = true};
   return spec;
 }
 

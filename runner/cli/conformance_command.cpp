@@ -8,6 +8,7 @@
 #include "runner/cli/parse_lists.hpp"
 #include "runner/cli/run_options.hpp"
 #include "mechanisms/common/conformance_adapter.hpp"
+#include "mechanisms/option_catalog.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "core/errors.hpp"
@@ -101,12 +102,13 @@ int run(const ConformanceOptions& o, const CLI::App& command) {
                                    shaping));
     }
   }
-  // A number option (m, N, qk_scale) shapes the drawn inputs only; a run reads every size from the files.
+  // An option that shapes the drawn inputs (m, N, qk_scale) is --generate's; a run reads it from the files.
   for (const auto& [key, value] : options.values()) {
-    if (!std::holds_alternative<std::string>(value)) {
+    for (const auto& [declarer, spec] : declared_option(key, "--option").declarations) {
+      if (!spec.shapes_inputs) continue;
       throw UsageError(fmt::format("{} shapes --generate only; a run takes every size from the input files (m from "
                                    "w.npy, N from A_log.npy)",
-                                   OptionSpec{.key = key}.flag()));
+                                   spec.flag()));
     }
   }
   ConformanceRequest request{o.mechanism, o.inputs, o.outputs, dtype, options, o.overwrite};
