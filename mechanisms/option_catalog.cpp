@@ -90,7 +90,10 @@ MechanismOptions options_from_json(const nlohmann::json& options, const std::str
   MechanismOptions read;
   if (!options.is_object()) return read;
   const std::vector<DeclaredOption> declared = declared_options();
-  for (const auto& [key, value] : options.items()) {
+  for (const auto& item : options.items()) {
+    // Named copies: a lambda may not capture a structured binding (C++20; clang refuses it).
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     const auto it = std::find_if(declared.begin(), declared.end(), [&](const DeclaredOption& d) { return d.key == key; });
     if (it == declared.end()) {
       if (value.is_string()) read.set(key, value.get<std::string>());

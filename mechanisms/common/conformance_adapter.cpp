@@ -141,7 +141,8 @@ ConformanceState kernel_state(const std::string& name, const std::vector<std::in
 
 void require_declared_options(const MechanismOptions& options, const std::string& mechanism) {
   const std::vector<OptionSpec> specs = option_specs_of(mechanism);
-  for (const auto& [key, value] : options.values()) {
+  for (const auto& entry : options.values()) {
+    const std::string& key = entry.first;  // a named copy: a lambda may not capture a structured binding (C++20)
     const bool declared = std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& spec) { return spec.key == key; });
     if (!declared) throw UsageError(mechanism + " takes no " + OptionSpec{.key = key}.flag());
   }
