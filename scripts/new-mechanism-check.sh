@@ -11,9 +11,9 @@
 #
 #   scripts/new-mechanism-check.sh [SCRATCH]
 # SCRATCH (default: a fresh folder under ${TMPDIR:-/tmp}) is removed at the end unless KEEP=1. The
-# ctest `new_mechanism_check` (label `new_mechanism`) runs it with SCRATCH under the build folder:
-# there, with ccache's base_dir covering both, the scratch build compiles to the same relative paths
-# as the build it sits in, and takes every unchanged object from the cache.
+# ctest `new_mechanism_check` (label `new_mechanism`) runs it with SCRATCH under the build folder,
+# inside the checkout that CCACHE_BASEDIR names (scripts/setup.sh): the scratch build's paths are then
+# the same relative ones in every clone, and a second run takes every unchanged object from the cache.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOY=causal_mean
@@ -27,10 +27,10 @@ else
   SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/arch-bench-new-mechanism.XXXXXX")"
 fi
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$SCRATCH"' EXIT
-# Named like the source folder, beside the scratch build folder: the same relative paths as a build
-# folder next to the checkout (see above).
-SRC="$SCRATCH/$(basename "$ROOT")"
-BUILD="$SCRATCH/build"
+# The same layout whatever the checkout is called (the build folder inside the source, as build/ is):
+# ccache hashes paths relative to CCACHE_BASEDIR, so every clone's scratch build hits one cache.
+SRC="$SCRATCH/src"
+BUILD="$SRC/build"
 OUT="$SCRATCH/out"
 mkdir -p "$SRC" "$BUILD" "$OUT"
 step() { echo "new-mechanism-check: $*" >&2; }
