@@ -1,0 +1,270 @@
+// Model presets (runner/models/): every shipped preset validates, the footprint figures match sums
+// done by hand, bad input is exit 2 with nothing written, and `run --model` writes a valid report
+// whose `model` block adds up from its own rows.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "mechanisms/registry.hpp"
+#include "runner/models/model_footprint.hpp"
+#include "runner/models/model_preset.hpp"
+#include "runner/models/model_workload.hpp"
+#include "runner/report/schema_validation.hpp"
+#include "support/cli.hpp"
+#include "support/usage_error.hpp"
+
+namespace arch_bench {
+namespace {
+
+using testing::CliResult;
+using testing::read_json;
+using testing::run_cli;
+using testing::TempFolder;
+using testing::usage_error_message;
+
+constexpr std::int64_t kKiB = 1024, kMiB = 1024 * kKiB, kGiB = 1024 * kMiB;
+
+// A small hybrid a 2-core host measures in seconds: 2 attention layers (4 query heads sharing
+// nothing) and 6 linear-attention layers, at head_dim 16.
+nlohmann::json tiny_hybrid() {
+  return {{"id", "tiny-hybrid"},
+          {"name", "a tiny hybrid for tests"},
+          {"source", "tests/test_model_presets.cpp"},
+          {"parameter_count", 1000},
+          {"weight_dtype", "bfloat16"},
+          {"layers",
+           {{{"name", "attention"}, {"mechanism", "softmax_kv"}, {"count", 2}, {"heads", 4}, {"head_dim", 16}},
+            {{"name", "linear"}, {"mechanism", "linear_attention"}, {"count", 6}, {"heads", 2}, {"head_dim", 16}}}}};
+}
+
+std::filesystem::path write_preset(const std::filesystem::path& folder, const nlohmann::json& preset,
+                                   const std::string& name = "") {
+  const auto path = folder / ((name.empty() ? preset["id"].get<std::string>() : name) + ".json");
+  std::ofstream(path) << preset.dump(2);
+  return path;
+}
+
+TEST(ModelPresetFiles, EveryShippedPresetValidatesAndLoads) {
+  const std::vector<std::string> ids = known_model_ids();
+  for (const char* id : {"llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.1", "qwen2.5-7b", "gemma-2-9b", "mamba-2.8b",
+                         "rwkv7-0.1b", "rwkv7-0.4b", "rwkv7-1.5b", "rwkv7-2.9b", "gated-deltanet-1.3b", "retnet-1.3b",
+                         "retnet-6.7b", "qwen3-next-80b-a3b", "jamba-v0.1"}) {
+    EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id;
+  }
+  for (const std::string& id : ids) {
+    const ModelPreset preset = load_model_preset(id);
+    EXPECT_EQ(preset.id, id);
+    EXPECT_TRUE(schema_errors(preset.document, "model").empty()) << id;
+    EXPECT_EQ(preset.sha256.size(), 64u) << id;
+    EXPECT_NE(preset.source.find("http"), std::string::npos) << id << ": cite the published config";
+  }
+}
+
+TEST(ModelFootprint, Llama31_8bHoldsAQuarterMebibytePerTwoTokens) {
+  // 32 layers x 8 K/V heads x 128 x 2 (K and V) x 2 bytes = 128 KiB per token.
+  const ModelPreset preset = load_model_preset("llama-3.1-8b");
+  EXPECT_EQ(*sequence_state_bytes(preset, 1, DType::bfloat16), 128 * kKiB);
+  EXPECT_EQ(*sequence_state_bytes(preset, 131072, DType::bfloat16), 16 * kGiB);
+  EXPECT_EQ(weights_bytes(preset), 8030261248LL * 2);
+  // 141 GiB less 14.96 GiB of weights holds 7 sequences of 16 GiB.
+  EXPECT_EQ(max_batch(141 * kGiB, weights_bytes(preset), 16 * kGiB), 7);
+}
+
+TEST(ModelFootprint, SlidingWindowAndHybridsFollowTheirLayers) {
+  // Mistral: the cache stops at the window (4096 tokens x 128 KiB).
+  const ModelPreset mistral = load_model_preset("mistral-7b-v0.1");
+  EXPECT_EQ(*sequence_state_bytes(mistral, 1024, DType::bfloat16), 1024 * 128 * kKiB);
+  EXPECT_EQ(*sequence_state_bytes(mistral, 100000, DType::bfloat16), 4096 * 128 * kKiB);
+  // Gemma 2: 21 local layers capped at 4096 tokens, 21 global ones growing; 8 K/V heads x 256.
+  const ModelPreset gemma = load_model_preset("gemma-2-9b");
+  const std::int64_t per_token_per_layer = 2 * 8 * 256 * 2;
+  EXPECT_EQ(*sequence_state_bytes(gemma, 32768, DType::bfloat16),
+            21 * 4096 * per_token_per_layer + 21 * 32768 * per_token_per_layer);
+  // Jamba: 4 attention layers (8 x 128 K/V) grow, 28 Mamba layers hold d_inner x N fp32.
+  const ModelPreset jamba = load_model_preset("jamba-v0.1");
+  EXPECT_EQ(*sequence_state_bytes(jamba, 8192, DType::bfloat16), 4 * 8192 * (2 * 8 * 128 * 2) + 28 * 8192 * 16 * 4);
+}
+
+TEST(ModelFootprint, TheKvFormulaAgreesWithSoftmaxKvsOwnStateBytes) {
+  // A multi-head attention layer runs on this build, so its bytes come from the mechanism; they must
+  // equal the formula that stands in for layers the build cannot run yet.
+  ModelLayer layer{"attention", "softmax_kv", 1, 8, 64, 8, std::nullopt, std::nullopt, nlohmann::json::object()};
+  const LayerFootprint measured = layer_footprint(layer, 2048, DType::bfloat16);
+  EXPECT_EQ(measured.source, "mechanism");
+  EXPECT_EQ(*measured.bytes_per_layer, 2 * 2048 * 8 * 64 * 2);
+}
+
+TEST(ModelPresetLoad, PresetsThatNeedWhatThisBuildLacksSaySo) {
+  // Each layer type names what is missing rather than running something else in its place.
+  for (const ModelLayer& layer : load_model_preset("mistral-7b-v0.1").layers) {
+    if (find_mechanism("sliding_window") == nullptr) {
+      EXPECT_EQ(cannot_run_yet(layer).value_or(""), "mechanism sliding_window not registered");
+    }
+  }
+  const ModelLayer llama = load_model_preset("llama-3.1-8b").layers.front();
+  const auto& specs = find_mechanism("softmax_kv")->option_specs();
+  const bool gqa = std::any_of(specs.begin(), specs.end(), [](const OptionSpec& s) { return s.key == "kv_heads"; });
+  if (!gqa) {
+    EXPECT_EQ(cannot_run_yet(llama).value_or(""), "option kv_heads not declared by softmax_kv");
+    const CliResult cli = run_cli("run --model llama-3.1-8b --sequence-lengths 8 --repeats 1");
+    EXPECT_EQ(cli.exit_code, 2) << cli.err;
+    EXPECT_NE(cli.err.find("cannot run yet: layer type attention: option kv_heads not declared by softmax_kv"),
+              std::string::npos)
+        << cli.err;
+  } else {
+    EXPECT_FALSE(cannot_run_yet(llama));
+  }
+}
+
+TEST(ModelPresetLoad, BadInputIsExitTwoAndNothingWritten) {
+  TempFolder folder;
+  const auto out = folder / "out.json";
+  const std::string tail = " --sequence-lengths 8 --repeats 1 --output '" + out.string() + "'";
+  // Unknown preset: the known ones are listed.
+  CliResult cli = run_cli("run --model no-such-model" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find("unknown model preset 'no-such-model'"), std::string::npos) << cli.err;
+  EXPECT_NE(cli.err.find("llama-3.1-8b"), std::string::npos) << cli.err;
+  // A file that does not match the schema.
+  nlohmann::json bad = tiny_hybrid();
+  bad["layers"][0].erase("heads");
+  const auto bad_path = write_preset(folder.path(), bad);
+  cli = run_cli("run --model '" + bad_path.string() + "'" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find("does not match schemas/model.schema.json"), std::string::npos) << cli.err;
+  // K/V heads that do not divide the query heads.
+  nlohmann::json uneven = tiny_hybrid();
+  uneven["layers"][0]["kv_heads"] = 3;
+  cli = run_cli("run --model '" + write_preset(folder.path(), uneven).string() + "'" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find("kv_heads 3 does not divide heads 4"), std::string::npos) << cli.err;
+  // A window of 0.
+  nlohmann::json no_window = tiny_hybrid();
+  no_window["layers"][0]["mechanism"] = "sliding_window";
+  no_window["layers"][0]["window"] = 0;
+  cli = run_cli("run --model '" + write_preset(folder.path(), no_window).string() + "'" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find("window"), std::string::npos) << cli.err;
+  // An id that is not the file name.
+  cli = run_cli("run --model '" + write_preset(folder.path(), tiny_hybrid(), "renamed").string() + "'" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find("must equal its file name"), std::string::npos) << cli.err;
+  // Another mode.
+  cli = run_cli("run --model '" + write_preset(folder.path(), tiny_hybrid()).string() + "' --mode mamba_scan" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find("--model runs --mode landscape"), std::string::npos) << cli.err;
+  // --memory-gib without a model.
+  cli = run_cli("run --memory-gib 80" + tail);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(ModelWorkload, ArmsAreTheModelsLayersAtTheirShapesThenTheCandidatesAtTheAttentions) {
+  TempFolder folder;
+  ModelRun run = make_model_run(load_model_preset(write_preset(folder.path(), tiny_hybrid()).string()), {}, kGiB, "test");
+  const std::vector<Arm> arms = model_arms(run, {"mamba", "linear_attention"}, {});
+  ASSERT_EQ(arms.size(), 3u);  // linear_attention is the model's own layer: measured once, at its shape
+  EXPECT_EQ(arms[0].mechanism, "softmax_kv");
+  EXPECT_EQ(arms[0].role, Role::baseline);
+  EXPECT_EQ(arms[0].variant, "layer=attention");
+  EXPECT_EQ(arms[0].heads, 4);
+  EXPECT_EQ(arms[1].mechanism, "linear_attention");
+  EXPECT_EQ(arms[1].variant, "layer=linear");
+  EXPECT_EQ(arms[1].heads, 2);
+  EXPECT_EQ(arms[2].mechanism, "mamba");
+  EXPECT_EQ(arms[2].variant, "instead_of=attention");
+  EXPECT_EQ(arms[2].heads, 4);
+  EXPECT_EQ(arms[2].head_dim, 16);
+}
+
+TEST(ModelWorkload, CommandLineOverridesAreAppliedAndRecorded) {
+  TempFolder folder;
+  ModelOverrides overrides;
+  overrides.head_dim = 32;
+  const ModelRun run =
+      make_model_run(load_model_preset(write_preset(folder.path(), tiny_hybrid()).string()), overrides, kGiB, "test");
+  EXPECT_EQ(run.preset.layers[0].head_dim, 32);  // the attention layer: the one candidates replace
+  EXPECT_EQ(run.preset.layers[1].head_dim, 16);
+  ASSERT_EQ(run.overrides.size(), 1u);
+  EXPECT_EQ(run.overrides[0]["field"], "head_dim");
+  EXPECT_EQ(run.overrides[0]["layer"], "attention");
+  EXPECT_EQ(run.overrides[0]["preset"], 16);
+  EXPECT_EQ(run.overrides[0]["value"], 32);
+}
+
+TEST(ModelRunCli, ReportCarriesTheModelBlockThatAddsUpFromItsRows) {
+  TempFolder folder;
+  const auto preset = write_preset(folder.path(), tiny_hybrid());
+  const CliResult cli = run_cli("run --model '" + preset.string() +
+                                    "' --sequence-lengths 16,64 --phase decode --warmup 0 --repeats 3 --threads 1 "
+                                    "--candidates mamba --head-dim 32 --memory-gib 1 --run-label t --results-dir '" +
+                                    folder.path().string() + "' --quiet",
+                                folder.path());
+  ASSERT_EQ(cli.exit_code, 0) << cli.err << cli.out;
+  const auto path = folder / "landscape_tiny-hybrid_t.json";
+  ASSERT_TRUE(std::filesystem::exists(path)) << cli.out;
+  const nlohmann::json report = read_json(path);
+  EXPECT_TRUE(schema_errors(report, "result").empty());
+  EXPECT_EQ(report["schema_version"], "1.1.0");
+  const nlohmann::json& model = report["model"];
+  EXPECT_EQ(model["id"], "tiny-hybrid");
+  EXPECT_EQ(model["sha256"].get<std::string>().size(), 64u);
+  ASSERT_EQ(model["overrides"].size(), 1u);
+  EXPECT_EQ(model["overrides"][0]["field"], "head_dim");
+  EXPECT_EQ(model["memory"]["bytes"], kGiB);
+  EXPECT_EQ(model["memory"]["weights_reserve_bytes"], 2000);
+  ASSERT_EQ(model["lengths"].size(), 2u);
+  for (const nlohmann::json& at : model["lengths"]) {
+    const std::int64_t length = at["sequence_length"];
+    // The model's step is each layer type's median x its count; its state the same sum of row bytes.
+    double step = 0;
+    std::int64_t state = 0;
+    for (const nlohmann::json& row : report["metrics"]["rows"]) {
+      if (row["sequence_length"] != length) continue;
+      const std::int64_t count = row["variant"] == "layer=attention" ? 2 : row["variant"] == "layer=linear" ? 6 : 0;
+      step += static_cast<double>(count) * row["median_step_ms"].get<double>();
+      state += count * row["state_bytes"].get<std::int64_t>();
+    }
+    EXPECT_NEAR(at["model"]["decode_step_ms"].get<double>(), step, 1e-9 * step);
+    EXPECT_EQ(at["model"]["state_bytes_per_sequence"], state);
+    // softmax_kv at 4 heads x 32 (the override) x L tokens x K,V x 2 bytes per attention layer.
+    EXPECT_EQ(at["model"]["per_layer_type"][0]["state_bytes_per_layer"], 2 * length * 4 * 32 * 2);
+    EXPECT_EQ(at["model"]["max_batch"], (kGiB - 2000) / state);
+    ASSERT_EQ(at["replaced_by"].size(), 1u);  // mamba in place of the attention layers
+    EXPECT_EQ(at["replaced_by"][0]["mechanism"], "mamba");
+  }
+  EXPECT_TRUE(report["decision"]["details"].contains("model"));
+
+  // A 1.0.0 report (no model block) still validates, and diff pairs it with this one.
+  nlohmann::json old = report;
+  old["schema_version"] = "1.0.0";
+  old.erase("model");
+  EXPECT_TRUE(schema_errors(old, "result").empty());
+  const auto old_path = folder / "old.json";
+  std::ofstream(old_path) << old.dump();
+  const CliResult diff = run_cli("diff '" + old_path.string() + "' '" + path.string() + "' --fail-on never");
+  EXPECT_EQ(diff.exit_code, 0) << diff.err << diff.out;
+}
+
+TEST(ModelListCli, ListsEveryPresetWithBytesAndBatchOrWhatItLacks) {
+  const CliResult cli = run_cli("list --models --json --context 131072 --memory-gib 141");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const nlohmann::json listing = nlohmann::json::parse(cli.out);
+  bool found = false;
+  for (const nlohmann::json& model : listing["models"]) {
+    if (model["id"] != "llama-3.1-8b") continue;
+    found = true;
+    EXPECT_EQ(model["contexts"][0]["state_bytes_per_sequence"], 16 * kGiB);
+    EXPECT_EQ(model["contexts"][0]["max_batch"], 7);
+  }
+  EXPECT_TRUE(found);
+  const CliResult text = run_cli("list --models --memory-gib 80");
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("mistral-7b-v0.1"), std::string::npos);
+  EXPECT_EQ(run_cli("list --models --context 0").exit_code, 2);
+  EXPECT_EQ(run_cli("list --context 8192").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace arch_bench
