@@ -247,6 +247,30 @@ TEST(ModelRunCli, ReportCarriesTheModelBlockThatAddsUpFromItsRows) {
   EXPECT_EQ(diff.exit_code, 0) << diff.err << diff.out;
 }
 
+TEST(ModelRunCli, ShardsOfAModelRunMergeIntoTheWholeModelBlock) {
+  TempFolder folder;
+  const auto preset = write_preset(folder.path(), tiny_hybrid());
+  const std::string run = "run --model '" + preset.string() +
+                          "' --sequence-lengths 16,64 --phase decode --warmup 0 --repeats 2 --threads 1 "
+                          "--candidates mamba --memory-gib 1 --quiet --overwrite";
+  for (const char* shard : {"0/2", "1/2"}) {
+    const std::string name = std::string("s") + shard[0] + ".json";
+    const CliResult cli = run_cli(run + " --shard " + shard + " --output '" + (folder / name).string() + "'");
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  }
+  const CliResult merged = run_cli("merge '" + (folder / "s0.json").string() + "' '" + (folder / "s1.json").string() +
+                                   "' --output '" + (folder / "merged.json").string() + "'");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const nlohmann::json report = read_json(folder / "merged.json");
+  EXPECT_TRUE(schema_errors(report, "result").empty());
+  ASSERT_TRUE(report.contains("model"));
+  // Every layer type's row is in the merged report, so the whole-model step is known at every length.
+  for (const nlohmann::json& at : report["model"]["lengths"]) {
+    EXPECT_TRUE(at["model"]["decode_step_ms"].is_number()) << at.dump();
+    EXPECT_TRUE(at["replaced_by"][0]["decode_step_ms"].is_number()) << at.dump();
+  }
+}
+
 TEST(ModelListCli, ListsEveryPresetWithBytesAndBatchOrWhatItLacks) {
   const CliResult cli = run_cli("list --models --json --context 131072 --memory-gib 141");
   ASSERT_EQ(cli.exit_code, 0) << cli.err;

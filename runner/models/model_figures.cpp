@@ -124,6 +124,7 @@ nlohmann::json model_block(const ModelRun& run, std::span<const Row> rows, const
                       {"head_dim", layer.head_dim},
                       {"window", optional_json(layer.window)},
                       {"d_state", optional_json(layer.d_state)},
+                      {"options", layer.options},
                       {"variant", layer_variant(layer)},
                       {"baseline", base && *base == i}});
   }
