@@ -77,6 +77,11 @@ bool is_model_layer_arm(const Arm& arm) { return arm.variant.starts_with("layer=
 
 std::string arm_name(const Arm& arm) { return fmt::format("{} ({})", arm.mechanism, arm.variant); }
 
+std::string mebibytes(std::optional<std::int64_t> bytes) {
+  if (!bytes) return "unknown";
+  return fmt::format("{:.1f} MiB", static_cast<double>(*bytes) / (1 << 20));
+}
+
 }  // namespace
 
 ModelFigures model_figures(const ModelRun& run, std::span<const Row> rows, std::int64_t length) {
@@ -185,11 +190,9 @@ void add_model_decision(Decision& decision, const ModelRun& run, std::span<const
   for (std::size_t i : replaced_layers(run.preset)) {
     replaced += fmt::format("{}{}", replaced.empty() ? "" : "+", run.preset.layers[i].name);
   }
-  decision.reasons.push_back(fmt::format("model {}: at L={} its sequence-mixing layers hold {} bytes per sequence; "
+  decision.reasons.push_back(fmt::format("model {}: at L={} its sequence-mixing layers hold {} per sequence; "
                                          "{} sequences fit in {:.1f} GiB after {:.1f} GiB of weights",
-                                         run.preset.id, longest,
-                                         model.state_bytes_per_sequence ? std::to_string(*model.state_bytes_per_sequence)
-                                                                        : std::string("unknown"),
+                                         run.preset.id, longest, mebibytes(model.state_bytes_per_sequence),
                                          model.max_batch, static_cast<double>(run.memory_bytes) / (1 << 30),
                                          static_cast<double>(weights_bytes(run.preset)) / (1 << 30)));
   for (const Arm& arm : arms) {
@@ -205,9 +208,11 @@ void add_model_decision(Decision& decision, const ModelRun& run, std::span<const
                                    {"crossover_length", optional_json(crossover)},
                                    {"max_batch_by_length", batches}};
     decision.reasons.push_back(fmt::format(
-        "{} with {} replaced by {}: crossover {}, max batch {} at L={} (the model's own: {})", run.preset.id, replaced,
-        arm.mechanism, crossover ? fmt::format("at L={}", *crossover) : std::string("none in the lengths measured"),
-        at_longest.max_batch, longest, model.max_batch));
+        "{} with {} replaced by {}: {}; {} per sequence and a largest batch of {} at L={} (the model's own: {})",
+        run.preset.id, replaced, arm.mechanism,
+        crossover ? fmt::format("whole-model decode no slower from L={}", *crossover)
+                  : std::string("no crossover in the lengths measured"),
+        mebibytes(at_longest.state_bytes_per_sequence), at_longest.max_batch, longest, model.max_batch));
   }
   nlohmann::json own = nlohmann::json::object();
   for (std::int64_t length : workload.sequence_lengths) {

@@ -34,9 +34,11 @@ void add_model_presentation(const nlohmann::json& document, Section& section) {
   const nlohmann::json& model = *found;
   std::string layers;
   for (const nlohmann::json& layer : model.value("layers", nlohmann::json::array())) {
-    layers += fmt::format("{}{} x {} ({} heads, {} K/V, d {}{})", layers.empty() ? "" : " + ",
+    const bool grouped = layer.value("kv_heads", nlohmann::json()) != layer.value("heads", nlohmann::json());
+    layers += fmt::format("{}{} x {} ({} heads{}, d {}{})", layers.empty() ? "" : " + ",
                           integer_or_dash(layer["count"]), t::text(layer, "mechanism"), integer_or_dash(layer["heads"]),
-                          integer_or_dash(layer["kv_heads"]), integer_or_dash(layer["head_dim"]),
+                          grouped ? fmt::format(", {} K/V", integer_or_dash(layer["kv_heads"])) : std::string(),
+                          integer_or_dash(layer["head_dim"]),
                           layer.value("window", nlohmann::json()).is_number()
                               ? fmt::format(", window {}", layer["window"].get<std::int64_t>())
                               : std::string());
