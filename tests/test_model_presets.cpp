@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "mechanisms/registry.hpp"
+#include "runner/models/model_figures.hpp"
 #include "runner/models/model_footprint.hpp"
 #include "runner/models/model_preset.hpp"
 #include "runner/models/model_workload.hpp"
@@ -193,6 +194,61 @@ TEST(ModelWorkload, CommandLineOverridesAreAppliedAndRecorded) {
   EXPECT_EQ(run.overrides[0]["value"], 32);
 }
 
+Row decode_row(const std::string& mechanism, const std::string& variant, std::int64_t length, double ms,
+               std::int64_t state_bytes) {
+  Row row;
+  row.cell = Cell{mechanism, Phase::decode, length, 1, 4, 16, DType::bfloat16, {}};
+  row.variant = variant;
+  row.state_bytes = state_bytes;
+  row.samples_ms = {ms};
+  row.stats.median = ms;
+  return row;
+}
+
+TEST(ModelFigures, WholeModelStepStateBatchAndCrossoverAddUpFromTheLayerRows) {
+  TempFolder folder;
+  // 2 attention + 6 linear layers; memory 10000 bytes, weights 1000 x 2 bytes.
+  const ModelRun run =
+      make_model_run(load_model_preset(write_preset(folder.path(), tiny_hybrid()).string()), {}, 10000, "test");
+  const std::vector<Row> rows{
+      decode_row("softmax_kv", "layer=attention", 16, 1.0, 100), decode_row("softmax_kv", "layer=attention", 64, 4.0, 400),
+      decode_row("linear_attention", "layer=linear", 16, 0.5, 50), decode_row("linear_attention", "layer=linear", 64, 0.5, 50),
+      decode_row("mamba", "instead_of=attention", 16, 2.0, 10), decode_row("mamba", "instead_of=attention", 64, 2.0, 10)};
+  const ModelFigures at_16 = model_figures(run, rows, 16);
+  EXPECT_DOUBLE_EQ(*at_16.decode_step_ms, 2 * 1.0 + 6 * 0.5);
+  EXPECT_EQ(*at_16.state_bytes_per_sequence, 2 * 100 + 6 * 50);
+  EXPECT_EQ(at_16.max_batch, (10000 - 2000) / 500);
+  const ModelFigures at_64 = model_figures(run, rows, 64);
+  EXPECT_DOUBLE_EQ(*at_64.decode_step_ms, 2 * 4.0 + 6 * 0.5);
+  EXPECT_EQ(at_64.max_batch, (10000 - 2000) / 1100);
+  Arm mamba{"mamba", Role::candidate, "instead_of=attention", {}};
+  const ModelFigures replaced = replaced_figures(run, rows, mamba, 64);
+  EXPECT_DOUBLE_EQ(*replaced.decode_step_ms, 2 * 2.0 + 6 * 0.5);
+  EXPECT_EQ(*replaced.state_bytes_per_sequence, 2 * 10 + 6 * 50);
+  EXPECT_EQ(replaced.max_batch, (10000 - 2000) / 320);
+  // Slower at 16 (7 ms against 5), faster at 64 (7 against 11): the crossover is 64.
+  EXPECT_EQ(model_crossover(run, rows, mamba, {16, 64}), 64);
+  // A layer type without its row leaves the step unknown, never a partial sum.
+  EXPECT_FALSE(model_figures(run, std::vector<Row>(rows.begin() + 1, rows.end()), 16).decode_step_ms);
+}
+
+TEST(ModelRunCli, ADryRunPlansBytesAndBatchesWithoutMeasuring) {
+  TempFolder folder;
+  const auto out = folder / "dry.json";
+  const CliResult cli = run_cli("run --model '" + write_preset(folder.path(), tiny_hybrid()).string() +
+                                "' --dry-run --sequence-lengths 1024 --candidates mamba --memory-gib 1 --output '" +
+                                out.string() + "'");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const nlohmann::json report = read_json(out);
+  EXPECT_TRUE(schema_errors(report, "result").empty());
+  const nlohmann::json& at = report["model"]["lengths"][0];
+  EXPECT_TRUE(at["model"]["decode_step_ms"].is_null());
+  // 2 attention layers of 4 x 16 K/V at 1024 tokens, bf16; 6 linear-attention states of 2 heads x (16^2 + 16) fp32.
+  const std::int64_t state = 2 * (2 * 1024 * 4 * 16 * 2) + 6 * (2 * (16 * 16 + 16) * 4);
+  EXPECT_EQ(at["model"]["state_bytes_per_sequence"], state);
+  EXPECT_EQ(at["model"]["max_batch"], (kGiB - 2000) / state);
+}
+
 TEST(ModelRunCli, ReportCarriesTheModelBlockThatAddsUpFromItsRows) {
   TempFolder folder;
   const auto preset = write_preset(folder.path(), tiny_hybrid());
@@ -235,6 +291,10 @@ TEST(ModelRunCli, ReportCarriesTheModelBlockThatAddsUpFromItsRows) {
     EXPECT_EQ(at["replaced_by"][0]["mechanism"], "mamba");
   }
   EXPECT_TRUE(report["decision"]["details"].contains("model"));
+  // The model's own linear layers are measured, not judged as a candidate; mamba in place of attention is.
+  const nlohmann::json& judged = report["decision"]["details"]["candidates"];
+  EXPECT_FALSE(judged.contains("linear_attention (layer=linear)")) << judged.dump();
+  EXPECT_TRUE(judged.contains("mamba (instead_of=attention)")) << judged.dump();
 
   // A 1.0.0 report (no model block) still validates, and diff pairs it with this one.
   nlohmann::json old = report;

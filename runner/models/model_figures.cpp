@@ -73,8 +73,6 @@ nlohmann::json figures_json(const ModelFigures& figures) {
           {"max_batch", figures.max_batch}};
 }
 
-bool is_model_layer_arm(const Arm& arm) { return arm.variant.starts_with("layer="); }
-
 std::string arm_name(const Arm& arm) { return fmt::format("{} ({})", arm.mechanism, arm.variant); }
 
 std::string mebibytes(std::optional<std::int64_t> bytes) {
@@ -112,6 +110,27 @@ std::optional<std::int64_t> model_crossover(const ModelRun& run, std::span<const
     if (!faster) crossover.reset();  // it must stay no slower from there on
   }
   return crossover;
+}
+
+nlohmann::json planned_model_block(const ModelRun& run, const Plan& plan, const Workload& workload) {
+  std::vector<Row> rows;
+  for (const PlannedCell& planned : plan.cells) {
+    Row row;
+    row.cell = planned.cell;
+    row.role = planned.arm.role;
+    row.variant = planned.arm.variant;
+    row.state_bytes = planned.state_bytes;
+    row.status = RowStatus::skipped;  // planned, not measured: bytes and batches, no step times
+    rows.push_back(std::move(row));
+  }
+  std::vector<Arm> arms;
+  for (const PlannedCell& planned : plan.cells) {
+    const bool seen = std::any_of(arms.begin(), arms.end(), [&](const Arm& arm) {
+      return arm.mechanism == planned.arm.mechanism && arm.variant == planned.arm.variant;
+    });
+    if (!seen) arms.push_back(planned.arm);
+  }
+  return model_block(run, rows, workload, arms);
 }
 
 nlohmann::json model_block(const ModelRun& run, std::span<const Row> rows, const Workload& workload,
@@ -155,7 +174,7 @@ nlohmann::json model_block(const ModelRun& run, std::span<const Row> rows, const
     model["per_layer_type"] = per_layer;
     nlohmann::json alternatives = nlohmann::json::array();
     for (const Arm& arm : arms) {
-      if (is_model_layer_arm(arm)) continue;
+      if (arm.variant.starts_with("layer=")) continue;  // the model's own layer types, baseline included
       nlohmann::json entry = figures_json(replaced_figures(run, rows, arm, length));
       entry["mechanism"] = arm.mechanism;
       entry["variant"] = arm.variant;
@@ -196,7 +215,7 @@ void add_model_decision(Decision& decision, const ModelRun& run, std::span<const
                                          model.max_batch, static_cast<double>(run.memory_bytes) / (1 << 30),
                                          static_cast<double>(weights_bytes(run.preset)) / (1 << 30)));
   for (const Arm& arm : arms) {
-    if (is_model_layer_arm(arm)) continue;
+    if (arm.variant.starts_with("layer=")) continue;  // the model's own layer types, baseline included
     const std::optional<std::int64_t> crossover = model_crossover(run, rows, arm, workload.sequence_lengths);
     nlohmann::json batches = nlohmann::json::object();
     for (std::int64_t length : workload.sequence_lengths) {

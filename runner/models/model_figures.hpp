@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/models/model_workload.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/pipeline/run_result.hpp"
 #include "runner/pipeline/workload.hpp"
 
@@ -38,6 +39,8 @@ std::optional<std::int64_t> model_crossover(const ModelRun& run, std::span<const
 // The report's top-level `model` block (schemas/result.schema.json).
 nlohmann::json model_block(const ModelRun& run, std::span<const Row> rows, const Workload& workload,
                            std::span<const Arm> arms);
+// The same block for a dry run, from the plan's cells: state bytes and batches, every step time null.
+nlohmann::json planned_model_block(const ModelRun& run, const Plan& plan, const Workload& workload);
 // decision.details.model and one reason per alternative: its crossover length and memory-limited
 // batch against the model's own.
 void add_model_decision(Decision& decision, const ModelRun& run, std::span<const Row> rows, const Workload& workload,

@@ -116,6 +116,7 @@ ModelRun make_model_run(ModelPreset preset, const ModelOverrides& overrides, std
 
 std::string layer_variant(const ModelLayer& layer) { return "layer=" + layer.name; }
 std::string instead_of_variant(const ModelLayer& layer) { return "instead_of=" + layer.name; }
+bool is_model_layer_arm(const Arm& arm) { return arm.role == Role::candidate && arm.variant.starts_with("layer="); }
 
 std::vector<Arm> model_arms(const ModelRun& run, const std::vector<std::string>& candidates,
                             const MechanismOptions& workload_options) {

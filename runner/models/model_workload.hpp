@@ -52,6 +52,9 @@ ModelRun make_model_run(ModelPreset preset, const ModelOverrides& overrides, std
 // "instead_of=<name>" for a mechanism measured at that layer type's shape in its place.
 std::string layer_variant(const ModelLayer& layer);
 std::string instead_of_variant(const ModelLayer& layer);
+// An arm that measures one of the model's own layer types (not the baseline's): part of the model,
+// not a candidate to judge.
+bool is_model_layer_arm(const Arm& arm);
 
 // The landscape's arms for a model run, the baseline first (see the file comment). `candidates`:
 // --candidates (empty: every registered fixed-state mechanism the model does not already use).

@@ -105,8 +105,11 @@ class LandscapeMode final : public Mode {
     Decision decision;
     nlohmann::json per_candidate = nlohmann::json::object();
     int accepted = 0;
+    std::size_t candidates = 0;
     for (std::size_t i = 1; i < all_arms.size(); ++i) {
       const Arm& candidate = all_arms[i];
+      if (is_model_layer_arm(candidate)) continue;  // a layer type of the model itself: measured, not judged
+      ++candidates;
       const std::vector<Row> subset = rows_of(rows, baseline, candidate);
       const Decision verdict = decide_fixed_state(subset, workload, baseline, candidate, "accept_fixed_state");
       accepted += verdict.verdict == "accept_fixed_state" ? 1 : 0;
@@ -127,7 +130,6 @@ class LandscapeMode final : public Mode {
     decision.details["candidates"] = per_candidate;
     decision.details["ranking"] = ranking(rows, workload, all_arms);
     if (workload.model) add_model_decision(decision, *workload.model, rows, workload, all_arms);
-    const std::size_t candidates = all_arms.size() - 1;
     if (const auto invalid = invalid_inputs_reason(rows, workload)) {
       decision.verdict = "inconclusive";
       decision.reasons.insert(decision.reasons.begin(), *invalid);
