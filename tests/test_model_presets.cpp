@@ -263,6 +263,7 @@ TEST(ModelRunCli, ReportCarriesTheModelBlockThatAddsUpFromItsRows) {
   const nlohmann::json report = read_json(path);
   EXPECT_TRUE(schema_errors(report, "result").empty());
   EXPECT_EQ(report["schema_version"], "1.1.0");
+  EXPECT_EQ(report["identity"]["workload_id"], "arch-landscape-v1-tiny-hybrid");
   const nlohmann::json& model = report["model"];
   EXPECT_EQ(model["id"], "tiny-hybrid");
   EXPECT_EQ(model["sha256"].get<std::string>().size(), 64u);

@@ -87,6 +87,11 @@ RunRequest run_request(const RunOptions& given_options, const std::string& comma
   if (!options.model.empty()) {
     model = attach_model(options.model, options.given, settings.workload);
     request.experiment = fmt::format("{}_{}", defaults.experiment, model->preset.id);
+    // The workload's heads and head_dim are the baseline layer type's, from the preset unless typed.
+    for (const char* setting : {"heads", "head_dim"}) {
+      if (settings.sources.value(setting, "") != "command_line") settings.sources[setting] = "model";
+    }
+    settings.sources["mode"] = options.given.contains("mode") ? "command_line" : "model";
   }
   check_run_label(options.run_label);
   if (options.given.contains("shard")) request.shard = parse_shard(options.shard, process_environment());
@@ -102,6 +107,8 @@ RunRequest run_request(const RunOptions& given_options, const std::string& comma
   request.settings_sources = all_settings_sources(options, settings, profile != nullptr);
   request.semantic_id = options.semantic_id.empty() ? defaults.semantic_id : options.semantic_id;
   request.workload_id = options.workload_id.empty() ? defaults.workload_id : options.workload_id;
+  // Two models are two workloads: `diff` refuses to pair their rows unless told.
+  if (model && options.workload_id.empty()) request.workload_id += "-" + model->preset.id;
   request.run_label = options.run_label;
   request.command_line = command_line;
   request.output = {options.output, options.given.contains("output"), options.results_dir,
