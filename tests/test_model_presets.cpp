@@ -249,6 +249,18 @@ TEST(ModelRunCli, ADryRunPlansBytesAndBatchesWithoutMeasuring) {
   EXPECT_EQ(at["model"]["max_batch"], (kGiB - 2000) / state);
 }
 
+TEST(ModelWorkload, AnOptionOverridesOnlyTheLayersThatDeclareItAndIsRecordedWhereThePresetSetIt) {
+  ModelOverrides overrides;
+  overrides.options.set("state_size", std::int64_t{32});
+  overrides.options.set("qk_scale", 0.5);
+  const ModelRun run = make_model_run(load_model_preset("mamba-2.8b"), overrides, kGiB, "test");
+  EXPECT_EQ(run.preset.layers[0].d_state, 32);  // mamba declares state_size; the preset said 16
+  ASSERT_EQ(run.overrides.size(), 1u) << run.overrides.dump();
+  EXPECT_EQ(run.overrides[0]["field"], "state_size");
+  EXPECT_EQ(run.overrides[0]["layer"], "mamba");
+  EXPECT_EQ(run.overrides[0]["preset"], 16);
+}
+
 TEST(ModelRunCli, ReportCarriesTheModelBlockThatAddsUpFromItsRows) {
   TempFolder folder;
   const auto preset = write_preset(folder.path(), tiny_hybrid());

@@ -47,7 +47,9 @@ void override_option(ModelRun& run, ModelLayer& layer, const std::string& key, c
     before = layer.options.contains(key) ? layer.options[key] : nlohmann::json(nullptr);
     layer.options[key] = option_json(value);
   }
-  if (before != option_json(value)) {
+  // Only a value the preset set is overridden; an option it leaves alone (--qk-scale, a feature map)
+  // is a setting of the run, recorded in workload.options like any run's.
+  if (!before.is_null() && before != option_json(value)) {
     run.overrides.push_back({{"field", key}, {"layer", layer.name}, {"preset", before}, {"value", option_json(value)}});
   }
 }
