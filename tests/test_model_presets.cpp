@@ -241,6 +241,8 @@ TEST(ModelRunCli, ADryRunPlansBytesAndBatchesWithoutMeasuring) {
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   const nlohmann::json report = read_json(out);
   EXPECT_TRUE(schema_errors(report, "result").empty());
+  EXPECT_EQ(report["workload"]["phases"], nlohmann::json::array({"decode"}));  // a model run's default
+  EXPECT_EQ(report["settings_sources"]["phases"], "model");
   const nlohmann::json& at = report["model"]["lengths"][0];
   EXPECT_TRUE(at["model"]["decode_step_ms"].is_null());
   // 2 attention layers of 4 x 16 K/V at 1024 tokens, bf16; 6 linear-attention states of 2 heads x (16^2 + 16) fp32.

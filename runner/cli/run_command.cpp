@@ -92,6 +92,12 @@ RunRequest run_request(const RunOptions& given_options, const std::string& comma
       if (settings.sources.value(setting, "") != "command_line") settings.sources[setting] = "model";
     }
     settings.sources["mode"] = options.given.contains("mode") ? "command_line" : "model";
+    // The whole-model figures are decode figures; a model-sized prefill at the landscape's 8192 tokens
+    // takes minutes per cell on a small CPU. --phase decode,prefill asks for both.
+    if (!options.given.contains("phase")) {
+      settings.workload.phases = {Phase::decode};
+      settings.sources["phases"] = "model";
+    }
   }
   check_run_label(options.run_label);
   if (options.given.contains("shard")) request.shard = parse_shard(options.shard, process_environment());

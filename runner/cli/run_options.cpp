@@ -122,8 +122,9 @@ void add_run_options(CLI::App& c, RunOptions& o) {
                "Measure a published model's layers: ID (models/ID.json; `arch-bench list --models`) or a path to a "
                "preset .json file. Implies --mode landscape: the model's attention (its K/V heads and window) is "
                "the baseline, its other layer types are measured at their own shapes, and every other fixed-state "
-               "mechanism at the attention's shape; the report adds a `model` block (whole-model decode step, "
-               "cache bytes per sequence, largest batch that fits). --query-heads, --head-dim and mechanism "
+               "mechanism at the attention's shape, in decode unless --phase says otherwise; the report adds a "
+               "`model` block (whole-model decode step, cache bytes per sequence, largest batch that fits). "
+               "--query-heads, --head-dim and mechanism "
                "options override the preset's fields, and the report records each override")
       ->type_name("ID|FILE");
   c.add_option("--memory-gib", o.memory_gib,
