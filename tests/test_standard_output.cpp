@@ -90,5 +90,26 @@ TEST(StandardOutput, ControlBytesInAnErrorMessageReachTheTerminalEscaped) {
   EXPECT_NE(quoted.err.find("\\x1b[2J9.9.9"), std::string::npos) << quoted.err;
 }
 
+// diff's text names what changed with the reports' own words (a verdict, a reason); validate names
+// the file. Both reached the terminal raw.
+TEST(StandardOutput, ControlBytesFromReportsAndFileNamesAreShownEscapedInDiffAndValidate) {
+  TempFolder folder;
+  nlohmann::json document = testing::read_json(kReport);
+  document["decision"]["verdict"] = "\x1b[2Jaccept";
+  const auto hostile = folder / "x\x1b]0;title\a.json";
+  std::ofstream(hostile) << document.dump();
+  const auto diff = run_cli(fmt::format("diff '{}' '{}' --fail-on never", kReport, hostile.string()));
+  EXPECT_EQ(diff.out.find('\x1b'), std::string::npos) << diff.out;
+  EXPECT_EQ(diff.out.find('\a'), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("\\x1b[2Jaccept"), std::string::npos) << diff.out;
+  const auto valid = run_cli(fmt::format("validate '{}'", hostile.string()));
+  EXPECT_EQ(valid.exit_code, 0) << valid.err;
+  EXPECT_NE(valid.out.find("x\\x1b]0;title\\x07.json: valid"), std::string::npos) << valid.out;
+  const auto missing = run_cli(fmt::format("validate '{}/gone\x1b[2J.json'", folder.path().string()));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err.find('\x1b'), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("gone\\x1b[2J.json"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace arch_bench
