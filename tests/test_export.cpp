@@ -6,6 +6,7 @@
 #include <fstream>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -214,6 +215,43 @@ TEST(CsvExport, FormulasFromTheReportAreNeutralisedAndNegativeNumbersStayNumbers
         EXPECT_NO_THROW((void)std::stod(value)) << value;
       }
     }
+  }
+}
+
+// The same as a property: random text in a text column and a random number in a numeric one; the
+// field reads back as the text (with the neutralising quote exactly when it starts a formula) and
+// the number stays a number.
+TEST(CsvExport, AnyTextReadsBackAndNoFieldStartsAFormula) {
+  LoadedReport report = read_report(kLinearReport);
+  std::mt19937 random(42);
+  const std::string alphabet = "=+-@\t\r\n,\"' 0123456789.eE|!abc";
+  std::uniform_int_distribution<std::size_t> length(0, 12), pick(0, alphabet.size() - 1);
+  std::uniform_real_distribution<double> number(-1e6, 1e6);
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    for (std::size_t n = length(random); n > 0; --n) text += alphabet[pick(random)];
+    const double value = number(random);
+    json& row = report.document["metrics"]["rows"][0];
+    row["variant"] = text;
+    row["max_abs_error"] = value;
+    const auto lines = parse_csv(export_csv(report));
+    std::map<std::string, std::size_t> column;
+    for (std::size_t c = 0; c < lines[0].size(); ++c) column[lines[0][c]] = c;
+    ASSERT_EQ(lines[1].size(), lines[0].size()) << text;
+    const std::string& variant = lines[1][column["variant"]];
+    const bool formula = !text.empty() && std::string("=+@\t\r").find(text.front()) != std::string::npos;
+    const bool dash = !text.empty() && text.front() == '-';
+    if (formula) {
+      ASSERT_EQ(variant, "'" + text) << text;
+    } else if (!dash) {
+      ASSERT_EQ(variant, text);
+    } else {
+      ASSERT_TRUE(variant == text || variant == "'" + text) << text;
+    }
+    if (!variant.empty() && variant.front() == '-') {
+      ASSERT_NO_THROW((void)std::stod(variant)) << text;
+    }
+    ASSERT_EQ(std::stod(lines[1][column["max_abs_error"]]), value);
   }
 }
 
