@@ -224,6 +224,18 @@ TEST(ReportHtml, EscapesTextAndRefusesAMissingChart) {
   EXPECT_THROW(format_html(presentation), std::exception);
 }
 
+TEST(ReportHtml, ControlBytesAreShownEscaped) {
+  Presentation presentation;
+  presentation.title = "run \x1b[2J\a";
+  Section section;
+  section.bullets.push_back("note: \x1b]0;owned\a");
+  presentation.sections.push_back(section);
+  const std::string html = format_html(presentation);
+  EXPECT_EQ(html.find('\x1b'), std::string::npos);
+  EXPECT_EQ(html.find('\a'), std::string::npos);
+  EXPECT_NE(html.find("<li>note: \\x1b]0;owned\\x07</li>"), std::string::npos) << html;
+}
+
 TEST(ReportCli, MarkdownToStandardOutputAndToAFileThatIsNeverOverwritten) {
   auto result = run_cli(fmt::format("report '{}'", kLinearReport));
   ASSERT_EQ(result.exit_code, 0) << result.err;
