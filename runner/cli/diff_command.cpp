@@ -14,6 +14,7 @@
 #include "runner/diff/cell_format.hpp"
 #include "runner/diff/diff.hpp"
 #include "runner/diff/printers.hpp"
+#include "runner/present/printable_text.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/schema_validation.hpp"
 
@@ -79,7 +80,8 @@ int run_diff(const DiffOptions& options) {
   for (std::string& note : environment_notes(old_report, new_report)) notes.push_back(std::move(note));
 
   const DiffResult diff = compare_reports(old_report, new_report, settings, std::move(notes));
-  const std::string text = render(diff, options.format);
+  // Labels, notes and reasons come from the reports: control bytes in them are shown, never obeyed.
+  const std::string text = escape_control_bytes(render(diff, options.format));
   if (options.output.empty()) {
     fmt::print("{}", text);
   } else {
