@@ -960,6 +960,12 @@ TEST_F(DiffCli, AllowedHardwareChangeIsSaidFirstInEveryFormat) {
   EXPECT_EQ(document["allowed_differences"][0]["allowed_by"], "--allow-hardware-change");
   EXPECT_EQ(document["new"]["hardware"], "cpu, Intel Xeon");
   EXPECT_EQ(r.out.find("\"allowed_differences\""), r.out.find('"')) << "the first key of the document";
+  // Written to a file, the one line on standard output says it too.
+  const std::string a = folder.write("amd.json", amd), b = folder.write("intel.json", intel);
+  r = run_cli(folder, fmt::format("diff {} {} --allow-hardware-change --output {}", quoted(a), quoted(b),
+                                  quoted(folder.path("hardware.txt"))));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("WARNING: hardware.host.cpu_model differs"), 0u) << r.out;
 }
 
 // Issue 42: a linear_recurrence report against a performer one diffed with exit 0.

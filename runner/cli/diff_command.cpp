@@ -69,6 +69,10 @@ int run_diff(const DiffOptions& options) {
     fmt::print("{}", text);
   } else {
     write_file_atomically(options.output, text, false);
+    // The file says it first; so does the one line a CI log shows of it.
+    for (const AllowedDifference& difference : diff.allowed_differences) {
+      fmt::print("WARNING: {}\n", diff_format::allowed_difference(difference));
+    }
     fmt::print("wrote {}: {}; result: {}\n", options.output, diff_format::verdict_counts(diff.summary),
                diff_format::result(diff));
   }

@@ -1,4 +1,5 @@
-// compare_reports(): pair -> timing verdict + structural checks per pair -> summary and exit code.
+// compare_reports(): pair -> timing verdict + structural checks per pair -> unpaired rows explained -> the
+// gate (SLOWER rows, structural regressions, REMOVED rows, a failed new report) -> summary and exit code.
 #include <algorithm>
 #include <cmath>
 #include <optional>
