@@ -8,8 +8,8 @@
 
 #include "build_info.hpp"
 #include "core/errors.hpp"
-#include "runner/pipeline/plan.hpp"
 #include "runner/diff/hardware_identity.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/preflight/dry_run.hpp"
 #include "runner/report/report.hpp"

@@ -34,7 +34,8 @@ struct MergeContext {
   // machines compares the machines in every ratio: refused unless allowed (then said in the notes).
   bool allow_hardware_change = false;
   // Ceilings (memory bandwidth, peak FLOP/s) of two shards further apart than this fraction mean
-  // different machines even under one CPU model name; a shared node's readings move by ~5-10%.
+  // different machines even under one CPU model name. Two shards measured one after the other on a
+  // loaded 2-core VM read their ceilings 8-11% apart; shards sharing a node at once can differ more.
   double ceiling_tolerance = 0.25;
 };
 
