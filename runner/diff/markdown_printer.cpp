@@ -26,7 +26,10 @@ std::string format_diff_markdown(const DiffResult& diff) {
   std::string out;
   out += fmt::format("### arch-bench diff: {} → {}\n\n", code(diff.old_report.run_label),
                      code(diff.new_report.run_label));
-  out += fmt::format("**Result: {}**\n\n", f::result(diff));
+  for (const AllowedDifference& difference : diff.allowed_differences) {
+    out += fmt::format("> **Warning:** {}\n\n", cell(f::allowed_difference(difference)));
+  }
+  out += fmt::format("**Result: {}**\n\n", cell(f::result(diff)));
   out += fmt::format("- old: {}\n- new: {}\n- {}\n", cell(f::side(diff.old_report)), cell(f::side(diff.new_report)),
                      f::settings(diff.settings));
   for (const std::string& note : diff.notes) out += fmt::format("- note: {}\n", cell(note));
