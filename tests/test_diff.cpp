@@ -1062,6 +1062,20 @@ TEST_F(DiffCli, MarkdownHasATableHeader) {
   EXPECT_NE(r.out.find("| `softmax_kv decode L=256` |"), std::string::npos) << r.out;
 }
 
+// Issue 42: the diff's Markdown (a CI job summary) passes text from the reports through inert: a
+// failure message with HTML or a javascript: link shows as characters, not markup.
+TEST_F(DiffCli, MarkdownShowsHostileTextFromTheReportsInert) {
+  json hostile = base;
+  hostile["failure"] = {{"kind", "interrupted"}, {"message", "[x](javascript:alert(1)) <script>\x1b[2J"}};
+  const CommandResult r = diff(base, hostile, "--allow-failure --format markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.out.find("<script"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[x](javascript:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\[x\\](javascript:"), std::string::npos) << "shown, escaped: " << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("&lt;script&gt;"), std::string::npos) << r.out;
+}
+
 TEST_F(DiffCli, OutputIsWrittenOnceAndNeverOverwritten) {
   const std::string a = folder.write("a.json", base);
   const std::string target = folder.path("diff.json");
