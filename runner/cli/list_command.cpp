@@ -12,6 +12,7 @@
 #include "runner/models/model_request.hpp"
 #include "runner/plugins/load_plugin.hpp"
 #include "runner/plugins/plugin_report.hpp"
+#include "runner/present/printable_text.hpp"
 #include "runner/modes/mode.hpp"
 
 namespace arch_bench {
@@ -124,37 +125,41 @@ void register_list_command(CLI::App& app, CommandContext& context) {
       fmt::print("{}\n", all.dump(2));
       return;
     }
-    fmt::print("modes:\n");
+    // Plugins name and describe their own mechanisms: what they say is shown, never obeyed by the terminal.
+    std::string text;
+    text += "modes:\n";
     for (const auto& mode : all["modes"]) {
-      fmt::print("  {:<20} {}\n", mode["id"].get<std::string>(), mode["title"].get<std::string>());
+      text += fmt::format("  {:<20} {}\n", mode["id"].get<std::string>(), mode["title"].get<std::string>());
       std::string arms;
       for (const auto& arm : mode["arms"]) {
         arms += fmt::format("{}{} ({}{})", arms.empty() ? "" : ", ", arm["mechanism"].get<std::string>(),
                             arm["role"].get<std::string>(),
                             arm["variant"].get<std::string>().empty() ? "" : ", " + arm["variant"].get<std::string>());
       }
-      fmt::print("  {:<20} arms: {}\n", "", arms);
+      text += fmt::format("  {:<20} arms: {}\n", "", arms);
     }
-    fmt::print("mechanisms:\n");
+    text += "mechanisms:\n";
     for (const auto& m : all["mechanisms"]) {
-      fmt::print("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
-                 m["state_kind"].get<std::string>(), fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
-                 m["title"].get<std::string>());
+      text += fmt::format("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
+                          m["state_kind"].get<std::string>(),
+                          fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
+                          m["title"].get<std::string>());
       for (const auto& option : m["options"]) {
-        fmt::print("  {:<20} option {} ({}, default {})\n", "", option["flag"].get<std::string>(),
-                   option["allowed"].get<std::string>(), option["default"].get<std::string>());
+        text += fmt::format("  {:<20} option {} ({}, default {})\n", "", option["flag"].get<std::string>(),
+                            option["allowed"].get<std::string>(), option["default"].get<std::string>());
       }
       if (m.contains("plugin")) {
-        fmt::print("  {:<20} plugin {} {} ({}, sha256 {})\n", "", m["plugin"]["name"].get<std::string>(),
-                   m["plugin"]["version"].get<std::string>(), m["plugin"]["path"].get<std::string>(),
-                   m["plugin"]["sha256"].get<std::string>().substr(0, 16));
+        text += fmt::format("  {:<20} plugin {} {} ({}, sha256 {})\n", "", m["plugin"]["name"].get<std::string>(),
+                            m["plugin"]["version"].get<std::string>(), m["plugin"]["path"].get<std::string>(),
+                            m["plugin"]["sha256"].get<std::string>().substr(0, 16));
       }
     }
-    fmt::print("backends:\n");
+    text += "backends:\n";
     for (const auto& b : all["backends"]) {
-      fmt::print("  {:<20} {:<17} {}\n", b["id"].get<std::string>(), b["usable"].get<bool>() ? "usable" : "not usable",
-                 b["detail"].get<std::string>());
+      text += fmt::format("  {:<20} {:<17} {}\n", b["id"].get<std::string>(),
+                          b["usable"].get<bool>() ? "usable" : "not usable", b["detail"].get<std::string>());
     }
+    fmt::print("{}", escape_control_bytes(text));
   });
 }
 
