@@ -12,7 +12,7 @@ namespace arch_bench {
 
 void add_validate_options(CLI::App& command, ValidateOptions& options) {
   command.add_option("files", options.files, "Files to check")->required();
-  command.add_option("--schema", options.schema, "Schema name: result, profile, preflight or diff")
+  command.add_option("--schema", options.schema, "Schema name: result, profile, model, preflight or diff")
       ->capture_default_str();
 }
 

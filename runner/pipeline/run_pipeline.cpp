@@ -62,7 +62,9 @@ PreparedRun prepare_run(const RunRequest& request) {
     prepared.shard = select_shard(*request.shard, prepared.full_plan, mode.id(), request.backend.name, workload);
     prepared.shard_block = shard_json(*prepared.shard, process_environment());
   }
-  prepared.output = checked_report_path(request.output, mode.defaults().experiment, request.run_label);
+  prepared.output = checked_report_path(request.output,
+                                        request.experiment.empty() ? mode.defaults().experiment : request.experiment,
+                                        request.run_label);
   if (prepared.measures(request)) check_resources(prepared.plan(), workload, request.backend.name, prepared.output);
   prepared.report = begin_report(request);
   return prepared;
