@@ -18,6 +18,7 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
+#include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"
 
@@ -123,33 +124,37 @@ ARCH_BENCH_AVX512 void values_block(const float* pt, const float* values, std::i
 }
 
 // Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
-// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. On the
-// diagonal block key j is visible to query q only when j <= q (every query sees its own key, so
-// the new max is finite).
-ARCH_BENCH_AVX512 void softmax_block(float* st, std::int64_t count, std::int64_t cols, bool diagonal, float* m,
-                                     float* l, float* correction) {
+// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. A masked block
+// (prefill_blocks.hpp: the diagonal, or a band's edge) hides key j from query q outside the mask's
+// distance range. A query that sees no key yet (a band's first block) keeps m = -inf: its exponents
+// are taken against 0 instead, and all of them are masked to 0.
+ARCH_BENCH_AVX512 void softmax_block(float* st, std::int64_t count, std::int64_t cols,
+                                     const prefill_blocks::BlockMask& mask, float* m, float* l, float* correction) {
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i reach = _mm512_set1_epi32(static_cast<int>(mask.window));
   for (std::int64_t q = 0; q < cols; q += kLanes) {
-    const __m512i query = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q)));
+    // Distance from key 0 of the block to each query: key j is at distance - j.
+    const __m512i distance = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q + mask.offset)));
+    auto hidden = [&](std::int64_t j) ARCH_BENCH_AVX512 {
+      const __m512i d = _mm512_sub_epi32(distance, _mm512_set1_epi32(static_cast<int>(j)));
+      return static_cast<__mmask16>(_mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()) |
+                                    _mm512_cmpge_epi32_mask(d, reach));
+    };
     const __m512 old_max = _mm512_loadu_ps(m + q);
     __m512 new_max = old_max;
     for (std::int64_t j = 0; j < count; ++j) {
       __m512 s = _mm512_loadu_ps(st + j * kBlock + q);
-      if (diagonal) {
-        const __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query);
-        s = _mm512_mask_mov_ps(s, hidden, minus_inf);
-      }
+      if (mask.masked) s = _mm512_mask_mov_ps(s, hidden(j), minus_inf);
       new_max = _mm512_max_ps(new_max, s);
     }
-    const __m512 scale = exp_nonpositive16(_mm512_sub_ps(old_max, new_max));
+    const __m512 shift = _mm512_mask_mov_ps(new_max, _mm512_cmp_ps_mask(new_max, minus_inf, _CMP_EQ_OQ),
+                                            _mm512_setzero_ps());
+    const __m512 scale = exp_nonpositive16(_mm512_sub_ps(old_max, shift));
     __m512 sum = _mm512_setzero_ps();
     for (std::int64_t j = 0; j < count; ++j) {
-      __m512 p = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBlock + q), new_max));
-      if (diagonal) {
-        const __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query);
-        p = _mm512_maskz_mov_ps(static_cast<__mmask16>(~hidden), p);  // exactly 0, not e^-87
-      }
+      __m512 p = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBlock + q), shift));
+      if (mask.masked) p = _mm512_maskz_mov_ps(static_cast<__mmask16>(~hidden(j)), p);  // exactly 0, not e^-87
       _mm512_storeu_ps(st + j * kBlock + q, p);
       sum = _mm512_add_ps(sum, p);
     }
@@ -186,8 +191,8 @@ struct Avx512Kernels {
 
 template <class T>
 void softmax_prefill_avx512(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
-                            const T* v, T* out) {
-  prefill_blocks::widening_prefill<Avx512Kernels>(batch_heads, tokens, dim, q, k, v, out);
+                            const T* v, T* out, std::int64_t group, std::int64_t window) {
+  prefill_blocks::widening_prefill<Avx512Kernels>(batch_heads, tokens, dim, q, k, v, out, group, window);
 }
 
 // ---- decode --------------------------------------------------------------------------------
@@ -269,14 +274,26 @@ ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stri
 }
 
 template <int Locality, class T>
-ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
-                                    std::int64_t end, std::int64_t dim, float* partial) {
+ARCH_BENCH_AVX512 void decode_split(const float* queries, std::int64_t query_count, const T* keys, const T* values,
+                                    std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
+                                    std::int64_t partial_stride) {
   alignas(64) float p[kBlock];
-  alignas(64) float q[kMaxDim];
-  alignas(64) float acc[kMaxDim] = {};
-  for (std::int64_t c = 0; c < dim; ++c) q[lane_of<T>(c)] = query[c];
-  float m = -INFINITY, l = 0.0f;
+  alignas(64) float q_all[kDecodeGroupSlice][kMaxDim];
+  alignas(64) float acc_all[kDecodeGroupSlice][kMaxDim];
+  float m_all[kDecodeGroupSlice], l_all[kDecodeGroupSlice];
+  for (std::int64_t g = 0; g < query_count; ++g) {
+    for (std::int64_t c = 0; c < dim; ++c) q_all[g][lane_of<T>(c)] = queries[g * dim + c];
+    std::fill_n(acc_all[g], dim, 0.0f);
+    m_all[g] = -INFINITY;
+    l_all[g] = 0.0f;
+  }
   for (std::int64_t block = begin; block < end; block += kBlock) {
+   // The group's queries one after another over the same block: after the first, its rows come from L1.
+   for (std::int64_t query = 0; query < query_count; ++query) {
+    const float* q = q_all[query];
+    float* acc = acc_all[query];
+    float& m = m_all[query];
+    float& l = l_all[query];
     const std::int64_t count = std::min(kBlock, end - block);
     const std::int64_t groups = (count + kLanes - 1) / kLanes;
     // Scores of sixteen keys at a time, sixteen independent FMA chains; past `end` the last row is
@@ -326,29 +343,34 @@ ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* 
       case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
       default: break;
     }
+   }
   }
-  partial[0] = m;
-  partial[1] = l;
-  for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc[lane_of<T>(c)];
+  for (std::int64_t g = 0; g < query_count; ++g) {
+    float* partial = partials + g * partial_stride;
+    partial[0] = m_all[g];
+    partial[1] = l_all[g];
+    for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc_all[g][lane_of<T>(c)];
+  }
 }
 
 }  // namespace
 
 template <class T>
-void softmax_decode_split_avx512(const float* query, const T* keys, const T* values, std::int64_t begin,
-                                 std::int64_t end, std::int64_t dim, float* partial) {
+void softmax_decode_split_avx512(const float* queries, std::int64_t count, const T* keys, const T* values,
+                                 std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
+                                 std::int64_t partial_stride) {
   if (decode_prefetches_into_l2()) {
-    decode_split<kPrefetchIntoL2>(query, keys, values, begin, end, dim, partial);
+    decode_split<kPrefetchIntoL2>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
   } else {
-    decode_split<kPrefetchIntoL1>(query, keys, values, begin, end, dim, partial);
+    decode_split<kPrefetchIntoL1>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
   }
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                     \
   template void softmax_prefill_avx512<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, \
-                                          const T*, T*);                                              \
-  template void softmax_decode_split_avx512<T>(const float*, const T*, const T*, std::int64_t,         \
-                                               std::int64_t, std::int64_t, float*);
+                                          const T*, T*, std::int64_t, std::int64_t);                  \
+  template void softmax_decode_split_avx512<T>(const float*, std::int64_t, const T*, const T*,         \
+                                               std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/errors.hpp"
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
 
@@ -13,6 +14,10 @@ namespace {
 
 template <class T>
 void softmax_kv_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, CudaBackend& cuda) {
+  if (inputs.axis("kv_heads") != inputs.axis("heads")) {
+    throw UsageError("softmax_kv CUDA kernels read one K/V head per query head: inputs with fewer K/V heads "
+                     "(grouped-query attention) run on the CPU only so far (drop --device cuda)");
+  }
   const AttentionValues x(inputs, dtype, false);
   require_cuda_cell(attention_cell("softmax_kv", inputs, dtype, out.options, x.dk));
   const Buffer<T> q = device_copy<T>(cuda, x.q), k = device_copy<T>(cuda, x.k), v = device_copy<T>(cuda, x.v);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/cpu/usable_cpus.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/plugins/plugin_report.hpp"
 #include "runner/preflight/dry_run.hpp"
 
@@ -30,7 +31,7 @@ RunReport begin_report(const RunRequest& request) {
                                        "gpu_measured",
                                        report.identity.profile_id));
   }
-  report.arms = request.mode->arms(workload);
+  report.arms = arms_over_axes(*request.mode, workload);
   report.settings_sources = request.settings_sources;
   return report;
 }
