@@ -11,6 +11,7 @@
 #include "mechanisms/registry.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
+#include "runner/conformance/npy_files.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -258,6 +259,41 @@ TEST(GroupedQueryAttention, RunTakesAListOfKvHeads) {
   ASSERT_EQ(state_by_kv_heads.size(), 2u);
   EXPECT_EQ(state_by_kv_heads[8], 4 * state_by_kv_heads[2]);
   EXPECT_EQ(report["workload"]["kv_heads"], nlohmann::json::array({8, 2}));
+}
+
+// conformance: --generate --kv-heads writes k and v with that many heads (each group's first query
+// head's draw), a run reads it back from k.npy and passes; a run given --kv-heads is refused.
+TEST(GroupedQueryAttention, ConformanceGeneratesAndRunsGroupedFiles) {
+  testing::TempFolder folder;
+  for (const char* mechanism : {"softmax_kv", "sliding_window"}) {
+    const std::filesystem::path in = folder / (std::string(mechanism) + "_in"), out = folder / (std::string(mechanism) + "_out");
+    const auto generated = testing::run_cli(std::string("conformance --generate ") + in.string() + " --mechanism " +
+                                            mechanism + " --heads 4 --kv-heads 2 --length 70 --dim 16 --seed 3");
+    ASSERT_EQ(generated.exit_code, 0) << generated.err;
+    const NpyArray q = read_npy(in / "q.npy"), k = read_npy(in / "k.npy");
+    EXPECT_EQ(q.shape, (std::vector<std::int64_t>{1, 4, 70, 16}));
+    EXPECT_EQ(k.shape, (std::vector<std::int64_t>{1, 2, 70, 16}));
+    const std::string window = std::string(mechanism) == "sliding_window" ? " --window 20" : "";
+    const auto run = testing::run_cli(std::string("conformance --mechanism ") + mechanism + window + " --inputs " +
+                                      in.string() + " --outputs " + out.string());
+    EXPECT_EQ(run.exit_code, 0) << run.err << run.out;
+    const auto manifest = testing::read_json(out / "conformance.json");
+    EXPECT_EQ(manifest["axes"]["kv_heads"], 2) << mechanism;
+    const auto refused = testing::run_cli(std::string("conformance --mechanism ") + mechanism + " --kv-heads 2 --inputs " +
+                                          in.string() + " --outputs " + (folder / "refused").string());
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  }
+  // K/V head 1 of --kv-heads 2 over 4 query heads is the draw of query head 2.
+  const auto full = testing::run_cli("conformance --generate " + (folder / "mha").string() +
+                                     " --mechanism softmax_kv --heads 4 --length 70 --dim 16 --seed 3");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const NpyArray k_all = read_npy(folder / "mha" / "k.npy"), k_grouped = read_npy(folder / "softmax_kv_in" / "k.npy");
+  const std::size_t per_head = 70 * 16;
+  EXPECT_TRUE(std::equal(k_grouped.values.begin() + per_head, k_grouped.values.end(),
+                         k_all.values.begin() + 2 * per_head));
+  EXPECT_EQ(testing::run_cli("conformance --generate " + (folder / "bad").string() +
+                             " --mechanism softmax_kv --heads 4 --kv-heads 3").exit_code,
+            2);
 }
 
 }  // namespace
