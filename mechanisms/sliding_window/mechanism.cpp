@@ -61,7 +61,9 @@ class SlidingWindowDecodeCell final : public PreparedCell {
     }
     store_kv_token(inputs_, inputs_.k, group_, length_, k_new_.data());
     store_kv_token(inputs_, inputs_.v, group_, length_, v_new_.data());
-    for (std::int64_t bh = 0; bh < cell.batch_heads(); ++bh) store(inputs_.q_at(bh, length_), dim, q_.data() + bh * dim);
+    for (std::int64_t bh = 0; bh < cell.batch_heads(); ++bh) {
+      store(inputs_.q_at(bh, length_), dim, q_.data() + bh * dim);
+    }
   }
 
   void run() override {

@@ -55,9 +55,9 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   std::vector<double> reference(q.values.size());
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t h = 0; h < bh; ++h) {
-    const MatrixD o =
-        softmax_attention_reference(slice_matrix(q.values, h, length, dim), slice_matrix(k.values, h / group, length, dim),
-                                    slice_matrix(v.values, h / group, length, dim));
+    const MatrixD o = softmax_attention_reference(slice_matrix(q.values, h, length, dim),
+                                                  slice_matrix(k.values, h / group, length, dim),
+                                                  slice_matrix(v.values, h / group, length, dim));
     std::copy(o.data.begin(), o.data.end(), reference.begin() + h * length * dim);
   }
   out.reference_out = make_array(shape, reference, NpyDtype::float64);

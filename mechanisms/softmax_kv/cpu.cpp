@@ -152,7 +152,8 @@ void softmax_decode_attend(const SoftmaxDecodePlan& plan, const T* q, const T* k
     for (std::int64_t block = begin; block < end; block += kKeyBlock) {
       const std::int64_t block_rows = std::min(kKeyBlock, end - block);
       for (std::int64_t g = 0; g < count; ++g) {  // the block stays in L1 for the group's next queries
-        for (std::int64_t j = 0; j < block_rows; ++j) scores[j] = dot_scaled(query + g * dim, keys + (block + j) * dim, dim);
+        const float* query_row = query + g * dim;
+        for (std::int64_t j = 0; j < block_rows; ++j) scores[j] = dot_scaled(query_row, keys + (block + j) * dim, dim);
         fold_block(row[g], acc[g], scores, block_rows, values + block * dim, dim);
       }
     }

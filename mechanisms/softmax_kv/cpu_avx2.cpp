@@ -307,60 +307,60 @@ ARCH_BENCH_AVX2 void decode_split(const float* queries, std::int64_t query_count
     l_all[g] = 0.0f;
   }
   for (std::int64_t block = begin; block < end; block += kBlock) {
-   // The group's queries one after another over the same block: after the first, its rows come from L1.
-   for (std::int64_t query = 0; query < query_count; ++query) {
-    const float* q = q_all[query];
-    float* acc = acc_all[query];
-    float& m = m_all[query];
-    float& l = l_all[query];
-    const std::int64_t count = std::min(kBlock, end - block);
-    const std::int64_t groups = (count + 7) / 8;
-    // Scores of eight keys at a time, eight independent FMA chains; past `end` the last row is
-    // read again (never beyond the cache) and its score masked below.
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const T* rows[8];
-      for (int j = 0; j < 8; ++j) rows[j] = keys + std::min(block + g * 8 + j, end - 1) * dim;
-      __m256 dot[8];
-      for (int j = 0; j < 8; ++j) dot[j] = _mm256_setzero_ps();
-      for (std::int64_t c = 0; c < dim; c += 16) {
-        const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
-        for (int j = 0; j < 8; ++j) {
-          __m256 lo, hi;
-          prefetch16<Locality>(rows[j] + kDecodePrefetchRows<T> * dim, c);
-          load16(rows[j] + c, lo, hi);
-          dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
-          dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);
+    // The group's queries one after another over the same block: after the first, its rows come from L1.
+    for (std::int64_t query = 0; query < query_count; ++query) {
+      const float* q = q_all[query];
+      float* acc = acc_all[query];
+      float& m = m_all[query];
+      float& l = l_all[query];
+      const std::int64_t count = std::min(kBlock, end - block);
+      const std::int64_t groups = (count + 7) / 8;
+      // Scores of eight keys at a time, eight independent FMA chains; past `end` the last row is
+      // read again (never beyond the cache) and its score masked below.
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const T* rows[8];
+        for (int j = 0; j < 8; ++j) rows[j] = keys + std::min(block + g * 8 + j, end - 1) * dim;
+        __m256 dot[8];
+        for (int j = 0; j < 8; ++j) dot[j] = _mm256_setzero_ps();
+        for (std::int64_t c = 0; c < dim; c += 16) {
+          const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
+          for (int j = 0; j < 8; ++j) {
+            __m256 lo, hi;
+            prefetch16<Locality>(rows[j] + kDecodePrefetchRows<T> * dim, c);
+            load16(rows[j] + c, lo, hi);
+            dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
+            dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);
+          }
         }
+        _mm256_store_ps(p + g * 8, sum_each(dot));
       }
-      _mm256_store_ps(p + g * 8, sum_each(dot));
+      for (std::int64_t j = count; j < groups * 8; ++j) p[j] = -INFINITY;
+      __m256 block_max = _mm256_set1_ps(-INFINITY);
+      for (std::int64_t g = 0; g < groups; ++g) block_max = _mm256_max_ps(block_max, _mm256_load_ps(p + g * 8));
+      const float new_max = std::max(m, horizontal_max(block_max));
+      const __m256 shift = _mm256_set1_ps(new_max);
+      __m256 sum = _mm256_setzero_ps();
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_load_ps(p + g * 8), shift));
+        _mm256_store_ps(p + g * 8, e);
+        sum = _mm256_add_ps(sum, e);
+      }
+      float block_sum = horizontal_sum(sum);
+      for (std::int64_t j = count; j < groups * 8; ++j) block_sum -= p[j];  // the masked lanes' e^-87
+      const float correction = _mm256_cvtss_f32(exp_nonpositive8(_mm256_set1_ps(m - new_max)));
+      l = l * correction + block_sum;
+      m = new_max;
+      const __m256 rescale = _mm256_set1_ps(correction);
+      const T* rows = values + block * dim;
+      std::int64_t c = 0;
+      for (; c + 64 <= dim; c += 64) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
+      switch ((dim - c) / 16) {
+        case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        default: break;
+      }
     }
-    for (std::int64_t j = count; j < groups * 8; ++j) p[j] = -INFINITY;
-    __m256 block_max = _mm256_set1_ps(-INFINITY);
-    for (std::int64_t g = 0; g < groups; ++g) block_max = _mm256_max_ps(block_max, _mm256_load_ps(p + g * 8));
-    const float new_max = std::max(m, horizontal_max(block_max));
-    const __m256 shift = _mm256_set1_ps(new_max);
-    __m256 sum = _mm256_setzero_ps();
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_load_ps(p + g * 8), shift));
-      _mm256_store_ps(p + g * 8, e);
-      sum = _mm256_add_ps(sum, e);
-    }
-    float block_sum = horizontal_sum(sum);
-    for (std::int64_t j = count; j < groups * 8; ++j) block_sum -= p[j];  // the masked lanes' e^-87
-    const float correction = _mm256_cvtss_f32(exp_nonpositive8(_mm256_set1_ps(m - new_max)));
-    l = l * correction + block_sum;
-    m = new_max;
-    const __m256 rescale = _mm256_set1_ps(correction);
-    const T* rows = values + block * dim;
-    std::int64_t c = 0;
-    for (; c + 64 <= dim; c += 64) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
-    switch ((dim - c) / 16) {
-      case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      default: break;
-    }
-   }
   }
   for (std::int64_t g = 0; g < query_count; ++g) {
     float* partial = partials + g * partial_stride;

@@ -288,62 +288,62 @@ ARCH_BENCH_AVX512 void decode_split(const float* queries, std::int64_t query_cou
     l_all[g] = 0.0f;
   }
   for (std::int64_t block = begin; block < end; block += kBlock) {
-   // The group's queries one after another over the same block: after the first, its rows come from L1.
-   for (std::int64_t query = 0; query < query_count; ++query) {
-    const float* q = q_all[query];
-    float* acc = acc_all[query];
-    float& m = m_all[query];
-    float& l = l_all[query];
-    const std::int64_t count = std::min(kBlock, end - block);
-    const std::int64_t groups = (count + kLanes - 1) / kLanes;
-    // Scores of sixteen keys at a time, sixteen independent FMA chains; past `end` the last row is
-    // read again (never beyond the cache) and its score masked below.
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const T* rows[kLanes];
-      for (int j = 0; j < kLanes; ++j) rows[j] = keys + std::min(block + g * kLanes + j, end - 1) * dim;
-      __m512 dot[kLanes];
-      for (int j = 0; j < kLanes; ++j) dot[j] = _mm512_setzero_ps();
-      for (std::int64_t c = 0; c < dim; c += 32) {
-        const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
-        for (int j = 0; j < kLanes; ++j) {
-          __m512 lo, hi;
-          prefetch32<Locality>(rows[j] + c + kDecodePrefetchRows<T> * dim);
-          load32(rows[j] + c, lo, hi);
-          dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
-          dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
+    // The group's queries one after another over the same block: after the first, its rows come from L1.
+    for (std::int64_t query = 0; query < query_count; ++query) {
+      const float* q = q_all[query];
+      float* acc = acc_all[query];
+      float& m = m_all[query];
+      float& l = l_all[query];
+      const std::int64_t count = std::min(kBlock, end - block);
+      const std::int64_t groups = (count + kLanes - 1) / kLanes;
+      // Scores of sixteen keys at a time, sixteen independent FMA chains; past `end` the last row is
+      // read again (never beyond the cache) and its score masked below.
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const T* rows[kLanes];
+        for (int j = 0; j < kLanes; ++j) rows[j] = keys + std::min(block + g * kLanes + j, end - 1) * dim;
+        __m512 dot[kLanes];
+        for (int j = 0; j < kLanes; ++j) dot[j] = _mm512_setzero_ps();
+        for (std::int64_t c = 0; c < dim; c += 32) {
+          const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
+          for (int j = 0; j < kLanes; ++j) {
+            __m512 lo, hi;
+            prefetch32<Locality>(rows[j] + c + kDecodePrefetchRows<T> * dim);
+            load32(rows[j] + c, lo, hi);
+            dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
+            dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
+          }
         }
+        _mm512_store_ps(p + g * kLanes, sum_each16(dot));
       }
-      _mm512_store_ps(p + g * kLanes, sum_each16(dot));
+      const std::int64_t tail = count - (groups - 1) * kLanes;  // keys of the last group in range
+      const __mmask16 valid = static_cast<__mmask16>((1u << tail) - 1u);
+      float* last = p + (groups - 1) * kLanes;
+      _mm512_store_ps(last, _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_load_ps(last)));
+      __m512 block_max = _mm512_set1_ps(-INFINITY);
+      for (std::int64_t g = 0; g < groups; ++g) block_max = _mm512_max_ps(block_max, _mm512_load_ps(p + g * kLanes));
+      const float new_max = std::max(m, _mm512_reduce_max_ps(block_max));
+      const __m512 shift = _mm512_set1_ps(new_max);
+      __m512 sum = _mm512_setzero_ps();
+      for (std::int64_t g = 0; g < groups; ++g) {
+        __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_load_ps(p + g * kLanes), shift));
+        if (g == groups - 1) e = _mm512_maskz_mov_ps(valid, e);  // exactly 0, not e^-87
+        _mm512_store_ps(p + g * kLanes, e);
+        sum = _mm512_add_ps(sum, e);
+      }
+      const float correction = _mm512_cvtss_f32(exp_nonpositive16(_mm512_set1_ps(m - new_max)));
+      l = l * correction + _mm512_reduce_add_ps(sum);
+      m = new_max;
+      const __m512 rescale = _mm512_set1_ps(correction);
+      const T* rows = values + block * dim;
+      std::int64_t c = 0;
+      for (; c + 128 <= dim; c += 128) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
+      switch ((dim - c) / 32) {
+        case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        default: break;
+      }
     }
-    const std::int64_t tail = count - (groups - 1) * kLanes;  // keys of the last group in range
-    const __mmask16 valid = static_cast<__mmask16>((1u << tail) - 1u);
-    float* last = p + (groups - 1) * kLanes;
-    _mm512_store_ps(last, _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_load_ps(last)));
-    __m512 block_max = _mm512_set1_ps(-INFINITY);
-    for (std::int64_t g = 0; g < groups; ++g) block_max = _mm512_max_ps(block_max, _mm512_load_ps(p + g * kLanes));
-    const float new_max = std::max(m, _mm512_reduce_max_ps(block_max));
-    const __m512 shift = _mm512_set1_ps(new_max);
-    __m512 sum = _mm512_setzero_ps();
-    for (std::int64_t g = 0; g < groups; ++g) {
-      __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_load_ps(p + g * kLanes), shift));
-      if (g == groups - 1) e = _mm512_maskz_mov_ps(valid, e);  // exactly 0, not e^-87
-      _mm512_store_ps(p + g * kLanes, e);
-      sum = _mm512_add_ps(sum, e);
-    }
-    const float correction = _mm512_cvtss_f32(exp_nonpositive16(_mm512_set1_ps(m - new_max)));
-    l = l * correction + _mm512_reduce_add_ps(sum);
-    m = new_max;
-    const __m512 rescale = _mm512_set1_ps(correction);
-    const T* rows = values + block * dim;
-    std::int64_t c = 0;
-    for (; c + 128 <= dim; c += 128) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
-    switch ((dim - c) / 32) {
-      case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      default: break;
-    }
-   }
   }
   for (std::int64_t g = 0; g < query_count; ++g) {
     float* partial = partials + g * partial_stride;
