@@ -94,7 +94,9 @@ std::pair<std::int64_t, std::int64_t> checked_cell_bytes(const Mechanism& mechan
 // the list; with two or more values each copy's variant names its value ("kv_heads=2").
 std::vector<Arm> arms_over_axes(const Mode& mode, const Workload& workload) {
   std::vector<Arm> arms = mode.arms(workload);
-  for (const auto& [key, values] : workload.axes) {
+  for (const auto& axis : workload.axes) {
+    const std::string& key = axis.first;  // named, not a structured binding: lambdas capture it (clang 14)
+    const std::vector<OptionValue>& values = axis.second;
     if (values.empty()) continue;
     std::vector<Arm> expanded;
     for (const Arm& arm : arms) {
