@@ -36,6 +36,19 @@ void store_kv_token(const AttentionInputs& inputs, const std::vector<float>& ten
   }
 }
 
+// Rows [first, first + rows) of k or v for every K/V head, [batch_heads / group, rows, dim] as floats
+// (what a GPU cell uploads).
+inline std::vector<float> kv_head_rows(const AttentionInputs& inputs, const std::vector<float>& tensor,
+                                       std::int64_t group, std::int64_t first, std::int64_t rows) {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(inputs.batch_heads / group * rows * inputs.dim));
+  for (std::int64_t kv = 0; kv < inputs.batch_heads / group; ++kv) {
+    const float* begin = tensor.data() + (kv * group * inputs.tokens + first) * inputs.dim;
+    out.insert(out.end(), begin, begin + rows * inputs.dim);
+  }
+  return out;
+}
+
 // q [batch, heads, length, dim] and k, v [batch, kv_heads, length, dim] for `conformance --generate`:
 // the tokens `arch-bench run --seed seed` draws for this shape, k and v of each group's first head.
 std::map<std::string, NpyArray> generate_grouped_attention_inputs(const ConformanceShape& shape,

@@ -135,12 +135,8 @@ class SoftmaxKv final : public Mechanism {
   }
 
   std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend != "cuda") return std::nullopt;
-    if (query_group_of(cell) != 1) {
-      return "softmax_kv CUDA kernels read one K/V head per query head: --kv-heads below --query-heads "
-             "(grouped-query attention) runs on the CPU only so far";
-    }
-    return softmax_kv_cuda_unsupported(cell);
+    if (backend == "cuda") return softmax_kv_cuda_unsupported(cell);
+    return std::nullopt;
   }
 
   std::vector<OptionSpec> option_specs() const override { return {kv_heads_option()}; }
