@@ -38,6 +38,10 @@ struct OptionSpec {
   // m: one arm per value), recorded as workload.<key>; everywhere else (conformance, --option on
   // `conformance`, a cell) it is one value. The help says what the list means.
   bool axis = false;
+  // An axis that every mode sweeps (kv_heads): each arm of a mechanism that declares the key runs once
+  // per value of the list (one value: every such arm runs it), unless the mode's arm sets the key
+  // itself. Without it, only a mode that reads the list sweeps it (the performer mode's m).
+  bool every_mode_axis = false;
   // A size or scale of the inputs (performer's m, mamba's N, qk_scale): `conformance --generate`
   // draws inputs with it, and a conformance run reads it back from the input files, so a run that is
   // given one is refused. An option that changes the computation itself (a power, a feature map) is

@@ -156,7 +156,7 @@ TEST(ConformanceInputs, MissingFilesAreAllNamed) {
   const std::string message = testing::usage_error_message([&] {
     run_conformance({"softmax_kv", folder / "in", folder / "out", DType::float32, small_options(), false});
   });
-  EXPECT_NE(message.find("missing input file(s) for softmax_kv: k.npy [batch, heads, length, dim], v.npy"),
+  EXPECT_NE(message.find("missing input file(s) for softmax_kv: k.npy [batch, kv_heads, length, dim], v.npy"),
             std::string::npos)
       << message;
   EXPECT_TRUE(empty_or_missing(folder / "out"));
@@ -486,7 +486,19 @@ INSTANTIATE_TEST_SUITE_P(
                       write_npy(in / "v.npy", v, true);
                     },
                     "",
-                    {"q.npy and v.npy disagree on heads"}},
+                    {"k.npy and v.npy disagree on kv_heads"}},
+        // K/V heads must divide the query heads (grouped-query attention): 3 K/V heads for 2 query heads.
+        CliBadInput{"kv_heads_not_dividing",
+                    [](const fs::path& in) {
+                      for (const char* name : {"k.npy", "v.npy"}) {
+                        NpyArray x = read_npy(in / name);
+                        x.shape[1] = 3;
+                        x.values.resize(static_cast<std::size_t>(x.size()));
+                        write_npy(in / name, x, true);
+                      }
+                    },
+                    "",
+                    {"which do not divide q.npy's 2 heads"}},
         CliBadInput{"truncated",
                     [](const fs::path& in) {
                       const std::string bytes = testing::read_text(in / "k.npy");

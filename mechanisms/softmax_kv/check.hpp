@@ -7,6 +7,7 @@
 
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/grouped_kv.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
 
@@ -14,14 +15,16 @@ namespace arch_bench {
 
 inline constexpr std::int64_t kSoftmaxPrefillRowsChecked = 64;  // per head
 
-// Decode at position `length` over inputs of length + 1 tokens; `out` is [batch_heads, dim].
+// Decode at position `length` over inputs of length + 1 tokens; `out` is [batch_heads, dim]. Query
+// head bh reads the K/V rows of kv_source_head(bh, group) (grouped_kv.hpp).
 template <class Out>
-Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length, const Out* out) {
+Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length, const Out* out,
+                              std::int64_t group = 1) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
     const MatrixD q = inputs.head_matrix(inputs.q, bh, length + 1);
-    const MatrixD k = inputs.head_matrix(inputs.k, bh, length + 1);
-    const MatrixD v = inputs.head_matrix(inputs.v, bh, length + 1);
+    const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), length + 1);
+    const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), length + 1);
     const std::vector<double> ref = softmax_attention_row(q, k, v, length);
     errors.add_row(out + bh * inputs.dim, ref.data(), inputs.dim);
   }
@@ -31,12 +34,12 @@ Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length
 // Causal prefill over all inputs.tokens tokens; `out` is [batch_heads, tokens, dim]. Long prefills
 // are checked on rows_to_check's spread of rows (the reference row costs O(t d)).
 template <class Out>
-Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out) {
+Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out, std::int64_t group = 1) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
     const MatrixD q = inputs.head_matrix(inputs.q, bh, inputs.tokens);
-    const MatrixD k = inputs.head_matrix(inputs.k, bh, inputs.tokens);
-    const MatrixD v = inputs.head_matrix(inputs.v, bh, inputs.tokens);
+    const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), inputs.tokens);
+    const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), inputs.tokens);
     for (std::int64_t t : rows_to_check(inputs.tokens, kSoftmaxPrefillRowsChecked)) {
       const std::vector<double> ref = softmax_attention_row(q, k, v, t);
       errors.add_row(out + (bh * inputs.tokens + t) * inputs.dim, ref.data(), inputs.dim);

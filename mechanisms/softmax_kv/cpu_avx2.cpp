@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "core/bf16.hpp"
+#include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 
@@ -168,33 +169,36 @@ ARCH_BENCH_AVX2 void values_block(const float* pt, const float* values, std::int
 }
 
 // Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
-// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. On the
-// diagonal block key j is visible to query q only when j <= q. Blocks are aligned, so every
-// query row of a processed block sees at least its own key and the new max is finite.
-ARCH_BENCH_AVX2 void softmax_block(float* st, std::int64_t count, std::int64_t cols, bool diagonal, float* m,
-                                   float* l, float* correction) {
+// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. A masked block
+// (prefill_blocks.hpp: the diagonal, or a band's edge) hides key j from query q outside the mask's
+// distance range. A query that sees no key yet (a band's first block) keeps m = -inf: its exponents
+// are taken against 0 instead, and all of them are masked to 0.
+ARCH_BENCH_AVX2 void softmax_block(float* st, std::int64_t count, std::int64_t cols,
+                                   const prefill_blocks::BlockMask& mask, float* m, float* l, float* correction) {
   const __m256 minus_inf = _mm256_set1_ps(-INFINITY);
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i reach_minus_one = _mm256_set1_epi32(static_cast<int>(mask.window - 1));
   for (std::int64_t q = 0; q < cols; q += 8) {
-    const __m256i query = _mm256_add_epi32(lanes, _mm256_set1_epi32(static_cast<int>(q)));
+    // Distance from key 0 of the block to each query: key j is at distance - j.
+    const __m256i distance = _mm256_add_epi32(lanes, _mm256_set1_epi32(static_cast<int>(q + mask.offset)));
+    auto hidden = [&](std::int64_t j) ARCH_BENCH_AVX2 {
+      const __m256i d = _mm256_sub_epi32(distance, _mm256_set1_epi32(static_cast<int>(j)));
+      return _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), d),
+                                                 _mm256_cmpgt_epi32(d, reach_minus_one)));
+    };
     const __m256 old_max = _mm256_loadu_ps(m + q);
     __m256 new_max = old_max;
     for (std::int64_t j = 0; j < count; ++j) {
       __m256 s = _mm256_loadu_ps(st + j * kBlock + q);
-      if (diagonal) {
-        const __m256i hidden = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(j)), query);
-        s = _mm256_blendv_ps(s, minus_inf, _mm256_castsi256_ps(hidden));
-      }
+      if (mask.masked) s = _mm256_blendv_ps(s, minus_inf, hidden(j));
       new_max = _mm256_max_ps(new_max, s);
     }
-    const __m256 scale = exp_nonpositive8(_mm256_sub_ps(old_max, new_max));
+    const __m256 shift = _mm256_blendv_ps(new_max, _mm256_setzero_ps(), _mm256_cmp_ps(new_max, minus_inf, _CMP_EQ_OQ));
+    const __m256 scale = exp_nonpositive8(_mm256_sub_ps(old_max, shift));
     __m256 sum = _mm256_setzero_ps();
     for (std::int64_t j = 0; j < count; ++j) {
-      __m256 p = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(st + j * kBlock + q), new_max));
-      if (diagonal) {
-        const __m256i hidden = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(j)), query);
-        p = _mm256_andnot_ps(_mm256_castsi256_ps(hidden), p);  // exactly 0, not e^-87
-      }
+      __m256 p = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(st + j * kBlock + q), shift));
+      if (mask.masked) p = _mm256_andnot_ps(hidden(j), p);  // exactly 0, not e^-87
       _mm256_storeu_ps(st + j * kBlock + q, p);
       sum = _mm256_add_ps(sum, p);
     }
@@ -231,8 +235,8 @@ struct Avx2Kernels {
 
 template <class T>
 void softmax_prefill_avx2(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
-                          const T* v, T* out) {
-  prefill_blocks::widening_prefill<Avx2Kernels>(batch_heads, tokens, dim, q, k, v, out);
+                          const T* v, T* out, std::int64_t group, std::int64_t window) {
+  prefill_blocks::widening_prefill<Avx2Kernels>(batch_heads, tokens, dim, q, k, v, out, group, window);
 }
 
 // ---- decode --------------------------------------------------------------------------------
@@ -289,82 +293,99 @@ ARCH_BENCH_AVX2 inline void accumulate_values(const T* rows, std::int64_t stride
 }
 
 template <int Locality, class T>
-ARCH_BENCH_AVX2 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
-                                  std::int64_t end, std::int64_t dim, float* partial) {
+ARCH_BENCH_AVX2 void decode_split(const float* queries, std::int64_t query_count, const T* keys, const T* values,
+                                  std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
+                                  std::int64_t partial_stride) {
   alignas(32) float p[kBlock];
-  alignas(32) float q[kMaxDim];
-  alignas(32) float acc[kMaxDim] = {};
-  for (std::int64_t c = 0; c < dim; ++c) q[lane_of<T>(c)] = query[c];
-  float m = -INFINITY, l = 0.0f;
+  alignas(32) float q_all[kDecodeGroupSlice][kMaxDim];
+  alignas(32) float acc_all[kDecodeGroupSlice][kMaxDim];
+  float m_all[kDecodeGroupSlice], l_all[kDecodeGroupSlice];
+  for (std::int64_t g = 0; g < query_count; ++g) {
+    for (std::int64_t c = 0; c < dim; ++c) q_all[g][lane_of<T>(c)] = queries[g * dim + c];
+    std::fill_n(acc_all[g], dim, 0.0f);
+    m_all[g] = -INFINITY;
+    l_all[g] = 0.0f;
+  }
   for (std::int64_t block = begin; block < end; block += kBlock) {
-    const std::int64_t count = std::min(kBlock, end - block);
-    const std::int64_t groups = (count + 7) / 8;
-    // Scores of eight keys at a time, eight independent FMA chains; past `end` the last row is
-    // read again (never beyond the cache) and its score masked below.
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const T* rows[8];
-      for (int j = 0; j < 8; ++j) rows[j] = keys + std::min(block + g * 8 + j, end - 1) * dim;
-      __m256 dot[8];
-      for (int j = 0; j < 8; ++j) dot[j] = _mm256_setzero_ps();
-      for (std::int64_t c = 0; c < dim; c += 16) {
-        const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
-        for (int j = 0; j < 8; ++j) {
-          __m256 lo, hi;
-          prefetch16<Locality>(rows[j] + kDecodePrefetchRows<T> * dim, c);
-          load16(rows[j] + c, lo, hi);
-          dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
-          dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);
+    // The group's queries one after another over the same block: after the first, its rows come from L1.
+    for (std::int64_t query = 0; query < query_count; ++query) {
+      const float* q = q_all[query];
+      float* acc = acc_all[query];
+      float& m = m_all[query];
+      float& l = l_all[query];
+      const std::int64_t count = std::min(kBlock, end - block);
+      const std::int64_t groups = (count + 7) / 8;
+      // Scores of eight keys at a time, eight independent FMA chains; past `end` the last row is
+      // read again (never beyond the cache) and its score masked below.
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const T* rows[8];
+        for (int j = 0; j < 8; ++j) rows[j] = keys + std::min(block + g * 8 + j, end - 1) * dim;
+        __m256 dot[8];
+        for (int j = 0; j < 8; ++j) dot[j] = _mm256_setzero_ps();
+        for (std::int64_t c = 0; c < dim; c += 16) {
+          const __m256 q_lo = _mm256_load_ps(q + c), q_hi = _mm256_load_ps(q + c + 8);
+          for (int j = 0; j < 8; ++j) {
+            __m256 lo, hi;
+            prefetch16<Locality>(rows[j] + kDecodePrefetchRows<T> * dim, c);
+            load16(rows[j] + c, lo, hi);
+            dot[j] = _mm256_fmadd_ps(lo, q_lo, dot[j]);
+            dot[j] = _mm256_fmadd_ps(hi, q_hi, dot[j]);
+          }
         }
+        _mm256_store_ps(p + g * 8, sum_each(dot));
       }
-      _mm256_store_ps(p + g * 8, sum_each(dot));
-    }
-    for (std::int64_t j = count; j < groups * 8; ++j) p[j] = -INFINITY;
-    __m256 block_max = _mm256_set1_ps(-INFINITY);
-    for (std::int64_t g = 0; g < groups; ++g) block_max = _mm256_max_ps(block_max, _mm256_load_ps(p + g * 8));
-    const float new_max = std::max(m, horizontal_max(block_max));
-    const __m256 shift = _mm256_set1_ps(new_max);
-    __m256 sum = _mm256_setzero_ps();
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_load_ps(p + g * 8), shift));
-      _mm256_store_ps(p + g * 8, e);
-      sum = _mm256_add_ps(sum, e);
-    }
-    float block_sum = horizontal_sum(sum);
-    for (std::int64_t j = count; j < groups * 8; ++j) block_sum -= p[j];  // the masked lanes' e^-87
-    const float correction = _mm256_cvtss_f32(exp_nonpositive8(_mm256_set1_ps(m - new_max)));
-    l = l * correction + block_sum;
-    m = new_max;
-    const __m256 rescale = _mm256_set1_ps(correction);
-    const T* rows = values + block * dim;
-    std::int64_t c = 0;
-    for (; c + 64 <= dim; c += 64) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
-    switch ((dim - c) / 16) {
-      case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      default: break;
+      for (std::int64_t j = count; j < groups * 8; ++j) p[j] = -INFINITY;
+      __m256 block_max = _mm256_set1_ps(-INFINITY);
+      for (std::int64_t g = 0; g < groups; ++g) block_max = _mm256_max_ps(block_max, _mm256_load_ps(p + g * 8));
+      const float new_max = std::max(m, horizontal_max(block_max));
+      const __m256 shift = _mm256_set1_ps(new_max);
+      __m256 sum = _mm256_setzero_ps();
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_load_ps(p + g * 8), shift));
+        _mm256_store_ps(p + g * 8, e);
+        sum = _mm256_add_ps(sum, e);
+      }
+      float block_sum = horizontal_sum(sum);
+      for (std::int64_t j = count; j < groups * 8; ++j) block_sum -= p[j];  // the masked lanes' e^-87
+      const float correction = _mm256_cvtss_f32(exp_nonpositive8(_mm256_set1_ps(m - new_max)));
+      l = l * correction + block_sum;
+      m = new_max;
+      const __m256 rescale = _mm256_set1_ps(correction);
+      const T* rows = values + block * dim;
+      std::int64_t c = 0;
+      for (; c + 64 <= dim; c += 64) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
+      switch ((dim - c) / 16) {
+        case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        default: break;
+      }
     }
   }
-  partial[0] = m;
-  partial[1] = l;
-  for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc[lane_of<T>(c)];
+  for (std::int64_t g = 0; g < query_count; ++g) {
+    float* partial = partials + g * partial_stride;
+    partial[0] = m_all[g];
+    partial[1] = l_all[g];
+    for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc_all[g][lane_of<T>(c)];
+  }
 }
 
 template <class T>
-void softmax_decode_split_avx2(const float* query, const T* keys, const T* values, std::int64_t begin,
-                               std::int64_t end, std::int64_t dim, float* partial) {
+void softmax_decode_split_avx2(const float* queries, std::int64_t count, const T* keys, const T* values,
+                               std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
+                               std::int64_t partial_stride) {
   if (decode_prefetches_into_l2()) {
-    decode_split<kPrefetchIntoL2>(query, keys, values, begin, end, dim, partial);
+    decode_split<kPrefetchIntoL2>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
   } else {
-    decode_split<kPrefetchIntoL1>(query, keys, values, begin, end, dim, partial);
+    decode_split<kPrefetchIntoL1>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
   }
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                   \
   template void softmax_prefill_avx2<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, \
-                                        const T*, T*);                                              \
-  template void softmax_decode_split_avx2<T>(const float*, const T*, const T*, std::int64_t,         \
-                                             std::int64_t, std::int64_t, float*);
+                                        const T*, T*, std::int64_t, std::int64_t);                  \
+  template void softmax_decode_split_avx2<T>(const float*, std::int64_t, const T*, const T*,         \
+                                             std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

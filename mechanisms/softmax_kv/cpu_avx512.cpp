@@ -18,6 +18,7 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
+#include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"
 
@@ -123,33 +124,37 @@ ARCH_BENCH_AVX512 void values_block(const float* pt, const float* values, std::i
 }
 
 // Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
-// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. On the
-// diagonal block key j is visible to query q only when j <= q (every query sees its own key, so
-// the new max is finite).
-ARCH_BENCH_AVX512 void softmax_block(float* st, std::int64_t count, std::int64_t cols, bool diagonal, float* m,
-                                     float* l, float* correction) {
+// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. A masked block
+// (prefill_blocks.hpp: the diagonal, or a band's edge) hides key j from query q outside the mask's
+// distance range. A query that sees no key yet (a band's first block) keeps m = -inf: its exponents
+// are taken against 0 instead, and all of them are masked to 0.
+ARCH_BENCH_AVX512 void softmax_block(float* st, std::int64_t count, std::int64_t cols,
+                                     const prefill_blocks::BlockMask& mask, float* m, float* l, float* correction) {
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i reach = _mm512_set1_epi32(static_cast<int>(mask.window));
   for (std::int64_t q = 0; q < cols; q += kLanes) {
-    const __m512i query = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q)));
+    // Distance from key 0 of the block to each query: key j is at distance - j.
+    const __m512i distance = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q + mask.offset)));
+    auto hidden = [&](std::int64_t j) ARCH_BENCH_AVX512 {
+      const __m512i d = _mm512_sub_epi32(distance, _mm512_set1_epi32(static_cast<int>(j)));
+      return static_cast<__mmask16>(_mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()) |
+                                    _mm512_cmpge_epi32_mask(d, reach));
+    };
     const __m512 old_max = _mm512_loadu_ps(m + q);
     __m512 new_max = old_max;
     for (std::int64_t j = 0; j < count; ++j) {
       __m512 s = _mm512_loadu_ps(st + j * kBlock + q);
-      if (diagonal) {
-        const __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query);
-        s = _mm512_mask_mov_ps(s, hidden, minus_inf);
-      }
+      if (mask.masked) s = _mm512_mask_mov_ps(s, hidden(j), minus_inf);
       new_max = _mm512_max_ps(new_max, s);
     }
-    const __m512 scale = exp_nonpositive16(_mm512_sub_ps(old_max, new_max));
+    const __m512 shift = _mm512_mask_mov_ps(new_max, _mm512_cmp_ps_mask(new_max, minus_inf, _CMP_EQ_OQ),
+                                            _mm512_setzero_ps());
+    const __m512 scale = exp_nonpositive16(_mm512_sub_ps(old_max, shift));
     __m512 sum = _mm512_setzero_ps();
     for (std::int64_t j = 0; j < count; ++j) {
-      __m512 p = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBlock + q), new_max));
-      if (diagonal) {
-        const __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query);
-        p = _mm512_maskz_mov_ps(static_cast<__mmask16>(~hidden), p);  // exactly 0, not e^-87
-      }
+      __m512 p = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBlock + q), shift));
+      if (mask.masked) p = _mm512_maskz_mov_ps(static_cast<__mmask16>(~hidden(j)), p);  // exactly 0, not e^-87
       _mm512_storeu_ps(st + j * kBlock + q, p);
       sum = _mm512_add_ps(sum, p);
     }
@@ -186,8 +191,8 @@ struct Avx512Kernels {
 
 template <class T>
 void softmax_prefill_avx512(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
-                            const T* v, T* out) {
-  prefill_blocks::widening_prefill<Avx512Kernels>(batch_heads, tokens, dim, q, k, v, out);
+                            const T* v, T* out, std::int64_t group, std::int64_t window) {
+  prefill_blocks::widening_prefill<Avx512Kernels>(batch_heads, tokens, dim, q, k, v, out, group, window);
 }
 
 // ---- decode --------------------------------------------------------------------------------
@@ -268,87 +273,217 @@ ARCH_BENCH_AVX512 inline void accumulate_values(const T* rows, std::int64_t stri
   for (int i = 0; i < 2 * N; ++i) _mm512_storeu_ps(acc + kLanes * i, _mm512_add_ps(even[i], odd[i]));
 }
 
+// Scores of one query against keys [block, block + count): sixteen keys at a time, sixteen independent
+// FMA chains; past `end` the last row is read again (never beyond the cache) and its score masked later.
 template <int Locality, class T>
-ARCH_BENCH_AVX512 void decode_split(const float* query, const T* keys, const T* values, std::int64_t begin,
-                                    std::int64_t end, std::int64_t dim, float* partial) {
-  alignas(64) float p[kBlock];
-  alignas(64) float q[kMaxDim];
-  alignas(64) float acc[kMaxDim] = {};
-  for (std::int64_t c = 0; c < dim; ++c) q[lane_of<T>(c)] = query[c];
-  float m = -INFINITY, l = 0.0f;
-  for (std::int64_t block = begin; block < end; block += kBlock) {
-    const std::int64_t count = std::min(kBlock, end - block);
-    const std::int64_t groups = (count + kLanes - 1) / kLanes;
-    // Scores of sixteen keys at a time, sixteen independent FMA chains; past `end` the last row is
-    // read again (never beyond the cache) and its score masked below.
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const T* rows[kLanes];
-      for (int j = 0; j < kLanes; ++j) rows[j] = keys + std::min(block + g * kLanes + j, end - 1) * dim;
-      __m512 dot[kLanes];
-      for (int j = 0; j < kLanes; ++j) dot[j] = _mm512_setzero_ps();
-      for (std::int64_t c = 0; c < dim; c += 32) {
-        const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
-        for (int j = 0; j < kLanes; ++j) {
-          __m512 lo, hi;
-          prefetch32<Locality>(rows[j] + c + kDecodePrefetchRows<T> * dim);
-          load32(rows[j] + c, lo, hi);
-          dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
-          dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
-        }
+ARCH_BENCH_AVX512 inline void scores_of_one(const float* q, const T* keys, std::int64_t block, std::int64_t end,
+                                            std::int64_t count, std::int64_t dim, float* p) {
+  const std::int64_t groups = (count + kLanes - 1) / kLanes;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const T* rows[kLanes];
+    for (int j = 0; j < kLanes; ++j) rows[j] = keys + std::min(block + g * kLanes + j, end - 1) * dim;
+    __m512 dot[kLanes];
+    for (int j = 0; j < kLanes; ++j) dot[j] = _mm512_setzero_ps();
+    for (std::int64_t c = 0; c < dim; c += 32) {
+      const __m512 q_lo = _mm512_load_ps(q + c), q_hi = _mm512_load_ps(q + c + kLanes);
+      for (int j = 0; j < kLanes; ++j) {
+        __m512 lo, hi;
+        prefetch32<Locality>(rows[j] + c + kDecodePrefetchRows<T> * dim);
+        load32(rows[j] + c, lo, hi);
+        dot[j] = _mm512_fmadd_ps(lo, q_lo, dot[j]);
+        dot[j] = _mm512_fmadd_ps(hi, q_hi, dot[j]);
       }
-      _mm512_store_ps(p + g * kLanes, sum_each16(dot));
     }
-    const std::int64_t tail = count - (groups - 1) * kLanes;  // keys of the last group in range
-    const __mmask16 valid = static_cast<__mmask16>((1u << tail) - 1u);
-    float* last = p + (groups - 1) * kLanes;
-    _mm512_store_ps(last, _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_load_ps(last)));
-    __m512 block_max = _mm512_set1_ps(-INFINITY);
-    for (std::int64_t g = 0; g < groups; ++g) block_max = _mm512_max_ps(block_max, _mm512_load_ps(p + g * kLanes));
-    const float new_max = std::max(m, _mm512_reduce_max_ps(block_max));
-    const __m512 shift = _mm512_set1_ps(new_max);
-    __m512 sum = _mm512_setzero_ps();
-    for (std::int64_t g = 0; g < groups; ++g) {
-      __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_load_ps(p + g * kLanes), shift));
-      if (g == groups - 1) e = _mm512_maskz_mov_ps(valid, e);  // exactly 0, not e^-87
-      _mm512_store_ps(p + g * kLanes, e);
-      sum = _mm512_add_ps(sum, e);
+    _mm512_store_ps(p + g * kLanes, sum_each16(dot));
+  }
+}
+
+// Scores of two queries of a group against the same keys, eight keys at a time: each key row is loaded
+// (and, for bf16, widened) once for both, sixteen FMA chains, and one sum_each16 finishes the sixteen
+// dot products (lanes 0-7 the first query's, 8-15 the second's). Every (key, query) chain and its sum
+// are the one-query kernel's, so the scores are the same to the bit.
+template <int Locality, class T>
+ARCH_BENCH_AVX512 inline void scores_of_two(const float* q0, const float* q1, const T* keys, std::int64_t block,
+                                            std::int64_t end, std::int64_t count, std::int64_t dim, float* p0,
+                                            float* p1) {
+  constexpr int kKeys = kLanes / 2;
+  const std::int64_t groups = (count + kLanes - 1) / kLanes * 2;  // eights covering the sixteens the softmax reads
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const T* rows[kKeys];
+    for (int j = 0; j < kKeys; ++j) rows[j] = keys + std::min(block + g * kKeys + j, end - 1) * dim;
+    __m512 dot[kLanes];
+    for (int j = 0; j < kLanes; ++j) dot[j] = _mm512_setzero_ps();
+    for (std::int64_t c = 0; c < dim; c += 32) {
+      const __m512 a_lo = _mm512_load_ps(q0 + c), a_hi = _mm512_load_ps(q0 + c + kLanes);
+      const __m512 b_lo = _mm512_load_ps(q1 + c), b_hi = _mm512_load_ps(q1 + c + kLanes);
+      for (int j = 0; j < kKeys; ++j) {
+        __m512 lo, hi;
+        prefetch32<Locality>(rows[j] + c + kDecodePrefetchRows<T> * dim);
+        load32(rows[j] + c, lo, hi);
+        dot[j] = _mm512_fmadd_ps(lo, a_lo, dot[j]);
+        dot[j] = _mm512_fmadd_ps(hi, a_hi, dot[j]);
+        dot[kKeys + j] = _mm512_fmadd_ps(lo, b_lo, dot[kKeys + j]);
+        dot[kKeys + j] = _mm512_fmadd_ps(hi, b_hi, dot[kKeys + j]);
+      }
     }
-    const float correction = _mm512_cvtss_f32(exp_nonpositive16(_mm512_set1_ps(m - new_max)));
-    l = l * correction + _mm512_reduce_add_ps(sum);
-    m = new_max;
-    const __m512 rescale = _mm512_set1_ps(correction);
-    const T* rows = values + block * dim;
-    std::int64_t c = 0;
-    for (; c + 128 <= dim; c += 128) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
-    switch ((dim - c) / 32) {
-      case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
-      default: break;
+    const __m512 sums = sum_each16(dot);
+    _mm256_store_ps(p0 + g * kKeys, _mm512_castps512_ps256(sums));
+    _mm256_store_ps(p1 + g * kKeys, _mm512_extractf32x8_ps(sums, 1));
+  }
+}
+
+// Turns one query's block of scores p (count valid, in sixteens) into weights e^(s - m_new) in place and
+// updates its running max m and sum l; returns e^(m_old - m_new), the rescale of its accumulator.
+ARCH_BENCH_AVX512 inline __m512 softmax_of_block(float* p, std::int64_t count, float& m, float& l) {
+  const std::int64_t groups = (count + kLanes - 1) / kLanes;
+  const std::int64_t tail = count - (groups - 1) * kLanes;  // keys of the last group in range
+  const __mmask16 valid = static_cast<__mmask16>((1u << tail) - 1u);
+  float* last = p + (groups - 1) * kLanes;
+  _mm512_store_ps(last, _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_load_ps(last)));
+  __m512 block_max = _mm512_set1_ps(-INFINITY);
+  for (std::int64_t g = 0; g < groups; ++g) block_max = _mm512_max_ps(block_max, _mm512_load_ps(p + g * kLanes));
+  const float new_max = std::max(m, _mm512_reduce_max_ps(block_max));
+  const __m512 shift = _mm512_set1_ps(new_max);
+  __m512 sum = _mm512_setzero_ps();
+  for (std::int64_t g = 0; g < groups; ++g) {
+    __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_load_ps(p + g * kLanes), shift));
+    if (g == groups - 1) e = _mm512_maskz_mov_ps(valid, e);  // exactly 0, not e^-87
+    _mm512_store_ps(p + g * kLanes, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  const float correction = _mm512_cvtss_f32(exp_nonpositive16(_mm512_set1_ps(m - new_max)));
+  l = l * correction + _mm512_reduce_add_ps(sum);
+  m = new_max;
+  return _mm512_set1_ps(correction);
+}
+
+// accumulate_values for two queries sharing each value row's loads: acc0/acc1[0, 32 N) = rescale
+// acc + sum_j p_j values[j], each query's even and odd keys in their own accumulators as in the
+// one-query kernel (the same sums to the bit). N <= 2: 16 accumulators.
+template <int N, int Locality, class T>
+ARCH_BENCH_AVX512 inline void accumulate_values_of_two(const T* rows, std::int64_t stride, std::int64_t count,
+                                                       const float* p0, const float* p1, __m512 rescale0,
+                                                       __m512 rescale1, float* acc0, float* acc1) {
+  __m512 even0[2 * N], odd0[2 * N], even1[2 * N], odd1[2 * N];
+  for (int i = 0; i < 2 * N; ++i) {
+    even0[i] = _mm512_mul_ps(_mm512_loadu_ps(acc0 + kLanes * i), rescale0);
+    even1[i] = _mm512_mul_ps(_mm512_loadu_ps(acc1 + kLanes * i), rescale1);
+    odd0[i] = odd1[i] = _mm512_setzero_ps();
+  }
+  std::int64_t j = 0;
+  for (; j + 2 <= count; j += 2) {
+    const __m512 a0 = _mm512_set1_ps(p0[j]), a1 = _mm512_set1_ps(p0[j + 1]);
+    const __m512 b0 = _mm512_set1_ps(p1[j]), b1 = _mm512_set1_ps(p1[j + 1]);
+    for (int i = 0; i < N; ++i) {
+      __m512 lo, hi;
+      prefetch32<Locality>(rows + (j + kDecodePrefetchRows<T>) * stride + 32 * i);
+      prefetch32<Locality>(rows + (j + 1 + kDecodePrefetchRows<T>) * stride + 32 * i);
+      load32(rows + j * stride + 32 * i, lo, hi);
+      even0[2 * i] = _mm512_fmadd_ps(a0, lo, even0[2 * i]);
+      even0[2 * i + 1] = _mm512_fmadd_ps(a0, hi, even0[2 * i + 1]);
+      even1[2 * i] = _mm512_fmadd_ps(b0, lo, even1[2 * i]);
+      even1[2 * i + 1] = _mm512_fmadd_ps(b0, hi, even1[2 * i + 1]);
+      load32(rows + (j + 1) * stride + 32 * i, lo, hi);
+      odd0[2 * i] = _mm512_fmadd_ps(a1, lo, odd0[2 * i]);
+      odd0[2 * i + 1] = _mm512_fmadd_ps(a1, hi, odd0[2 * i + 1]);
+      odd1[2 * i] = _mm512_fmadd_ps(b1, lo, odd1[2 * i]);
+      odd1[2 * i + 1] = _mm512_fmadd_ps(b1, hi, odd1[2 * i + 1]);
     }
   }
-  partial[0] = m;
-  partial[1] = l;
-  for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc[lane_of<T>(c)];
+  if (j < count) {
+    const __m512 a0 = _mm512_set1_ps(p0[j]), b0 = _mm512_set1_ps(p1[j]);
+    for (int i = 0; i < N; ++i) {
+      __m512 lo, hi;
+      load32(rows + j * stride + 32 * i, lo, hi);
+      even0[2 * i] = _mm512_fmadd_ps(a0, lo, even0[2 * i]);
+      even0[2 * i + 1] = _mm512_fmadd_ps(a0, hi, even0[2 * i + 1]);
+      even1[2 * i] = _mm512_fmadd_ps(b0, lo, even1[2 * i]);
+      even1[2 * i + 1] = _mm512_fmadd_ps(b0, hi, even1[2 * i + 1]);
+    }
+  }
+  for (int i = 0; i < 2 * N; ++i) {
+    _mm512_storeu_ps(acc0 + kLanes * i, _mm512_add_ps(even0[i], odd0[i]));
+    _mm512_storeu_ps(acc1 + kLanes * i, _mm512_add_ps(even1[i], odd1[i]));
+  }
+}
+
+// One split of one K/V head for `query_count` queries of its group (1 .. kDecodeGroupSlice). Queries
+// go in pairs: each key and value row is loaded once per pair, and each 64-row block, read from memory
+// by the first pair, comes from L1 for the next. A lone query (multi-head attention) runs the
+// one-query kernel as before.
+template <int Locality, class T>
+ARCH_BENCH_AVX512 void decode_split(const float* queries, std::int64_t query_count, const T* keys, const T* values,
+                                    std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
+                                    std::int64_t partial_stride) {
+  alignas(64) float p_all[kDecodeGroupSlice][kBlock];
+  alignas(64) float q_all[kDecodeGroupSlice][kMaxDim];
+  alignas(64) float acc_all[kDecodeGroupSlice][kMaxDim];
+  float m_all[kDecodeGroupSlice], l_all[kDecodeGroupSlice];
+  for (std::int64_t g = 0; g < query_count; ++g) {
+    for (std::int64_t c = 0; c < dim; ++c) q_all[g][lane_of<T>(c)] = queries[g * dim + c];
+    std::fill_n(acc_all[g], dim, 0.0f);
+    m_all[g] = -INFINITY;
+    l_all[g] = 0.0f;
+  }
+  for (std::int64_t block = begin; block < end; block += kBlock) {
+    const std::int64_t count = std::min(kBlock, end - block);
+    const T* rows = values + block * dim;
+    std::int64_t query = 0;
+    for (; query + 2 <= query_count; query += 2) {
+      float *p0 = p_all[query], *p1 = p_all[query + 1];
+      float *acc0 = acc_all[query], *acc1 = acc_all[query + 1];
+      scores_of_two<Locality>(q_all[query], q_all[query + 1], keys, block, end, count, dim, p0, p1);
+      const __m512 rescale0 = softmax_of_block(p0, count, m_all[query], l_all[query]);
+      const __m512 rescale1 = softmax_of_block(p1, count, m_all[query + 1], l_all[query + 1]);
+      std::int64_t c = 0;
+      for (; c + 64 <= dim; c += 64) {
+        accumulate_values_of_two<2, Locality>(rows + c, dim, count, p0, p1, rescale0, rescale1, acc0 + c, acc1 + c);
+      }
+      if (c < dim) {  // dim is a multiple of 32
+        accumulate_values_of_two<1, Locality>(rows + c, dim, count, p0, p1, rescale0, rescale1, acc0 + c, acc1 + c);
+      }
+    }
+    if (query < query_count) {
+      float* p = p_all[query];
+      float* acc = acc_all[query];
+      scores_of_one<Locality>(q_all[query], keys, block, end, count, dim, p);
+      const __m512 rescale = softmax_of_block(p, count, m_all[query], l_all[query]);
+      std::int64_t c = 0;
+      for (; c + 128 <= dim; c += 128) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
+      switch ((dim - c) / 32) {
+        case 3: accumulate_values<3, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 2: accumulate_values<2, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        case 1: accumulate_values<1, Locality>(rows + c, dim, count, p, rescale, acc + c); break;
+        default: break;
+      }
+    }
+  }
+  for (std::int64_t g = 0; g < query_count; ++g) {
+    float* partial = partials + g * partial_stride;
+    partial[0] = m_all[g];
+    partial[1] = l_all[g];
+    for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc_all[g][lane_of<T>(c)];
+  }
 }
 
 }  // namespace
 
 template <class T>
-void softmax_decode_split_avx512(const float* query, const T* keys, const T* values, std::int64_t begin,
-                                 std::int64_t end, std::int64_t dim, float* partial) {
+void softmax_decode_split_avx512(const float* queries, std::int64_t count, const T* keys, const T* values,
+                                 std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
+                                 std::int64_t partial_stride) {
   if (decode_prefetches_into_l2()) {
-    decode_split<kPrefetchIntoL2>(query, keys, values, begin, end, dim, partial);
+    decode_split<kPrefetchIntoL2>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
   } else {
-    decode_split<kPrefetchIntoL1>(query, keys, values, begin, end, dim, partial);
+    decode_split<kPrefetchIntoL1>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
   }
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                     \
   template void softmax_prefill_avx512<T>(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, \
-                                          const T*, T*);                                              \
-  template void softmax_decode_split_avx512<T>(const float*, const T*, const T*, std::int64_t,         \
-                                               std::int64_t, std::int64_t, float*);
+                                          const T*, T*, std::int64_t, std::int64_t);                  \
+  template void softmax_decode_split_avx512<T>(const float*, std::int64_t, const T*, const T*,         \
+                                               std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

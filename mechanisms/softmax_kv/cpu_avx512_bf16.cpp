@@ -87,18 +87,22 @@ ARCH_BENCH_AVX512_BF16 inline void values_tile(const std::uint32_t* pp, const st
 }
 
 // Turns unscaled S^T (count key rows, cols queries) into bf16 P pairs [j/2][query] and updates each
-// query's running max m (in scaled units) and sum l; correction[q] = e^(m_old - m_new). Masking as
-// in cpu_avx512.cpp; an odd count's missing partner row is 0.
-ARCH_BENCH_AVX512_BF16 void softmax_block(const float* st, std::int64_t count, std::int64_t cols, bool diagonal,
-                                          float scale, std::uint32_t* pp, float* m, float* l, float* correction) {
+// query's running max m (in scaled units) and sum l; correction[q] = e^(m_old - m_new). Masking (and a
+// query that sees no key yet) as in cpu_avx512.cpp; an odd count's missing partner row is 0.
+ARCH_BENCH_AVX512_BF16 void softmax_block(const float* st, std::int64_t count, std::int64_t cols,
+                                          const prefill_blocks::BlockMask& mask, float scale, std::uint32_t* pp,
+                                          float* m, float* l, float* correction) {
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
   const __m512 scale16 = _mm512_set1_ps(scale);
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i reach = _mm512_set1_epi32(static_cast<int>(mask.window));
   for (std::int64_t q = 0; q < cols; q += kLanes) {
-    const __m512i query = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q)));
+    const __m512i distance = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q + mask.offset)));
     auto visible = [&](std::int64_t j) ARCH_BENCH_AVX512_BF16 {
-      if (!diagonal) return static_cast<__mmask16>(0xffff);
-      return static_cast<__mmask16>(~_mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(j)), query));
+      if (!mask.masked) return static_cast<__mmask16>(0xffff);
+      const __m512i d = _mm512_sub_epi32(distance, _mm512_set1_epi32(static_cast<int>(j)));
+      return static_cast<__mmask16>(~(_mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()) |
+                                      _mm512_cmpge_epi32_mask(d, reach)));
     };
     const __m512 old_max = _mm512_loadu_ps(m + q);
     __m512 block_max = minus_inf;
@@ -106,10 +110,12 @@ ARCH_BENCH_AVX512_BF16 void softmax_block(const float* st, std::int64_t count, s
       block_max = _mm512_mask_max_ps(block_max, visible(j), block_max, _mm512_loadu_ps(st + j * kBlock + q));
     }
     const __m512 new_max = _mm512_max_ps(old_max, _mm512_mul_ps(block_max, scale16));
-    const __m512 rescale = exp_nonpositive16(_mm512_sub_ps(old_max, new_max));
+    const __m512 shift = _mm512_mask_mov_ps(new_max, _mm512_cmp_ps_mask(new_max, minus_inf, _CMP_EQ_OQ),
+                                            _mm512_setzero_ps());
+    const __m512 rescale = exp_nonpositive16(_mm512_sub_ps(old_max, shift));
     auto weight = [&](std::int64_t j) ARCH_BENCH_AVX512_BF16 {
       if (j >= count) return _mm512_setzero_ps();
-      const __m512 p = exp_nonpositive16(_mm512_fmsub_ps(_mm512_loadu_ps(st + j * kBlock + q), scale16, new_max));
+      const __m512 p = exp_nonpositive16(_mm512_fmsub_ps(_mm512_loadu_ps(st + j * kBlock + q), scale16, shift));
       return _mm512_maskz_mov_ps(visible(j), p);  // exactly 0, not e^-87
     };
     __m512 sum = _mm512_setzero_ps();
@@ -174,7 +180,7 @@ ARCH_BENCH_AVX512_BF16 void values_block(const std::uint32_t* pp, const std::uin
 
 ARCH_BENCH_AVX512_BF16 void prefill_query_block(const bf16* q, const bf16* k, const bf16* v, bf16* out,
                                                 std::int64_t tokens, std::int64_t dim, std::int64_t q_begin,
-                                                PrefillScratch& s) {
+                                                std::int64_t window, PrefillScratch& s) {
   const std::int64_t rows = std::min(kBlock, tokens - q_begin);
   const std::int64_t cols = (rows + kLanes - 1) / kLanes * kLanes;
   const std::int64_t width = (dim + kLanes - 1) / kLanes * kLanes;
@@ -186,11 +192,12 @@ ARCH_BENCH_AVX512_BF16 void prefill_query_block(const bf16* q, const bf16* k, co
   std::fill_n(s.l, kBlock, 0.0f);
   std::fill_n(s.o, rows * width, 0.0f);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  for (std::int64_t block = 0; block <= q_begin; block += kBlock) {
+  for (std::int64_t block = prefill_blocks::first_key_block(q_begin, window); block <= q_begin; block += kBlock) {
     const std::int64_t count = std::min(kBlock, tokens - block);
     pair_value_rows(v + block * dim, count, dim, width, s.vp);
     scores_block(k + block * dim, dim, s.qp, channel_pairs, count, cols, s.st);
-    softmax_block(s.st, count, cols, block == q_begin, scale, s.pp, s.m, s.l, s.correction);
+    softmax_block(s.st, count, cols, prefill_blocks::block_mask(q_begin, rows, block, window), scale, s.pp, s.m,
+                  s.l, s.correction);
     values_block(s.pp, s.vp, (count + 1) / 2, rows, width, s.correction, s.o);
   }
   for (std::int64_t i = 0; i < rows; ++i) {
@@ -203,10 +210,13 @@ ARCH_BENCH_AVX512_BF16 void prefill_query_block(const bf16* q, const bf16* k, co
 }  // namespace
 
 void softmax_prefill_avx512_bf16_dot(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim,
-                                     const bf16* q, const bf16* k, const bf16* v, bf16* out) {
+                                     const bf16* q, const bf16* k, const bf16* v, bf16* out, std::int64_t group,
+                                     std::int64_t window) {
   prefill_blocks::for_each_query_block<PrefillScratch>(
-      batch_heads, tokens, dim, [&](std::int64_t offset, std::int64_t q_begin, PrefillScratch& scratch) {
-        prefill_query_block(q + offset, k + offset, v + offset, out + offset, tokens, dim, q_begin, scratch);
+      batch_heads, tokens, dim, group,
+      [&](prefill_blocks::HeadOffsets at, std::int64_t q_begin, PrefillScratch& scratch) {
+        prefill_query_block(q + at.query, k + at.kv, v + at.kv, out + at.query, tokens, dim, q_begin, window,
+                            scratch);
       });
 }
 

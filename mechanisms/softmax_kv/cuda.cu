@@ -68,7 +68,8 @@ __device__ inline float usable_max(float m) { return m == -INFINITY ? 0.0f : m; 
 // (lane i takes vectors i, i + lanes, ...), and kDecodeRowsInFlight rows per iteration, so a warp
 // reads 32 / lanes_per_row consecutive rows (contiguous bytes) per load instruction.
 struct DecodeGeometry {
-  long long capacity;  // cache rows per head
+  long long capacity;  // cache rows per K/V head
+  int group;           // query heads per K/V head (grouped-query attention; 1: one each)
   int position;        // row of the new token; context = position + 1
   int splits;          // split s covers [s * context / splits, (s + 1) * context / splits)
   int dim;
@@ -98,10 +99,13 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int begin = static_cast<int>(split * context / g.splits);
   const int end = static_cast<int>((split + 1) * context / g.splits);
 
-  const std::size_t head = static_cast<std::size_t>(bh) * static_cast<std::size_t>(g.capacity) * vectors;
+  // Query head bh reads K/V head bh / group; the group's first query head appends the new row.
+  const int kv = bh / g.group;
+  const bool appends = bh % g.group == 0;
+  const std::size_t head = static_cast<std::size_t>(kv) * static_cast<std::size_t>(g.capacity) * vectors;
   const uint4* q_vectors = reinterpret_cast<const uint4*>(q) + static_cast<std::size_t>(bh) * vectors;
-  const uint4* k_new_vectors = reinterpret_cast<const uint4*>(k_new) + static_cast<std::size_t>(bh) * vectors;
-  const uint4* v_new_vectors = reinterpret_cast<const uint4*>(v_new) + static_cast<std::size_t>(bh) * vectors;
+  const uint4* k_new_vectors = reinterpret_cast<const uint4*>(k_new) + static_cast<std::size_t>(kv) * vectors;
+  const uint4* v_new_vectors = reinterpret_cast<const uint4*>(v_new) + static_cast<std::size_t>(kv) * vectors;
   uint4* k_head = reinterpret_cast<uint4*>(k_cache) + head;
   uint4* v_head = reinterpret_cast<uint4*>(v_cache) + head;
 
@@ -132,8 +136,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int u = 0; u < kRows; ++u) {
       const int row = base + group + u * groups;
       valid[u] = row < end;
-      // The new token's row is read from k_new/v_new and appended to the cache by its reader: the
-      // only thread of the launch that touches that row.
+      // The new token's row is read from k_new/v_new by every query head of the group and appended
+      // to the cache by the group's first: the only thread of the launch that writes that row, and
+      // no thread reads it from the cache.
       const bool fresh = row == g.position;
       const uint4* k_row = fresh ? k_new_vectors : k_head + static_cast<std::size_t>(row) * vectors;
       const uint4* v_row = fresh ? v_new_vectors : v_head + static_cast<std::size_t>(row) * vectors;
@@ -149,7 +154,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
           k_raw[u][v] = k_row[vi];
           v_raw[u][v] = v_row[vi];
         }
-        if (load && fresh) {
+        if (load && fresh && appends) {
           k_head[static_cast<std::size_t>(row) * vectors + vi] = k_raw[u][v];
           v_head[static_cast<std::size_t>(row) * vectors + vi] = v_raw[u][v];
         }
@@ -276,6 +281,7 @@ __global__ void __launch_bounds__(256)
 struct PrefillGeometry {
   int tokens;
   int dim;
+  int group;  // query heads per K/V head: block row y reads K/V head y / group
   float scale_log2;
   int ld_q, ld_k, ld_v, ld_s, ld_p, ld_o;
   unsigned q_offset, k_offset, v_offset, s_offset, p_offset, o_offset;
@@ -322,6 +328,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   const int tokens = g.tokens;
   const int dim = g.dim;
   const std::size_t head = static_cast<std::size_t>(blockIdx.y) * tokens * dim;
+  const std::size_t kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * tokens * dim;
 
   const __nv_bfloat16* q_warp = q_tile + warp * kFrag * g.ld_q;
   float* s_warp = s_tile + warp * kFrag * g.ld_s;
@@ -343,8 +350,8 @@ __global__ void __launch_bounds__(kPrefillThreads)
   for (int key_tile = 0; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();  // every warp is done with the previous K/V tile (and Q is written)
-    load_bf16_rows(k_tile, g.ld_k, k + head, k0, kTile, tokens, dim);
-    load_bf16_rows(v_tile, g.ld_v, v + head, k0, kTile, tokens, dim);
+    load_bf16_rows(k_tile, g.ld_k, k + kv_head, k0, kTile, tokens, dim);
+    load_bf16_rows(v_tile, g.ld_v, v + kv_head, k0, kTile, tokens, dim);
     __syncthreads();
 
     for (int n = 0; n < kTile / kFrag; ++n) {
@@ -429,6 +436,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   const int tokens = g.tokens;
   const int dim = g.dim;
   const std::size_t head = static_cast<std::size_t>(blockIdx.y) * tokens * dim;
+  const std::size_t kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * tokens * dim;
 
   // The tile's rows are contiguous in memory, so element i of the tile is element q0 * dim + i.
   for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {
@@ -458,7 +466,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
       const int r = i / dim;
       const int c = i - r * dim;
       const bool inside = k0 + r < tokens;
-      const std::size_t at = head + static_cast<std::size_t>(k0) * dim + i;
+      const std::size_t at = kv_head + static_cast<std::size_t>(k0) * dim + i;
       k_tile[r * g.ld_k + c] = inside ? Storage<S>::widen(k[at]) : 0.0f;
       v_tile[r * g.ld_v + c] = inside ? Storage<S>::widen(v[at]) : 0.0f;
     }
@@ -532,9 +540,13 @@ __global__ void __launch_bounds__(kPrefillThreads)
 }
 
 PrefillGeometry prefill_geometry(const SoftmaxPrefillCudaPlan& plan) {
+  if (plan.group < 1 || plan.batch_heads % plan.group != 0) {
+    throw std::invalid_argument("launch_softmax_prefill: the query group does not divide the heads");
+  }
   PrefillGeometry g;
   g.tokens = static_cast<int>(plan.tokens);
   g.dim = static_cast<int>(plan.dim);
+  g.group = static_cast<int>(plan.group);
   g.scale_log2 = kLog2e / std::sqrt(static_cast<float>(plan.dim));
   g.ld_q = plan.ld_q;
   g.ld_k = plan.ld_k;
@@ -561,8 +573,12 @@ void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const 
   if (position + 1 != plan.context || plan.splits > kDecodeMaxSplits) {
     throw std::invalid_argument("launch_softmax_decode: the plan was made for another context length");
   }
+  if (plan.group < 1 || plan.batch_heads % plan.group != 0) {
+    throw std::invalid_argument("launch_softmax_decode: the query group does not divide the heads");
+  }
   DecodeGeometry g;
   g.capacity = plan.capacity;
+  g.group = static_cast<int>(plan.group);
   g.position = static_cast<int>(position);
   g.splits = static_cast<int>(plan.splits);
   g.dim = static_cast<int>(plan.dim);

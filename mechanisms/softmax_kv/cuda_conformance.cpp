@@ -15,9 +15,13 @@ template <class T>
 void softmax_kv_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, CudaBackend& cuda) {
   const AttentionValues x(inputs, dtype, false);
   require_cuda_cell(attention_cell("softmax_kv", inputs, dtype, out.options, x.dk));
+  // k and v hold kv_heads heads (grouped-query attention): query head bh reads K/V head bh / group.
+  const std::int64_t group = inputs.axis("heads") / inputs.axis("kv_heads");
+  const std::int64_t kv_rows = x.bh / group;
   const Buffer<T> q = device_copy<T>(cuda, x.q), k = device_copy<T>(cuda, x.k), v = device_copy<T>(cuda, x.v);
   Buffer<T> prefill = device_output<T>(cuda, x.q.size());
-  const SoftmaxPrefillCudaPlan prefill_plan = plan_softmax_prefill_cuda(x.bh, x.length, x.dk, dtype);
+  SoftmaxPrefillCudaPlan prefill_plan = plan_softmax_prefill_cuda(x.bh, x.length, x.dk, dtype);
+  prefill_plan.group = group;
   configure_softmax_prefill<T>(prefill_plan);
   launch_softmax_prefill<T>(prefill_plan, q.data(), k.data(), v.data(), prefill.data(), cuda.stream());
   replace_values(out.prefill_out, fetch(cuda, prefill));
@@ -30,15 +34,16 @@ void softmax_kv_on_cuda(const ConformanceInputs& inputs, DType dtype, Conformanc
         workspace_floats, plan_softmax_decode_cuda(x.bh, x.dk, dtype, x.length, t + 1, sms).workspace_floats());
   }
   const Buffer<T> q_t = device_copy<T>(cuda, token_major(x.q, x.bh, x.length, x.dk));
-  const Buffer<T> k_t = device_copy<T>(cuda, token_major(x.k, x.bh, x.length, x.dk));
-  const Buffer<T> v_t = device_copy<T>(cuda, token_major(x.v, x.bh, x.length, x.dk));
+  const Buffer<T> k_t = device_copy<T>(cuda, token_major(x.k, kv_rows, x.length, x.dk));
+  const Buffer<T> v_t = device_copy<T>(cuda, token_major(x.v, kv_rows, x.length, x.dk));
   Buffer<T> k_cache = device_output<T>(cuda, x.k.size()), v_cache = device_output<T>(cuda, x.v.size());
   Buffer<T> decode = device_output<T>(cuda, x.q.size());
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(workspace_floats));
-  const std::int64_t step = x.bh * x.dk;
+  const std::int64_t step = x.bh * x.dk, kv_step = kv_rows * x.dk;
   for (std::int64_t t = 0; t < x.length; ++t) {
-    const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(x.bh, x.dk, dtype, x.length, t + 1, sms);
-    launch_softmax_decode<T>(plan, q_t.data() + t * step, k_t.data() + t * step, v_t.data() + t * step,
+    SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(x.bh, x.dk, dtype, x.length, t + 1, sms);
+    plan.group = group;
+    launch_softmax_decode<T>(plan, q_t.data() + t * step, k_t.data() + t * kv_step, v_t.data() + t * kv_step,
                              k_cache.data(), v_cache.data(), t, workspace.data(), decode.data() + t * step,
                              cuda.stream());
   }

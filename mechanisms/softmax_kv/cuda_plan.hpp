@@ -22,7 +22,8 @@ inline constexpr int kDecodeBlocksPerMultiprocessor = 2;
 inline constexpr int kVectorBytes = 16;  // one uint4 load
 
 struct SoftmaxDecodeCudaPlan {
-  std::int64_t batch_heads = 0;
+  std::int64_t batch_heads = 0;  // query heads of the batch (one grid row each)
+  std::int64_t group = 1;        // query heads per K/V head: the cache holds batch_heads / group heads
   std::int64_t dim = 0;
   std::int64_t capacity = 0;  // cache rows per head
   std::int64_t context = 0;   // rows attended: position + 1
@@ -75,7 +76,8 @@ inline constexpr std::size_t kDefaultSharedBytesLimit = 48 * 1024;
 
 struct SoftmaxPrefillCudaPlan {
   SoftmaxPrefillPath path = SoftmaxPrefillPath::simt;
-  std::int64_t batch_heads = 0;
+  std::int64_t batch_heads = 0;  // query heads of the batch
+  std::int64_t group = 1;        // query heads per K/V head: query head bh reads K/V head bh / group
   std::int64_t tokens = 0;
   std::int64_t dim = 0;
   int threads = kPrefillThreads;

@@ -18,11 +18,46 @@ inline constexpr std::int64_t kBlock = 64;    // queries per query block = keys 
 inline constexpr std::int64_t kMaxDim = 256;  // Mechanism::unsupported() rejects wider heads
 inline constexpr std::int64_t kColumns = 16;  // S^T's query columns and O's channels come in 16s
 
-// Calls query_block(offset, q_begin, scratch) for every head (offset = head * tokens * dim) and
-// 64-query block, over an OpenMP team with one Scratch per thread. Query block b does b + 1 key
-// blocks: handing out the heaviest first keeps the dynamic schedule from ending on one long item.
+// Which keys of one key block the queries of one query block see. Key j of the block is visible to
+// query i of the query block when 0 <= i + offset - j < window, offset = q_begin - key block start
+// (the causal mask: i + offset >= j) and window bounding the distance (sliding_window; a huge value
+// for plain causal attention). `masked` is false when every key is visible to every query, so the
+// softmax skips the per-lane test.
+struct BlockMask {
+  bool masked = false;
+  std::int64_t offset = 0;
+  std::int64_t window = 0;
+};
+
+// The mask of the key block at `block` for the query block at q_begin with `rows` queries (window 0:
+// no band).
+inline BlockMask block_mask(std::int64_t q_begin, std::int64_t rows, std::int64_t block, std::int64_t window) {
+  constexpr std::int64_t kUnbounded = std::int64_t{1} << 30;  // beyond any distance the int32 lanes hold
+  const std::int64_t reach = window > 0 ? std::min(window, kUnbounded) : kUnbounded;
+  const bool crosses_diagonal = block + kBlock > q_begin;                  // some key after some query
+  const bool crosses_band = window > 0 && block <= q_begin + rows - 1 - window;  // some key too old
+  return {crosses_diagonal || crosses_band, q_begin - block, reach};
+}
+
+// The first key block a query block at q_begin reads: with a window, the one holding its first
+// query's oldest visible key (blocks wholly before it are outside every query's band).
+inline std::int64_t first_key_block(std::int64_t q_begin, std::int64_t window) {
+  if (window <= 0 || q_begin - window + 1 <= 0) return 0;
+  return (q_begin - window + 1) / kBlock * kBlock;
+}
+
+// Where head `head`'s q/out rows and its K/V head's rows start: query head bh reads K/V head bh / group.
+struct HeadOffsets {
+  std::int64_t query = 0;
+  std::int64_t kv = 0;
+};
+
+// Calls query_block(offsets, q_begin, scratch) for every head and 64-query block, over an OpenMP team
+// with one Scratch per thread. Query block b does b + 1 key blocks: handing out the heaviest first
+// keeps the dynamic schedule from ending on one long item.
 template <class Scratch, class QueryBlock>
-void for_each_query_block(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, QueryBlock&& query_block) {
+void for_each_query_block(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, std::int64_t group,
+                          QueryBlock&& query_block) {
   const std::int64_t blocks = (tokens + kBlock - 1) / kBlock;
 #pragma omp parallel
   {
@@ -31,7 +66,7 @@ void for_each_query_block(std::int64_t batch_heads, std::int64_t tokens, std::in
     for (std::int64_t item = 0; item < batch_heads * blocks; ++item) {
       const std::int64_t head = item % batch_heads;
       const std::int64_t block = blocks - 1 - item / batch_heads;
-      query_block(head * tokens * dim, block * kBlock, *scratch);
+      query_block(HeadOffsets{head * tokens * dim, head / group * tokens * dim}, block * kBlock, *scratch);
     }
   }
 }
@@ -49,11 +84,11 @@ struct WideningScratch {
 // The query block at q_begin of one head, for a set whose Kernels has
 //   widen<T>(src, count, dim, width, dst)      rows to fp32, zero-padded to width
 //   scores(keys, key_stride, qt, depth, count, cols, st)       S^T = K Q^T
-//   softmax(st, count, cols, diagonal, m, l, correction)      S^T -> P^T, running max and sum
+//   softmax(st, count, cols, mask, m, l, correction)          S^T -> P^T, running max and sum
 //   values(pt, values, value_stride, count, rows, width, correction, o)   O = diag(c) O + P V
 template <class Kernels, class T>
 void widening_query_block(const T* q, const T* k, const T* v, T* out, std::int64_t tokens, std::int64_t dim,
-                          std::int64_t q_begin, WideningScratch& s) {
+                          std::int64_t q_begin, std::int64_t window, WideningScratch& s) {
   const std::int64_t rows = std::min(kBlock, tokens - q_begin);
   const std::int64_t cols = (rows + kColumns - 1) / kColumns * kColumns;
   const std::int64_t width = (dim + kColumns - 1) / kColumns * kColumns;
@@ -66,7 +101,7 @@ void widening_query_block(const T* q, const T* k, const T* v, T* out, std::int64
   std::fill_n(s.m, kBlock, -INFINITY);
   std::fill_n(s.l, kBlock, 0.0f);
   std::fill_n(s.o, rows * width, 0.0f);
-  for (std::int64_t block = 0; block <= q_begin; block += kBlock) {
+  for (std::int64_t block = first_key_block(q_begin, window); block <= q_begin; block += kBlock) {
     const std::int64_t count = std::min(kBlock, tokens - block);
     const float* keys = nullptr;
     if constexpr (std::is_same_v<T, float>) {
@@ -77,7 +112,7 @@ void widening_query_block(const T* q, const T* k, const T* v, T* out, std::int64
     }
     Kernels::template widen<T>(v + block * dim, count, dim, width, s.values);
     Kernels::scores(keys, dim, s.qt, dim, count, cols, s.st);
-    Kernels::softmax(s.st, count, cols, block == q_begin, s.m, s.l, s.correction);
+    Kernels::softmax(s.st, count, cols, block_mask(q_begin, rows, block, window), s.m, s.l, s.correction);
     Kernels::values(s.st, s.values, width, count, rows, width, s.correction, s.o);
   }
   for (std::int64_t i = 0; i < rows; ++i) {
@@ -90,11 +125,11 @@ void widening_query_block(const T* q, const T* k, const T* v, T* out, std::int64
 // The whole prefill of a widening set.
 template <class Kernels, class T>
 void widening_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
-                      const T* v, T* out) {
+                      const T* v, T* out, std::int64_t group, std::int64_t window) {
   for_each_query_block<WideningScratch>(
-      batch_heads, tokens, dim, [&](std::int64_t offset, std::int64_t q_begin, WideningScratch& scratch) {
-        widening_query_block<Kernels>(q + offset, k + offset, v + offset, out + offset, tokens, dim, q_begin,
-                                      scratch);
+      batch_heads, tokens, dim, group, [&](HeadOffsets at, std::int64_t q_begin, WideningScratch& scratch) {
+        widening_query_block<Kernels>(q + at.query, k + at.kv, v + at.kv, out + at.query, tokens, dim, q_begin,
+                                      window, scratch);
       });
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/backends/cpu/usable_cpus.hpp"
 #include "runner/models/model_figures.hpp"
+#include "runner/pipeline/plan.hpp"
 #include "runner/plugins/plugin_report.hpp"
 #include "runner/preflight/dry_run.hpp"
 
@@ -31,7 +32,7 @@ RunReport begin_report(const RunRequest& request) {
                                        "gpu_measured",
                                        report.identity.profile_id));
   }
-  report.arms = request.mode->arms(workload);
+  report.arms = arms_over_axes(*request.mode, workload);
   report.settings_sources = request.settings_sources;
   return report;
 }

@@ -89,10 +89,43 @@ std::pair<std::int64_t, std::int64_t> checked_cell_bytes(const Mechanism& mechan
 }
 }  // namespace
 
+// The mode's arms with the workload's every-mode axes (OptionSpec::every_mode_axis: kv_heads) applied:
+// an arm of a mechanism that declares such a key, and whose mode did not set it, runs once per value of
+// the list; with two or more values each copy's variant names its value ("kv_heads=2").
+std::vector<Arm> arms_over_axes(const Mode& mode, const Workload& workload) {
+  std::vector<Arm> arms = mode.arms(workload);
+  for (const auto& axis : workload.axes) {
+    const std::string& key = axis.first;  // named, not a structured binding: lambdas capture it (clang 14)
+    const std::vector<OptionValue>& values = axis.second;
+    if (values.empty()) continue;
+    std::vector<Arm> expanded;
+    for (const Arm& arm : arms) {
+      const Mechanism* mechanism = find_mechanism(arm.mechanism);
+      const std::vector<OptionSpec> specs = mechanism ? mechanism->option_specs() : std::vector<OptionSpec>{};
+      const auto spec = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.key == key; });
+      if (spec == specs.end() || !spec->every_mode_axis || arm.options.find(key) != nullptr) {
+        expanded.push_back(arm);
+        continue;
+      }
+      for (const OptionValue& value : values) {
+        Arm copy = arm;
+        copy.options.set(key, value);
+        if (values.size() > 1) {
+          const std::string label = fmt::format("{}={}", key, option_value_text(value));
+          copy.variant = copy.variant.empty() ? label : copy.variant + " " + label;
+        }
+        expanded.push_back(std::move(copy));
+      }
+    }
+    arms = std::move(expanded);
+  }
+  return arms;
+}
+
 Plan build_plan(const Mode& mode, const Workload& workload, const std::string& backend) {
   validate_workload(workload);
   Plan plan;
-  const std::vector<Arm> arms = mode.arms(workload);
+  const std::vector<Arm> arms = arms_over_axes(mode, workload);
   for (Phase phase : workload.phases) {
     for (std::int64_t length : workload.sequence_lengths) {
       for (const Arm& arm : arms) {

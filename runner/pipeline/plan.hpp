@@ -26,6 +26,10 @@ struct Plan {
 // Throws UsageError naming the option at fault (empty or non-positive lengths/sizes, repeats 0,
 // unknown mechanism, a head_dim a mechanism cannot take, ...).
 void validate_workload(const Workload& workload);
+// The mode's arms, each arm of a mechanism declaring an every-mode axis (kv_heads) run once per value
+// of the workload's list for it (OptionSpec::every_mode_axis).
+std::vector<Arm> arms_over_axes(const Mode& mode, const Workload& workload);
+
 Plan build_plan(const Mode& mode, const Workload& workload, const std::string& backend);
 
 }  // namespace arch_bench

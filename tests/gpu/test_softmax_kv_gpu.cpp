@@ -74,6 +74,35 @@ TEST(SoftmaxKvGpu, BatchOneLongContextDecodeSplitsAndMatches) {
   }
 }
 
+// Grouped-query and multi-query attention (--kv-heads): every query head of a group reads its K/V
+// head, and the group's first appends the new row. Both prefill paths, both decode lane layouts, a
+// context long enough to split; the CPU cells of the same seed give the same reference error scale.
+TEST(SoftmaxKvGpu, GroupedQueryAttentionMatchesTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const Mechanism* softmax = find_mechanism("softmax_kv");
+  for (const Shape& shape : {Shape{DType::bfloat16, 64}, Shape{DType::bfloat16, 40}, Shape{DType::float32, 128}}) {
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      for (std::int64_t kv_heads : {1, 2, 4}) {
+        for (std::int64_t length : {1, 100, 4100}) {
+          Cell cell = small_cell(8, shape.head_dim, length, shape.dtype, phase);
+          cell.mechanism = "softmax_kv";
+          cell.options.set("kv_heads", kv_heads);
+          SCOPED_TRACE(::testing::Message() << dtype_name(shape.dtype) << " head_dim " << shape.head_dim << " "
+                                            << phase_name(phase) << " kv_heads " << kv_heads << " L=" << length);
+          ASSERT_EQ(softmax->unsupported_on(cell, "cuda"), std::nullopt);
+          auto prepared = softmax->prepare(cell, 19, *backend);
+          prepared->run();
+          const Accuracy first = prepared->check();
+          EXPECT_TRUE(first.output_finite);
+          EXPECT_LT(first.max_rel_error, dtype_tolerance(shape.dtype));
+          prepared->run();  // the group's append rewrites the same row: the same output
+          EXPECT_EQ(prepared->check().max_abs_error, first.max_abs_error);
+        }
+      }
+    }
+  }
+}
+
 // The direct-launch checks below need the CUDA launchers themselves: only in builds with nvcc.
 #if ARCH_BENCH_HAVE_CUDA
 // Device copies of one cell's inputs over `tokens` tokens, and launchers around them.
