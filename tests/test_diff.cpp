@@ -797,7 +797,7 @@ TEST_F(DiffCli, DifferentSchemaMajorIsRefused) {
   future["schema_version"] = "2.0.0";
   const CommandResult r = diff(base, future);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("1.0.0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(kResultSchemaVersion), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2.0.0"), std::string::npos) << r.err;
 }
 

@@ -14,7 +14,7 @@
 
 namespace arch_bench {
 
-inline constexpr const char* kResultSchemaVersion = "1.0.0";
+inline constexpr const char* kResultSchemaVersion = "1.1.0";
 
 struct Identity {
   std::string semantic_id;
