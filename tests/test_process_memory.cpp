@@ -22,6 +22,7 @@
 #include "runner/pipeline/check_resources.hpp"
 #include "runner/pipeline/plan.hpp"
 #include "runner/preflight/memory_room.hpp"
+#include "runner/shard/plan_hash.hpp"
 #include "tests/support/cli.hpp"
 
 namespace arch_bench {
@@ -189,6 +190,19 @@ TEST(CheckMemoryFits, OnAGpuTheHostHoldsTheCellLessItsDeviceBuffers) {
   EXPECT_THROW(check_memory_fits(plan, "cuda", std::nullopt, cell.predicted_peak_bytes - 1), UsageError);
 }
 
+// Shards of one plan run on nodes with different thread counts (performer's and mamba's per-thread
+// scratch): the prediction must not split one plan into two hashes.
+TEST(ProcessMemory, ThePlanHashIgnoresThePrediction) {
+  const Mode& mode = *find_mode("linear_recurrence");
+  const Workload workload = mode.defaults().workload;
+  Plan plan = build_plan(mode, workload, "cpu");
+  const std::string hash = plan_hash(mode.id(), "cpu", workload, plan);
+  plan.cells.front().predicted_process_bytes += 12345;
+  EXPECT_EQ(plan_hash(mode.id(), "cpu", workload, plan), hash);
+  plan.cells.front().predicted_peak_bytes += 1;  // what the hash does cover still changes it
+  EXPECT_NE(plan_hash(mode.id(), "cpu", workload, plan), hash);
+}
+
 TEST(ProcessMemory, TheRowsAndTheDryRunPlanReportThePrediction) {
   testing::TempFolder folder;
   const testing::CliResult result = testing::run_cli(
@@ -199,6 +213,14 @@ TEST(ProcessMemory, TheRowsAndTheDryRunPlanReportThePrediction) {
   for (const nlohmann::json& cell : report["plan"]) {
     ASSERT_TRUE(cell.contains("predicted_process_bytes")) << cell.dump();
     EXPECT_GT(cell["predicted_process_bytes"].get<std::int64_t>(), cell["predicted_peak_bytes"].get<std::int64_t>());
+  }
+  const testing::CliResult measured = testing::run_cli(
+      fmt::format("run --sequence-lengths 16 --warmup 0 --repeats 2 --output {}", (folder.path() / "rows.json").string()));
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  const nlohmann::json rows = testing::read_json(folder.path() / "rows.json")["metrics"]["rows"];
+  ASSERT_FALSE(rows.empty());
+  for (const nlohmann::json& row : rows) {
+    EXPECT_GE(row["predicted_process_bytes"].get<std::int64_t>(), row["peak_memory_bytes"].get<std::int64_t>()) << row.dump();
   }
 }
 
