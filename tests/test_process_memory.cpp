@@ -162,7 +162,7 @@ Plan linear_recurrence_plan(std::int64_t batch) {
 }
 
 TEST(CheckMemoryFits, TheProcessShareNotTheBuffersMustFit) {
-  const Plan plan = linear_recurrence_plan(5000);
+  Plan plan = linear_recurrence_plan(5000);
   // Room for every cell's buffers, not for their inputs: the old check (buffers against
   // MemAvailable) let this start.
   const std::int64_t room = plan.max_predicted_peak_bytes() + kMiB;
@@ -176,14 +176,34 @@ TEST(CheckMemoryFits, TheProcessShareNotTheBuffersMustFit) {
     EXPECT_NE(message.find("cgroup v2 memory.max"), std::string::npos) << message;
     EXPECT_NE(message.find("nothing was allocated"), std::string::npos) << message;
     EXPECT_NE(message.find("--batch"), std::string::npos) << message;
+    EXPECT_NE(message.find("--skip-cells-that-do-not-fit"), std::string::npos) << message;
   }
   EXPECT_NO_THROW(check_memory_fits(plan, "cpu", MemoryLimit{"MemAvailable", plan.max_predicted_process_bytes(), ""},
                                     std::nullopt));
   EXPECT_NO_THROW(check_memory_fits(plan, "cpu", std::nullopt, std::nullopt));  // unknown: nothing refused
 }
 
+TEST(CheckMemoryFits, UnderSkipOnlyTheCellsThatDoNotFitAreMarked) {
+  Workload workload = find_mode("linear_recurrence")->defaults().workload;
+  workload.sequence_lengths = {64, 4096};
+  workload.batch = 64;
+  Plan plan = build_plan(*find_mode("linear_recurrence"), workload, "cpu");
+  // Room for every cell at L 64 and for none at L 4096 (softmax_kv's cache grows with L).
+  std::int64_t small = 0;
+  for (const PlannedCell& cell : plan.cells) {
+    if (cell.cell.sequence_length == 64) small = std::max(small, cell.predicted_process_bytes);
+  }
+  const MemoryLimit limit{"MemAvailable", small, "/proc/meminfo"};
+  check_memory_fits(plan, "cpu", limit, std::nullopt, true);
+  for (const PlannedCell& cell : plan.cells) {
+    const bool fits = cell.predicted_process_bytes <= small;
+    EXPECT_EQ(cell.skip_reason.empty(), fits) << cell.cell.mechanism << " L " << cell.cell.sequence_length;
+    if (!fits) EXPECT_NE(cell.skip_reason.find("MemAvailable"), std::string::npos) << cell.skip_reason;
+  }
+}
+
 TEST(CheckMemoryFits, OnAGpuTheHostHoldsTheCellLessItsDeviceBuffers) {
-  const Plan plan = linear_recurrence_plan(64);
+  Plan plan = linear_recurrence_plan(64);
   const PlannedCell& cell = plan.cells.front();
   EXPECT_EQ(host_bytes_of(cell, "cuda"), cell.predicted_process_bytes - cell.predicted_peak_bytes);
   EXPECT_EQ(host_bytes_of(cell, "cpu"), cell.predicted_process_bytes);
@@ -241,6 +261,26 @@ TEST(ProcessMemory, ARunThatCannotFitIsRefusedWithExit2BeforeItAllocates) {
   EXPECT_NE(result.err.find("is available"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(folder.path() / "big.json"));
   EXPECT_LT(seconds, 10.0) << "refused after measuring, not before";
+}
+
+TEST(ProcessMemory, UnderSkipARunThatCannotFitWritesSkippedRowsSayingWhy) {
+  const Plan plan = linear_recurrence_plan(100000);
+  const std::optional<MemoryLimit> room = read_memory_room().tightest();
+  if (!room || room->room_bytes >= plan.max_predicted_process_bytes()) {
+    GTEST_SKIP() << "this machine has room for the cell";
+  }
+  testing::TempFolder folder;
+  const testing::CliResult result = testing::run_cli(
+      fmt::format("run --batch 100000 --sequence-lengths 64 --repeats 2 --skip-cells-that-do-not-fit --output {}",
+                  (folder.path() / "skipped.json").string()));
+  ASSERT_TRUE(std::filesystem::exists(folder.path() / "skipped.json")) << result.err;
+  const nlohmann::json rows = testing::read_json(folder.path() / "skipped.json")["metrics"]["rows"];
+  ASSERT_EQ(rows.size(), plan.cells.size());
+  for (const nlohmann::json& row : rows) {
+    EXPECT_EQ(row["status"], "skipped") << row.dump();
+    EXPECT_NE(row["reason"].get<std::string>().find("predicted to need"), std::string::npos) << row.dump();
+    EXPECT_EQ(row["peak_memory_bytes"], 0) << "a skipped cell allocated";
+  }
 }
 
 // A stop during set-up ends the cell within one poll: drawing ~200 MB of inputs would take seconds.

@@ -162,6 +162,13 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
       const std::string where =
           rounds > 1 ? fmt::format("[{}/{}] round {}/{} {}", index + 1, total, round + 1, rounds, name)
                      : fmt::format("[{}/{}] {}", index + 1, total, name);
+      if (!planned.skip_reason.empty()) {  // no memory for it (check_resources.hpp): a row saying so
+        row.status = RowStatus::skipped;
+        row.reason = planned.skip_reason;
+        visited[index] = true;
+        if (progress) progress(fmt::format("{}: skipped: {}", where, row.reason), false);
+        continue;
+      }
       if (device_lost) {
         fail_row(row, "device_lost", "not run: an earlier cell lost the device (" + *device_lost + ")");
         visited[index] = true;

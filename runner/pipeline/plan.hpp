@@ -17,6 +17,9 @@ struct PlannedCell {
   std::int64_t state_bytes = 0;
   std::int64_t predicted_peak_bytes = 0;     // the backend buffers (device memory on a GPU)
   std::int64_t predicted_process_bytes = 0;  // what the process gains on the host: buffers and all
+  // Not empty: the cell is not measured and its row is `skipped` with this reason (set by
+  // check_resources under --skip-cells-that-do-not-fit).
+  std::string skip_reason;
 };
 
 struct Plan {

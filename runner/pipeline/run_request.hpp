@@ -27,6 +27,9 @@ struct RunRequest {
   std::string command_line;         // as typed, quoted for a shell
   OutputRequest output;
   bool dry_run = false;             // --dry-run: write the plan, measure nothing
+  // --skip-cells-that-do-not-fit: a cell without the memory it needs becomes a skipped row rather
+  // than a refusal of the whole plan (check_resources.hpp).
+  bool skip_cells_that_do_not_fit = false;
   std::string omp_wait_policy;      // the report's workload.omp_wait_policy
 };
 
