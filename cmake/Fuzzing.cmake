@@ -1,7 +1,8 @@
 # -DARCH_BENCH_FUZZ=ON (clang only): libFuzzer targets for every reader of untrusted input, built
 # with AddressSanitizer and UndefinedBehaviorSanitizer. scripts/fuzz.sh configures a build folder
 # with this and builds only the fuzz targets; see docs/user-guide.md, "Fuzzing and sanitizers".
-#   fuzz_report   result reports: json_input -> schema validation -> diff of the report with itself
+#   fuzz_report   result reports, one or two: json_input -> schema validation -> hardware and identity
+#                 comparison -> diff of the two (strict and relaxed gate) -> merge of the two as shards
 #   fuzz_profile  profiles: json_input -> schema validation -> typed profile
 #   fuzz_npy      .npy files: header and data parsing, then an encode/parse round trip
 #   fuzz_cli      option parsing and checking of run, diff and validate (nothing measured or written)

@@ -244,14 +244,18 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
   if (shape_value->kind != PyValue::Kind::tuple) {
     throw NpyError(fmt::format("{}: 'shape' in the .npy header is not a tuple", name));
   }
-  std::int64_t elements = 1;
   for (const PyValue& d : shape_value->items) {
     if (d.kind != PyValue::Kind::integer) throw NpyError(fmt::format("{}: 'shape' holds a non-integer", name));
     array.shape.push_back(d.number);
-    if (d.number > 0 && elements > kMaxElements / d.number) {
-      throw NpyError(fmt::format("{}: shape {} is too large", name, shape_text(array.shape)));
+  }
+  // The whole shape is read before its size is checked, so that the message shows every dimension.
+  std::int64_t elements = 1;
+  for (const std::int64_t extent : array.shape) {
+    if (extent > 0 && elements > kMaxElements / extent) {
+      throw NpyError(fmt::format("{}: shape {} is too large (more than 2^40 elements)", name,
+                                 shape_text(array.shape)));
     }
-    elements *= d.number;
+    elements *= extent;
   }
 
   const std::size_t item = array.dtype == NpyDtype::float32 ? 4 : 8;

@@ -17,6 +17,8 @@
 #include "runner/cli/commands.hpp"
 #include "runner/cli/omp_spin_policy.hpp"
 #include "runner/cli/signals.hpp"
+#include "runner/cli/standard_output.hpp"
+#include "runner/present/printable_text.hpp"
 #include "core/errors.hpp"
 
 namespace {
@@ -56,6 +58,14 @@ std::vector<std::string> with_default_subcommand(int argc, char** argv) {
     words.insert(words.begin(), "run");
   }
   return words;
+}
+
+// The result a command printed did not all reach standard output: a failure (exit 1) even when the
+// command itself succeeded, or a CI job would read an empty export or diff as a pass. A command that
+// already failed keeps its own code.
+int output_lost(const std::string& reason, int exit_code) {
+  fmt::print(stderr, "error: could not write the output to standard output ({}); it is incomplete\n", reason);
+  return exit_code == 0 ? 1 : exit_code;
 }
 }  // namespace
 
@@ -105,16 +115,19 @@ int main(int argc, char** argv) {
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;
   } catch (const UsageError& error) {
-    fmt::print(stderr, "error: {}\n", error.what());
+    fmt::print(stderr, "error: {}\n", escape_control_bytes(error.what()));
     return 2;
   } catch (const SizeOverflow& error) {
     // The checks up front name the option; this is the backstop for a size computed elsewhere.
     fmt::print(stderr, "error: {}: the sizes given are too large for this machine; nothing was written\n",
-               error.what());
+               escape_control_bytes(error.what()));
     return 2;
   } catch (const std::exception& error) {
-    fmt::print(stderr, "internal error: {}\n", error.what());
+    // fmt::print throws when stdio cannot take more text: that is lost output, not a bug.
+    if (const std::optional<std::string> lost = standard_output_failure()) return output_lost(*lost, 1);
+    fmt::print(stderr, "internal error: {}\n", escape_control_bytes(error.what()));
     return 3;
   }
+  if (const std::optional<std::string> lost = standard_output_failure()) return output_lost(*lost, context.exit_code);
   return context.exit_code;
 }

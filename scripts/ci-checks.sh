@@ -44,8 +44,12 @@ section "diff of the two runs (timing reported, structural regressions fail)"
 
 section "diff against the committed CPU baseline"
 "$BIN/arch-bench" validate results/*.json
+# The baseline was measured on the machine that committed it; CI runs on whatever host it is given, so
+# the hardware may differ and diff would refuse it (exit 2). Allowed here on purpose, and said at the
+# top of the output: timing is reported only (--fail-on never), the structural checks, REMOVED rows
+# and a failed run are what this step gates, and those do not depend on the machine.
 "$BIN/arch-bench" diff results/45_linear_recurrent_state_ci-cpu-baseline.json \
-  "$OUT"/45_linear_recurrent_state_ci-b.json --fail-on never
+  "$OUT"/45_linear_recurrent_state_ci-b.json --fail-on never --allow-hardware-change
 
 section "report and export of this run's own JSON (charts, gbench's compare.py, pandas)"
 # Charts and the export consumers are Debian Python packages, not build dependencies: installed here.

@@ -13,6 +13,8 @@ Per report (file stem S) it writes, when the report has the data:
   S_error.png          max relative error against the fp64 reference vs L, with the dtype tolerance
   S_approximation_vs_m.png   performer reports: relative L2 error against exact softmax vs features m
   S_capacity.png       landscape reports: the state-capacity (recall) curve, mean cosine vs pairs n
+  S_model_capacity.png run --model reports: the largest batch that fits after the weights and the whole
+                       model's decode step vs L, as published and with its attention replaced by each candidate
 
 Every image is 960 x 420 pixels (9.6 x 4.2 inches at 100 dpi). Files are written to a temporary name and
 linked into place, so a reader never sees half an image and an existing chart is never replaced unless
@@ -310,6 +312,56 @@ def draw_capacity(charts, document, colours, title_prefix):
     return fig, drew
 
 
+def draw_model_capacity(charts, document, colours, title_prefix):
+    """run --model: per context length, the largest batch whose caches fit after the weights (left) and
+    the whole model's decode step over its sequence-mixing layers (right), as published and with its
+    attention replaced by each candidate."""
+    model = document.get("model") or {}
+    lengths = [entry for entry in model.get("lengths") or [] if isinstance(entry.get("sequence_length"), int)]
+    replaced = "+".join(model.get("replaced_layers") or [])
+    curves = {}
+    for entry in lengths:
+        configurations = [("as published", entry.get("model") or {})]
+        configurations += [(f"{replaced} -> {alt.get('mechanism')}", alt) for alt in entry.get("replaced_by") or []]
+        for label, figures in configurations:
+            curve = curves.setdefault(label, {"L": [], "batch": [], "L_ms": [], "ms": []})
+            if isinstance(figures.get("max_batch"), int):
+                curve["L"].append(entry["sequence_length"])
+                curve["batch"].append(figures["max_batch"])
+            if isinstance(figures.get("decode_step_ms"), (int, float)):
+                curve["L_ms"].append(entry["sequence_length"])
+                curve["ms"].append(figures["decode_step_ms"])
+    fig, axes = charts.figure(2)
+    palette = charts.plt.get_cmap("tab10").colors
+    drew = False
+    for i, (label, curve) in enumerate(curves.items()):
+        published = label == "as published"
+        # The model as published is drawn thick and on top: a candidate with the same figures must not hide it.
+        style = dict(marker=MARKERS[i % len(MARKERS)], markersize=5 if published else 4,
+                     linewidth=2.6 if published else 1.4, color="black" if published else palette[(i - 1) % len(palette)],
+                     zorder=3 if published else 2, label=label)
+        if curve["L"]:
+            drew = True
+            # A batch of 0 (nothing fits) stays on the chart at the bottom of a symlog axis.
+            axes[0].plot(curve["L"], curve["batch"], **style)
+        if curve["ms"]:
+            axes[1].plot(curve["L_ms"], curve["ms"], **style)
+    memory = model.get("memory") or {}
+    all_lengths = [entry["sequence_length"] for entry in lengths]
+    lengths_axis(axes[0], all_lengths)
+    lengths_axis(axes[1], all_lengths)
+    axes[0].set_yscale("symlog", linthresh=1)
+    axes[0].set_ylim(bottom=0)
+    axes[0].set_ylabel(f"largest batch in {bytes_text(memory.get('bytes') or 0)}")
+    axes[1].set_ylabel("model decode step (ms)")
+    if any(curve["ms"] for curve in curves.values()):
+        readable_log_y(axes[1])
+    weights_gib = (memory.get("weights_reserve_bytes") or 0) / (1 << 30)
+    charts.finish(fig, axes, f"{title_prefix}: model {model.get('id', '')}, largest batch after "
+                             f"{weights_gib:.3g} GiB of weights, and decode step")
+    return fig, drew
+
+
 def plan_charts(document):
     kinds = ["step_time", "state_bytes", "peak_memory", "error"]
     # Only a sweep of m makes a curve (the landscape has one Performer arm, at one m).
@@ -320,6 +372,8 @@ def plan_charts(document):
         kinds.append("approximation_vs_m")
     if (document.get("capacity") or {}).get("mechanisms"):
         kinds.append("capacity")
+    if (document.get("model") or {}).get("lengths"):
+        kinds.append("model_capacity")
     return kinds
 
 
@@ -340,6 +394,8 @@ def draw(charts, document, kind):
                                "error vs context length", tolerance=True)
     if kind == "approximation_vs_m":
         return draw_approximation(charts, document, prefix)
+    if kind == "model_capacity":
+        return draw_model_capacity(charts, document, colours, prefix)
     return draw_capacity(charts, document, colours, prefix)
 
 

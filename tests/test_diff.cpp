@@ -19,6 +19,7 @@
 
 #include "runner/diff/diff.hpp"
 #include "runner/diff/printers.hpp"
+#include "runner/diff/unpaired_rows.hpp"
 #include "runner/measure/statistics.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
@@ -356,7 +357,10 @@ TEST(DiffPairing, OptionsAreIdentityAndUnpairedRowsAreAddedOrRemoved) {
   // Options appear in a label only where they tell two rows apart.
   EXPECT_NE(diff.rows[4].label.find("feature_map=relu"), std::string::npos) << diff.rows[4].label;
   EXPECT_EQ(diff.rows[0].label.find("feature_map"), std::string::npos);
-  EXPECT_EQ(diff.summary.exit_code, 0);  // ADDED and REMOVED are reported, never failing
+  // The REMOVED row fails the gate (issue 42), and both rows name the option that moved them apart.
+  EXPECT_EQ(diff.summary.exit_code, 1);
+  EXPECT_NE(diff.rows[1].reason.find("the workload changed: options {"), std::string::npos) << diff.rows[1].reason;
+  EXPECT_NE(diff.rows[4].reason.find("\"feature_map\":\"relu\""), std::string::npos) << diff.rows[4].reason;
 }
 
 TEST(DiffPairing, RepeatedKeysPairInOrder) {
@@ -367,6 +371,51 @@ TEST(DiffPairing, RepeatedKeysPairInOrder) {
   EXPECT_EQ(diff.rows[4].key.occurrence, 1);
   EXPECT_EQ(diff.rows[4].verdict, Verdict::same);
   EXPECT_NE(diff.rows[4].label.find("#2"), std::string::npos);
+}
+
+TEST(DiffPairing, KeyAxisChangesNameEachAxisWithBothValues) {
+  json a = make_report()["metrics"]["rows"][0];
+  json b = a;
+  b["dtype"] = "float32";
+  b["heads"] = 16;
+  EXPECT_EQ(key_axis_changes(row_key(a), row_key(b)),
+            (std::vector<std::string>{"dtype bfloat16 -> float32", fmt::format("heads {} -> 16", a["heads"].get<int>())}));
+  EXPECT_TRUE(key_axis_changes(row_key(a), row_key(a)).empty());
+}
+
+// Only a row of the same cell (mechanism, variant, phase, length) explains a REMOVED one: a length the
+// new report did not measure is a missing row, not one measured differently.
+TEST(DiffPairing, OtherLengthsAreMissingRowsNotChangedOnes) {
+  json old_report = make_report(), new_report = make_report();
+  for (json& row : rows_of(new_report)) {
+    if (row["sequence_length"] == 512) row["sequence_length"] = 1024;
+  }
+  const DiffResult diff = diff_of(old_report, new_report);
+  for (const RowDiff& row : diff.rows) {
+    EXPECT_EQ(row.reason.find("workload changed"), std::string::npos) << row.label << ": " << row.reason;
+  }
+  EXPECT_TRUE(diff.notes.empty());
+}
+
+// In process: the gate's failing and relaxed lists, which every printer reads.
+TEST(DiffGate, RemovedFailureAndEvidenceDropFailUnlessAllowed) {
+  json old_report = make_report();
+  old_report["evidence_level"] = "gpu_measured";
+  json new_report = make_report();
+  rows_of(new_report).erase(0);
+  new_report["failure"] = {{"kind", "interrupted"}, {"message", "SIGINT"}};
+  DiffResult diff = diff_of(old_report, new_report);
+  EXPECT_EQ(diff.summary.exit_code, 1);
+  EXPECT_EQ(diff.summary.failing.size(), 3u) << fmt::format("{}", fmt::join(diff.summary.failing, " | "));
+  EXPECT_TRUE(diff.summary.relaxed.empty());
+  DiffSettings lenient;
+  lenient.allow_removed = lenient.allow_failure = lenient.allow_evidence_drop = true;
+  diff = diff_of(old_report, new_report, lenient);
+  EXPECT_EQ(diff.summary.exit_code, 0) << fmt::format("{}", fmt::join(diff.summary.failing, " | "));
+  EXPECT_EQ(diff.summary.relaxed.size(), 3u);
+  ASSERT_EQ(diff.report_changes.size(), 1u);
+  EXPECT_EQ(diff.report_changes[0].kind, ChangeKind::neutral);
+  EXPECT_TRUE(diff.report_changes[0].allowed);
 }
 
 TEST(DiffCompare, GeomeanOfMedianRatios) {
@@ -707,12 +756,74 @@ TEST_F(DiffCli, NonFiniteOutputIsAStructuralRegression) {
   EXPECT_NE(r.out.find("output_finite true -> false (regression)"), std::string::npos) << r.out;
 }
 
-TEST_F(DiffCli, RemovedRowIsReportedButDoesNotFail) {
+// Issue 42: a row that disappeared was not measured; the gate cannot call that "no regression".
+TEST_F(DiffCli, RemovedRowFailsUnlessAllowed) {
   json fewer = base;
   rows_of(fewer).erase(3);
-  const CommandResult r = diff(base, fewer);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  CommandResult r = diff(base, fewer);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("REMOVED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: REGRESSION (exit 1): 1 REMOVED row(s)"), std::string::npos) << r.out;
+  r = diff(base, fewer, "--fail-on never");  // timing's leniency is not the gate's
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  r = diff(base, fewer, "--allow-removed");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: no regression (exit 0); 1 REMOVED row(s) not counted (--allow-removed)"),
+            std::string::npos)
+      << r.out;
+  // ADDED rows are new measurements, not lost ones.
+  r = diff(fewer, base);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// Issue 42: a run interrupted before its first cell (0 rows, failure.kind interrupted) passed the gate
+// as "4 REMOVED ... no regression".
+TEST_F(DiffCli, InterruptedReportWithNoRowsFailsTheGate) {
+  json interrupted = base;
+  rows_of(interrupted) = json::array();
+  interrupted["failure"] = {{"kind", "interrupted"}, {"message", "interrupted by SIGTERM before the first cell"}};
+  CommandResult r = diff(base, interrupted, "--fail-on never");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("4 REMOVED row(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the new report failed (interrupted: interrupted by SIGTERM before the first cell)"),
+            std::string::npos)
+      << r.out;
+  r = diff(base, interrupted, "--allow-removed");
+  EXPECT_EQ(r.exit_code, 1) << "the failure still fails: " << r.out;
+  r = diff(base, interrupted, "--allow-removed --allow-failure --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json document = json::parse(r.out);
+  EXPECT_TRUE(schema_errors(document, "diff").empty());
+  EXPECT_EQ(document["new"]["failure"], "interrupted: interrupted by SIGTERM before the first cell");
+  ASSERT_EQ(document["summary"]["relaxed"].size(), 2u) << document["summary"].dump();
+  EXPECT_NE(document["summary"]["relaxed"][1].get<std::string>().find("--allow-failure"), std::string::npos);
+  EXPECT_TRUE(document["settings"]["allow_failure"].get<bool>());
+}
+
+// A report whose failure is set fails the gate even when every row is there (a failed cell, a
+// failed preflight): its decision was not reached on complete evidence.
+TEST_F(DiffCli, NewReportWithAFailureFailsEvenWithEveryRow) {
+  json failed = base;
+  failed["failure"] = {{"kind", "mechanism_error"}, {"message", "decode step threw"}};
+  CommandResult r = diff(base, failed);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("the new report failed (mechanism_error: decode step threw)"), std::string::npos) << r.out;
+  // The old report failing is not the new one's regression.
+  r = diff(failed, base);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(DiffCli, LowerEvidenceLevelFailsUnlessAllowed) {
+  json gpu = base;
+  gpu["evidence_level"] = "gpu_measured";
+  CommandResult r = diff(gpu, base);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("evidence level gpu_measured -> cpu_measured"), std::string::npos) << r.out;
+  r = diff(gpu, base, "--allow-evidence-drop");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("evidence level gpu_measured -> cpu_measured not counted (--allow-evidence-drop)"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(DiffCli, MalformedJsonIsExitTwoNamingTheFile) {
@@ -789,7 +900,118 @@ TEST_F(DiffCli, DifferentWorkloadIsRefusedUnlessAllowed) {
   EXPECT_NE(r.err.find("--allow-workload-change"), std::string::npos) << r.err;
   r = diff(base, other, "--allow-workload-change");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("note: identity.workload_id differs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("arch-bench diff\nWARNING: identity.workload_id differs"), 0u) << r.out;
+}
+
+// Issue 42: a CPU report against a CUDA one, or against another CPU model or GPU, diffed with exit 0
+// and no word about it. Timing verdicts across machines judge the machines.
+TEST_F(DiffCli, DifferentHardwareIsRefusedNamingBothSides) {
+  json amd = base, intel = base, cuda = base, h100 = base, a100 = base;
+  amd["hardware"]["host"]["cpu_model"] = "AMD EPYC 9454";
+  intel["hardware"]["host"]["cpu_model"] = "Intel(R) Xeon(R) Platinum 8480+";
+  cuda["hardware"]["host"]["cpu_model"] = "AMD EPYC 9454";
+  cuda["hardware"]["backend"] = "cuda";
+  h100["hardware"]["gpu"] = {{"name", "NVIDIA H100 80GB HBM3"}};
+  a100["hardware"]["gpu"] = json::array({{{"name", "NVIDIA A100-SXM4-40GB"}}});
+  CommandResult r = diff(amd, intel);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const char* expected : {"different hardware", "hardware.host.cpu_model", "AMD EPYC 9454", "old.json",
+                               "Intel(R) Xeon(R) Platinum 8480+", "new.json", "--allow-hardware-change"}) {
+    EXPECT_NE(r.err.find(expected), std::string::npos) << expected << " in " << r.err;
+  }
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = diff(amd, cuda);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("hardware.backend differs: 'cpu' in"), std::string::npos) << r.err;
+  r = diff(h100, a100);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("'NVIDIA H100 80GB HBM3' in"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'NVIDIA A100-SXM4-40GB' in"), std::string::npos) << r.err;
+  // A report cannot drop the field to pass.
+  json unnamed = amd;
+  unnamed["hardware"]["host"].erase("cpu_model");
+  EXPECT_EQ(diff(amd, unnamed).exit_code, 2);
+  // The same machine diffs as before.
+  EXPECT_EQ(diff(amd, amd).exit_code, 0);
+}
+
+// Allowed, the difference comes first in every format, above the verdicts it undermines.
+TEST_F(DiffCli, AllowedHardwareChangeIsSaidFirstInEveryFormat) {
+  json amd = base, intel = base;
+  amd["hardware"]["host"]["cpu_model"] = "AMD EPYC 9454";
+  intel["hardware"]["host"]["cpu_model"] = "Intel Xeon";
+  CommandResult r = diff(amd, intel, "--allow-hardware-change");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("arch-bench diff\nWARNING: hardware.host.cpu_model differs: 'AMD EPYC 9454' in "), 0u) << r.out;
+  EXPECT_NE(r.out.find("compared because of --allow-hardware-change"), std::string::npos) << r.out;
+  r = diff(amd, intel, "--allow-hardware-change --format markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::size_t warning = r.out.find("> **Warning:** hardware.host.cpu_model differs");
+  EXPECT_NE(warning, std::string::npos) << r.out;
+  EXPECT_LT(warning, r.out.find("**Result:")) << r.out;
+  r = diff(amd, intel, "--allow-hardware-change --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json document = json::parse(r.out);
+  EXPECT_TRUE(schema_errors(document, "diff").empty());
+  ASSERT_EQ(document["allowed_differences"].size(), 1u);
+  EXPECT_EQ(document["allowed_differences"][0]["field"], "hardware.host.cpu_model");
+  EXPECT_EQ(document["allowed_differences"][0]["old"], "AMD EPYC 9454");
+  EXPECT_EQ(document["allowed_differences"][0]["new"], "Intel Xeon");
+  EXPECT_EQ(document["allowed_differences"][0]["allowed_by"], "--allow-hardware-change");
+  EXPECT_EQ(document["new"]["hardware"], "cpu, Intel Xeon");
+  EXPECT_EQ(r.out.find("\"allowed_differences\""), r.out.find('"')) << "the first key of the document";
+  // Written to a file, the one line on standard output says it too.
+  const std::string a = folder.write("amd.json", amd), b = folder.write("intel.json", intel);
+  r = run_cli(folder, fmt::format("diff {} {} --allow-hardware-change --output {}", quoted(a), quoted(b),
+                                  quoted(folder.path("hardware.txt"))));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("WARNING: hardware.host.cpu_model differs"), 0u) << r.out;
+}
+
+// Issue 42: a linear_recurrence report against a performer one diffed with exit 0.
+TEST_F(DiffCli, DifferentModeIsRefusedUnlessAllowed) {
+  json performer = base;
+  performer["identity"]["mode"] = "performer";
+  CommandResult r = diff(base, performer);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const char* expected : {"different modes", "'linear_recurrence' in", "'performer' in", "--allow-mode-change"}) {
+    EXPECT_NE(r.err.find(expected), std::string::npos) << expected << " in " << r.err;
+  }
+  r = diff(base, performer, "--allow-mode-change");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("arch-bench diff\nWARNING: identity.mode differs"), 0u) << r.out;
+}
+
+// Every refused difference is named at once, each with its option.
+TEST_F(DiffCli, SeveralRefusalsAreNamedTogether) {
+  json other = base;
+  other["identity"]["mode"] = "performer";
+  other["hardware"]["host"]["cpu_model"] = "Some Other CPU";
+  const CommandResult r = diff(base, other, "--allow-mode-change");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.find("--allow-mode-change"), std::string::npos) << "allowed, so not refused: " << r.err;
+  EXPECT_NE(r.err.find("--allow-hardware-change"), std::string::npos) << r.err;
+}
+
+// Issue 42: a changed dtype showed every row as ADDED / REMOVED and nothing named the cause.
+TEST_F(DiffCli, ADifferentDtypeIsNamedAsTheReasonRowsDoNotPair) {
+  json fp32 = base;
+  fp32["workload"]["dtype"] = "float32";
+  for (json& row : rows_of(fp32)) row["dtype"] = "float32";
+  CommandResult r = diff(base, fp32);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: 4 row(s) did not pair because the workload changed (dtype bfloat16 -> float32)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("REMOVED  only in the old report; the workload changed: dtype bfloat16 -> float32"),
+            std::string::npos)
+      << r.out;
+  r = diff(base, fp32, "--allow-removed --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json document = json::parse(r.out);
+  EXPECT_EQ(document["rows"][0]["verdict"], "REMOVED");
+  EXPECT_EQ(document["rows"][0]["reason"], "only in the old report; the workload changed: dtype bfloat16 -> float32");
+  EXPECT_EQ(document["rows"][4]["reason"], "only in the new report; the workload changed: dtype bfloat16 -> float32");
 }
 
 TEST_F(DiffCli, DifferentSchemaMajorIsRefused) {
@@ -797,7 +1019,7 @@ TEST_F(DiffCli, DifferentSchemaMajorIsRefused) {
   future["schema_version"] = "2.0.0";
   const CommandResult r = diff(base, future);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find(kResultSchemaVersion), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(base["schema_version"].get<std::string>()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2.0.0"), std::string::npos) << r.err;
 }
 
@@ -840,6 +1062,20 @@ TEST_F(DiffCli, MarkdownHasATableHeader) {
   EXPECT_NE(r.out.find("| `softmax_kv decode L=256` |"), std::string::npos) << r.out;
 }
 
+// Issue 42: the diff's Markdown (a CI job summary) passes text from the reports through inert: a
+// failure message with HTML or a javascript: link shows as characters, not markup.
+TEST_F(DiffCli, MarkdownShowsHostileTextFromTheReportsInert) {
+  json hostile = base;
+  hostile["failure"] = {{"kind", "interrupted"}, {"message", "[x](javascript:alert(1)) <script>\x1b[2J"}};
+  const CommandResult r = diff(base, hostile, "--allow-failure --format markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.out.find("<script"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[x](javascript:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\[x\\](javascript:"), std::string::npos) << "shown, escaped: " << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("&lt;script&gt;"), std::string::npos) << r.out;
+}
+
 TEST_F(DiffCli, OutputIsWrittenOnceAndNeverOverwritten) {
   const std::string a = folder.write("a.json", base);
   const std::string target = folder.path("diff.json");
@@ -856,6 +1092,10 @@ TEST_F(DiffCli, OutputIsWrittenOnceAndNeverOverwritten) {
 TEST_F(DiffCli, HelpDocumentsTheExitCodes) {
   const CommandResult r = run_cli(folder, "diff --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* option : {"--allow-hardware-change", "--allow-mode-change", "--allow-removed", "--allow-failure",
+                             "--allow-evidence-drop"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << option;
+  }
   EXPECT_NE(r.out.find("Exit codes: 0 no regression; 1 regression"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 bad input"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--fail-on never"), std::string::npos) << r.out;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -169,6 +170,101 @@ TEST(CsvExport, QuotesFieldsWithCommasQuotesAndLineBreaks) {
   EXPECT_EQ(lines[2][column["reason"]], "needs \"more\" memory,\nsee notes");
   EXPECT_EQ(lines[2][column["median_step_ms"]], "");  // null is an empty field
   EXPECT_EQ(lines[2].size(), lines[0].size());
+}
+
+// OWASP CSV injection: a spreadsheet runs a cell that begins with = + - @ tab or CR. Text from the
+// report that begins so is written with a leading quote (shown as text) and quoted; a negative number
+// stays a number. On the old export the workload id and the variant came out as live formulas.
+TEST(CsvExport, FormulasFromTheReportAreNeutralisedAndNegativeNumbersStayNumbers) {
+  LoadedReport report = read_report(kLinearReport);
+  report.document["identity"]["workload_id"] = "+cmd|' /C calc'!A0";
+  json& row = report.document["metrics"]["rows"][0];
+  row["variant"] = "=HYPERLINK(\"http://evil\",\"x\")";
+  row["status"] = "skipped";
+  row["reason"] = "@SUM(A1:A9)";
+  row["failure_kind"] = "-2+3+cmd|' /C calc'!A0";
+  row["timing_method"] = "\t=1+1";
+  row["dtype"] = "\r=1+1";
+  row["max_abs_error"] = -0.5;       // a number: stays one
+  row["options"] = json::object();
+  json& second = report.document["metrics"]["rows"][1];
+  second["reason"] = "-1e-05";       // text that is a number is not a formula either
+  const std::string csv = export_csv(report);
+  const auto lines = parse_csv(csv);
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < lines[0].size(); ++i) column[lines[0][i]] = i;
+  const auto& first = lines[1];
+  EXPECT_EQ(first[column["workload_id"]], "'+cmd|' /C calc'!A0");
+  EXPECT_EQ(first[column["variant"]], "'=HYPERLINK(\"http://evil\",\"x\")");
+  EXPECT_EQ(first[column["reason"]], "'@SUM(A1:A9)");
+  EXPECT_EQ(first[column["failure_kind"]], "'-2+3+cmd|' /C calc'!A0");
+  EXPECT_EQ(first[column["timing_method"]], "'\t=1+1");
+  EXPECT_EQ(first[column["dtype"]], "'\r=1+1");
+  EXPECT_EQ(first[column["max_abs_error"]], "-0.5");
+  EXPECT_EQ(lines[2][column["reason"]], "-1e-05");
+  // Written quoted, so the neutralised cell is one field whatever it holds.
+  EXPECT_NE(csv.find(",\"'+cmd|' /C calc'!A0\","), std::string::npos) << csv.substr(0, 2000);
+  EXPECT_NE(csv.find(",\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\","), std::string::npos);
+  EXPECT_NE(csv.find(",-0.5,"), std::string::npos);
+  // No field of the whole file begins a formula.
+  for (const auto& fields : lines) {
+    for (const std::string& value : fields) {
+      if (value.empty()) continue;
+      EXPECT_EQ(std::string("=+@\t\r").find(value.front()), std::string::npos) << value;
+      if (value.front() == '-') {
+        EXPECT_NO_THROW((void)std::stod(value)) << value;
+      }
+    }
+  }
+}
+
+// The same as a property: random text in a text column and a random number in a numeric one; the
+// field reads back as the text (with the neutralising quote exactly when it starts a formula) and
+// the number stays a number.
+TEST(CsvExport, AnyTextReadsBackAndNoFieldStartsAFormula) {
+  LoadedReport report = read_report(kLinearReport);
+  std::mt19937 random(42);
+  const std::string alphabet = "=+-@\t\r\n,\"' 0123456789.eE|!abc";
+  std::uniform_int_distribution<std::size_t> length(0, 12), pick(0, alphabet.size() - 1);
+  std::uniform_real_distribution<double> number(-1e6, 1e6);
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    for (std::size_t n = length(random); n > 0; --n) text += alphabet[pick(random)];
+    const double value = number(random);
+    json& row = report.document["metrics"]["rows"][0];
+    row["variant"] = text;
+    row["max_abs_error"] = value;
+    const auto lines = parse_csv(export_csv(report));
+    std::map<std::string, std::size_t> column;
+    for (std::size_t c = 0; c < lines[0].size(); ++c) column[lines[0][c]] = c;
+    ASSERT_EQ(lines[1].size(), lines[0].size()) << text;
+    const std::string& variant = lines[1][column["variant"]];
+    const bool formula = !text.empty() && std::string("=+@\t\r").find(text.front()) != std::string::npos;
+    const bool dash = !text.empty() && text.front() == '-';
+    if (formula) {
+      ASSERT_EQ(variant, "'" + text) << text;
+    } else if (!dash) {
+      ASSERT_EQ(variant, text);
+    } else {
+      ASSERT_TRUE(variant == text || variant == "'" + text) << text;
+    }
+    if (!variant.empty() && variant.front() == '-') {
+      ASSERT_NO_THROW((void)std::stod(variant)) << text;
+    }
+    ASSERT_EQ(std::stod(lines[1][column["max_abs_error"]]), value);
+  }
+}
+
+TEST(ExportCli, ACsvOfAReportWithFormulasHoldsNoLiveFormula) {
+  TempFolder folder;
+  json document = json::parse(testing::read_text(kLinearReport));
+  document["identity"]["workload_id"] = "+cmd|' /C calc'!A0";
+  const auto hostile = folder / "hostile.json";
+  std::ofstream(hostile) << document.dump();
+  const auto result = run_cli(fmt::format("export '{}' --format csv", hostile.string()));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out.find(",+cmd"), std::string::npos);
+  EXPECT_NE(result.out.find(",\"'+cmd|' /C calc'!A0\","), std::string::npos);
 }
 
 TEST(ExportCli, WritesOnceAndRefusesToOverwrite) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -192,6 +193,31 @@ TEST(SchemaStrings, A50000CharacterRunLabelIsOneViolationNotAStackOverflow) {
   EXPECT_TRUE(schema_errors(report, "result").empty());
   report["identity"]["run_label"] = std::string(256, 'a');
   EXPECT_FALSE(schema_errors(report, "result").empty());
+}
+
+// valijson reads integers as int64: 2^63 wrapped to a negative number and was refused with "Expected
+// number greater than or equal to 0", naming the wrong problem.
+TEST(SchemaNumbers, AnIntegerBeyondInt64IsRefusedForWhatItIs) {
+  nlohmann::json report = read_json_input(kCommittedReport, "report");
+  report["metrics"]["rows"][0]["state_bytes"] = std::uint64_t{1} << 63;
+  report["metrics"]["rows"][2]["peak_memory_bytes"] = ~std::uint64_t{0};
+  std::vector<std::string> errors = schema_errors(report, "result");
+  ASSERT_EQ(errors.size(), 2u) << (errors.empty() ? "" : errors.back());
+  EXPECT_EQ(errors[0], "<root>[metrics][rows][0][state_bytes]: 9223372036854775808 is larger than the largest "
+                       "integer a report may hold (2^63 - 1 = 9223372036854775807)");
+  EXPECT_EQ(errors[1].rfind("<root>[metrics][rows][2][peak_memory_bytes]: 18446744073709551615 is larger", 0), 0u)
+      << errors[1];
+  // The largest int64 is a valid count; the rest of the document is still judged alongside.
+  report["metrics"]["rows"][2]["peak_memory_bytes"] = std::numeric_limits<std::int64_t>::max();
+  report["metrics"]["rows"][1]["state_bytes"] = -1;
+  report["identity"]["run_label"] = std::string(50000, 'a');
+  errors = schema_errors(report, "result");
+  std::string all;
+  for (const std::string& error : errors) all += error + "\n";
+  EXPECT_NE(all.find("[rows][0][state_bytes]: 9223372036854775808 is larger"), std::string::npos) << all;
+  EXPECT_NE(all.find("[rows][1][state_bytes]: Expected number greater than or equal to 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("run_label"), std::string::npos) << all;
+  EXPECT_EQ(all.find("peak_memory_bytes"), std::string::npos) << all;
 }
 
 TEST(SchemaStrings, LongUnpatternedStringsStayValid) {

@@ -63,16 +63,21 @@ class Merge : public ::testing::Test {
     return copy;
   }
 
-  // `merge` of the named reports into a fresh file: the result, and whether the file was written.
-  static CliResult merge(const std::vector<std::string>& names, const std::string& output) {
+  // `merge` of the named reports into a fresh file: the result, and whether the file was written. The
+  // measured shards read the ceilings of a machine other jobs share, one after another, so they may
+  // differ by more than merge's 25%: `options` widens that where a test is not about hardware
+  // (RefusesShardsOfDifferentHardware is, with edited reports).
+  static CliResult merge(const std::vector<std::string>& names, const std::string& output,
+                         const std::string& options = " --ceiling-tolerance 1000%") {
     std::string command = "merge";
     for (const std::string& name : names) command += " '" + path(name) + "'";
-    return run_cli(command + " --output '" + path(output) + "'");
+    return run_cli(command + " --output '" + path(output) + "'" + options);
   }
 
-  static void expect_refused(const std::vector<std::string>& names, const std::vector<std::string>& messages) {
+  static void expect_refused(const std::vector<std::string>& names, const std::vector<std::string>& messages,
+                             const std::string& options = " --ceiling-tolerance 1000%") {
     const std::string output = "refused-" + std::to_string(counter_++) + ".json";
-    const CliResult result = merge(names, output);
+    const CliResult result = merge(names, output, options);
     EXPECT_EQ(result.exit_code, 2) << result.err;
     for (const std::string& message : messages) {
       EXPECT_NE(result.err.find(message), std::string::npos) << "missing '" << message << "' in: " << result.err;
@@ -181,6 +186,74 @@ TEST_F(Merge, RefusesShardsOfDifferentPlansWorkloadsOrToolVersions) {
       edited("s2.json", "newer-tool-2.json", [](json& d) { d["identity"]["tool_version"] = "9.9.9"; });
   expect_refused({"s0.json", "s1.json", newer}, {"different tool versions", "identity/tool_version", newer});
   expect_refused({"d0.json", "s1.json", "s2.json"}, {"different evidence kinds", "d0.json"});
+}
+
+// Issue 42: shards whose cpu_model differed merged and reached a decision whose every ratio compared
+// two machines (the cost-based split had put each arm in its own shard).
+TEST_F(Merge, RefusesShardsOfDifferentHardwareUnlessAllowed) {
+  // The three shards as if measured on one machine, then one of them on another.
+  std::vector<std::string> same;
+  for (const char* name : {"s0.json", "s1.json", "s2.json"}) {
+    same.push_back(edited(name, std::string("same-") + name, [](json& d) {
+      d["hardware"]["host"]["cpu_model"] = "AMD EPYC 9454";
+      d["hardware"]["ceilings"]["peak_gflops"] = 100.0;
+      d["hardware"]["ceilings"]["memory_read_gbps"] = 20.0;
+      d["hardware"]["ceilings"]["memory_triad_gbps"] = 22.0;
+    }));
+  }
+  const std::string intel = edited(same[1], "intel-1.json", [](json& d) {
+    d["hardware"]["host"]["cpu_model"] = "Intel(R) Xeon(R) Platinum 8480+";
+  });
+  const std::string fast = edited(same[2], "fast-2.json", [](json& d) {
+    d["hardware"]["ceilings"]["peak_gflops"] = 130.0;  // 30% apart
+  });
+  const std::string gpu = edited(same[2], "gpu-2.json", [](json& d) {
+    d["hardware"]["gpu"] = {{"name", "NVIDIA H100 80GB HBM3"}};
+  });
+  const std::string tolerant = " --ceiling-tolerance 1000%";
+  ASSERT_EQ(merge(same, "same.json", "").exit_code, 0) << "the same hardware merges at the default tolerance";
+
+  expect_refused({same[0], intel, same[2]}, {"different hardware", "hardware.host.cpu_model", "AMD EPYC 9454",
+                                             "Intel(R) Xeon(R) Platinum 8480+", intel, "--allow-hardware-change"}, "");
+  expect_refused({same[0], same[1], gpu}, {"different hardware", "hardware.gpu.name", "NVIDIA H100 80GB HBM3", gpu},
+                 "");
+  expect_refused({same[0], same[1], fast}, {"hardware.ceilings.peak_gflops", "30% apart, beyond the 25% tolerance",
+                                            "--ceiling-tolerance"}, "");
+  EXPECT_EQ(merge({same[0], same[1], fast}, "within-35.json", " --ceiling-tolerance 35%").exit_code, 0);
+  const CliResult bad = merge(same, "bad-tolerance.json", " --ceiling-tolerance 25");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--ceiling-tolerance '25' is ambiguous"), std::string::npos) << bad.err;
+
+  // Allowed: merged, and the merged report says across which hardware.
+  const CliResult allowed = merge({same[0], intel, same[2]}, "mixed.json", tolerant + " --allow-hardware-change");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
+  const json merged = report("mixed.json");
+  EXPECT_TRUE(schema_errors(merged, "result").empty());
+  bool noted = false;
+  for (const json& note : merged["notes"]) {
+    const std::string text = note.get<std::string>();
+    noted = noted || (text.find("--allow-hardware-change") != std::string::npos &&
+                      text.find("Intel(R) Xeon(R) Platinum 8480+") != std::string::npos);
+  }
+  EXPECT_TRUE(noted) << merged["notes"].dump(1);
+}
+
+// Issue 42: the merged report said git_tree_modified false when a shard's binary came from a modified tree.
+TEST_F(Merge, GitTreeModifiedWhenAnyShardsIs) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "s" + std::to_string(i) + ".json";
+    names.push_back(edited(name, "tree-" + name, [i](json& d) { d["identity"]["git_tree_modified"] = i == 2; }));
+  }
+  ASSERT_EQ(merge(names, "tree-merged.json").exit_code, 0);
+  EXPECT_TRUE(report("tree-merged.json")["identity"]["git_tree_modified"].get<bool>());
+  std::vector<std::string> clean;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "s" + std::to_string(i) + ".json";
+    clean.push_back(edited(name, "clean-" + name, [](json& d) { d["identity"]["git_tree_modified"] = false; }));
+  }
+  ASSERT_EQ(merge(clean, "clean-merged.json").exit_code, 0);
+  EXPECT_FALSE(report("clean-merged.json")["identity"]["git_tree_modified"].get<bool>());
 }
 
 TEST_F(Merge, RefusesAReportThatIsNotAShard) {

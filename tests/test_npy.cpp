@@ -163,6 +163,15 @@ TEST(Npy, RejectsMalformedHeaders) {
                {"not a valid .npy header"});
 }
 
+// The old message stopped at the dimension where the size overflowed: "(1048576, 1048576, 1048576)"
+// for this four-dimensional shape.
+TEST(Npy, TooLargeNamesTheWholeShape) {
+  expect_error(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1048576, 1048576, 1048576, 7), }", ""),
+               {"shape (1048576, 1048576, 1048576, 7) is too large"});
+  expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1099511627776, 3), }", ""),
+               {"shape (2, 1099511627776, 3) is too large"});
+}
+
 TEST(Npy, MissingFileAndFolderAreClearErrors) {
   TempFolder folder;
   try {

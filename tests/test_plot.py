@@ -55,6 +55,8 @@ def expected_kinds(document):
         kinds.add("approximation_vs_m")
     if (document.get("capacity") or {}).get("mechanisms"):
         kinds.add("capacity")
+    if (document.get("model") or {}).get("lengths"):
+        kinds.add("model_capacity")
     return kinds
 
 
@@ -177,6 +179,40 @@ class HtmlPageInChromium(unittest.TestCase):
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+
+
+@unittest.skipUnless(have_matplotlib(), f"skipped: {sys.executable} cannot import matplotlib "
+                                        "(apt-get install python3-matplotlib)")
+class ModelCapacityChart(unittest.TestCase):
+    def test_a_model_report_gets_its_capacity_chart(self):
+        # A landscape report with the model block a `run --model` adds (schema 1.1.0), figures made up.
+        with open(os.path.join(ROOT, "results", "landscape_cpp-kernels-2core.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        figures = lambda ms, state, batch: {"decode_step_ms": ms, "state_bytes_per_sequence": state, "max_batch": batch}
+        document["model"] = {
+            "id": "llama-3.1-8b", "sha256": "0" * 64, "source": "https://example.invalid", "parameter_count": 8030261248,
+            "weight_dtype": "bfloat16", "layers": [], "overrides": [], "replaced_layers": ["attention"],
+            "memory": {"bytes": 141 << 30, "source": "--memory-gib", "weights_reserve_bytes": 16060522496},
+            "lengths": [{"sequence_length": length,
+                         "model": dict(figures(0.01 * length / 512, length << 17, (125 << 30) // (length << 17)),
+                                       per_layer_type=[]),
+                         "replaced_by": [dict(figures(0.4, 1 << 24, 7000), mechanism="mamba", variant="instead_of=attention")]}
+                        for length in (8192, 32768, 131072)]}
+        folder = tempfile.mkdtemp(prefix="arch-bench-plot-")
+        try:
+            report = os.path.join(folder, "model.json")
+            with open(report, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+            result = run_plot("--out", folder, "--manifest", report)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            kinds = {c["kind"]: c for c in json.loads(result.stdout)["charts"]}
+            self.assertEqual(set(kinds), expected_kinds(document))
+            width, height, distinct = png_facts(kinds["model_capacity"]["png"])
+            self.assertEqual((width, height), (WIDTH, HEIGHT))
+            self.assertGreater(distinct, 8)
+            self.assertIn("llama-3.1-8b", kinds["model_capacity"]["title"])
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 if __name__ == "__main__":
     unittest.main()

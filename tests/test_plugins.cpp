@@ -171,6 +171,30 @@ TEST(PluginFiles, OptionsThenTheEnvironmentFoldersExpandedAndDuplicatesDropped) 
   EXPECT_TRUE(plugin_files({}, nullptr).empty());
 }
 
+// A folder named like a plugin file on ARCH_BENCH_PLUGIN_PATH was searched for *.so files, found
+// none and loaded nothing, silently; `--plugin` of the same folder is refused. Now both are.
+TEST(PluginFiles, AFolderNamedLikeAPluginOnThePathIsRefusedByName) {
+  TempFolder folder;
+  std::filesystem::create_directory(folder / "x.so");
+  const std::string entry = (folder / "x.so").string();
+  try {
+    (void)plugin_files({}, entry.c_str());
+    FAIL() << "no error";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("ARCH_BENCH_PLUGIN_PATH entry " + entry + " is a folder"),
+              std::string::npos)
+        << error.what();
+  }
+  // A plain folder of plugins is still a folder of plugins.
+  std::filesystem::create_directory(folder / "plugins");
+  EXPECT_TRUE(plugin_files({}, (folder / "plugins").string().c_str()).empty());
+  ::setenv("ARCH_BENCH_PLUGIN_PATH", entry.c_str(), 1);
+  const auto list = run_cli("list");
+  ::unsetenv("ARCH_BENCH_PLUGIN_PATH");
+  EXPECT_EQ(list.exit_code, 2) << list.out;
+  EXPECT_NE(list.err.find("x.so is a folder"), std::string::npos) << list.err;
+}
+
 // Every refusal through the executable: exit 2, the file named, nothing written.
 TEST(PluginCli, BadPluginsExitTwoAndWriteNothing) {
   TempFolder folder;

@@ -198,7 +198,9 @@ TEST(CheckMemoryFits, UnderSkipOnlyTheCellsThatDoNotFitAreMarked) {
   for (const PlannedCell& cell : plan.cells) {
     const bool fits = cell.predicted_process_bytes <= small;
     EXPECT_EQ(cell.skip_reason.empty(), fits) << cell.cell.mechanism << " L " << cell.cell.sequence_length;
-    if (!fits) EXPECT_NE(cell.skip_reason.find("MemAvailable"), std::string::npos) << cell.skip_reason;
+    if (!fits) {
+      EXPECT_NE(cell.skip_reason.find("MemAvailable"), std::string::npos) << cell.skip_reason;
+    }
   }
 }
 

@@ -169,6 +169,47 @@ TEST(ReportMarkdown, TablesStayTablesWhateverTheTextSays) {
   EXPECT_NE(markdown.find("![step time](plots/a%20b.png)"), std::string::npos) << markdown;
 }
 
+// GitHub job summaries render the HTML that Markdown lets through and follow its links: text from a
+// report (labels, notes, reasons) must arrive as the characters it is. On the old printer <script>,
+// <img onerror> and [x](javascript:) passed as they were.
+TEST(ReportMarkdown, HtmlLinksAndControlBytesFromTheReportAreInert) {
+  Presentation presentation;
+  presentation.title = "<script>alert(1)</script>";
+  Section section;
+  section.heading = "run `x`";
+  section.facts.push_back({"note", "<img src=x onerror=alert(1)>"});
+  section.bullets.push_back("reason: [x](javascript:alert(1)) and ![i](http://evil/i.png) &amp;");
+  section.bullets.push_back("a\\|b");  // the text's own backslash must not unescape the pipe
+  section.bullets.push_back("red \x1b[31mtext\x1b[0m, bell \a, CR \r, C1 CSI \xc2\x9b");
+  section.tables.push_back({"decode", {"mechanism"}, {false}, {{"<b>x</b> [y](javascript:z)"}}});
+  section.charts.push_back({"r.json", "step_time", "t", "plots/a)b<c>.png", ""});
+  presentation.sections.push_back(section);
+  const std::string markdown = format_markdown(presentation);
+  for (const char* live : {"<script", "<img", "<b>", "[x]", "![i]", "`x`"}) {
+    EXPECT_EQ(markdown.find(live), std::string::npos) << live << "\n" << markdown;
+  }
+  // A link needs `](` with an unescaped `]`.
+  for (std::size_t at = markdown.find("]("); at != std::string::npos; at = markdown.find("](", at + 1)) {
+    if (markdown.compare(at + 2, 6, "plots/") == 0) continue;  // the chart's own image link
+    EXPECT_EQ(markdown[at - 1], '\\') << markdown.substr(at - 10, 30);
+  }
+  EXPECT_NE(markdown.find("## &lt;script&gt;alert(1)&lt;/script&gt;\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("- **note**: &lt;img src=x onerror=alert(1)&gt;\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("- reason: \\[x\\](javascript:alert(1)) and !\\[i\\](http://evil/i.png) &amp;amp;\n"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("### run \\`x\\`\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("- a\\\\\\|b\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| &lt;b&gt;x&lt;/b&gt; \\[y\\](javascript:z) |\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("(plots/a%29b%3Cc%3E.png)"), std::string::npos) << markdown;
+  // Control bytes are shown, not sent: no ESC, BEL, CR or C1 byte reaches the file.
+  for (const char control : {'\x1b', '\a', '\r'}) EXPECT_EQ(markdown.find(control), std::string::npos);
+  EXPECT_EQ(markdown.find("\xc2\x9b"), std::string::npos);
+  EXPECT_NE(markdown.find("red \\\\x1b\\[31mtext\\\\x1b\\[0m, bell \\\\x07, CR \\\\x0d, C1 CSI \\\\u009b"),
+            std::string::npos)
+      << markdown;
+}
+
 TEST(ReportHtml, EscapesTextAndRefusesAMissingChart) {
   Presentation presentation;
   presentation.title = "<script>";
@@ -181,6 +222,18 @@ TEST(ReportHtml, EscapesTextAndRefusesAMissingChart) {
   EXPECT_NE(html.find("<b>a&amp;b</b>: &quot;q&quot;"), std::string::npos);
   presentation.sections.front().charts.push_back({"r.json", "step_time", "t", "/nonexistent/chart.png", ""});
   EXPECT_THROW(format_html(presentation), std::exception);
+}
+
+TEST(ReportHtml, ControlBytesAreShownEscaped) {
+  Presentation presentation;
+  presentation.title = "run \x1b[2J\a";
+  Section section;
+  section.bullets.push_back("note: \x1b]0;owned\a");
+  presentation.sections.push_back(section);
+  const std::string html = format_html(presentation);
+  EXPECT_EQ(html.find('\x1b'), std::string::npos);
+  EXPECT_EQ(html.find('\a'), std::string::npos);
+  EXPECT_NE(html.find("<li>note: \\x1b]0;owned\\x07</li>"), std::string::npos) << html;
 }
 
 TEST(ReportCli, MarkdownToStandardOutputAndToAFileThatIsNeverOverwritten) {
@@ -199,6 +252,24 @@ TEST(ReportCli, MarkdownToStandardOutputAndToAFileThatIsNeverOverwritten) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("exists"), std::string::npos) << result.err;
   EXPECT_EQ(testing::read_text(output), written);
+}
+
+TEST(ReportCli, NotesReasonsAndFailuresOfAValidReportReachTheMarkdownInert) {
+  TempFolder folder;
+  json document = json::parse(testing::read_text(kLinearReport));
+  document["notes"].push_back("<script>alert(1)</script>");
+  document["decision"]["reasons"].push_back("[x](javascript:alert(1)) \x1b]0;owned\a");
+  document["identity"]["workload_id"] = "<img src=x onerror=alert(1)>";
+  const auto hostile = folder / "hostile.json";
+  std::ofstream(hostile) << document.dump();
+  const auto result = run_cli(fmt::format("report '{}'", hostile.string()));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out.find("<script"), std::string::npos);
+  EXPECT_EQ(result.out.find("<img"), std::string::npos);
+  EXPECT_EQ(result.out.find("[x](javascript"), std::string::npos);
+  EXPECT_EQ(result.out.find('\x1b'), std::string::npos);
+  EXPECT_NE(result.out.find("- note: &lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("\\[x\\](javascript:alert(1)) \\\\x1b\\]0;owned\\\\x07"), std::string::npos) << result.out;
 }
 
 TEST(ReportCli, AnInvalidReportIsExitTwoAndNothingIsWritten) {

@@ -217,6 +217,28 @@ TEST(DecideRun, AnInterruptedRunDecidesNothingAndNamesTheCellCutShort) {
   EXPECT_EQ(report.decision.reasons.front(), report.failure->message);
 }
 
+// Interrupted in the ceilings phase, before any cell: the mode's rule over no rows found every
+// property unshown and the report gave "linear_attention state bytes change with sequence length in
+// decode" and the like as reasons, for rows that do not exist.
+TEST(DecideRun, InterruptedBeforeTheFirstCellSaysSoAndNothingElse) {
+  for (const char* id : {"linear_recurrence", "mamba_scan", "performer", "landscape"}) {
+    const Mode& mode = mode_named(id);
+    RunReport report;
+    report.workload = mode.defaults().workload;
+    decide_run(report, mode, 6, nullptr, nullptr, SIGTERM);
+    const std::string expected =
+        "interrupted by SIGTERM before the first cell (0 of 6 cells measured); the report holds no rows";
+    EXPECT_EQ(report.decision.reasons, std::vector<std::string>{expected}) << id;
+    EXPECT_EQ(report.decision.verdict, "inconclusive") << id;
+    EXPECT_TRUE(report.decision.details.empty()) << id << ": " << report.decision.details.dump();
+    EXPECT_FALSE(report.decision.crossover_length) << id;
+    ASSERT_TRUE(report.failure) << id;
+    EXPECT_EQ(report.failure->kind, "interrupted");
+    EXPECT_EQ(report.failure->message, expected);
+    EXPECT_FALSE(report.failure->cell);
+  }
+}
+
 TEST(DecideRun, ADryRunWithoutAProfileDecidesFromThePlanAlone) {
   const Mode& mode = mode_named("linear_recurrence");
   Workload workload = mode.defaults().workload;

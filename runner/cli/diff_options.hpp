@@ -16,6 +16,11 @@ struct DiffOptions {
   std::string min_effect = "5%";
   double alpha = 0.01;
   bool allow_workload_change = false;
+  bool allow_mode_change = false;
+  bool allow_hardware_change = false;
+  bool allow_removed = false;
+  bool allow_failure = false;
+  bool allow_evidence_drop = false;
   std::string output;
 };
 

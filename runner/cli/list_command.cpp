@@ -1,13 +1,18 @@
 // `arch-bench list`: the modes, mechanisms (with the options each declares) and backends this build has.
 #include <fmt/format.h>
 
+#include "core/errors.hpp"
 #include "core/options.hpp"
 #include "mechanisms/registry.hpp"
 #include "core/backends/cuda/device_probe.hpp"
 #include "runner/cli/commands.hpp"
+#include "runner/cli/parse_lists.hpp"
 #include "runner/cli/run_options.hpp"
+#include "runner/models/model_listing.hpp"
+#include "runner/models/model_request.hpp"
 #include "runner/plugins/load_plugin.hpp"
 #include "runner/plugins/plugin_report.hpp"
+#include "runner/present/printable_text.hpp"
 #include "runner/modes/mode.hpp"
 
 namespace arch_bench {
@@ -63,51 +68,98 @@ nlohmann::json listing() {
 }
 }  // namespace
 
+namespace {
+struct ModelListOptions {
+  bool models = false;
+  std::string context, dtype = "bfloat16", device = "cpu";
+  double memory_gib = 0;
+};
+
+// The planning request from --context, --dtype, --memory-gib and --device (UsageError, exit 2).
+ModelListingRequest model_listing_request(const ModelListOptions& o, const CLI::App& command) {
+  ModelListingRequest request;
+  if (command.count("--context") > 0) request.contexts = parse_positive_list("--context", o.context);
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype) throw UsageError(fmt::format("--dtype: unknown dtype '{}' (use bfloat16/bf16 or float32/fp32)", o.dtype));
+  request.dtype = *dtype;
+  if (o.device != "cpu" && o.device != "cuda") throw UsageError(fmt::format("--device: '{}' is not cpu or cuda", o.device));
+  request.memory_bytes = planning_memory_bytes(o.memory_gib, command.count("--memory-gib") > 0, o.device,
+                                               request.memory_source);
+  return request;
+}
+}  // namespace
+
 void register_list_command(CLI::App& app, CommandContext& context) {
   auto as_json = std::make_shared<bool>(false);
-  CLI::App* command = app.add_subcommand("list", "List the modes, mechanisms and backends of this build");
+  CLI::App* command = app.add_subcommand("list", "List the modes, mechanisms and backends of this build; --models: "
+                                                 "the model presets with their cache bytes and largest batch");
   command->add_flag("--json", *as_json, "Print the listing as JSON");
   auto plugins = std::make_shared<std::vector<std::string>>();
   add_plugin_option(*command, *plugins);
-  command->callback([as_json, plugins, &context]() {
+  auto models = std::make_shared<ModelListOptions>();
+  command->add_flag("--models", models->models,
+                    "List the model presets (models/*.json) instead: layer types, cache/state bytes per sequence and "
+                    "the largest batch that fits after the weights at each --context, and what this build cannot run "
+                    "yet");
+  command->add_option("--context", models->context, "--models: comma-separated context lengths (default 8192,32768,131072)");
+  command->add_option("--memory-gib", models->memory_gib,
+                      "--models: the memory to plan with, GiB (default: MemAvailable, or the GPU's memory with "
+                      "--device cuda)");
+  command->add_option("--dtype", models->dtype, "--models: the K/V cache's dtype (default bfloat16)");
+  command->add_option("--device", models->device, "--models: cpu or cuda, whose memory is planned with (default cpu)");
+  command->callback([as_json, plugins, models, command, &context]() {
     load_plugins(*plugins);
+    for (const char* flag : {"--context", "--memory-gib", "--dtype", "--device"}) {
+      if (!models->models && command->count(flag) > 0) throw UsageError(fmt::format("{} applies to list --models", flag));
+    }
+    if (models->models) {
+      const nlohmann::json listing = model_listing(model_listing_request(*models, *command));
+      if (*as_json) fmt::print("{}\n", listing.dump(2));
+      else print_model_listing(stdout, listing);
+      context.exit_code = 0;
+      return;
+    }
     const nlohmann::json all = listing();
     context.exit_code = 0;
     if (*as_json) {
       fmt::print("{}\n", all.dump(2));
       return;
     }
-    fmt::print("modes:\n");
+    // Plugins name and describe their own mechanisms: what they say is shown, never obeyed by the terminal.
+    std::string text;
+    text += "modes:\n";
     for (const auto& mode : all["modes"]) {
-      fmt::print("  {:<20} {}\n", mode["id"].get<std::string>(), mode["title"].get<std::string>());
+      text += fmt::format("  {:<20} {}\n", mode["id"].get<std::string>(), mode["title"].get<std::string>());
       std::string arms;
       for (const auto& arm : mode["arms"]) {
         arms += fmt::format("{}{} ({}{})", arms.empty() ? "" : ", ", arm["mechanism"].get<std::string>(),
                             arm["role"].get<std::string>(),
                             arm["variant"].get<std::string>().empty() ? "" : ", " + arm["variant"].get<std::string>());
       }
-      fmt::print("  {:<20} arms: {}\n", "", arms);
+      text += fmt::format("  {:<20} arms: {}\n", "", arms);
     }
-    fmt::print("mechanisms:\n");
+    text += "mechanisms:\n";
     for (const auto& m : all["mechanisms"]) {
-      fmt::print("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
-                 m["state_kind"].get<std::string>(), fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
-                 m["title"].get<std::string>());
+      text += fmt::format("  {:<20} {:<17} backends: {:<10} {}\n", m["id"].get<std::string>(),
+                          m["state_kind"].get<std::string>(),
+                          fmt::format("{}", fmt::join(m["backends"].get<std::vector<std::string>>(), ",")),
+                          m["title"].get<std::string>());
       for (const auto& option : m["options"]) {
-        fmt::print("  {:<20} option {} ({}, default {})\n", "", option["flag"].get<std::string>(),
-                   option["allowed"].get<std::string>(), option["default"].get<std::string>());
+        text += fmt::format("  {:<20} option {} ({}, default {})\n", "", option["flag"].get<std::string>(),
+                            option["allowed"].get<std::string>(), option["default"].get<std::string>());
       }
       if (m.contains("plugin")) {
-        fmt::print("  {:<20} plugin {} {} ({}, sha256 {})\n", "", m["plugin"]["name"].get<std::string>(),
-                   m["plugin"]["version"].get<std::string>(), m["plugin"]["path"].get<std::string>(),
-                   m["plugin"]["sha256"].get<std::string>().substr(0, 16));
+        text += fmt::format("  {:<20} plugin {} {} ({}, sha256 {})\n", "", m["plugin"]["name"].get<std::string>(),
+                            m["plugin"]["version"].get<std::string>(), m["plugin"]["path"].get<std::string>(),
+                            m["plugin"]["sha256"].get<std::string>().substr(0, 16));
       }
     }
-    fmt::print("backends:\n");
+    text += "backends:\n";
     for (const auto& b : all["backends"]) {
-      fmt::print("  {:<20} {:<17} {}\n", b["id"].get<std::string>(), b["usable"].get<bool>() ? "usable" : "not usable",
-                 b["detail"].get<std::string>());
+      text += fmt::format("  {:<20} {:<17} {}\n", b["id"].get<std::string>(),
+                          b["usable"].get<bool>() ? "usable" : "not usable", b["detail"].get<std::string>());
     }
+    fmt::print("{}", escape_control_bytes(text));
   });
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/cli/parse_fraction.hpp"
 #include "runner/cli/run_options.hpp"
 #include "core/errors.hpp"
 #include "runner/diff/load_report.hpp"
@@ -24,12 +25,15 @@ struct MergeOptions {
   std::string output;
   std::vector<std::string> plugins;  // the shards' plugin mechanisms, to rebuild their plan
   bool quiet = false;
+  bool allow_hardware_change = false;
+  std::string ceiling_tolerance = "25%";
 };
 
 constexpr const char* kNoOverwrite = "merge never replaces a file: choose another --output";
 
 int merge(const MergeOptions& options, const std::string& command_line) {
   if (options.output.empty()) throw UsageError("--output is empty; give the merged report's file name");
+  const double ceiling_tolerance = parse_fraction(options.ceiling_tolerance, "--ceiling-tolerance");
   const std::filesystem::path output(options.output);
   check_output_file(output, "--output", false, kNoOverwrite);
   std::vector<LoadedReport> shards;
@@ -37,7 +41,8 @@ int merge(const MergeOptions& options, const std::string& command_line) {
     shards.push_back(read_report(file));
     validate_report(shards.back());
   }
-  const MergeContext context{command_line, utc_timestamp_now(), std::nullopt};
+  const MergeContext context{command_line, utc_timestamp_now(), std::nullopt, options.allow_hardware_change,
+                             ceiling_tolerance};
   const nlohmann::json merged = merge_shard_reports(shards, context);
   const std::vector<std::string> errors = schema_errors(merged, "result");
   if (!errors.empty()) {
@@ -62,11 +67,19 @@ void register_merge_command(CLI::App& app, CommandContext& context) {
       "merge",
       "Join the reports of the N shards of one plan (`run --shard I/N`) into one report, with the mode's decision "
       "over the whole matrix; validate, diff and report read it like any other. Refuses (exit 2, naming the files) "
-      "shards of different plans, workloads or tool versions, and duplicate or missing shards. Exit 0 merged, 1 the "
+      "shards of different plans, workloads or tool versions, shards measured on different hardware (CPU model, GPU "
+      "name, ceilings beyond --ceiling-tolerance) unless --allow-hardware-change, and duplicate or missing shards. Exit 0 merged, 1 the "
       "merged report records a failed cell, 2 refused (nothing written). Never overwrites --output.");
   command->add_option("shards", options->files, "The shard reports (one per index 0..N-1)")->required();
   command->add_option("--output", options->output, "The merged report's file (must not exist)")->required();
   command->add_flag("--quiet,-q", options->quiet, "Print nothing on success");
+  command->add_flag("--allow-hardware-change", options->allow_hardware_change,
+                    "Merge shards measured on different hardware (CPU model, GPU name, ceilings); the merged "
+                    "report's notes name each difference");
+  command->add_option("--ceiling-tolerance", options->ceiling_tolerance,
+                      "How far apart two shards' measured ceilings (memory bandwidth, peak FLOP/s) may be before "
+                      "they count as different hardware (25% or 0.25)")
+      ->capture_default_str();
   add_plugin_option(*command, options->plugins);
   command->callback([options, &context]() {
     load_plugins(options->plugins);  // plugin mechanisms of the shards' plan

@@ -16,6 +16,7 @@
 #include "runner/cli/omp_spin_policy.hpp"
 #include "runner/cli/run_options.hpp"
 #include "runner/cli/signals.hpp"
+#include "runner/models/model_request.hpp"
 #include "core/errors.hpp"
 #include "runner/pipeline/choose_backend.hpp"
 #include "runner/pipeline/report_path.hpp"
@@ -57,7 +58,24 @@ nlohmann::json all_settings_sources(const RunOptions& options, const ResolvedSet
 
 // The options merged with the mode's defaults and the profile, checked in this order: mode,
 // profile, settings, run label, --shard (refused at once, exit 2), backend, timing.
-RunRequest run_request(const RunOptions& options, const std::string& command_line) {
+// --model implies --mode landscape and refuses any other (the model's attention is the landscape's
+// baseline; the other modes have fixed arms at one shape).
+RunOptions with_model_mode(RunOptions options) {
+  if (options.model.empty()) {
+    if (options.given.contains("memory_gib")) throw UsageError("--memory-gib plans a model's batches; it needs --model");
+    return options;
+  }
+  if (options.given.contains("mode") && options.mode != "landscape") {
+    throw UsageError(fmt::format("--model runs --mode landscape (the model's own attention is the baseline, every "
+                                 "layer type at its own shape); drop --mode {}",
+                                 options.mode));
+  }
+  options.mode = "landscape";
+  return options;
+}
+
+RunRequest run_request(const RunOptions& given_options, const std::string& command_line) {
+  const RunOptions options = with_model_mode(given_options);
   RunRequest request;
   request.mode = &find_mode_or_throw(options.mode);
   const ModeDefaults defaults = request.mode->defaults();
@@ -65,16 +83,38 @@ RunRequest run_request(const RunOptions& options, const std::string& command_lin
   const Profile* profile = request.profile ? &*request.profile : nullptr;
   request.profile_id = profile_id_of(options, request.profile);
   ResolvedSettings settings = resolve_settings(options, defaults.workload, profile);
+  std::shared_ptr<ModelRun> model;
+  if (!options.model.empty()) {
+    model = attach_model(options.model, options.given, settings.workload);
+    request.experiment = fmt::format("{}_{}", defaults.experiment, model->preset.id);
+    // The workload's heads and head_dim are the baseline layer type's, from the preset unless typed.
+    for (const char* setting : {"heads", "head_dim"}) {
+      if (settings.sources.value(setting, "") != "command_line") settings.sources[setting] = "model";
+    }
+    settings.sources["mode"] = options.given.contains("mode") ? "command_line" : "model";
+    // The whole-model figures are decode figures; a model-sized prefill at the landscape's 8192 tokens
+    // takes minutes per cell on a small CPU. --phase decode,prefill asks for both.
+    if (!options.given.contains("phase")) {
+      settings.workload.phases = {Phase::decode};
+      settings.sources["phases"] = "model";
+    }
+  }
   check_run_label(options.run_label);
   if (options.given.contains("shard")) request.shard = parse_shard(options.shard, process_environment());
   // A profile names its backend; without one, --device picks (and may refuse) it.
   request.backend = profile ? BackendChoice{profile->backend, {}}
                             : choose_backend(settings.device, *request.mode, settings.workload);
+  if (model) {
+    model->memory_bytes = planning_memory_bytes(options.memory_gib, options.given.contains("memory_gib"),
+                                                request.backend.name, model->memory_source);
+  }
   resolve_timing(options, profile, request.backend.name, settings);
   request.workload = settings.workload;
   request.settings_sources = all_settings_sources(options, settings, profile != nullptr);
   request.semantic_id = options.semantic_id.empty() ? defaults.semantic_id : options.semantic_id;
   request.workload_id = options.workload_id.empty() ? defaults.workload_id : options.workload_id;
+  // Two models are two workloads: `diff` refuses to pair their rows unless told.
+  if (model && options.workload_id.empty()) request.workload_id += "-" + model->preset.id;
   request.run_label = options.run_label;
   request.command_line = command_line;
   request.output = {options.output, options.given.contains("output"), options.results_dir,

@@ -118,6 +118,18 @@ void add_run_options(CLI::App& c, RunOptions& o) {
                "nothing and changes no setting; the run measures on the backend --device picks. Use --profile "
                "to apply and check a profile")
       ->type_name("ID");
+  c.add_option("--model", o.model,
+               "Measure a published model's layers: ID (models/ID.json; `arch-bench list --models`) or a path to a "
+               "preset .json file. Implies --mode landscape: the model's attention (its K/V heads and window) is "
+               "the baseline, its other layer types are measured at their own shapes, and every other fixed-state "
+               "mechanism at the attention's shape, in decode unless --phase says otherwise; the report adds a "
+               "`model` block (whole-model decode step, cache bytes per sequence, largest batch that fits). "
+               "--query-heads, --head-dim and mechanism "
+               "options override the preset's fields, and the report records each override")
+      ->type_name("ID|FILE");
+  c.add_option("--memory-gib", o.memory_gib,
+               "With --model: the memory (GiB) the largest-batch figures plan with, before the weights are taken "
+               "off (default: MemAvailable on the CPU, the GPU's memory with --device cuda)");
   c.add_flag("--dry-run", o.dry_run,
              "Plan only: write an evidence_level dry_run report with the planned cells and their predicted "
              "state and peak bytes; measure nothing");

@@ -33,6 +33,8 @@ struct RunOptions {
   std::string semantic_id, workload_id, profile_id;
   std::string profile;  // --profile: id or file of the profile to apply (empty: none)
   std::string candidates;  // --candidates (landscape): comma-separated mechanism ids
+  std::string model;       // --model: a preset id or file (runner/models/); empty: none
+  double memory_gib = 0;   // --memory-gib: memory the model's capacity figures plan with (0: measured)
   std::vector<std::string> plugins;  // --plugin FILE, repeatable (runner/plugins/load_plugin.hpp)
   // The mechanisms' options (mechanisms/option_catalog.hpp): the text of each flag made from a
   // declaration, by key ("feature_map" for --feature-map), and every --option KEY=VALUE.

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/present/printable_text.hpp"
 #include "runner/cli/validate_options.hpp"
 #include "core/errors.hpp"
 #include "runner/report/json_input.hpp"
@@ -11,7 +12,7 @@ namespace arch_bench {
 
 void add_validate_options(CLI::App& command, ValidateOptions& options) {
   command.add_option("files", options.files, "Files to check")->required();
-  command.add_option("--schema", options.schema, "Schema name: result, profile, preflight or diff")
+  command.add_option("--schema", options.schema, "Schema name: result, profile, model, preflight or diff")
       ->capture_default_str();
 }
 
@@ -37,17 +38,18 @@ void register_validate_command(CLI::App& app, CommandContext& context) {
       try {
         document = read_json_input(file, "JSON document");
       } catch (const UsageError& error) {
-        fmt::print(stderr, "{}\n", error.what());
+        fmt::print(stderr, "{}\n", escape_control_bytes(error.what()));
         worst = 2;
         continue;
       }
       const std::vector<std::string> errors = schema_errors(document, options->schema);
       if (errors.empty()) {
-        fmt::print("{}: valid ({} schema)\n", file, options->schema);
+        fmt::print("{}: valid ({} schema)\n", escape_control_bytes(file), options->schema);
         continue;
       }
-      fmt::print("{}: INVALID against the {} schema\n", file, options->schema);
-      for (const std::string& error : errors) fmt::print("  {}\n", error);
+      // Keys and values of the document appear in the messages: shown, never obeyed by the terminal.
+      fmt::print("{}: INVALID against the {} schema\n", escape_control_bytes(file), options->schema);
+      for (const std::string& error : errors) fmt::print("  {}\n", escape_control_bytes(error));
       worst = std::max(worst, 1);
     }
     context.exit_code = worst;

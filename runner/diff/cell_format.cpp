@@ -85,6 +85,14 @@ std::string settings(const DiffSettings& s) {
                      s.fail_on_slower ? "regression" : "never");
 }
 
+std::string allowed_difference(const AllowedDifference& difference) {
+  const std::string consequence =
+      difference.allowed_by == "--allow-hardware-change" ? "timing verdicts compare the machines as much as the code"
+      : difference.allowed_by == "--allow-mode-change"   ? "the rows and decisions are of different experiments"
+                                                         : "the rows are of different workloads";
+  return fmt::format("{}; compared because of {}: {}", difference.message, difference.allowed_by, consequence);
+}
+
 std::string result(const DiffResult& diff) {
   const DiffSummary& summary = diff.summary;
   std::string text;
@@ -98,6 +106,7 @@ std::string result(const DiffResult& diff) {
   if (!diff.settings.fail_on_slower && slower != summary.verdicts.end() && slower->second > 0) {
     text += fmt::format("; {} SLOWER row(s) not counted (--fail-on never)", slower->second);
   }
+  for (const std::string& relaxed : summary.relaxed) text += "; " + relaxed;
   return text;
 }
 

@@ -19,6 +19,10 @@ std::string verdict_counts(const DiffSummary& summary);  // "3 SAME, 1 SLOWER" (
 std::string structural_counts(const DiffSummary& summary);
 std::string geomean(const DiffSummary& summary);  // "geomean new/old median ratio 0.982 (-1.8%) over 6 rows"
 std::string settings(const DiffSettings& settings);
-std::string result(const DiffResult& diff);  // "no regression (exit 0)" / "REGRESSION (exit 1): ..."
+// An allowed difference as the warning every format puts first: "hardware.host.cpu_model differs: ...;
+// compared because of --allow-hardware-change: timing verdicts compare the machines as much as the code".
+std::string allowed_difference(const AllowedDifference& difference);
+// "no regression (exit 0)" / "REGRESSION (exit 1): ...", then what an --allow-* option let pass.
+std::string result(const DiffResult& diff);
 
 }  // namespace arch_bench::diff_format

@@ -1,4 +1,5 @@
-// compare_reports(): pair -> timing verdict + structural checks per pair -> summary and exit code.
+// compare_reports(): pair -> timing verdict + structural checks per pair -> unpaired rows explained -> the
+// gate (SLOWER rows, structural regressions, REMOVED rows, a failed new report) -> summary and exit code.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "runner/diff/diff.hpp"
 #include "runner/diff/load_report.hpp"
+#include "runner/diff/unpaired_rows.hpp"
 #include "runner/measure/statistics.hpp"
 
 namespace arch_bench {
@@ -18,6 +20,35 @@ namespace {
 bool git_tree_modified(const nlohmann::json& report) {
   const nlohmann::json::json_pointer pointer("/identity/git_tree_modified");
   return report.contains(pointer) && report.at(pointer).is_boolean() && report.at(pointer).get<bool>();
+}
+
+// "cpu, AMD EPYC" / "cuda, NVIDIA H100 (host AMD EPYC)": the machine, as a reader names it.
+std::string hardware_of(const nlohmann::json& d) {
+  const std::string backend = string_at(d, "/hardware/backend");
+  const std::string cpu = string_at(d, "/hardware/host/cpu_model");
+  std::vector<std::string> gpus;
+  try {
+    const nlohmann::json& gpu = d.at("hardware").at("gpu");
+    for (const nlohmann::json& device : gpu.is_array() ? gpu : nlohmann::json::array({gpu})) {
+      if (device.is_object() && device.contains("name") && device.at("name").is_string()) {
+        gpus.push_back(device.at("name").get<std::string>());
+      }
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  const std::string machine = gpus.empty() ? (cpu.empty() ? "unknown CPU" : cpu)
+                                           : fmt::format("{} (host {})", fmt::join(gpus, ", "),
+                                                         cpu.empty() ? "unknown CPU" : cpu);
+  return fmt::format("{}, {}", backend.empty() ? "unknown backend" : backend, machine);
+}
+
+// "interrupted: ..." for a report whose failure is set, "" for one whose failure is null.
+std::string failure_of(const nlohmann::json& d) {
+  const auto failure = d.find("failure");
+  if (failure == d.end() || !failure->is_object()) return {};
+  const std::string kind = failure->value("kind", std::string("failure"));
+  const std::string message = failure->value("message", std::string());
+  return message.empty() ? kind : kind + ": " + message;
 }
 
 ReportSide side_of(const LoadedReport& report) {
@@ -31,7 +62,9 @@ ReportSide side_of(const LoadedReport& report) {
           string_at(d, "/identity/git_commit"),
           string_at(d, "/evidence_level"),
           string_at(d, "/decision/verdict"),
-          git_tree_modified(d)};
+          git_tree_modified(d),
+          hardware_of(d),
+          failure_of(d)};
 }
 
 std::vector<double> samples_of(const nlohmann::json& row) {
@@ -280,14 +313,35 @@ DiffSummary summarize_diff(const DiffResult& diff) {
   if (summary.structural_regressions > 0) {
     summary.failing.push_back(fmt::format("{} structural regression(s)", summary.structural_regressions));
   }
+  // Rows that disappeared were not measured: a run that stopped early, a mechanism dropped from
+  // the matrix. The gate cannot call that "no regression" unless told to (issue 42).
+  const int removed = summary.verdicts[Verdict::removed];
+  if (removed > 0) {
+    (diff.settings.allow_removed ? summary.relaxed : summary.failing)
+        .push_back(fmt::format("{} REMOVED row(s){}", removed,
+                               diff.settings.allow_removed ? " not counted (--allow-removed)"
+                                                           : " (in the old report only; --allow-removed accepts that)"));
+  }
+  if (!diff.new_report.failure.empty()) {
+    (diff.settings.allow_failure ? summary.relaxed : summary.failing)
+        .push_back(fmt::format("the new report failed ({}){}", diff.new_report.failure,
+                               diff.settings.allow_failure ? ", not counted (--allow-failure)" : ""));
+  }
+  for (const StructuralChange& change : diff.report_changes) {
+    if (change.field == "evidence_level" && change.allowed) {
+      summary.relaxed.push_back(fmt::format("{} not counted (--allow-evidence-drop)", change.message));
+    }
+  }
   summary.exit_code = summary.failing.empty() ? 0 : 1;
   return summary;
 }
 }  // namespace
 
 DiffResult compare_reports(const LoadedReport& old_report, const LoadedReport& new_report,
-                           const DiffSettings& settings, std::vector<std::string> notes) {
+                           const DiffSettings& settings, std::vector<std::string> notes,
+                           std::vector<AllowedDifference> allowed) {
   DiffResult diff;
+  diff.allowed_differences = std::move(allowed);
   diff.old_report = side_of(old_report);
   diff.new_report = side_of(new_report);
   diff.settings = settings;
@@ -311,7 +365,17 @@ DiffResult compare_reports(const LoadedReport& old_report, const LoadedReport& n
   const std::vector<std::string> labels = row_labels(keys);
   for (std::size_t i = 0; i < diff.rows.size(); ++i) diff.rows[i].label = labels[i];
 
+  explain_unpaired_rows(diff.rows, diff.notes);
+
   diff.report_changes = report_structural_changes(old_report.document, new_report.document);
+  for (StructuralChange& change : diff.report_changes) {
+    // A weaker claim (gpu_measured -> cpu_measured, measured -> dry_run) fails unless allowed; allowed,
+    // it still shows, as neutral, and the summary says it was let pass.
+    if (change.field == "evidence_level" && change.kind == ChangeKind::regression && settings.allow_evidence_drop) {
+      change.kind = ChangeKind::neutral;
+      change.allowed = true;
+    }
+  }
   diff.summary = summarize_diff(diff);
   return diff;
 }

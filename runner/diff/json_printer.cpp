@@ -18,7 +18,17 @@ json side_json(const ReportSide& side) {
           {"created_at", side.created_at},
           {"git_commit", side.git_commit},
           {"evidence_level", side.evidence_level},
-          {"decision_verdict", side.decision_verdict}};
+          {"decision_verdict", side.decision_verdict},
+          {"hardware", side.hardware},
+          {"failure", side.failure.empty() ? json(nullptr) : json(side.failure)}};
+}
+
+json allowed_json(const AllowedDifference& difference) {
+  return {{"field", difference.field},
+          {"old", difference.old_value},
+          {"new", difference.new_value},
+          {"message", difference.message},
+          {"allowed_by", difference.allowed_by}};
 }
 
 json change_json(const StructuralChange& change) {
@@ -69,9 +79,13 @@ json diff_to_json(const DiffResult& diff) {
   for (const StructuralChange& change : diff.report_changes) report_changes.push_back(change_json(change));
   json verdicts = json::object();
   for (const auto& [verdict, count] : diff.summary.verdicts) verdicts[verdict_name(verdict)] = count;
+  json allowed = json::array();
+  for (const AllowedDifference& difference : diff.allowed_differences) allowed.push_back(allowed_json(difference));
   const DiffSettings& s = diff.settings;
+  // Keys are written sorted, so allowed_differences comes first: read top-down, it precedes every verdict.
   return {{"schema_version", kDiffSchemaVersion},
           {"tool", "arch-bench"},
+          {"allowed_differences", allowed},
           {"old", side_json(diff.old_report)},
           {"new", side_json(diff.new_report)},
           {"settings",
@@ -82,7 +96,12 @@ json diff_to_json(const DiffResult& diff) {
             {"peak_memory_tolerance_fraction", s.memory.fraction},
             {"peak_memory_tolerance_bytes", s.memory.bytes},
             {"fail_on", s.fail_on_slower ? "regression" : "never"},
-            {"allow_workload_change", s.allow_workload_change}}},
+            {"allow_workload_change", s.allow_workload_change},
+            {"allow_mode_change", s.allow_mode_change},
+            {"allow_hardware_change", s.allow_hardware_change},
+            {"allow_removed", s.allow_removed},
+            {"allow_failure", s.allow_failure},
+            {"allow_evidence_drop", s.allow_evidence_drop}}},
           {"notes", diff.notes},
           {"rows", rows},
           {"report_changes", report_changes},
@@ -94,6 +113,7 @@ json diff_to_json(const DiffResult& diff) {
             {"geomean_ratio", optional_number(diff.summary.geomean_ratio)},
             {"geomean_rows", diff.summary.geomean_rows},
             {"failing", diff.summary.failing},
+            {"relaxed", diff.summary.relaxed},
             {"regression", diff.summary.exit_code != 0},
             {"exit_code", diff.summary.exit_code}}}};
 }

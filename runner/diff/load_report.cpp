@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "runner/diff/hardware_identity.hpp"
 #include "runner/report/json_input.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
@@ -37,28 +38,72 @@ LoadedReport read_report(const std::string& file) {
   return LoadedReport{file, read_json_input(file, "result report")};
 }
 
-std::vector<std::string> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,
-                                          bool allow_workload_change) {
-  std::vector<std::string> differences;
+std::vector<AllowedDifference> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,
+                                                const ComparisonAllowances& allowances) {
+  struct Kind {
+    const char* option;
+    bool allowed;
+    const char* refusal;  // what is refused, then why, for the message
+    std::vector<AllowedDifference> differences;
+  };
+  Kind workload{"--allow-workload-change", allowances.workload_change,
+                "refusing to compare different workloads: {}. Rows of different workloads are not comparable "
+                "evidence",
+                {}};
+  Kind mode{"--allow-mode-change", allowances.mode_change,
+            "refusing to compare reports of different modes: {}. Each mode measures its own experiment and decides "
+            "by its own rule, so its rows and verdicts are not the other's",
+            {}};
+  Kind hardware{"--allow-hardware-change", allowances.hardware_change,
+                "refusing to compare reports measured on different hardware: {}. A timing verdict across machines "
+                "judges the machines, not the code",
+                {}};
+  auto add = [](Kind& kind, const std::string& field, const std::string& old_value, const std::string& new_value,
+                const std::string& message) {
+    kind.differences.push_back({field, old_value, new_value, message, kind.option});
+  };
+
   const std::string old_workload = string_at(old_report.document, "/identity/workload_id");
   const std::string new_workload = string_at(new_report.document, "/identity/workload_id");
   if (!old_workload.empty() && !new_workload.empty() && old_workload != new_workload) {
-    differences.push_back(fmt::format("identity.workload_id differs: '{}' in {} vs '{}' in {}",
-                                      clipped(old_workload), old_report.file, clipped(new_workload),
-                                      new_report.file));
+    add(workload, "identity.workload_id", clipped(old_workload), clipped(new_workload),
+        fmt::format("identity.workload_id differs: '{}' in {} vs '{}' in {}", clipped(old_workload), old_report.file,
+                    clipped(new_workload), new_report.file));
   }
   const std::string old_version = string_at(old_report.document, "/schema_version");
   const std::string new_version = string_at(new_report.document, "/schema_version");
   if (!old_version.empty() && !new_version.empty() && major_of(old_version) != major_of(new_version)) {
-    differences.push_back(fmt::format("schema_version major differs: {} in {} vs {} in {}",
-                                      clipped(old_version), old_report.file, clipped(new_version),
-                                      new_report.file));
+    add(workload, "schema_version", clipped(old_version), clipped(new_version),
+        fmt::format("schema_version major differs: {} in {} vs {} in {}", clipped(old_version), old_report.file,
+                    clipped(new_version), new_report.file));
   }
-  if (differences.empty() || allow_workload_change) return differences;
-  std::string message = "refusing to compare different workloads: " + differences.front();
-  for (std::size_t i = 1; i < differences.size(); ++i) message += "; " + differences[i];
-  throw UsageError(message + ". Rows of different workloads are not comparable evidence; pass "
-                             "--allow-workload-change to diff them anyway");
+  const std::string old_mode = string_at(old_report.document, "/identity/mode");
+  const std::string new_mode = string_at(new_report.document, "/identity/mode");
+  if (!old_mode.empty() && !new_mode.empty() && old_mode != new_mode) {
+    add(mode, "identity.mode", clipped(old_mode), clipped(new_mode),
+        fmt::format("identity.mode differs: '{}' in {} vs '{}' in {}", clipped(old_mode), old_report.file,
+                    clipped(new_mode), new_report.file));
+  }
+  for (HardwareDifference& difference :
+       hardware_differences(old_report.document, old_report.file, new_report.document, new_report.file)) {
+    add(hardware, difference.field, difference.first_value, difference.second_value, difference.message);
+  }
+
+  std::vector<AllowedDifference> allowed;
+  std::vector<std::string> refusals;
+  for (Kind* kind : {&workload, &mode, &hardware}) {
+    if (kind->differences.empty()) continue;
+    if (kind->allowed) {
+      allowed.insert(allowed.end(), kind->differences.begin(), kind->differences.end());
+      continue;
+    }
+    std::vector<std::string> messages;
+    for (const AllowedDifference& difference : kind->differences) messages.push_back(difference.message);
+    refusals.push_back(fmt::format(fmt::runtime(kind->refusal), fmt::join(messages, "; ")) +
+                       fmt::format("; pass {} to diff them anyway", kind->option));
+  }
+  if (!refusals.empty()) throw UsageError(fmt::format("{}", fmt::join(refusals, ". Also ")));
+  return allowed;
 }
 
 namespace {

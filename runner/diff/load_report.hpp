@@ -20,12 +20,28 @@ LoadedReport read_report(const std::string& file);
 // The string at a JSON pointer, or "" when it is missing or not a string (safe on any document).
 std::string string_at(const nlohmann::json& document, const char* pointer);
 
-// Two reports are comparable when they measured the same workload (identity.workload_id) and their
-// schema_version majors agree. Otherwise throws a UsageError naming both values, unless
-// `allow_workload_change`; then returns one note per allowed difference for the diff's output.
-// Fields that are missing or not strings are left to validate_report.
-std::vector<std::string> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,
-                                          bool allow_workload_change);
+// A difference that makes two reports incomparable by default, and the option that allowed it.
+struct AllowedDifference {
+  std::string field;  // "identity.workload_id", "identity.mode", "hardware.host.cpu_model", ...
+  std::string old_value, new_value;
+  std::string message;     // names both values and both files
+  std::string allowed_by;  // "--allow-hardware-change"
+};
+
+// Which refusals of check_comparable the user lifted, each with its own option.
+struct ComparisonAllowances {
+  bool workload_change = false;  // --allow-workload-change: identity.workload_id, schema_version major
+  bool mode_change = false;      // --allow-mode-change: identity.mode (linear_recurrence vs performer, ...)
+  bool hardware_change = false;  // --allow-hardware-change: backend, CPU model, GPU name (hardware_identity.hpp)
+};
+
+// Two reports are comparable when they measured the same workload (identity.workload_id) in the same
+// mode (identity.mode) on the same hardware (backend, CPU model, GPU names), and their
+// schema_version majors agree. Each difference not allowed is refused: a UsageError (exit 2) naming
+// both values, both files and the option that would allow it. Returns the allowed differences, for
+// the top of the diff's output. Fields that are missing or not strings are left to validate_report.
+std::vector<AllowedDifference> check_comparable(const LoadedReport& old_report, const LoadedReport& new_report,
+                                                const ComparisonAllowances& allowances);
 
 // Differences of the measuring environment that do not make two reports incomparable but can move
 // their times, one note each: the OpenMP wait policy (workload.omp_wait_policy, compared by its

@@ -3,22 +3,30 @@
 
 #include "runner/diff/cell_format.hpp"
 #include "runner/diff/printers.hpp"
+#include "runner/present/markdown_escape.hpp"
+#include "runner/present/printable_text.hpp"
 
 namespace arch_bench {
 
 namespace {
-// A table cell must not contain a pipe or a line break.
-std::string cell(const std::string& text) {
-  std::string escaped;
-  for (char c : text) {
-    if (c == '|') escaped += "\\|";
-    else if (c == '\n') escaped += ' ';
-    else escaped += c;
-  }
-  return escaped;
-}
+// Labels, notes and reasons come from the reports: as inert text (no HTML, links or code spans a
+// hostile label could open; markdown_escape.hpp), safe in a table cell.
+std::string cell(const std::string& text) { return markdown_text(text); }
 
-std::string code(const std::string& text) { return text.empty() ? "" : "`" + cell(text) + "`"; }
+// A label as a code span: inside one, Markdown renders no HTML and follows no link, so only a
+// backtick (which would end the span), a pipe (which GitHub reads as a cell break even there), a
+// line break and control bytes need care.
+std::string code(const std::string& text) {
+  if (text.empty()) return "";
+  std::string inside;
+  for (char c : escape_control_bytes(text)) {
+    if (c == '`') inside += '\'';
+    else if (c == '|') inside += "\\|";
+    else if (c == '\n' || c == '\r') inside += ' ';
+    else inside += c;
+  }
+  return "`" + inside + "`";
+}
 }  // namespace
 
 std::string format_diff_markdown(const DiffResult& diff) {
@@ -26,7 +34,10 @@ std::string format_diff_markdown(const DiffResult& diff) {
   std::string out;
   out += fmt::format("### arch-bench diff: {} → {}\n\n", code(diff.old_report.run_label),
                      code(diff.new_report.run_label));
-  out += fmt::format("**Result: {}**\n\n", f::result(diff));
+  for (const AllowedDifference& difference : diff.allowed_differences) {
+    out += fmt::format("> **Warning:** {}\n\n", cell(f::allowed_difference(difference)));
+  }
+  out += fmt::format("**Result: {}**\n\n", cell(f::result(diff)));
   out += fmt::format("- old: {}\n- new: {}\n- {}\n", cell(f::side(diff.old_report)), cell(f::side(diff.new_report)),
                      f::settings(diff.settings));
   for (const std::string& note : diff.notes) out += fmt::format("- note: {}\n", cell(note));

@@ -24,6 +24,7 @@ struct StructuralChange {
   nlohmann::json old_value, new_value;
   ChangeKind kind = ChangeKind::neutral;
   std::string message;  // a sentence a reader can act on
+  bool allowed = false;  // a regression an --allow-* option let pass (kind is then neutral)
 };
 
 // Between two paired rows (schema-valid). Regressions: state_bytes grew, peak_memory_bytes grew

@@ -13,7 +13,11 @@ namespace arch_bench {
 std::string format_diff_text(const DiffResult& diff) {
   namespace f = diff_format;
   std::string out;
-  out += fmt::format("arch-bench diff\n  old: {}\n  new: {}\n", f::side(diff.old_report), f::side(diff.new_report));
+  out += "arch-bench diff\n";
+  for (const AllowedDifference& difference : diff.allowed_differences) {
+    out += fmt::format("WARNING: {}\n", f::allowed_difference(difference));
+  }
+  out += fmt::format("  old: {}\n  new: {}\n", f::side(diff.old_report), f::side(diff.new_report));
   out += fmt::format("  {}\n", f::settings(diff.settings));
   for (const std::string& note : diff.notes) out += fmt::format("note: {}\n", note);
 

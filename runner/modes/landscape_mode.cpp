@@ -3,6 +3,9 @@
 // decode and prefill. Per candidate: the fixed-state verdict of linear_recurrence, its time ratios and
 // crossover against the baseline, and its state capacity (recall of n stored (key, value) pairs);
 // then one ranking at the longest length. A mechanism added to the registry joins with no change here.
+// With --model (runner/models/), the arms are the model's own layer types at their shapes (its
+// attention the baseline) and the candidates at the attention's shape; the report adds the `model`
+// block and the decision the whole-model crossover and memory-limited batch per candidate.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -12,6 +15,8 @@
 #include "mechanisms/registry.hpp"
 #include "core/errors.hpp"
 #include "runner/measure/capacity.hpp"
+#include "runner/models/model_figures.hpp"
+#include "runner/models/model_workload.hpp"
 #include "runner/modes/decision_rules.hpp"
 #include "runner/modes/linear_recurrence.hpp"
 #include "runner/modes/mode.hpp"
@@ -31,20 +36,27 @@ std::vector<std::string> candidate_ids(const Workload& workload) {
   return ids;
 }
 
+bool of_arm(const Row& row, const Arm& arm) { return row.cell.mechanism == arm.mechanism && row.variant == arm.variant; }
+
 // The rows of the baseline and of one candidate: each candidate's verdict sees only its own cells.
-std::vector<Row> rows_of(std::span<const Row> rows, const std::string& candidate) {
+std::vector<Row> rows_of(std::span<const Row> rows, const Arm& baseline, const Arm& candidate) {
   std::vector<Row> subset;
   for (const Row& row : rows) {
-    if (row.cell.mechanism == kBaseline || row.cell.mechanism == candidate) subset.push_back(row);
+    if (of_arm(row, baseline) || of_arm(row, candidate)) subset.push_back(row);
   }
   return subset;
 }
 
-const Row* row_at(std::span<const Row> rows, const std::string& mechanism, Phase phase, std::int64_t length) {
+const Row* row_at(std::span<const Row> rows, const Arm& arm, Phase phase, std::int64_t length) {
   for (const Row& row : rows) {
-    if (row.cell.mechanism == mechanism && row.cell.phase == phase && row.cell.sequence_length == length) return &row;
+    if (of_arm(row, arm) && row.cell.phase == phase && row.cell.sequence_length == length) return &row;
   }
   return nullptr;
+}
+
+// Arms are told apart by variant in a model run, where one mechanism may appear as two layer types.
+std::string arm_key(const Arm& arm) {
+  return arm.variant.empty() ? arm.mechanism : fmt::format("{} ({})", arm.mechanism, arm.variant);
 }
 
 class LandscapeMode final : public Mode {
@@ -72,6 +84,7 @@ class LandscapeMode final : public Mode {
   }
 
   std::vector<Arm> arms(const Workload& workload) const override {
+    if (workload.model) return model_arms(*workload.model, workload.candidates, workload.options);
     std::vector<Arm> arms{Arm{kBaseline, Role::baseline, "", workload.options}};
     for (const std::string& id : candidate_ids(workload)) {
       const Mechanism* mechanism = find_mechanism(id);
@@ -92,28 +105,31 @@ class LandscapeMode final : public Mode {
     Decision decision;
     nlohmann::json per_candidate = nlohmann::json::object();
     int accepted = 0;
+    std::size_t candidates = 0;
     for (std::size_t i = 1; i < all_arms.size(); ++i) {
       const Arm& candidate = all_arms[i];
-      const std::vector<Row> subset = rows_of(rows, candidate.mechanism);
+      if (is_model_layer_arm(candidate)) continue;  // a layer type of the model itself: measured, not judged
+      ++candidates;
+      const std::vector<Row> subset = rows_of(rows, baseline, candidate);
       const Decision verdict = decide_fixed_state(subset, workload, baseline, candidate, "accept_fixed_state");
       accepted += verdict.verdict == "accept_fixed_state" ? 1 : 0;
-      per_candidate[candidate.mechanism] = {{"verdict", verdict.verdict},
+      per_candidate[arm_key(candidate)] = {{"verdict", verdict.verdict},
                                             {"reasons", verdict.reasons},
                                             {"crossover_length", verdict.details.value("crossover_length", nlohmann::json())},
                                             {"time_ratio_candidate_over_baseline",
                                              verdict.details.value("time_ratio_candidate_over_baseline", nlohmann::json())}};
       if (const CapacityCurve* curve = capacity_of(candidate, workload)) {
-        per_candidate[candidate.mechanism]["capacity_largest_n_cosine_0_9"] =
+        per_candidate[arm_key(candidate)]["capacity_largest_n_cosine_0_9"] =
             curve->largest_n_cosine_0_9 ? nlohmann::json(*curve->largest_n_cosine_0_9) : nlohmann::json(nullptr);
       }
       if (verdict.verdict != "accept_fixed_state") {
-        decision.reasons.push_back(fmt::format("{}: {}{}", candidate.mechanism, verdict.verdict,
+        decision.reasons.push_back(fmt::format("{}: {}{}", arm_key(candidate), verdict.verdict,
                                                verdict.reasons.empty() ? "" : " (" + verdict.reasons.front() + ")"));
       }
     }
     decision.details["candidates"] = per_candidate;
     decision.details["ranking"] = ranking(rows, workload, all_arms);
-    const std::size_t candidates = all_arms.size() - 1;
+    if (workload.model) add_model_decision(decision, *workload.model, rows, workload, all_arms);
     if (const auto invalid = invalid_inputs_reason(rows, workload)) {
       decision.verdict = "inconclusive";
       decision.reasons.insert(decision.reasons.begin(), *invalid);
@@ -136,18 +152,21 @@ class LandscapeMode final : public Mode {
     return decision;
   }
 
-  nlohmann::json report_extras(std::span<const Row>, const Workload& workload) const override {
+  nlohmann::json report_extras(std::span<const Row> rows, const Workload& workload) const override {
     nlohmann::json capacity = nlohmann::json::object();
-    for (const Arm& arm : arms(workload)) {
+    const std::vector<Arm> all_arms = arms(workload);
+    for (const Arm& arm : all_arms) {
       if (const CapacityCurve* curve = capacity_of(arm, workload)) capacity[arm.mechanism] = capacity_json(*curve);
       else capacity[arm.mechanism] = nullptr;
     }
-    return {{"capacity", {{"description", "n random unit-norm keys with N(0,1) values written into a fresh state "
+    nlohmann::json extras = {{"capacity", {{"description", "n random unit-norm keys with N(0,1) values written into a fresh state "
                                           "(one head), every key read back; mean cosine and relative L2 of the "
                                           "retrieved values; fp64, the mechanism's math at its neutral setting"},
                           {"head_dim", workload.head_dim},
                           {"seed", workload.seed},
                           {"mechanisms", capacity}}}};
+    if (workload.model) extras["model"] = model_block(*workload.model, rows, workload, all_arms);
+    return extras;
   }
 
  private:
@@ -172,15 +191,16 @@ class LandscapeMode final : public Mode {
     if (workload.sequence_lengths.empty()) return out;
     const std::int64_t longest = *std::max_element(workload.sequence_lengths.begin(), workload.sequence_lengths.end());
     for (Phase phase : workload.phases) {
-      const Row* base = row_at(rows, kBaseline, phase, longest);
+      const Row* base = row_at(rows, all_arms.front(), phase, longest);
       std::vector<nlohmann::json> entries;
       for (const Arm& arm : all_arms) {
-        const Row* row = row_at(rows, arm.mechanism, phase, longest);
+        const Row* row = row_at(rows, arm, phase, longest);
         if (row == nullptr) continue;
         const bool timed = row->status == RowStatus::ok && !row->samples_ms.empty();
         const bool base_timed = base != nullptr && base->status == RowStatus::ok && base->stats.median > 0;
         const CapacityCurve* curve = capacity_of(arm, workload);
         entries.push_back({{"mechanism", arm.mechanism},
+                           {"variant", arm.variant},
                            {"median_step_ms", timed ? nlohmann::json(row->stats.median) : nlohmann::json(nullptr)},
                            {"time_ratio_to_baseline", timed && base_timed ? nlohmann::json(row->stats.median / base->stats.median)
                                                                           : nlohmann::json(nullptr)},

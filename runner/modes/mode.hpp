@@ -19,6 +19,9 @@ struct Arm {
   Role role = Role::candidate;
   std::string variant;       // e.g. "m=64"; empty when the mechanism appears once
   MechanismOptions options;  // the workload's options with this arm's overrides applied
+  // Its own shape, where it differs from the workload's (a model preset's layer types: runner/models/);
+  // 0: the workload's --query-heads / --head-dim.
+  std::int64_t heads = 0, head_dim = 0;
 };
 
 struct ModeDefaults {

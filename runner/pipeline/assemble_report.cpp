@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/cpu/usable_cpus.hpp"
+#include "runner/models/model_figures.hpp"
 #include "runner/plugins/plugin_report.hpp"
 #include "runner/preflight/dry_run.hpp"
 
@@ -51,6 +52,8 @@ nlohmann::json dry_run_document(const RunReport& report, const Plan& plan, const
   nlohmann::json document = to_json(report);
   document["workload"]["omp_wait_policy"] = blocks.omp_wait_policy;
   document["plan"] = plan_to_json(plan);
+  // run --model --dry-run: the model's bytes per sequence and largest batches need no measurement.
+  if (report.workload.model) document["model"] = planned_model_block(*report.workload.model, plan, report.workload);
   if (!blocks.shard.is_null()) document["shard"] = blocks.shard;
   if (!failed_checks.empty()) document["failure"]["checks"] = failed_checks_json(failed_checks);
   if (!blocks.profile.is_null()) document["profile"] = blocks.profile;

@@ -51,13 +51,25 @@ void mark_interrupted(RunReport& report, std::size_t planned_cells, int signal_n
   for (const Row& row : report.rows) {
     if (row.failure_kind == "interrupted") cell = row.cell;
   }
-  const std::string message = fmt::format("interrupted by {} after {} of {} cells; the rows measured so far are kept "
-                                          "and the cells not measured are absent",
-                                          name, report.rows.size(), planned_cells);
+  const std::string message =
+      report.rows.empty()
+          ? fmt::format("interrupted by {} before the first cell (0 of {} cells measured); the report holds no rows",
+                        name, planned_cells)
+          : fmt::format("interrupted by {} after {} of {} cells; the rows measured so far are kept and the cells not "
+                        "measured are absent",
+                        name, report.rows.size(), planned_cells);
   report.failure = Failure{"interrupted", message, cell};
   report.decision.verdict = "inconclusive";
   report.decision.crossover_length.reset();
-  report.decision.reasons.insert(report.decision.reasons.begin(), message);
+  if (report.rows.empty()) {
+    // The mode's rule, run over no rows, finds every property unshown ("state bytes change with
+    // sequence length", ratios of nothing): reasons about rows that do not exist. The interruption is
+    // the only thing this report can say.
+    report.decision.reasons = {message};
+    report.decision.details = nlohmann::json::object();
+  } else {
+    report.decision.reasons.insert(report.decision.reasons.begin(), message);
+  }
   report.decision.next_action = "re-run the whole plan: an interrupted run decides nothing";
 }
 

@@ -31,6 +31,7 @@ std::optional<Failure> first_row_failure(std::span<const Row> rows);
 
 // An interrupted run keeps the rows measured before the signal; nothing is decided from them: the
 // verdict becomes inconclusive, the failure "interrupted", naming the last cell that was cut short.
+// Interrupted before the first cell (in the ceilings, say), the interruption is the only reason given.
 void mark_interrupted(RunReport& report, std::size_t planned_cells, int signal_number);
 
 }  // namespace arch_bench

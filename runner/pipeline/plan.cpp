@@ -117,8 +117,8 @@ Plan build_plan(const Mode& mode, const Workload& workload, const std::string& b
           throw UsageError(fmt::format("mechanism {} has no {} implementation (it has: {})", arm.mechanism,
                                        backend, fmt::join(backends, ", ")));
         }
-        Cell cell{arm.mechanism, phase, length, workload.batch, workload.heads, workload.head_dim,
-                  workload.dtype, arm.options};
+        Cell cell{arm.mechanism, phase, length, workload.batch, arm.heads > 0 ? arm.heads : workload.heads,
+                  arm.head_dim > 0 ? arm.head_dim : workload.head_dim, workload.dtype, arm.options};
         if (auto why = mechanism->unsupported(cell)) {
           throw UsageError(fmt::format("{} cannot run this workload: {}", arm.mechanism, *why));
         }

@@ -62,7 +62,9 @@ PreparedRun prepare_run(const RunRequest& request) {
     prepared.shard = select_shard(*request.shard, prepared.full_plan, mode.id(), request.backend.name, workload);
     prepared.shard_block = shard_json(*prepared.shard, process_environment());
   }
-  prepared.output = checked_report_path(request.output, mode.defaults().experiment, request.run_label);
+  prepared.output = checked_report_path(request.output,
+                                        request.experiment.empty() ? mode.defaults().experiment : request.experiment,
+                                        request.run_label);
   if (prepared.measures(request)) {
     Plan& measured = prepared.shard ? prepared.shard->plan : prepared.full_plan;
     check_resources(measured, workload, request.backend.name, prepared.output, request.skip_cells_that_do_not_fit);

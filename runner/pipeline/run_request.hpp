@@ -25,6 +25,7 @@ struct RunRequest {
   // The report's identity as given (the mode's defaults where the command line gave none).
   std::string semantic_id, workload_id, run_label, profile_id;
   std::string command_line;         // as typed, quoted for a shell
+  std::string experiment;           // the result file's stem; empty: the mode's (--model: landscape_<id>)
   OutputRequest output;
   bool dry_run = false;             // --dry-run: write the plan, measure nothing
   // --skip-cells-that-do-not-fit: a cell without the memory it needs becomes a skipped row rather

@@ -3,6 +3,7 @@
 // line have been merged.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "core/cell.hpp"
 
 namespace arch_bench {
+
+struct ModelRun;  // runner/models/model_workload.hpp
 
 enum class CacheState { cold, hot };
 std::string cache_state_name(CacheState state);
@@ -45,6 +48,8 @@ struct Workload {
   std::map<std::string, std::vector<OptionValue>, std::less<>> axes;
   std::string feature_kind = "positive";  // performer candidates: "positive", "trig" or "both"
   std::vector<std::string> candidates;     // landscape: the candidate mechanisms (empty: every one)
+  // --model: the preset whose layer types the landscape measures at their own shapes; null without.
+  std::shared_ptr<const ModelRun> model;
 };
 
 }  // namespace arch_bench

@@ -175,6 +175,14 @@ std::vector<std::string> plugin_files(const std::vector<std::string>& option_val
         candidates.push_back(entry);
         continue;
       }
+      // A folder named like a plugin file is almost always a mistake (a build folder, a wrong path);
+      // searched as a folder it would load nothing and say nothing. Refuse it as `--plugin` refuses
+      // a folder.
+      if (fs::path(entry).extension() == ".so") {
+        throw UsageError(fmt::format("ARCH_BENCH_PLUGIN_PATH entry {} is a folder, not a plugin file: name the "
+                                     "plugin's .so file, or a folder of plugins whose own name does not end in .so",
+                                     entry));
+      }
       std::vector<std::string> in_folder;
       for (const auto& file : fs::directory_iterator(entry, error)) {
         if (file.path().extension() == ".so") in_folder.push_back(file.path().string());

@@ -22,6 +22,7 @@ LoadedPlugin load_plugin(const std::string& path);
 // The plugin files to load: each --plugin value, then each entry of ARCH_BENCH_PLUGIN_PATH
 // (colon-separated; a folder stands for the *.so files in it, in name order); a file named twice
 // (same canonical path) is loaded once. `environment` is the variable's value (nullptr: unset).
+// Throws UsageError for a folder entry whose name ends in .so (a plugin file was meant).
 std::vector<std::string> plugin_files(const std::vector<std::string>& option_values, const char* environment);
 
 // Loads, self-checks and registers every plugin of plugin_files(values, getenv(ARCH_BENCH_PLUGIN_PATH)).

@@ -1,6 +1,10 @@
 // A result report as CSV: one line per row (cell), the report's identity repeated on each line so
 // that files of several runs can be concatenated and grouped. Missing or null values are empty
-// fields; numbers keep full precision (the shortest text that reads back as the same double).
+// fields; numbers keep full precision (the shortest text that reads back as the same double). Text
+// that a spreadsheet would run as a formula is neutralised (see starts_a_formula).
+#include <charconv>
+#include <system_error>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -23,10 +27,30 @@ constexpr const char* kRowColumns[] = {
     "achieved_gflops", "fraction_of_memory_bandwidth", "fraction_of_peak_flops", "timing_method",
     "launch_overhead_ms"};
 
-// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+// A spreadsheet runs a cell that starts with = + - @ (and, after its own trimming, tab or CR) as a
+// formula: a workload id `+cmd|' /C calc'!A0` or a variant `=HYPERLINK("http://evil","x")` would
+// execute when the file is opened. As OWASP's CSV-injection guidance says, such a cell gets a
+// leading single quote (the spreadsheet then shows it as text) and is quoted. A negative number
+// (`-0.5`, `-1e-05`) is a number, not a formula, and stays as it is, so columns stay numeric.
+bool starts_a_formula(const std::string& text) {
+  if (text.empty()) return false;
+  switch (text.front()) {
+    case '=': case '+': case '@': case '\t': case '\r': return true;
+    case '-': {
+      double number = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+      return error != std::errc() || end != text.data() + text.size();
+    }
+    default: return false;
+  }
+}
+
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled; a neutralised
+// formula always is.
 std::string field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string quoted = "\"";
+  const bool formula = starts_a_formula(text);
+  if (!formula && text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = formula ? "\"'" : "\"";
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
 }

@@ -8,13 +8,15 @@
 #include "core/errors.hpp"
 #include "runner/pipeline/input_file.hpp"
 #include "runner/present/presentation.hpp"
+#include "runner/present/printable_text.hpp"
 
 namespace arch_bench {
 
 namespace {
+// Control bytes shown escaped too (printable_text.hpp): a page may be read as source, or copied to a terminal.
 std::string escape(const std::string& text) {
   std::string out;
-  for (char c : text) {
+  for (char c : escape_control_bytes(text)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

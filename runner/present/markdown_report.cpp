@@ -1,28 +1,15 @@
 // The Presentation as GitHub-flavoured Markdown, for $GITHUB_STEP_SUMMARY or a pull request.
 #include <fmt/format.h>
 
+#include "runner/present/markdown_escape.hpp"
 #include "runner/present/presentation.hpp"
 
 namespace arch_bench {
 
 namespace {
-// A table cell (or a fact) must not break the table: no pipe, no line break.
-std::string cell(const std::string& text) {
-  std::string escaped;
-  for (char c : text) {
-    if (c == '|') escaped += "\\|";
-    else if (c == '\n' || c == '\r') escaped += ' ';
-    else escaped += c;
-  }
-  return escaped;
-}
-
-// Spaces in a link target end it; %20 keeps the path one token for every Markdown renderer.
-std::string link_target(const std::string& path) {
-  std::string target;
-  for (char c : path) target += c == ' ' ? std::string("%20") : std::string(1, c);
-  return target;
-}
+// Every text from a report (labels, notes, reasons, file names) is inert Markdown and keeps a table
+// a table: runner/present/markdown_escape.hpp.
+std::string cell(const std::string& text) { return markdown_text(text); }
 
 std::string table_markdown(const Table& table) {
   std::string out = fmt::format("**{}**\n\n|", cell(table.caption));
@@ -48,8 +35,8 @@ std::string format_markdown(const Presentation& presentation) {
     out += "\n";
     for (const Table& table : section.tables) out += table_markdown(table);
     for (const Chart& chart : section.charts) {
-      out += fmt::format("![{}]({})", cell(chart.title), link_target(chart.png));
-      if (!chart.svg.empty()) out += fmt::format(" ([SVG]({}))", link_target(chart.svg));
+      out += fmt::format("![{}]({})", cell(chart.title), markdown_link_target(chart.png));
+      if (!chart.svg.empty()) out += fmt::format(" ([SVG]({}))", markdown_link_target(chart.svg));
       out += "\n\n";
     }
   }

@@ -23,7 +23,7 @@ struct Table {
 // A chart scripts/plot.py drew for a report.
 struct Chart {
   std::string report_file;  // the report it was drawn from, as the user typed it
-  std::string kind;         // step_time, state_bytes, peak_memory, error, approximation_vs_m, capacity
+  std::string kind;         // step_time, state_bytes, peak_memory, error, approximation_vs_m, capacity, model_capacity
   std::string title;
   std::string png;          // path as plot.py wrote it
   std::string svg;          // "" when not drawn

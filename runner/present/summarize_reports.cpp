@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runner/diff/pair_rows.hpp"
+#include "runner/present/model_tables.hpp"
 #include "runner/present/number_text.hpp"
 
 namespace arch_bench {
@@ -237,7 +238,8 @@ std::vector<Table> ranking_tables(const json& decision) {
     int rank = 0;
     for (const json& arm : fastest) {
       const json& capacity = at_or_null(arm, "capacity_largest_n_cosine_0_9");
-      table.rows.push_back({std::to_string(++rank), t::text(arm, "mechanism"),
+      const std::string variant = t::text(arm, "variant");
+      table.rows.push_back({std::to_string(++rank), t::text(arm, "mechanism") + (variant.empty() ? "" : " [" + variant + "]"),
                             t::milliseconds(t::number(arm, "median_step_ms")),
                             t::ratio(t::number(arm, "time_ratio_to_baseline")),
                             t::bytes(t::number(arm, "state_bytes")),
@@ -298,6 +300,7 @@ Section report_section(const LoadedReport& report, const std::vector<Chart>& cha
     if (!rows.empty()) section.tables.push_back(phase_table(phase, rows));
   }
   for (Table& table : ranking_tables(decision)) section.tables.push_back(std::move(table));
+  add_model_presentation(document, section);
   for (const Chart& chart : charts) {
     if (chart.report_file == report.file) section.charts.push_back(chart);
   }

@@ -1,13 +1,10 @@
 #include "runner/profiles/profile.hpp"
 
-#include <algorithm>
-#include <set>
-
 #include <fmt/format.h>
 
-#include "build_info.hpp"
 #include "core/errors.hpp"
 #include "runner/report/json_input.hpp"
+#include "runner/report/named_json_file.hpp"
 #include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
@@ -16,45 +13,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool looks_like_path(const std::string& spec) {
-  return spec.find('/') != std::string::npos || (spec.size() > 5 && spec.ends_with(".json"));
-}
-
-bool valid_id(const std::string& id) {
-  return !id.empty() && id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
-                            std::string::npos;
-}
-
-std::string known_list() {
-  const std::vector<std::string> ids = known_profile_ids();
-  return ids.empty() ? std::string("none found") : fmt::format("{}", fmt::join(ids, ", "));
-}
-
-std::string search_list() {
-  std::vector<std::string> dirs;
-  for (const fs::path& dir : profile_search_dirs()) dirs.push_back(dir.string());
-  return fmt::format("{}", fmt::join(dirs, ", "));
-}
-
-fs::path resolve(const std::string& spec) {
-  if (looks_like_path(spec)) {
-    std::error_code error;  // a name too long for the file system is "no such file", not a crash
-    if (!fs::is_regular_file(spec, error)) {
-      throw UsageError(fmt::format("--profile: no profile file {} (known profiles: {})", spec, known_list()));
-    }
-    return spec;
-  }
-  if (!valid_id(spec)) {
-    throw UsageError(fmt::format("--profile: '{}' is neither a profile id (letters, digits, '.', '_', '-') nor a "
-                                 "path to a .json file; known profiles: {}", spec, known_list()));
-  }
-  for (const fs::path& dir : profile_search_dirs()) {
-    const fs::path candidate = dir / (spec + ".json");
-    std::error_code error;
-    if (fs::is_regular_file(candidate, error)) return candidate;
-  }
-  throw UsageError(fmt::format("--profile: unknown profile '{}' (looked in {}); known profiles: {}; or pass a path "
-                               "to a profile .json file", spec, search_list(), known_list()));
+const NamedJsonFolder& profile_folder() {
+  static const NamedJsonFolder kind{"profiles", "--profile", "profile"};
+  return kind;
 }
 
 CacheState cache_state_from(const std::string& name) {
@@ -68,28 +29,12 @@ std::optional<std::string> optional_string(const nlohmann::json& object, const c
 
 }  // namespace
 
-std::vector<fs::path> profile_search_dirs() {
-  std::vector<fs::path> dirs{fs::path(".") / "profiles"};
-  const fs::path source = fs::path(build_info::source_dir) / "profiles";
-  std::error_code error;
-  // Run from the source tree, both name the same folder; list it once.
-  if (!fs::equivalent(dirs.front(), source, error)) dirs.push_back(source);
-  return dirs;
-}
+std::vector<fs::path> profile_search_dirs() { return named_json_search_dirs(profile_folder()); }
 
-std::vector<std::string> known_profile_ids() {
-  std::set<std::string> ids;
-  for (const fs::path& dir : profile_search_dirs()) {
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(dir, error)) {
-      if (entry.path().extension() == ".json") ids.insert(entry.path().stem().string());
-    }
-  }
-  return {ids.begin(), ids.end()};
-}
+std::vector<std::string> known_profile_ids() { return known_named_json_ids(profile_folder()); }
 
 Profile load_profile(const std::string& spec) {
-  const fs::path path = resolve(spec);
+  const fs::path path = resolve_named_json_file(spec, profile_folder());
   nlohmann::json document;
   try {
     // A regular file under the input cap, nesting and numbers bounded: runner/report/json_input.hpp.

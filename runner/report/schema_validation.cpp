@@ -1,6 +1,8 @@
 #include "runner/report/schema_validation.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -8,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -120,6 +123,47 @@ void cut_long_strings(nlohmann::json& document) {
   });
 }
 
+// valijson reads every JSON integer as an int64: an unsigned one above INT64_MAX (a state_bytes of
+// 2^63, say) wraps to a negative number and fails "minimum": 0 with "Expected number greater than or
+// equal to 0", which names the wrong problem. No count a report holds can reach 2^63 (arch-bench keeps
+// them in int64), so such a value is refused here with its real reason, and valijson sees INT64_MAX in
+// its place so that it judges the rest of the document. Returns one error per value, in valijson's
+// "<root>[key][index]" form; `document` is changed only when there are any.
+std::vector<std::string> take_out_oversized_integers(nlohmann::json& document) {
+  constexpr auto kLargest = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::vector<std::string> errors;
+  std::vector<std::pair<nlohmann::json*, std::string>> pending{{&document, "<root>"}};
+  while (!pending.empty()) {
+    auto [value, where] = pending.back();
+    pending.pop_back();
+    if (value->is_number_unsigned() && value->get<std::uint64_t>() > kLargest) {
+      errors.push_back(fmt::format("{}: {} is larger than the largest integer a report may hold (2^63 - 1 = {})",
+                                   where, value->get<std::uint64_t>(), kLargest));
+      *value = std::numeric_limits<std::int64_t>::max();
+    } else if (value->is_object()) {
+      for (auto& [key, child] : value->items()) pending.emplace_back(&child, where + "[" + key + "]");
+    } else if (value->is_array()) {
+      for (std::size_t i = 0; i < value->size(); ++i) pending.emplace_back(&(*value)[i], fmt::format("{}[{}]", where, i));
+    }
+  }
+  std::reverse(errors.begin(), errors.end());  // document order (the walk is last-in, first-out)
+  return errors;
+}
+
+bool has_oversized_integer(const nlohmann::json& document) {
+  constexpr auto kLargest = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::vector<const nlohmann::json*> pending{&document};
+  while (!pending.empty()) {
+    const nlohmann::json* value = pending.back();
+    pending.pop_back();
+    if (value->is_number_unsigned() && value->get<std::uint64_t>() > kLargest) return true;
+    if (value->is_structured()) {
+      for (const auto& child : *value) pending.push_back(&child);
+    }
+  }
+  return false;
+}
+
 std::vector<std::string> validate(const nlohmann::json& document, const valijson::Schema& schema) {
   valijson::Validator validator;
   valijson::ValidationResults results;
@@ -146,10 +190,13 @@ std::string_view schema_text(std::string_view name) {
 
 std::vector<std::string> schema_errors(const nlohmann::json& document, std::string_view schema_name) {
   const valijson::Schema& schema = parsed_schema(schema_name);
-  if (!has_long_string(document)) return validate(document, schema);
-  nlohmann::json cut = document;
-  cut_long_strings(cut);
-  return validate(cut, schema);
+  const bool long_string = has_long_string(document), oversized = has_oversized_integer(document);
+  if (!long_string && !oversized) return validate(document, schema);
+  nlohmann::json copy = document;
+  if (long_string) cut_long_strings(copy);
+  std::vector<std::string> errors = oversized ? take_out_oversized_integers(copy) : std::vector<std::string>{};
+  for (std::string& error : validate(copy, schema)) errors.push_back(std::move(error));
+  return errors;
 }
 
 }  // namespace arch_bench

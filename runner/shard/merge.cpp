@@ -8,6 +8,7 @@
 
 #include "build_info.hpp"
 #include "core/errors.hpp"
+#include "runner/diff/hardware_identity.hpp"
 #include "runner/pipeline/plan.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/preflight/dry_run.hpp"
@@ -84,6 +85,36 @@ void check_same_sweep(const std::vector<const LoadedReport*>& shards) {
   }
   require_same(shards, "evidence kinds", "evidence_level (dry_run or measured)",
                [](const json& d) { return json(at(d, "/evidence_level") == "dry_run" ? "dry_run" : "measured"); });
+}
+
+// Every shard against shard 0 (the lowest index): CPU model, GPU names and ceilings. Returns the notes
+// for the merged report when the differences are allowed; throws when they are not.
+std::vector<std::string> check_same_hardware(const std::vector<const LoadedReport*>& shards,
+                                             const MergeContext& context) {
+  std::vector<std::string> differences;
+  for (std::size_t i = 1; i < shards.size(); ++i) {
+    for (const HardwareDifference& difference :
+         hardware_differences(shards.front()->document, shards.front()->file, shards[i]->document, shards[i]->file,
+                              context.ceiling_tolerance)) {
+      differences.push_back(difference.message);
+    }
+  }
+  if (differences.empty()) return {};
+  if (!context.allow_hardware_change) {
+    throw UsageError(fmt::format("refusing to merge shards measured on different hardware: {}. The split puts whole "
+                                 "arms in different shards, so the decision's ratios would compare machines, not "
+                                 "mechanisms; run every shard on one kind of node (e.g. sbatch --constraint), widen "
+                                 "--ceiling-tolerance (now {:.0f}%) if the nodes are alike and their readings noisy, or "
+                                 "pass --allow-hardware-change to merge anyway",
+                                 fmt::join(differences, "; "), 100 * context.ceiling_tolerance));
+  }
+  std::vector<std::string> notes;
+  for (const std::string& difference : differences) {
+    notes.push_back(fmt::format("merged across different hardware because of --allow-hardware-change: {}; ratios "
+                                "between rows of different shards compare the machines as much as the mechanisms",
+                                difference));
+  }
+  return notes;
 }
 
 std::string ordinal_list(const std::vector<std::int64_t>& values) { return fmt::format("{}", fmt::join(values, ", ")); }
@@ -227,6 +258,7 @@ json merge_shard_reports(const std::vector<LoadedReport>& reports, const MergeCo
   }
   check_same_sweep(given);
   const std::vector<const LoadedReport*> shards = order_by_index(given);
+  const std::vector<std::string> hardware_notes = check_same_hardware(shards, context);
   const json& first = shards.front()->document;
   const bool dry_run = at(first, "/evidence_level") == "dry_run";
   for (const LoadedReport* shard : shards) check_rows_match_cells(*shard, dry_run);
@@ -280,6 +312,14 @@ json merge_shard_reports(const std::vector<LoadedReport>& reports, const MergeCo
   merged["identity"]["command_line"] = context.command_line;
   std::set<std::string> labels;
   for (const LoadedReport* shard : shards) labels.insert(at(shard->document, "/identity/run_label").get<std::string>());
+  // One shard built from a modified tree makes the merged report's numbers come from one (issue 42).
+  bool any_modified = false, any_recorded = false;
+  for (const LoadedReport* shard : shards) {
+    const json& modified = at(shard->document, "/identity/git_tree_modified");
+    any_recorded = any_recorded || modified.is_boolean();
+    any_modified = any_modified || (modified.is_boolean() && modified.get<bool>());
+  }
+  if (any_recorded) merged["identity"]["git_tree_modified"] = any_modified;
   if (context.run_label) merged["identity"]["run_label"] = *context.run_label;
   merged["metrics"]["rows"] = rows;
   merged["decision"] = judged["decision"];
@@ -329,6 +369,7 @@ json merge_shard_reports(const std::vector<LoadedReport>& reports, const MergeCo
                fmt::format("merged from {} shards of plan {} ({} cells); top-level hardware is shard 0's ({}); each "
                            "row's shard, host and gpu, and merged_from.shards[].hardware, say where it was measured",
                            shards.size(), hash, plan.cells.size(), shown(at(first, "/shard/hostname"))));
+  for (const std::string& note : hardware_notes) notes.push_back(note);
   if (threads.size() > 1) {
     notes.push_back(fmt::format("the shards ran with different thread counts ({}); workload.threads is shard 0's, "
                                 "merged_from.shards[].threads each shard's",

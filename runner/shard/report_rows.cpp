@@ -7,6 +7,7 @@
 
 #include "core/errors.hpp"
 #include "mechanisms/option_catalog.hpp"
+#include "runner/models/model_from_report.hpp"
 
 namespace arch_bench {
 
@@ -181,6 +182,10 @@ Workload workload_from_report(const json& report, const Mode& mode) {
   w.candidates.clear();
   for (const json& arm : report.value("candidates", json::array())) {
     if (arm.is_object() && arm.contains("mechanism")) w.candidates.push_back(arm["mechanism"].get<std::string>());
+  }
+  // run --model: the arms are the model's layer types and the candidates in place of its attention.
+  if (const auto model = report.find("model"); model != report.end() && model->is_object()) {
+    w.model = std::make_shared<const ModelRun>(model_run_from_report(*model));
   }
   return w;
 }

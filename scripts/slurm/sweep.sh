@@ -16,12 +16,14 @@
 #   --gpus-per-task G  GPUs per task (default 1 when the options name a CUDA profile or --device cuda)
 #   --timeout SECONDS  give up (and scancel the array) after this long in the queue (default 86400)
 #   --sbatch ARG       one more argument for sbatch (repeatable), e.g. --sbatch --partition=gpu
+#   --merge ARG        one more argument for arch-bench merge (repeatable), e.g. --merge --ceiling-tolerance=40%
 # Exit: merge's code (0 merged, 1 a cell failed, 2 refused), or 1 when the array timed out.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 shards="" output="" results="" bin="" gpus="" timeout_s=86400
 sbatch_extra=()
+merge_extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --shards) shards=$2; shift 2 ;;
@@ -31,6 +33,7 @@ while [[ $# -gt 0 ]]; do
     --gpus-per-task) gpus=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --sbatch) sbatch_extra+=("$2"); shift 2 ;;
+    --merge) merge_extra+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "sweep.sh: unknown option '$1' (the run options go after --)" >&2; exit 2 ;;
   esac
@@ -92,6 +95,6 @@ if [[ ${#reports[@]} -eq 0 ]]; then
   exit 1
 fi
 status=0
-"$bin" merge "${reports[@]}" --output "$output" || status=$?
+"$bin" merge "${reports[@]}" --output "$output" "${merge_extra[@]}" || status=$?
 if [[ $status -eq 2 ]]; then echo "sweep: the task logs are $results/slurm-${job}_*.out" >&2; fi
 exit "$status"

@@ -45,8 +45,10 @@ MATRIX=(--sequence-lengths 64,256 --phase decode,prefill --repeats 5 --warmup 1 
 "$BIN" run "${MATRIX[@]}" --dry-run --output "$WORK/plan.json" --quiet > /dev/null
 
 echo "== slurm: 3-shard job array of the matrix, then merge"
+# The three tasks share one small node and may measure its ceilings at the same moment, so their
+# readings can differ by more than merge's 25% between nodes of a cluster: widened here on purpose.
 "$ROOT/scripts/slurm/sweep.sh" --shards 3 --bin "$BIN" --results "$WORK/shards" --output "$WORK/merged.json" \
-  --timeout 600 -- "${MATRIX[@]}" --quiet || fail "sweep.sh exited $?"
+  --timeout 600 --merge --ceiling-tolerance=300% -- "${MATRIX[@]}" --quiet || fail "sweep.sh exited $?"
 ls "$WORK/shards"
 
 echo "== slurm: the merged report"

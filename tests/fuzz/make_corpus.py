@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/) from results/ and
 profiles/, small .npy files and command lines, plus the inputs that crashed arch-bench in issue 8
-(regression-*). Run from anywhere; it replaces only the files it writes. Kept small (a few hundred
-KB): libFuzzer grows its own working corpus in the build folder."""
+(regression-*), and pairs of reports (two reports separated by a NUL byte, which fuzz_report diffs
+and merges: issue 42). Run from anywhere; it replaces only the files it writes. With
+--bin build/arch-bench it also writes pair-shards-*, the two shards of a real `run --shard I/2`.
+Kept small (a few hundred KB): libFuzzer grows its own working corpus in the build folder."""
 import json
 import pathlib
 import struct
+import subprocess
+import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fuzz" / "corpus"
@@ -49,6 +54,50 @@ def report_seeds():
     write("report", "regression-3-long-run-label.json", compact(long_label))
     # Defect 4: a number no double holds.
     write("report", "regression-4-number-overflow.json", text.replace('"repeats":', '"repeats":1e400,"x":', 1))
+
+
+def pair(first, second):
+    return compact(first).encode() + b"\0" + compact(second).encode()
+
+
+def report_pair_seeds():
+    """Two reports in one input: the comparisons diff and merge make (hardware, mode, the gate)."""
+    results = ROOT / "results"
+    base = trimmed(json.loads((results / "45_linear_recurrent_state_ci-cpu-baseline.json").read_text()))
+    other = trimmed(json.loads((results / "45_linear_recurrent_state_cpp-kernels-2core.json").read_text()))
+    write("report", "pair-other-lengths.bin", pair(base, other))
+    intel = json.loads(json.dumps(base))
+    intel["hardware"]["host"]["cpu_model"] = "Intel(R) Xeon(R) Platinum 8480+"
+    intel["hardware"]["gpu"] = [{"name": "NVIDIA H100 80GB HBM3"}]
+    write("report", "pair-other-hardware.bin", pair(base, intel))
+    interrupted = json.loads(json.dumps(base))
+    interrupted["metrics"]["rows"] = []
+    interrupted["failure"] = {"kind": "interrupted", "message": "interrupted by SIGTERM before the first cell"}
+    interrupted["evidence_level"] = "dry_run"
+    write("report", "pair-interrupted.bin", pair(base, interrupted))
+    fp32 = json.loads(json.dumps(base))
+    fp32["workload"]["dtype"] = "float32"
+    for row in fp32["metrics"]["rows"]:
+        row["dtype"] = "float32"
+    fp32["identity"]["mode"] = "performer"
+    write("report", "pair-dtype-and-mode.bin", pair(base, fp32))
+
+
+def shard_pair_seeds(binary):
+    """The two shards of one small plan, measured by `binary`: merge goes as deep as it can."""
+    with tempfile.TemporaryDirectory() as folder:
+        shards = []
+        for index in range(2):
+            output = pathlib.Path(folder) / f"s{index}.json"
+            subprocess.run([binary, "run", "--sequence-lengths", "16,32", "--phase", "decode,prefill", "--repeats",
+                            "8", "--warmup", "1", "--query-heads", "2", "--head-dim", "16", "--device", "cpu",
+                            "--threads", "1", "-q", "--shard", f"{index}/2", "--output", str(output)], check=True)
+            shards.append(trimmed(json.loads(output.read_text())))
+    write("report", "pair-shards-0-1.bin", pair(shards[0], shards[1]))
+    slower = json.loads(json.dumps(shards[1]))
+    slower["hardware"]["host"]["cpu_model"] = "Some Other CPU"
+    slower["hardware"]["ceilings"]["peak_gflops"] *= 2
+    write("report", "pair-shards-other-hardware.bin", pair(shards[0], slower))
 
 
 def profile_seeds():
@@ -114,6 +163,9 @@ def cli_seeds():
 
 if __name__ == "__main__":
     report_seeds()
+    report_pair_seeds()
+    if "--bin" in sys.argv:
+        shard_pair_seeds(sys.argv[sys.argv.index("--bin") + 1])
     profile_seeds()
     npy_seeds()
     cli_seeds()
