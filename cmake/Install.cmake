@@ -19,6 +19,8 @@ include(CMakePackageConfigHelpers)
 # built-ins draw them, fp64 comparison, storage dtypes). Keep this list small: each is a promise.
 set(ARCH_BENCH_SDK_HEADERS
   mechanisms/mechanism.hpp
+  mechanisms/process_bytes.hpp
+  core/stop_request.hpp
   core/bf16.hpp
   core/kernel_helpers.hpp
   mechanisms/common/check_rows.hpp

@@ -11,6 +11,7 @@
 #include "core/backends/backend.hpp"
 #include "core/cell.hpp"
 #include "core/options.hpp"
+#include "mechanisms/process_bytes.hpp"
 
 namespace arch_bench {
 
@@ -89,6 +90,18 @@ class Mechanism {
   // Predicted peak bytes of all backend buffers for the cell (state + inputs + outputs +
   // workspace); preflight compares it with free memory.
   virtual std::int64_t predicted_peak_bytes(const Cell& cell) const = 0;
+  // Predicted bytes the whole process gains while it prepares, runs and checks the cell: the backend
+  // buffers plus what lives outside the allocator (the fp32 inputs drawn for the check, a decode
+  // cell's staged context, the fp64 reference's results; mechanisms/process_bytes.hpp). `run`
+  // compares it with the memory available before the first allocation, and each row reports it.
+  // The default fits a mechanism that draws q, k, v with make_attention_inputs, stages four
+  // [batch_heads, L, head_dim] tensors for a decode cell's context and checks head by head;
+  // override it when the cell holds more (more input streams, every head's reference at once).
+  virtual std::int64_t predicted_process_bytes(const Cell& cell) const {
+    return ProcessBytes{predicted_peak_bytes(cell), drawn_attention_bytes(cell, 3), staged_context_bytes(cell, 4),
+                        reference_head_bytes(cell, 6)}
+        .total();
+  }
   virtual Cost cost(const Cell& cell) const = 0;
   virtual std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                                 Backend& backend) const = 0;

@@ -95,6 +95,22 @@ TEST(PreflightChecks, TooLittleFreeMemoryForThePlanFails) {
   EXPECT_EQ(memory.required, 32 * (std::int64_t{1} << 20));
 }
 
+// Issue 42, item 6: the host must hold the cell's whole process share (its inputs, staging and fp64
+// reference), under the tightest of MemAvailable and the cgroup's limit, which the message names.
+TEST(PreflightChecks, HostMemoryIsCheckedAgainstThePredictedProcessBytesAndNamesTheLimit) {
+  PlanFacts plan = small_plan();                           // 16 MiB of buffers
+  plan.max_predicted_process_bytes = 100 * (std::int64_t{1} << 20);  // 100 MiB for the process
+  MachineFacts facts = host_only();
+  facts.host_available_bytes = 64 * (std::int64_t{1} << 20);  // room for 2 x the buffers, not the process
+  facts.host_available_source = "cgroup v2 memory.max";
+  const auto checks = run_checks(load_profile("ARCH-CPU-MECHANISM"), plan, facts);
+  const Check& memory = find_check(checks, "host_memory");
+  EXPECT_EQ(memory.status, CheckStatus::fail) << memory.message;
+  EXPECT_EQ(memory.required, 200 * (std::int64_t{1} << 20));
+  EXPECT_NE(memory.message.find("cgroup v2 memory.max"), std::string::npos) << memory.message;
+  EXPECT_NE(memory.message.find("process"), std::string::npos) << memory.message;
+}
+
 TEST(PreflightChecks, DtypeOutsideTheProfileFails) {
   Profile cpu = load_profile("ARCH-CPU-MECHANISM");
   cpu.device.dtypes = {DType::bfloat16};

@@ -16,6 +16,7 @@
 #include "runner/modes/mode.hpp"
 #include "runner/pipeline/assemble_report.hpp"
 #include "runner/pipeline/check_resources.hpp"
+#include "runner/preflight/memory_room.hpp"
 #include "runner/pipeline/choose_backend.hpp"
 #include "runner/pipeline/decide_run.hpp"
 #include "runner/pipeline/report_path.hpp"
@@ -159,7 +160,7 @@ TEST(ReportPath, EmptyOptionsAndExistingFilesAreRefused) {
 }
 
 TEST(CheckResources, ACellLargerThanTheAvailableMemoryIsRefusedBeforeMeasuring) {
-  if (!mem_available_bytes()) GTEST_SKIP() << "no MemAvailable on this machine";
+  if (!read_memory_room().tightest()) GTEST_SKIP() << "neither MemAvailable nor a cgroup limit on this machine";
   TempFolder folder;
   const Mode& mode = mode_named("linear_recurrence");
   Workload workload = mode.defaults().workload;
@@ -167,12 +168,13 @@ TEST(CheckResources, ACellLargerThanTheAvailableMemoryIsRefusedBeforeMeasuring) 
   Plan plan = build_plan(mode, workload, "cpu");
   ASSERT_FALSE(plan.cells.empty());
   EXPECT_NO_THROW(check_resources(plan, workload, "cpu", folder / "r.json"));
-  plan.cells.back().predicted_peak_bytes = std::int64_t{1} << 60;
+  // The process's share, not the buffers alone, is what must fit (issue 42, item 6).
+  plan.cells.back().predicted_process_bytes = std::int64_t{1} << 60;
   try {
     check_resources(plan, workload, "cpu", folder / "r.json");
     FAIL() << "expected a UsageError";
   } catch (const UsageError& error) {
-    EXPECT_NE(std::string(error.what()).find("(MemAvailable)"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(read_memory_room().tightest()->source), std::string::npos) << error.what();
   }
 }
 

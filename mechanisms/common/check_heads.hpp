@@ -5,6 +5,7 @@
 // [0, rows).
 #include <cstdint>
 
+#include "core/stop_request.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/matrix.hpp"
 
@@ -17,6 +18,8 @@ Accuracy check_decode_heads(const T* out, std::int64_t batch_heads, std::int64_t
                             const Reference& reference) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < batch_heads; ++bh) {
+    // A check of 10^5 heads takes minutes: a SIGTERM is seen between two heads (core/stop_request.hpp).
+    throw_if_stop_requested("checking the outputs against the fp64 reference");
     const MatrixD ref = reference(bh, position + 1);
     errors.add_row(out + bh * width, ref.row(position), width);
   }
@@ -30,6 +33,7 @@ Accuracy check_prefill_heads(const T* out, std::int64_t batch_heads, std::int64_
   ErrorAccumulator errors;
   if (tokens == 0) return errors.finish();  // an empty prefill has no rows (the scans reject it)
   for (std::int64_t bh = 0; bh < batch_heads; ++bh) {
+    throw_if_stop_requested("checking the outputs against the fp64 reference");
     const MatrixD ref = reference(bh, tokens);
     for (std::int64_t t = 0; t < tokens; ++t) errors.add_row(out + (bh * tokens + t) * width, ref.row(t), width);
   }

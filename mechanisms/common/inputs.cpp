@@ -4,6 +4,7 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "core/stop_request.hpp"
 
 namespace arch_bench {
 
@@ -11,10 +12,14 @@ namespace {
 void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype,
                  float scale = 1.0f) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  out.resize(count);
-  for (float& x : out) {
+  // Reserved, not resized: zero-filling gigabytes first would take seconds no stop can cut short.
+  out.clear();
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    // Gigabytes of draws take tens of seconds: a SIGTERM must not wait for them (core/stop_request.hpp).
+    if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's inputs");
     const float value = scale * normal(rng);
-    x = dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
+    out.push_back(dtype == DType::bfloat16 ? round_through<bf16>(value) : value);
   }
 }
 }  // namespace
@@ -70,7 +75,11 @@ AttentionInputs make_attention_inputs(const Cell& cell, std::int64_t tokens, std
 
 template <class T>
 void store(const float* source, std::int64_t count, T* destination) {
-  for (std::int64_t i = 0; i < count; ++i) destination[i] = from_float<T>(source[i]);
+  // Set-up only (prepare, the context's staging), never timed: a stop is seen between two slices.
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (i % kStopPollElements == 0) throw_if_stop_requested("storing the cell's inputs");
+    destination[i] = from_float<T>(source[i]);
+  }
 }
 template void store<float>(const float*, std::int64_t, float*);
 template void store<bf16>(const float*, std::int64_t, bf16*);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/checked_size.hpp"
+#include "core/stop_request.hpp"
 
 namespace arch_bench {
 
@@ -27,6 +28,7 @@ GatedDeltaNetGates make_gated_deltanet_gates(const Cell& cell, std::int64_t toke
   gates.g.resize(count);
   gates.beta.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
+    if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's gates");  // core/stop_request.hpp
     const double x = decay_logit(rng);
     // -softplus(x) = -log(1 + e^x), written so that a large x does not overflow e^x.
     gates.g[i] = static_cast<float>(-(std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)))));

@@ -172,6 +172,15 @@ class GatedDeltaNet final : public Mechanism {
     return checked_add(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token));
   }
 
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    // Beside q, k, v: the gates g and beta, fp32 per (batch, head) and token, drawn and (decode) staged.
+    const std::int64_t gates = checked_product(2, cell.batch_heads(), drawn_tokens(cell), 4);
+    const std::int64_t staged_gates = cell.phase == Phase::decode ? checked_product(2, cell.batch_heads(), cell.sequence_length, 4) : 0;
+    return ProcessBytes{predicted_peak_bytes(cell), checked_add(drawn_attention_bytes(cell, 3), gates),
+                        checked_add(staged_context_bytes(cell, 4), staged_gates), reference_head_bytes(cell, 8)}
+        .total();
+  }
+
   Cost cost(const Cell& cell) const override {
     const double e = static_cast<double>(dtype_bytes(cell.dtype));
     const double bh = static_cast<double>(cell.batch_heads());

@@ -6,16 +6,19 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "core/stop_request.hpp"
 
 namespace arch_bench {
 
 namespace {
 void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  out.resize(count);
-  for (float& x : out) {
+  out.clear();
+  out.reserve(count);  // not resized: a zero-fill of gigabytes would not see a stop
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's inputs");  // core/stop_request.hpp
     const float value = normal(rng);
-    x = dtype == DType::bfloat16 ? round_through<bf16>(value) : value;
+    out.push_back(dtype == DType::bfloat16 ? round_through<bf16>(value) : value);
   }
 }
 

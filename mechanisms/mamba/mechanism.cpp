@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mechanisms/common/prepare_cell.hpp"
+#include "core/stop_request.hpp"
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
@@ -82,6 +83,7 @@ class MambaDecodeCell final : public PreparedCell {
     ErrorAccumulator errors;
     const MambaParametersD params = inputs_.reference_parameters();
     for (std::int64_t b = 0; b < shape_.batch; ++b) {
+      throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
       const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, length_ + 1), params);
       errors.add_row(out_.data() + b * shape_.channels, ref.outputs.row(length_), shape_.channels);
     }
@@ -164,6 +166,7 @@ class MambaPrefillCell final : public PreparedCell {
     const std::int64_t tokens = inputs_.tokens;
     std::vector<T> gathered(static_cast<std::size_t>(shape_.channels));
     for (std::int64_t b = 0; b < shape_.batch; ++b) {
+      throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
       const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, tokens), params);
       for (std::int64_t t = 0; t < tokens; ++t) {
         // Outputs are channel-major; the reference row t holds every channel of token t.
@@ -237,6 +240,29 @@ class Mamba final : public Mechanism {
     // state + parameters + u, dt_raw, z, out per channel-token + B, C per token + workspace.
     return checked_sum(state_bytes(cell), parameter_bytes(shape), checked_product(4, shape.batch, shape.channels, tokens, e),
                        checked_product(2, shape.batch, tokens, shape.state_size, e), workspace);
+  }
+
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    const MambaShape shape = shape_of(cell);
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t tokens = drawn_tokens(cell), n = shape.state_size;
+    // Drawn: u, dt_raw, z per channel and token, B, C per token, fp32.
+    const std::int64_t drawn = checked_sum(checked_product(3, shape.batch, shape.channels, tokens, 4),
+                                           checked_product(2, shape.batch, tokens, n, 4));
+    // A decode cell's context: u, dt_raw, z, out and B, C staged, plus the prefill's workspace.
+    std::int64_t staged = 0;
+    if (cell.phase == Phase::decode && cell.sequence_length > 0) {
+      const std::int64_t length = cell.sequence_length;
+      const std::int64_t chunk = mamba_prefill_chunk(shape, length, omp_get_max_threads());
+      staged = checked_sum(checked_product(4, shape.batch, shape.channels, length, e),
+                           checked_product(2, shape.batch, length, n, e),
+                           checked_mul(mamba_prefill_workspace_floats(shape, length, chunk), 4));
+    }
+    // The check runs the reference one batch element at a time: its u, dt_raw, z, B, C in fp64, the
+    // outputs and the scan's scratch ([tokens, d_inner] each), and the final state.
+    const std::int64_t checked = checked_sum(checked_product(5, tokens, shape.channels, 8),
+                                             checked_product(2, tokens, n, 8), checked_product(shape.channels, n, 8));
+    return ProcessBytes{predicted_peak_bytes(cell), drawn, staged, checked}.total();
   }
 
   // Counting rules (transcendentals exp, softplus and the sigmoid of silu count as one FLOP each):

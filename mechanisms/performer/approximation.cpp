@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/stop_request.hpp"
 #include "core/bf16.hpp"
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
@@ -39,11 +40,13 @@ SoftmaxApproximationError compare(const AttentionInputs& inputs, const std::vect
   // Heads are independent; exact rows of long prefills are the expensive part of a check.
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t bh = 0; bh < heads; ++bh) {
+    if (stop_requested()) continue;  // raised after the region (core/stop_request.hpp)
     const MatrixD q = inputs.head_matrix(inputs.q, bh, needed);
     const MatrixD k = inputs.head_matrix(inputs.k, bh, needed);
     const MatrixD v = inputs.head_matrix(inputs.v, bh, needed);
     for (std::int64_t t : rows) add_row(per_head[bh], row_of(bh, t), softmax_attention_row(q, k, v, t));
   }
+  throw_if_stop_requested("comparing the outputs with exact softmax attention");
   Sums total;
   for (const Sums& s : per_head) {
     total.diff_squared += s.diff_squared;

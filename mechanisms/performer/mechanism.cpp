@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mechanisms/common/prepare_cell.hpp"
+#include "core/stop_request.hpp"
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
@@ -51,11 +52,15 @@ std::vector<PerformerResult> reference_per_head(const AttentionInputs& inputs, s
   std::vector<PerformerResult> results(static_cast<std::size_t>(inputs.batch_heads));
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    // No exception may leave the parallel region: after a stop the remaining heads are skipped and
+    // the stop is raised below (core/stop_request.hpp).
+    if (stop_requested()) continue;
     results[bh] = performer_scan(inputs.head_matrix(inputs.q, bh, tokens),
                                  inputs.head_matrix(inputs.k, bh, tokens),
                                  inputs.head_matrix(inputs.v, bh, tokens), projection, shape.kind,
                                  shape.features, shape.stabilizer);
   }
+  throw_if_stop_requested("checking the outputs against the fp64 reference");
   return results;
 }
 
@@ -273,6 +278,35 @@ class Performer final : public Mechanism {
     return checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape), 4), workspace,
                        checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
   }
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    const PerformerShape shape = shape_of(cell);
+    const std::int64_t threads = omp_get_max_threads();
+    const std::int64_t tokens = drawn_tokens(cell), d = cell.head_dim, m = shape.features;
+    // A decode cell's context: q, k, v and out staged, plus the chunkwise prefill's workspace.
+    const std::int64_t staged =
+        cell.phase == Phase::decode
+            ? checked_add(staged_context_bytes(cell, 4), checked_mul(performer_prefill_workspace_floats(shape, threads), 4))
+            : 0;
+    // The check keeps every head's fp64 reference at once (outputs [tokens, dv], S [m, dv], z [m]:
+    // the heads run in parallel), while each thread holds its head's q, k, v in fp64 and the
+    // features of its tokens, and then the rows compared with exact softmax.
+    const std::int64_t all_heads =
+        checked_product(shape.batch_heads, checked_sum(checked_mul(tokens, d), checked_mul(m, d), m), 8);
+    const std::int64_t per_thread = checked_product(threads, tokens, checked_sum(checked_mul(6, d), checked_mul(2, m)), 8);
+    // The CPU cell's buffers, not predicted_peak_bytes: that bound takes the GPU prefill's workspace
+    // (the features of every token), 3x the process of a CPU prefill at L = 512.
+    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
+    const std::int64_t io_tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    const std::int64_t cpu_workspace =
+        cell.phase == Phase::decode ? 0 : checked_mul(performer_prefill_workspace_floats(shape, threads), 4);
+    const std::int64_t cpu_buffers =
+        checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape), 4), cpu_workspace,
+                    checked_product(4, io_tokens, cell.batch_heads(), cell.head_dim, e));
+    return ProcessBytes{cpu_buffers, drawn_attention_bytes(cell, 3), staged,
+                        checked_add(all_heads, per_thread)}
+        .total();
+  }
+
 
   Cost cost(const Cell& cell) const override {
     const PerformerShape shape = shape_of(cell);

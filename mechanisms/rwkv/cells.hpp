@@ -190,6 +190,19 @@ std::int64_t rwkv_predicted_peak_bytes(const Cell& cell) {
                      checked_product(streams, shape.batch_heads, tokens, shape.dim, e));
 }
 
+// Predicted process bytes of either cell (mechanisms/process_bytes.hpp): the drawn streams in fp32
+// (RWKV-4 draws r with k and v and drops it: three at the peak), the used streams and the output
+// staged for a decode cell's context, one head's fp64 reference (its streams, output and state).
+template <class Policy>
+std::int64_t rwkv_predicted_process_bytes(const Cell& cell) {
+  const auto used = rwkv_inputs_used(Policy::version);
+  const std::int64_t streams = std::count(used.begin(), used.end(), true);
+  const std::int64_t drawn = std::max<std::int64_t>(streams, 3);
+  return ProcessBytes{rwkv_predicted_peak_bytes<Policy>(cell), drawn_attention_bytes(cell, drawn),
+                      staged_context_bytes(cell, streams + 1), reference_head_bytes(cell, streams + 3)}
+      .total();
+}
+
 template <class Policy>
 std::unique_ptr<PreparedCell> prepare_rwkv_cell(const Cell& cell, std::uint64_t seed, Allocator& allocator) {
   if (cell.phase == Phase::decode) {

@@ -5,6 +5,7 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "core/stop_request.hpp"
 #include "mechanisms/common/inputs.hpp"
 
 namespace arch_bench {
@@ -126,6 +127,7 @@ RwkvInputs make_rwkv_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t
   std::vector<float>& decay = inputs.sequence[kRwkvDecay];
   decay.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
+    if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's inputs");  // core/stop_request.hpp
     const std::int64_t bh = static_cast<std::int64_t>(i) / (tokens * dim);
     const std::int64_t c = (bh % inputs.heads) * dim + static_cast<std::int64_t>(i) % dim;
     decay[i] = round_storage(inputs.time_decay[c] + 0.5f * normal(rng), cell.dtype);
@@ -140,7 +142,10 @@ RwkvInputs make_rwkv_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t
     for (float& x : kappa) x = round_storage(x, cell.dtype);
     std::vector<float>& iclr = inputs.sequence[kRwkvIclr];
     iclr.resize(count);
-    for (float& x : iclr) x = round_storage(1.0f / (1.0f + std::exp(-normal(rng))), cell.dtype);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's inputs");
+      iclr[i] = round_storage(1.0f / (1.0f + std::exp(-normal(rng))), cell.dtype);
+    }
   }
   return inputs;
 }

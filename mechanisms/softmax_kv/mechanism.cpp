@@ -162,6 +162,13 @@ class SoftmaxKv final : public Mechanism {
                        checked_product(2, checked_add(bhd, kv_hd), e), workspace);
   }
 
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    // The decode context goes straight from the drawn inputs into the cache: nothing is staged. The
+    // check widens one head's q, k, v to fp64 at a time.
+    return ProcessBytes{predicted_peak_bytes(cell), drawn_attention_bytes(cell, 3), 0, reference_head_bytes(cell, 4)}
+        .total();
+  }
+
   Cost cost(const Cell& cell) const override {
     const double e = static_cast<double>(dtype_bytes(cell.dtype));
     const double bh = static_cast<double>(cell.batch_heads());

@@ -120,6 +120,7 @@ RunRequest run_request(const RunOptions& given_options, const std::string& comma
   request.output = {options.output, options.given.contains("output"), options.results_dir,
                     options.given.contains("results_dir"), options.overwrite};
   request.dry_run = options.dry_run;
+  request.skip_cells_that_do_not_fit = options.skip_cells_that_do_not_fit;
   request.omp_wait_policy = omp_wait_policy_in_effect();
   return request;
 }

@@ -133,6 +133,10 @@ void add_run_options(CLI::App& c, RunOptions& o) {
   c.add_flag("--dry-run", o.dry_run,
              "Plan only: write an evidence_level dry_run report with the planned cells and their predicted "
              "state and peak bytes; measure nothing");
+  c.add_flag("--skip-cells-that-do-not-fit", o.skip_cells_that_do_not_fit,
+             "A cell whose predicted process bytes exceed the memory available (MemAvailable, the cgroup's limit; "
+             "on a GPU, its buffers against free device memory) becomes a skipped row saying so, and the others "
+             "are measured; without it such a plan is refused with exit 2 before anything is allocated");
   c.add_option("--device", o.device,
                "cpu, cuda, or auto (CUDA when a usable GPU has kernels, else CPU; the profile's backend with "
                "--profile)")

@@ -41,6 +41,7 @@ struct RunOptions {
   std::map<std::string, std::string> option_flags;
   std::vector<std::string> option_assignments;
   bool dry_run = false;
+  bool skip_cells_that_do_not_fit = false;  // --skip-cells-that-do-not-fit
   bool overwrite = false;
   bool quiet = false;
   std::string shard;  // --shard I/N or auto (runner/shard/shard_spec.hpp); empty: the whole plan

@@ -4,7 +4,7 @@
 #include "core/checked_size.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/conformance/conformance.hpp"
-#include "runner/preflight/machine_facts.hpp"
+#include "runner/preflight/memory_room.hpp"
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
 #include "runner/report/staged_folder.hpp"
@@ -104,12 +104,14 @@ std::vector<fs::path> generate_conformance_inputs(const GenerateRequest& request
   // Each value is held as a double while the set is drawn, plus float staging and one file's encoding.
   const std::int64_t memory = size.elements * 16;
   const std::int64_t disk = size.elements * 4 + static_cast<std::int64_t>(size.files.size()) * 128;
-  const std::optional<std::int64_t> available = mem_available_bytes();
-  if (memory > kMaxAddressableBytes || (available && memory > *available)) {
+  // The tightest of MemAvailable and the cgroup's room, as `run` checks (runner/preflight/memory_room.hpp).
+  const std::optional<MemoryLimit> available = read_memory_room().tightest();
+  if (memory > kMaxAddressableBytes || (available && memory > available->room_bytes)) {
     throw UsageError(fmt::format("--generate with {}: the inputs would need about {} of memory to draw{}; reduce "
                                  "--length, --batch, --heads or --dim",
                                  shape_options(shape), bytes_text(memory),
-                                 available ? fmt::format(" and this machine has {} available", bytes_text(*available))
+                                 available ? fmt::format(" and this machine has {} available ({})",
+                                                         bytes_text(available->room_bytes), available->source)
                                            : std::string()));
   }
   for (const std::string& id : mechanisms) {

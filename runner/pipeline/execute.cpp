@@ -29,6 +29,7 @@ Row row_for(const PlannedCell& planned, const Workload& workload, const std::str
   row.state_kind = planned.mechanism->info().state_kind;
   row.state_bytes = planned.state_bytes;
   row.predicted_peak_bytes = planned.predicted_peak_bytes;
+  row.predicted_process_bytes = planned.predicted_process_bytes;
   row.warmup = workload.warmup;
   row.timing = workload.timing;
   row.tolerance = dtype_tolerance(planned.cell.dtype);
@@ -161,6 +162,13 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
       const std::string where =
           rounds > 1 ? fmt::format("[{}/{}] round {}/{} {}", index + 1, total, round + 1, rounds, name)
                      : fmt::format("[{}/{}] {}", index + 1, total, name);
+      if (!planned.skip_reason.empty()) {  // no memory for it (check_resources.hpp): a row saying so
+        row.status = RowStatus::skipped;
+        row.reason = planned.skip_reason;
+        visited[index] = true;
+        if (progress) progress(fmt::format("{}: skipped: {}", where, row.reason), false);
+        continue;
+      }
       if (device_lost) {
         fail_row(row, "device_lost", "not run: an earlier cell lost the device (" + *device_lost + ")");
         visited[index] = true;
@@ -196,8 +204,8 @@ std::vector<Row> execute_plan(const Plan& plan, const Workload& workload, Backen
       } catch (const std::bad_alloc&) {
         fail_row(row, "out_of_memory",
                  fmt::format("out of host memory (std::bad_alloc) preparing or running the cell; predicted peak {} "
-                             "bytes",
-                             planned.predicted_peak_bytes));
+                             "bytes of buffers, {} bytes for the process",
+                             planned.predicted_peak_bytes, planned.predicted_process_bytes));
         if (progress) progress(fmt::format("{}: FAILED (out_of_memory)", where), false);
       } catch (const std::exception& error) {
         fail_row(row, "mechanism_error", error.what());

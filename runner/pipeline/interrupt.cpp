@@ -2,22 +2,20 @@
 
 #include <atomic>
 
+#include "core/stop_request.hpp"
+
 namespace arch_bench {
 
 namespace {
-std::atomic<int> requested_signal{0};
-static_assert(std::atomic<int>::is_always_lock_free, "the flag is set from a signal handler");
 std::atomic<bool> graceful{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the flag is read from a signal handler");
 }  // namespace
 
-bool interrupt_requested() { return requested_signal.load(std::memory_order_relaxed) != 0; }
-int interrupt_signal() { return requested_signal.load(std::memory_order_relaxed); }
-bool request_interrupt(int signal_number) {
-  int none = 0;
-  return requested_signal.compare_exchange_strong(none, signal_number, std::memory_order_relaxed);
-}
-void clear_interrupt() { requested_signal.store(0, std::memory_order_relaxed); }
+// One flag for every layer (core/stop_request.hpp): the mechanisms' set-up loops poll it too.
+bool interrupt_requested() { return stop_requested(); }
+int interrupt_signal() { return stop_signal(); }
+bool request_interrupt(int signal_number) { return request_stop(signal_number); }
+void clear_interrupt() { clear_stop_request(); }
 
 GracefulInterrupt::GracefulInterrupt() { graceful.store(true); }
 GracefulInterrupt::~GracefulInterrupt() { graceful.store(false); }

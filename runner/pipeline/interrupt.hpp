@@ -1,7 +1,8 @@
 #pragma once
 // A SIGINT/SIGTERM during a run is a request to stop measuring, not a crash: the signal handler
 // sets this flag (async-signal-safe), the measuring loops poll it between samples and cells, and the
-// run writes the rows measured so far as a report with failure.kind "interrupted".
+// run writes the rows measured so far as a report with failure.kind "interrupted". The flag itself is
+// core/stop_request.hpp's, which the mechanisms' long set-up loops poll as well.
 namespace arch_bench {
 
 // True once a stop was requested; `interrupt_signal()` says which signal (0 when none).

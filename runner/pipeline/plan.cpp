@@ -17,6 +17,12 @@ std::int64_t Plan::max_predicted_peak_bytes() const {
   return peak;
 }
 
+std::int64_t Plan::max_predicted_process_bytes() const {
+  std::int64_t most = 0;
+  for (const PlannedCell& planned : cells) most = std::max(most, planned.predicted_process_bytes);
+  return most;
+}
+
 void validate_workload(const Workload& w) {
   if (w.sequence_lengths.empty()) throw UsageError("--sequence-lengths is empty; give e.g. 512,2048,8192");
   for (std::int64_t length : w.sequence_lengths) {
@@ -60,11 +66,15 @@ std::string cell_shape(const Cell& cell) {
                      phase_name(cell.phase), cell.sequence_length, cell.batch, cell.heads, cell.head_dim);
 }
 
-// The cell's state and predicted peak bytes, refused (UsageError naming the options) when a size
+struct CellBytes {
+  std::int64_t state = 0, peak = 0, process = 0;
+};
+
+// The cell's state, predicted peak and process bytes, refused (UsageError naming the options) when a size
 // overflows 64 bits or exceeds what any machine can address: a wrapped-around size would pass every
 // memory check and then fail, or crash, after the ceilings were measured.
-std::pair<std::int64_t, std::int64_t> checked_cell_bytes(const Mechanism& mechanism, const Cell& cell) {
-  std::int64_t state = 0, peak = 0;
+CellBytes checked_cell_bytes(const Mechanism& mechanism, const Cell& cell) {
+  std::int64_t state = 0, peak = 0, process = 0;
   try {
     // Every mechanism holds at least one value per (batch, head, token, feature): bounding this
     // first keeps the size formulas, checked or not, far from overflow.
@@ -75,17 +85,19 @@ std::pair<std::int64_t, std::int64_t> checked_cell_bytes(const Mechanism& mechan
     }
     state = mechanism.state_bytes(cell);
     peak = mechanism.predicted_peak_bytes(cell);
+    process = mechanism.predicted_process_bytes(cell);
   } catch (const SizeOverflow&) {
     throw UsageError(fmt::format("{}: the cell's sizes exceed what any machine can address (more than 2^48 bytes); "
                                  "reduce --sequence-lengths, --batch, --query-heads or --head-dim",
                                  cell_shape(cell)));
   }
-  if (state < 0 || peak < 0 || state > kMaxAddressableBytes || peak > kMaxAddressableBytes) {
-    throw UsageError(fmt::format("{}: predicted peak {} bytes exceeds what any machine can address (2^48 bytes); "
-                                 "reduce --sequence-lengths, --batch, --query-heads or --head-dim",
-                                 cell_shape(cell), peak));
+  if (state < 0 || peak < 0 || process < 0 || state > kMaxAddressableBytes || peak > kMaxAddressableBytes ||
+      process > kMaxAddressableBytes) {
+    throw UsageError(fmt::format("{}: predicted peak {} bytes (process {} bytes) exceeds what any machine can address "
+                                 "(2^48 bytes); reduce --sequence-lengths, --batch, --query-heads or --head-dim",
+                                 cell_shape(cell), peak, process));
   }
-  return {state, peak};
+  return {state, peak, process};
 }
 }  // namespace
 
@@ -143,11 +155,11 @@ Plan build_plan(const Mode& mode, const Workload& workload, const std::string& b
         if (auto why = mechanism->unsupported(cell)) {
           throw UsageError(fmt::format("{} cannot run this workload: {}", arm.mechanism, *why));
         }
-        const auto [state_bytes, peak_bytes] = checked_cell_bytes(*mechanism, cell);
+        const CellBytes bytes = checked_cell_bytes(*mechanism, cell);
         if (auto why = mechanism->unsupported_on(cell, backend)) {
           throw UsageError(fmt::format("{} on the {} backend cannot run this workload: {}", arm.mechanism, backend, *why));
         }
-        plan.cells.push_back({arm, cell, mechanism, state_bytes, peak_bytes});
+        plan.cells.push_back({arm, cell, mechanism, bytes.state, bytes.peak, bytes.process});
       }
     }
   }

@@ -15,12 +15,17 @@ struct PlannedCell {
   Cell cell;
   const Mechanism* mechanism = nullptr;
   std::int64_t state_bytes = 0;
-  std::int64_t predicted_peak_bytes = 0;
+  std::int64_t predicted_peak_bytes = 0;     // the backend buffers (device memory on a GPU)
+  std::int64_t predicted_process_bytes = 0;  // what the process gains on the host: buffers and all
+  // Not empty: the cell is not measured and its row is `skipped` with this reason (set by
+  // check_resources under --skip-cells-that-do-not-fit).
+  std::string skip_reason;
 };
 
 struct Plan {
   std::vector<PlannedCell> cells;  // ordered: phase, then length, then arm (baseline first)
   std::int64_t max_predicted_peak_bytes() const;
+  std::int64_t max_predicted_process_bytes() const;
 };
 
 // Throws UsageError naming the option at fault (empty or non-positive lengths/sizes, repeats 0,

@@ -65,7 +65,10 @@ PreparedRun prepare_run(const RunRequest& request) {
   prepared.output = checked_report_path(request.output,
                                         request.experiment.empty() ? mode.defaults().experiment : request.experiment,
                                         request.run_label);
-  if (prepared.measures(request)) check_resources(prepared.plan(), workload, request.backend.name, prepared.output);
+  if (prepared.measures(request)) {
+    Plan& measured = prepared.shard ? prepared.shard->plan : prepared.full_plan;
+    check_resources(measured, workload, request.backend.name, prepared.output, request.skip_cells_that_do_not_fit);
+  }
   prepared.report = begin_report(request);
   return prepared;
 }

@@ -28,6 +28,9 @@ struct RunRequest {
   std::string experiment;           // the result file's stem; empty: the mode's (--model: landscape_<id>)
   OutputRequest output;
   bool dry_run = false;             // --dry-run: write the plan, measure nothing
+  // --skip-cells-that-do-not-fit: a cell without the memory it needs becomes a skipped row rather
+  // than a refusal of the whole plan (check_resources.hpp).
+  bool skip_cells_that_do_not_fit = false;
   std::string omp_wait_policy;      // the report's workload.omp_wait_policy
 };
 

@@ -33,6 +33,9 @@ struct Row {
   StateKind state_kind = StateKind::fixed_state;
   std::int64_t state_bytes = 0;
   std::int64_t predicted_peak_bytes = 0;
+  // What the process gains for the cell (Mechanism::predicted_process_bytes); nullopt in a row read
+  // back from a report older than the field (schema 1.0.0).
+  std::optional<std::int64_t> predicted_process_bytes;
   RowStatus status = RowStatus::ok;
   std::string reason;  // why skipped/failed; empty when ok
   // What kind of failure (report field `failure_kind`): "out_of_memory", "cuda_error", "device_lost",

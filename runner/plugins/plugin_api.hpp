@@ -20,7 +20,10 @@ namespace arch_bench {
 // Raised whenever a header of the SDK changes in a way a compiled plugin would notice: a class
 // layout, a virtual function, a signature, the meaning of a field. A plugin built for another
 // version is refused at load time (exit 2): rebuild it against the installed SDK.
-inline constexpr int kContractVersion = 4;  // 2: PreparedCell::cpu_kernel_isa(); 3: option declarations (core/options.hpp); 4: OptionSpec::every_mode_axis
+// 2: PreparedCell::cpu_kernel_isa(); 3: option declarations (core/options.hpp); 4:
+// Mechanism::predicted_process_bytes() (a new virtual: the vtable changed) and
+// OptionSpec::every_mode_axis (its layout changed)
+inline constexpr int kContractVersion = 4;
 
 // Handed to a plugin's register function; the host owns what is added.
 class PluginRegistrar {

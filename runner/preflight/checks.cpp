@@ -47,23 +47,30 @@ Check kernels_check(const Profile& profile, const PlanFacts& plan) {
               plan.mechanisms_without_backend);
 }
 
+// The host must hold the largest cell's whole process share (inputs drawn for the check, staging, the
+// reference's results), not only its buffers: checked against the tightest of MemAvailable and the
+// cgroup's limit (memory_room.hpp), the numbers `run` refuses with.
 Check host_memory_check(const Profile& profile, const PlanFacts& plan, const MachineFacts& machine) {
-  const std::int64_t needed = required_free_bytes(profile, plan.max_predicted_peak_bytes);
+  const std::int64_t process = std::max(plan.max_predicted_process_bytes, plan.max_predicted_peak_bytes);
+  const std::int64_t needed = required_free_bytes(profile, process);
+  const std::string requirement = fmt::format("{:g} x predicted process bytes {} = {}", profile.device.free_memory_margin,
+                                              human_bytes(process), human_bytes(needed));
   if (!machine.host_available_bytes) {
     return make("host_memory", CheckStatus::warn,
-                fmt::format("MemAvailable cannot be read from /proc/meminfo; make sure {} are free ({})",
-                            human_bytes(needed), requirement_text(profile, plan)),
+                fmt::format("neither MemAvailable (/proc/meminfo) nor a cgroup limit can be read; make sure {} are "
+                            "free ({})",
+                            human_bytes(needed), requirement),
                 nullptr, needed);
   }
   const std::int64_t available = *machine.host_available_bytes;
+  const std::string& source = machine.host_available_source;
   if (available >= needed) {
     return make("host_memory", CheckStatus::pass,
-                fmt::format("MemAvailable {} >= {}", human_bytes(available), requirement_text(profile, plan)),
-                available, needed);
+                fmt::format("{} {} >= {}", source, human_bytes(available), requirement), available, needed);
   }
   return make("host_memory", CheckStatus::fail,
-              fmt::format("MemAvailable {} < {}; free memory, or plan smaller cells (--sequence-lengths, --batch)",
-                          human_bytes(available), requirement_text(profile, plan)),
+              fmt::format("{} {} < {}; free memory, or plan smaller cells (--sequence-lengths, --batch)", source,
+                          human_bytes(available), requirement),
               available, needed);
 }
 

@@ -35,6 +35,9 @@ struct PlanFacts {
   std::int64_t max_predicted_peak_bytes = 0;
   DType dtype = DType::bfloat16;
   std::vector<std::string> mechanisms_without_backend;  // mechanisms lacking the profile's backend
+  // The largest cell's predicted process bytes (Mechanism::predicted_process_bytes): what the host
+  // must have free, whichever backend holds the buffers.
+  std::int64_t max_predicted_process_bytes = 0;
 };
 
 std::vector<Check> run_checks(const Profile& profile, const PlanFacts& plan, const MachineFacts& machine);

@@ -22,7 +22,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
                      {"state_kind", planned.mechanism ? state_kind_name(planned.mechanism->info().state_kind)
                                                       : std::string("unknown")},
                      {"state_bytes", planned.state_bytes},
-                     {"predicted_peak_bytes", planned.predicted_peak_bytes}});
+                     {"predicted_peak_bytes", planned.predicted_peak_bytes},
+                     {"predicted_process_bytes", planned.predicted_process_bytes}});
   }
   return cells;
 }
@@ -63,12 +64,13 @@ nlohmann::json failed_checks_json(const std::vector<Check>& failed_checks) {
 
 void print_plan(std::FILE* out, const Plan& plan) {
   fmt::print(out, "dry run: {} cells planned, nothing measured\n", plan.cells.size());
-  fmt::print(out, "  {:<18} {:<10} {:<8} {:>8} {:>14} {:>14}\n", "mechanism", "variant", "phase", "L",
-             "state_bytes", "peak_bytes");
+  fmt::print(out, "  {:<18} {:<10} {:<8} {:>8} {:>14} {:>14} {:>14}\n", "mechanism", "variant", "phase", "L",
+             "state_bytes", "peak_bytes", "process_bytes");
   for (const PlannedCell& planned : plan.cells) {
-    fmt::print(out, "  {:<18} {:<10} {:<8} {:>8} {:>14} {:>14}\n", planned.cell.mechanism,
+    fmt::print(out, "  {:<18} {:<10} {:<8} {:>8} {:>14} {:>14} {:>14}\n", planned.cell.mechanism,
                planned.arm.variant.empty() ? "-" : planned.arm.variant, phase_name(planned.cell.phase),
-               planned.cell.sequence_length, planned.state_bytes, planned.predicted_peak_bytes);
+               planned.cell.sequence_length, planned.state_bytes, planned.predicted_peak_bytes,
+               planned.predicted_process_bytes);
   }
 }
 

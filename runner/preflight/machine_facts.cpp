@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/backends/cpu/host_facts.hpp"
+#include "runner/preflight/memory_room.hpp"
 
 namespace arch_bench {
 
@@ -25,7 +26,10 @@ std::optional<std::int64_t> mem_available_bytes() {
 MachineFacts read_machine_facts() {
   MachineFacts facts;
   facts.host = host_facts();
-  facts.host_available_bytes = mem_available_bytes();
+  if (const std::optional<MemoryLimit> tightest = read_memory_room().tightest()) {
+    facts.host_available_bytes = tightest->room_bytes;
+    facts.host_available_source = tightest->source;
+  }
   if (std::ifstream loadavg("/proc/loadavg"); loadavg) {
     double one_minute = 0;
     if (loadavg >> one_minute) facts.load_average = one_minute;

@@ -3,6 +3,7 @@
 // functions of (profile, plan, facts) and can be tested with made-up machines.
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,10 @@ namespace arch_bench {
 
 struct MachineFacts {
   nlohmann::json host = nlohmann::json::object();  // host_facts(): cores, governor, hypervisor, ...
-  std::optional<std::int64_t> host_available_bytes;  // MemAvailable; nullopt when unreadable
+  // The least room of MemAvailable and the cgroup's limit (memory_room.hpp); nullopt when neither
+  // could be read. `host_available_source` names the limit it came from, for messages.
+  std::optional<std::int64_t> host_available_bytes;
+  std::string host_available_source = "MemAvailable";
   std::optional<double> load_average;  // 1-minute load from /proc/loadavg; nullopt when unreadable
   CudaProbe cuda;
 };

@@ -43,7 +43,8 @@ PreflightResult run_preflight(const Profile& profile, const Mode& mode, const Wo
   result.plan = plan_for_backend(mode, workload, profile.backend);
   result.plan_facts = PlanFacts{mode.id(), static_cast<std::int64_t>(result.plan.cells.size()),
                                 result.plan.max_predicted_peak_bytes(), workload.dtype,
-                                mechanisms_without_backend(mode, workload, profile.backend)};
+                                mechanisms_without_backend(mode, workload, profile.backend),
+                                result.plan.max_predicted_process_bytes()};
   result.required_free_bytes = required_free_bytes(profile, result.plan_facts.max_predicted_peak_bytes);
   result.machine = std::move(machine);
   result.checks = run_checks(profile, result.plan_facts, result.machine);

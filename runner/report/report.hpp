@@ -14,7 +14,7 @@
 
 namespace arch_bench {
 
-inline constexpr const char* kResultSchemaVersion = "1.1.0";  // 1.1.0: the `model` block (run --model)
+inline constexpr const char* kResultSchemaVersion = "1.1.0";  // 1.1.0: the `model` block (run --model), rows' predicted_process_bytes
 
 struct Identity {
   std::string semantic_id;

@@ -160,6 +160,7 @@ json to_json(const Row& row) {
               {"state_bytes", row.state_bytes},
               {"state_mb", row.state_bytes / kMiB},
               {"predicted_peak_bytes", row.predicted_peak_bytes},
+              {"predicted_process_bytes", optional_bytes(row.predicted_process_bytes)},
               {"status", row_status_name(row.status)},
               {"reason", row.reason.empty() ? json(nullptr) : json(row.reason)},
               {"failure_kind", row.failure_kind.empty() ? json(nullptr) : json(row.failure_kind)},

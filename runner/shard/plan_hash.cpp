@@ -22,6 +22,9 @@ nlohmann::json canonical_plan_json(const std::string& mode, const std::string& b
     Row row;
     row.cell = plan.cells[i].cell;
     cells[i]["options"] = to_json(row)["options"];
+    // Not part of the plan's identity: it follows the node's thread count (performer's and mamba's
+    // per-thread scratch) and the model of process memory, which a later version may refine.
+    cells[i].erase("predicted_process_bytes");
   }
   return {{"format", "arch-bench-plan-1"}, {"mode", mode}, {"backend", backend}, {"workload", workload_json},
           {"cells", cells}};

@@ -101,6 +101,9 @@ Row row_from_json(const json& r) {
                                                                       : StateKind::fixed_state;
   row.state_bytes = integer_or(r, "state_bytes", 0);
   row.predicted_peak_bytes = integer_or(r, "predicted_peak_bytes", 0);
+  if (const auto process = r.find("predicted_process_bytes"); process != r.end() && process->is_number_integer()) {
+    row.predicted_process_bytes = process->get<std::int64_t>();
+  }
   const std::string status = required(r, "status").get<std::string>();
   row.status = status == "ok" ? RowStatus::ok : status == "skipped" ? RowStatus::skipped : RowStatus::failed;
   row.reason = text_or(r, "reason", "");

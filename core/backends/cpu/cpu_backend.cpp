@@ -1,5 +1,6 @@
 #include "core/backends/cpu/cpu_backend.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +8,7 @@
 
 #include "core/backends/cpu/host_facts.hpp"
 #include "core/backends/cpu/flush_cache.hpp"
+#include "core/stop_request.hpp"
 
 namespace arch_bench {
 
@@ -36,7 +38,16 @@ void* HostAllocator::raw_allocate(std::size_t bytes) {
     char* base = static_cast<char*>(std::aligned_alloc(kHugePage, rounded));
     if (base == nullptr) return nullptr;
     madvise(base, rounded, MADV_HUGEPAGE);  // advice: refused or unsupported is no error
-    std::memset(base, 0, rounded);
+    // Touching gigabytes takes seconds of page faults: in slices, so that a SIGTERM is seen within
+    // one (core/stop_request.hpp).
+    constexpr std::size_t kTouchSlice = std::size_t{64} << 20;
+    for (std::size_t offset = 0; offset < rounded; offset += kTouchSlice) {
+      if (stop_requested()) {
+        std::free(base);
+        throw_if_stop_requested("allocating the cell's buffers");
+      }
+      std::memset(base + offset, 0, std::min(kTouchSlice, rounded - offset));
+    }
     char* buffer = base + color;
     std::memcpy(buffer - sizeof(char*), &base, sizeof(char*));
     return buffer;

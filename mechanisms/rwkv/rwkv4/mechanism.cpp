@@ -91,6 +91,9 @@ class Rwkv4 final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     return rwkv_predicted_peak_bytes<Rwkv4Policy>(cell);
   }
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    return rwkv_predicted_process_bytes<Rwkv4Policy>(cell);
+  }
 
   // Bytes: k, v read and out written per channel-token (storage dtype); w, u read once (fp32); the
   // state read and written per decode step, written once per prefill (it starts fresh).

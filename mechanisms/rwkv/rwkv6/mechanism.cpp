@@ -82,6 +82,9 @@ class Rwkv6 final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     return rwkv_predicted_peak_bytes<Rwkv6Policy>(cell);
   }
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    return rwkv_predicted_process_bytes<Rwkv6Policy>(cell);
+  }
 
   // Bytes: r, k, v, d read and out written per token and channel (storage dtype); u (fp32) read
   // once; the state read and written per decode step, written once per prefill. FLOPs (exp counts

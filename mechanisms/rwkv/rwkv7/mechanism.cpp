@@ -99,6 +99,9 @@ class Rwkv7 final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     return rwkv_predicted_peak_bytes<Rwkv7Policy>(cell);
   }
+  std::int64_t predicted_process_bytes(const Cell& cell) const override {
+    return rwkv_predicted_process_bytes<Rwkv7Policy>(cell);
+  }
 
   // Bytes: r, w_raw, k, v, kappa, iclr read and out written per token and channel (storage dtype);
   // the state read and written per decode step, written once per prefill. FLOPs (exp counts one):
