@@ -235,5 +235,26 @@ TEST(SlidingWindow, LandscapeCandidateRecordsItsWindow) {
   }
 }
 
+// A window longer than the shortest measured length: the state grows (16 -> 32 tokens) and has
+// reached its bound by the longest (64 >= W = 32), so the landscape accepts it as bounded, saying
+// so, while a KV cache's doubling state stays rejected (test_decision.cpp).
+TEST(SlidingWindow, LandscapeAcceptsAStateThatReachedItsBound) {
+  testing::TempFolder folder;
+  const auto result = testing::run_cli("run --mode landscape --candidates sliding_window --window 32 "
+                                       "--sequence-lengths 16,64 --phase decode --warmup 0 --repeats 2 --threads 1 "
+                                       "--quiet --results-dir '" + folder.path().string() + "' --run-label t");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = testing::read_json(folder / "landscape_t.json");
+  const auto& verdict = report["decision"]["details"]["candidates"]["sliding_window"];
+  EXPECT_EQ(verdict["verdict"], "accept_fixed_state") << verdict.dump();
+  EXPECT_NE(verdict["reasons"].dump().find("up to a bound"), std::string::npos) << verdict.dump();
+  std::vector<std::int64_t> state_bytes;
+  for (const auto& row : report["metrics"]["rows"]) {
+    if (row["mechanism"] == "sliding_window") state_bytes.push_back(row["state_bytes"].get<std::int64_t>());
+  }
+  ASSERT_EQ(state_bytes.size(), 2u);
+  EXPECT_LT(state_bytes[0], state_bytes[1]) << "the state grew below the window";
+}
+
 }  // namespace
 }  // namespace arch_bench

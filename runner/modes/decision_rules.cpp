@@ -1,5 +1,6 @@
 #include "runner/modes/decision_rules.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/registry.hpp"
 
 #include <algorithm>
 
@@ -47,6 +48,19 @@ bool state_is_fixed(const std::vector<const Row*>& rows) {
   if (rows.empty()) return false;
   return std::all_of(rows.begin(), rows.end(),
                      [&](const Row* row) { return row->state_bytes == rows.front()->state_bytes; });
+}
+
+bool state_is_bounded(const std::vector<const Row*>& rows) {
+  if (rows.empty()) return false;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i]->state_bytes < rows[i - 1]->state_bytes) return false;
+  }
+  const Row* longest = rows.back();  // arm_rows sorts by length
+  const Mechanism* mechanism = find_mechanism(longest->cell.mechanism);
+  if (mechanism == nullptr) return false;
+  Cell twice = longest->cell;
+  twice.sequence_length *= 2;
+  return mechanism->state_bytes(twice) == longest->state_bytes;
 }
 
 bool state_grows_with_length(const std::vector<const Row*>& rows) {

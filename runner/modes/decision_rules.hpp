@@ -23,6 +23,12 @@ std::vector<std::string> unhealthy_row_reasons(std::span<const Row> rows);
 
 // True when every row has the same state_bytes.
 bool state_is_fixed(const std::vector<const Row*>& rows);
+// True when the state grows with L but has reached its bound by the longest measured length (a
+// sliding window of W tokens at L >= W): the state bytes never fall as L grows, and the mechanism's
+// own state model gives the same bytes at twice the longest length. Such a mechanism keeps a fixed
+// state from its bound on, which is what a fixed-state candidate is judged for; a KV cache, whose
+// bytes double with L, is not bounded. False for rows of a mechanism that is not registered.
+bool state_is_bounded(const std::vector<const Row*>& rows);
 // True when state_bytes / sequence_length is the same for every row (exact proportionality, as
 // for a KV cache) and the lengths are not all equal.
 bool state_grows_with_length(const std::vector<const Row*>& rows);
