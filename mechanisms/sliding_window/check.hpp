@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/stop_request.hpp"
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/grouped_kv.hpp"
@@ -21,6 +22,7 @@ Accuracy check_sliding_window_decode(const AttentionInputs& inputs, std::int64_t
                                      std::int64_t group, const Out* out) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
     const MatrixD q = inputs.head_matrix(inputs.q, bh, length + 1);
     const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), length + 1);
     const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), length + 1);
@@ -37,6 +39,7 @@ Accuracy check_sliding_window_prefill(const AttentionInputs& inputs, std::int64_
                                       const Out* out) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
+    throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
     const MatrixD q = inputs.head_matrix(inputs.q, bh, inputs.tokens);
     const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), inputs.tokens);
     const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), inputs.tokens);
