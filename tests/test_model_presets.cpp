@@ -179,6 +179,19 @@ TEST(ModelWorkload, ArmsAreTheModelsLayersAtTheirShapesThenTheCandidatesAtTheAtt
   EXPECT_EQ(arms[2].head_dim, 16);
 }
 
+// Attention replaced by a sliding window keeps the model's K/V grouping (Llama 3.1 8B: 8 K/V heads
+// for 32 query heads), so its cache is the model's bounded at W, not a multi-head one 4x larger.
+TEST(ModelWorkload, AReplacementThatGroupsKvHeadsKeepsTheAttentionsGrouping) {
+  if (find_mechanism("sliding_window") == nullptr) GTEST_SKIP() << "sliding_window not registered";
+  ModelRun run = make_model_run(load_model_preset("llama-3.1-8b"), {}, kGiB, "test");
+  const std::vector<Arm> arms = model_arms(run, {"sliding_window", "mamba"}, {});
+  ASSERT_EQ(arms.size(), 3u);
+  EXPECT_EQ(arms[1].mechanism, "sliding_window");
+  ASSERT_NE(arms[1].options.find("kv_heads"), nullptr);
+  EXPECT_EQ(std::get<std::int64_t>(*arms[1].options.find("kv_heads")), 8);
+  EXPECT_EQ(arms[2].options.find("kv_heads"), nullptr) << "mamba declares no kv_heads";
+}
+
 TEST(ModelWorkload, CommandLineOverridesAreAppliedAndRecorded) {
   TempFolder folder;
   ModelOverrides overrides;

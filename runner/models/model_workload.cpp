@@ -143,6 +143,13 @@ std::vector<Arm> model_arms(const ModelRun& run, const std::vector<std::string>&
     Arm arm{mechanism_id, role, instead_of_variant(shape), mechanism->arm_options(workload_options)};
     arm.heads = shape.heads;
     arm.head_dim = shape.head_dim;
+    // A replacement that groups K/V heads (sliding_window) keeps the attention's grouping: the
+    // model's cache with a window, not a multi-head cache 4-8x larger than the model's own.
+    for (const OptionSpec& spec : mechanism->option_specs()) {
+      if (spec.key == "kv_heads" && shape.kv_heads > 0) {
+        arm.options.set("kv_heads", spec.parse(std::to_string(shape.kv_heads)));
+      }
+    }
     return arm;
   };
   // The baseline: the model's own attention, or exact attention in place of a recurrent model's layers.
