@@ -102,7 +102,13 @@ check "$BIN" run --mode mamba_scan --device cuda --batch 16 --sequence-lengths 8
 step "conformance --device cuda (every mechanism with CUDA kernels; fp32 and bf16)"
 CONF="$BUILD/conformance-gpu"
 rm -rf "$CONF"
-for mechanism in softmax_kv linear_attention performer mamba; do
+# Every mechanism whose `list` entry names the cuda backend, so a new GPU mechanism is checked here
+# without an edit to this script.
+cuda_mechanisms=$("$BIN" list --json | python3 -c '
+import json, sys
+print(" ".join(m["id"] for m in json.load(sys.stdin)["mechanisms"] if "cuda" in m["backends"]))')
+echo "mechanisms with CUDA kernels: $cuda_mechanisms"
+for mechanism in $cuda_mechanisms; do
   length=200; [ "$mechanism" = mamba ] && length=2100  # past the 1024-token scan chunk
   check "$BIN" conformance --generate "$CONF/$mechanism-in" --mechanism "$mechanism" --batch 2 --heads 4 \
     --length "$length" --dim 32 --features 64 --state-size 16 > /dev/null
