@@ -157,6 +157,28 @@ TEST(CsvExport, OneLinePerRowAndEveryValueReadsBack) {
   }
 }
 
+// No field of a row is lost on the way to a spreadsheet: every field that is not a list (samples_ms) is
+// a column, the ones the export knows nothing of (a newer report's, a backend's own) after the rest,
+// by name.
+TEST(CsvExport, EveryScalarFieldOfTheRowsIsAColumn) {
+  LoadedReport report = read_report(kLinearReport);
+  report.document["metrics"]["rows"][0]["a_field_from_a_newer_report"] = 7;
+  const auto lines = parse_csv(export_csv(report));
+  const std::vector<std::string>& header = lines.front();
+  for (const json& row : report.document["metrics"]["rows"]) {
+    for (const auto& [key, value] : row.items()) {
+      const bool present = std::find(header.begin(), header.end(), key) != header.end();
+      EXPECT_EQ(present, !value.is_array()) << key;
+    }
+  }
+  EXPECT_NE(std::find(header.begin(), header.end(), "predicted_process_bytes"), header.end());
+  const auto added = std::find(header.begin(), header.end(), "a_field_from_a_newer_report");
+  ASSERT_NE(added, header.end());
+  EXPECT_GT(added - header.begin(), std::find(header.begin(), header.end(), "launch_overhead_ms") - header.begin());
+  EXPECT_EQ(lines[1][added - header.begin()], "7");
+  EXPECT_EQ(lines[2][added - header.begin()], "");  // the rows without it: an empty field
+}
+
 TEST(CsvExport, QuotesFieldsWithCommasQuotesAndLineBreaks) {
   LoadedReport report = read_report(kLinearReport);
   json& row = report.document["metrics"]["rows"][1];

@@ -2,7 +2,12 @@
 // that files of several runs can be concatenated and grouped. Missing or null values are empty
 // fields; numbers keep full precision (the shortest text that reads back as the same double). Text
 // that a spreadsheet would run as a formula is neutralised (see starts_a_formula).
+#include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -22,7 +27,7 @@ constexpr const char* kRowColumns[] = {
     "mechanism", "variant", "role", "state_kind", "phase", "sequence_length", "batch", "heads", "head_dim", "dtype",
     "options", "status", "reason", "failure_kind", "repeats", "warmup", "steps_per_sample", "median_step_ms",
     "mean_step_ms", "p05_step_ms", "p95_step_ms", "min_step_ms", "max_step_ms", "stdev_step_ms", "rel_stdev",
-    "state_bytes", "peak_memory_bytes", "predicted_peak_bytes", "output_finite", "max_abs_error", "max_rel_error",
+    "state_bytes", "peak_memory_bytes", "predicted_peak_bytes", "predicted_process_bytes", "output_finite", "max_abs_error", "max_rel_error",
     "tolerance", "within_tolerance", "approx_rel_l2_vs_softmax", "bytes_moved", "flops", "achieved_gbps",
     "achieved_gflops", "fraction_of_memory_bandwidth", "fraction_of_peak_flops", "timing_method",
     "launch_overhead_ms"};
@@ -65,7 +70,22 @@ std::string value_text(const json& value) {
   return value.dump();  // options: compact JSON in one field
 }
 
-std::string lookup(const json& object, const char* key) {
+// The columns: the identity, the row fields above in that order, then every other field any row carries
+// that is not a list (samples_ms), by name, so that a field a newer report adds (or one a backend adds,
+// such as the CPU's team checks) is never lost on the way to a spreadsheet.
+std::vector<std::string> row_columns(const json& rows) {
+  std::vector<std::string> columns(std::begin(kRowColumns), std::end(kRowColumns));
+  std::set<std::string> extra;
+  for (const json& row : rows) {
+    for (const auto& [key, value] : row.items()) {
+      if (!value.is_array() && std::find(columns.begin(), columns.end(), key) == columns.end()) extra.insert(key);
+    }
+  }
+  columns.insert(columns.end(), extra.begin(), extra.end());
+  return columns;
+}
+
+std::string lookup(const json& object, const std::string& key) {
   const auto found = object.find(key);
   return found == object.end() ? std::string() : value_text(*found);
 }
@@ -80,12 +100,14 @@ std::string export_csv(const LoadedReport& report) {
   std::string out;
   bool first = true;
   for (const char* column : kIdentityColumns) out += (first ? "" : ",") + std::string(column), first = false;
-  for (const char* column : kRowColumns) out += std::string(",") + column;
+  const json& rows = document["metrics"]["rows"];
+  const std::vector<std::string> columns = row_columns(rows);
+  for (const std::string& column : columns) out += "," + field(column);
   out += "\n";
-  for (const json& row : document["metrics"]["rows"]) {
+  for (const json& row : rows) {
     std::string line;
     for (std::size_t i = 0; i < std::size(identity); ++i) line += (i == 0 ? "" : ",") + field(identity[i]);
-    for (const char* column : kRowColumns) line += "," + field(lookup(row, column));
+    for (const std::string& column : columns) line += "," + field(lookup(row, column));
     out += line + "\n";
   }
   return out;
