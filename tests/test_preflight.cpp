@@ -6,6 +6,7 @@
 
 #include "core/backends/cuda/device_probe.hpp"
 #include "runner/preflight/checks.hpp"
+#include "runner/preflight/preflight_report.hpp"
 #include "runner/profiles/profile.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
@@ -204,6 +205,23 @@ TEST(PreflightCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("preflight --profile NO-SUCH-PROFILE").exit_code, 2);
   EXPECT_EQ(run_cli("preflight --profile ARCH-CPU-MECHANISM --sequence-lengths 0").exit_code, 2);
   EXPECT_EQ(run_cli("preflight --profile ARCH-CPU-MECHANISM --mode no_such_mode").exit_code, 2);
+}
+
+// A check's message carries text read from the machine (/proc/cpuinfo's model name, a GPU's name):
+// terminal control bytes in it are shown escaped on the preflight's lines, never acted on.
+TEST(PreflightReport, ControlBytesInACheckMessageAreShownEscaped) {
+  PreflightResult result;
+  result.checks.push_back(Check{"cpu", CheckStatus::warn, "model \x1b[2Jfake\x07", nullptr, nullptr});
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  print_preflight(out, load_profile("ARCH-CPU-MECHANISM"), result);
+  std::rewind(out);
+  std::string text;
+  for (int c = std::fgetc(out); c != EOF; c = std::fgetc(out)) text += static_cast<char>(c);
+  std::fclose(out);
+  EXPECT_NE(text.find("model \\x1b[2Jfake\\x07"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\x07'), std::string::npos);
 }
 
 }  // namespace

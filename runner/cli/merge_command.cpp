@@ -16,6 +16,7 @@
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "runner/shard/merge.hpp"
+#include "runner/present/printable_text.hpp"
 
 namespace arch_bench {
 
@@ -47,7 +48,7 @@ int merge(const MergeOptions& options, const std::string& command_line) {
   const std::vector<std::string> errors = schema_errors(merged, "result");
   if (!errors.empty()) {
     fmt::print(stderr, "error: the merged report does not match schemas/result.schema.json; nothing was written:\n");
-    for (const std::string& error : errors) fmt::print(stderr, "  {}\n", error);
+    for (const std::string& error : errors) fmt::print(stderr, "  {}\n", escape_control_bytes(error));
     return 1;
   }
   write_file_atomically(output, merged.dump(2) + "\n", false, kNoOverwrite);
@@ -55,7 +56,7 @@ int merge(const MergeOptions& options, const std::string& command_line) {
     fmt::print("merged {} shards of plan {} ({} rows, evidence {}): decision {}\n", shards.size(),
                merged["merged_from"]["plan_hash"].get<std::string>(), merged["metrics"]["rows"].size(),
                merged["evidence_level"].get<std::string>(), merged["decision"]["verdict"].get<std::string>());
-    fmt::print("wrote {}\n", output.string());
+    fmt::print("wrote {}\n", escape_control_bytes(output.string()));
   }
   return merged["failure"].is_null() ? 0 : 1;
 }

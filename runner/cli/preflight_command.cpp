@@ -16,6 +16,7 @@
 #include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
 #include "runner/report/schema_validation.hpp"
+#include "runner/present/printable_text.hpp"
 
 namespace arch_bench {
 
@@ -41,11 +42,11 @@ int preflight(const PreflightOptions& options, const std::string& command_line) 
     if (!errors.empty()) {
       fmt::print(stderr, "error: the preflight report does not match schemas/preflight.schema.json; nothing was "
                          "written:\n");
-      for (const std::string& error : errors) fmt::print(stderr, "  {}\n", error);
+      for (const std::string& error : errors) fmt::print(stderr, "  {}\n", escape_control_bytes(error));
       return 1;
     }
     write_file_atomically(options.json, document.dump(2) + "\n", false);
-    fmt::print("wrote {}\n", options.json);
+    fmt::print("wrote {}\n", escape_control_bytes(options.json));
   }
   return result.passed() ? 0 : 1;
 }

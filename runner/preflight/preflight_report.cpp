@@ -7,6 +7,7 @@
 
 #include "build_info.hpp"
 #include "runner/report/report.hpp"
+#include "runner/present/printable_text.hpp"
 
 namespace arch_bench {
 
@@ -92,7 +93,8 @@ void print_preflight(std::FILE* out, const Profile& profile, const PreflightResu
              profile.backend, profile.path.string(), result.plan_facts.mode, result.plan_facts.cells,
              human_bytes(result.plan_facts.max_predicted_peak_bytes));
   for (const Check& check : result.checks) {
-    fmt::print(out, "  {:<4}  {:<18}  {}\n", upper(check_status_name(check.status)), check.id, check.message);
+    fmt::print(out, "  {:<4}  {:<18}  {}\n", upper(check_status_name(check.status)), check.id,
+               escape_control_bytes(check.message));
   }
   const std::int64_t failures = count(result, CheckStatus::fail);
   const std::int64_t warnings = count(result, CheckStatus::warn);
