@@ -346,8 +346,10 @@ TEST(ModelRunCli, ShardsOfAModelRunMergeIntoTheWholeModelBlock) {
     const CliResult cli = run_cli(run + " --shard " + shard + " --output '" + (folder / name).string() + "'");
     ASSERT_EQ(cli.exit_code, 0) << cli.err;
   }
+  // The two shards measured this machine's ceilings one after the other while other tests ran; under
+  // load those readings drift past merge's 25% default, which is about nodes, not this test.
   const CliResult merged = run_cli("merge '" + (folder / "s0.json").string() + "' '" + (folder / "s1.json").string() +
-                                   "' --output '" + (folder / "merged.json").string() + "'");
+                                   "' --ceiling-tolerance 1000% --output '" + (folder / "merged.json").string() + "'");
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   const nlohmann::json report = read_json(folder / "merged.json");
   EXPECT_TRUE(schema_errors(report, "result").empty());
