@@ -40,7 +40,7 @@ TEST(Registry, EveryBuiltinDeclaresItsConformanceAdapter) {
 
 TEST(Registry, GpuConformanceIsDeclaredByTheMechanismsWithCudaKernels) {
 #if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "performer"};
+  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "mamba2", "performer"};
 #else
   const std::vector<std::string> expected = {};
 #endif

@@ -24,39 +24,10 @@ namespace {
 const std::vector<std::string> kChannelAxes = {"batch", "length", "heads", "dim"};
 const std::vector<std::string> kGroupAxes = {"batch", "length", "n_groups", "N"};
 
-// x [outer, a, b, width] -> [outer, b, a, width]: the files' token-major [batch, length, heads, ...]
-// <-> the kernels' head-major [batch, heads, length, ...] (and back, with a and b swapped).
-std::vector<float> swap_middle(const std::vector<float>& x, std::int64_t outer, std::int64_t a, std::int64_t b,
-                               std::int64_t width) {
-  std::vector<float> out(x.size());
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (std::int64_t i = 0; i < a; ++i) {
-      for (std::int64_t j = 0; j < b; ++j) {
-        for (std::int64_t w = 0; w < width; ++w) {
-          out[((o * b + j) * a + i) * width + w] = x[((o * a + i) * b + j) * width + w];
-        }
-      }
-    }
-  }
-  return out;
-}
-
 template <class T>
 std::vector<float> widened(const std::vector<T>& x) {
   std::vector<float> out(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = to_float(x[i]);
-  return out;
-}
-
-// S [rows, N, P] (the kernels') -> H [rows, P, N] (the files').
-template <class V>
-std::vector<V> transpose_states(const std::vector<V>& s, std::int64_t rows, std::int64_t n, std::int64_t p) {
-  std::vector<V> out(s.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t j = 0; j < p; ++j) out[(r * p + j) * n + i] = s[(r * n + i) * p + j];
-    }
-  }
   return out;
 }
 
@@ -67,11 +38,11 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, std::
   const Mamba2Shape shape{batch, heads, groups, p, n};
   const std::int64_t rows = shape.rows(), group_rows = batch * groups;
   // Inputs rounded to the storage dtype, in the kernels' head-major layout.
-  const std::vector<float> x = swap_middle(to_storage_values(inputs.at("ssd_x"), dtype), batch, length, heads, p);
-  const std::vector<float> z = swap_middle(to_storage_values(inputs.at("ssd_z"), dtype), batch, length, heads, p);
-  const std::vector<float> dt = swap_middle(to_storage_values(inputs.at("ssd_dt"), dtype), batch, length, heads, 1);
-  const std::vector<float> B = swap_middle(to_storage_values(inputs.at("ssd_B"), dtype), batch, length, groups, n);
-  const std::vector<float> C = swap_middle(to_storage_values(inputs.at("ssd_C"), dtype), batch, length, groups, n);
+  const std::vector<float> x = mamba2_swap_middle(to_storage_values(inputs.at("ssd_x"), dtype), batch, length, heads, p);
+  const std::vector<float> z = mamba2_swap_middle(to_storage_values(inputs.at("ssd_z"), dtype), batch, length, heads, p);
+  const std::vector<float> dt = mamba2_swap_middle(to_storage_values(inputs.at("ssd_dt"), dtype), batch, length, heads, 1);
+  const std::vector<float> B = mamba2_swap_middle(to_storage_values(inputs.at("ssd_B"), dtype), batch, length, groups, n);
+  const std::vector<float> C = mamba2_swap_middle(to_storage_values(inputs.at("ssd_C"), dtype), batch, length, groups, n);
   const std::vector<T> xs = to_storage<T>(x), zs = to_storage<T>(z), dts = to_storage<T>(dt);
   const std::vector<T> Bs = to_storage<T>(B), Cs = to_storage<T>(C);
   const std::vector<float> A_log = to_fp32_values(inputs.at("ssd_A_log"));
@@ -83,7 +54,7 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, std::
 
   ConformanceOutputs out;
   const auto to_files = [&](const std::vector<float>& kernel_layout) {
-    return swap_middle(kernel_layout, batch, heads, length, p);
+    return mamba2_swap_middle(kernel_layout, batch, heads, length, p);
   };
   const std::vector<std::int64_t> out_shape = {batch, length, heads, p};
   const int threads = omp_get_max_threads();
@@ -139,8 +110,8 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, std::
   }
   out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
 
-  out.states.push_back(kernel_state("final_state", {batch, heads, p, n}, transpose_states(state, rows, n, p),
-                                    transpose_states(decode_state, rows, n, p), reference_state));
+  out.states.push_back(kernel_state("final_state", {batch, heads, p, n}, mamba2_states_to_files(state, rows, n, p),
+                                    mamba2_states_to_files(decode_state, rows, n, p), reference_state));
   out.options.set(mamba2_state_size_option().key, n);
   out.options.set(mamba2_groups_option().key, groups);
   out.options.set(mamba2_chunk_option().key, chunk);
@@ -189,6 +160,9 @@ class Mamba2Conformance final : public ConformanceAdapter {
     }
     return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype, chunk) : run_typed<float>(inputs, dtype, chunk);
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return mamba2_conformance_on_cuda; }
+#endif
 
   // The inputs and parameters `arch-bench run --seed` draws for a prefill cell of this shape
   // (mechanisms/mamba2/inputs.hpp), in the files' token-major layout.
@@ -208,11 +182,11 @@ class Mamba2Conformance final : public ConformanceAdapter {
     cell.options.set(mamba2_groups_option().key, groups);
     const Mamba2Inputs in = make_mamba2_inputs(cell, shape.length, seed);  // UsageError when groups do not divide
     const std::int64_t b = shape.batch, l = shape.length, h = shape.heads, p = shape.dim;
-    return {{"ssd_x", make_array({b, l, h, p}, swap_middle(in.x, b, h, l, p), NpyDtype::float32)},
-            {"ssd_dt", make_array({b, l, h}, swap_middle(in.dt_raw, b, h, l, 1), NpyDtype::float32)},
-            {"ssd_z", make_array({b, l, h, p}, swap_middle(in.z, b, h, l, p), NpyDtype::float32)},
-            {"ssd_B", make_array({b, l, groups, n}, swap_middle(in.B, b, groups, l, n), NpyDtype::float32)},
-            {"ssd_C", make_array({b, l, groups, n}, swap_middle(in.C, b, groups, l, n), NpyDtype::float32)},
+    return {{"ssd_x", make_array({b, l, h, p}, mamba2_swap_middle(in.x, b, h, l, p), NpyDtype::float32)},
+            {"ssd_dt", make_array({b, l, h}, mamba2_swap_middle(in.dt_raw, b, h, l, 1), NpyDtype::float32)},
+            {"ssd_z", make_array({b, l, h, p}, mamba2_swap_middle(in.z, b, h, l, p), NpyDtype::float32)},
+            {"ssd_B", make_array({b, l, groups, n}, mamba2_swap_middle(in.B, b, groups, l, n), NpyDtype::float32)},
+            {"ssd_C", make_array({b, l, groups, n}, mamba2_swap_middle(in.C, b, groups, l, n), NpyDtype::float32)},
             {"ssd_A_log", make_array({h}, in.A_log, NpyDtype::float32)},
             {"ssd_dt_bias", make_array({h}, in.dt_bias, NpyDtype::float32)},
             {"ssd_D", make_array({h}, in.D, NpyDtype::float32)}};
@@ -220,6 +194,32 @@ class Mamba2Conformance final : public ConformanceAdapter {
 };
 
 }  // namespace
+
+std::vector<float> mamba2_swap_middle(const std::vector<float>& x, std::int64_t outer, std::int64_t a, std::int64_t b,
+                                      std::int64_t width) {
+  std::vector<float> out(x.size());
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < a; ++i) {
+      for (std::int64_t j = 0; j < b; ++j) {
+        for (std::int64_t w = 0; w < width; ++w) {
+          out[((o * b + j) * a + i) * width + w] = x[((o * a + i) * b + j) * width + w];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> mamba2_states_to_files(const std::vector<float>& s, std::int64_t rows, std::int64_t n,
+                                          std::int64_t p) {
+  std::vector<float> out(s.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t j = 0; j < p; ++j) out[(r * p + j) * n + i] = s[(r * n + i) * p + j];
+    }
+  }
+  return out;
+}
 
 const ConformanceAdapter& mamba2_conformance() {
   static const Mamba2Conformance adapter;

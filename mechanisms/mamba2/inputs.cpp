@@ -61,6 +61,25 @@ Mamba2HeadParametersD Mamba2Inputs::head_parameters(std::int64_t head) const {
   return {static_cast<double>(-std::exp(A_log[head])), dt_bias[head], D[head]};
 }
 
+Mamba2TokenSlice Mamba2Inputs::slice(std::int64_t first, std::int64_t count) const {
+  const std::int64_t p = head_dim, n = state_size;
+  Mamba2TokenSlice s;
+  const auto take = [&](const std::vector<float>& from, std::int64_t row, std::int64_t width, std::vector<float>& to) {
+    const auto begin = from.begin() + (row * tokens + first) * width;
+    to.insert(to.end(), begin, begin + count * width);
+  };
+  for (std::int64_t r = 0; r < rows(); ++r) {
+    take(x, r, p, s.x);
+    take(z, r, p, s.z);
+    take(dt_raw, r, 1, s.dt_raw);
+  }
+  for (std::int64_t g = 0; g < batch * groups; ++g) {
+    take(B, g, n, s.B);
+    take(C, g, n, s.C);
+  }
+  return s;
+}
+
 Mamba2Inputs make_mamba2_inputs(const Cell& cell, std::int64_t tokens, std::uint64_t seed) {
   Mamba2Inputs in;
   in.batch = cell.batch;

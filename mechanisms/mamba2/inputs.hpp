@@ -10,6 +10,12 @@
 
 namespace arch_bench {
 
+// Tokens [first, first + count) of every row, in the kernels' layout (x, z [rows, count, P], dt_raw
+// [rows, count], B, C [batch * groups, count, N]): a decode cell's context and its one token.
+struct Mamba2TokenSlice {
+  std::vector<float> x, dt_raw, z, B, C;
+};
+
 struct Mamba2Inputs {
   std::int64_t batch = 0;
   std::int64_t heads = 0;
@@ -33,6 +39,7 @@ struct Mamba2Inputs {
   // (batch, head) row bh, tokens [0, rows), widened to fp64.
   Mamba2HeadSequenceD head_sequence(std::int64_t bh, std::int64_t rows) const;
   Mamba2HeadParametersD head_parameters(std::int64_t head) const;
+  Mamba2TokenSlice slice(std::int64_t first, std::int64_t count) const;
 };
 
 // Draws the layer's inputs for `tokens` tokens of the cell: x, z, dt_raw, B, C ~ N(0, 1).

@@ -14,6 +14,8 @@
 #include "mechanisms/mamba2/capacity.hpp"
 #include "mechanisms/mamba2/conformance.hpp"
 #include "mechanisms/mamba2/cpu.hpp"
+#include "mechanisms/mamba2/cuda.hpp"
+#include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/mamba2/inputs.hpp"
 #include "mechanisms/mamba2/options.hpp"
 #include "mechanisms/mamba2/reference.hpp"
@@ -58,19 +60,13 @@ struct StagedTokens {
 
 template <class T>
 StagedTokens<T> stage_tokens(const Mamba2Inputs& in, std::int64_t first, std::int64_t count) {
-  const std::int64_t p = in.head_dim, n = in.state_size, rows = in.rows(), group_rows = in.batch * in.groups;
-  StagedTokens<T> s{std::vector<T>(rows * count * p), std::vector<T>(rows * count), std::vector<T>(rows * count * p),
-                    std::vector<T>(group_rows * count * n), std::vector<T>(group_rows * count * n)};
-  for (std::int64_t r = 0; r < rows; ++r) {
-    store(in.x.data() + (r * in.tokens + first) * p, count * p, s.x.data() + r * count * p);
-    store(in.z.data() + (r * in.tokens + first) * p, count * p, s.z.data() + r * count * p);
-    store(in.dt_raw.data() + r * in.tokens + first, count, s.dt_raw.data() + r * count);
-  }
-  for (std::int64_t g = 0; g < group_rows; ++g) {
-    store(in.B.data() + (g * in.tokens + first) * n, count * n, s.B.data() + g * count * n);
-    store(in.C.data() + (g * in.tokens + first) * n, count * n, s.C.data() + g * count * n);
-  }
-  return s;
+  const Mamba2TokenSlice slice = in.slice(first, count);
+  const auto stored = [](const std::vector<float>& x) {
+    std::vector<T> out(x.size());
+    store(x.data(), static_cast<std::int64_t>(x.size()), out.data());
+    return out;
+  };
+  return {stored(slice.x), stored(slice.dt_raw), stored(slice.z), stored(slice.B), stored(slice.C)};
 }
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
@@ -198,8 +194,17 @@ class Mamba2 final : public Mechanism {
                                     "Mamba-2 SSD: per head H = a_t H + dt x B^T, a_t = exp(dt A), fixed P x N fp32 "
                                     "state, B/C shared by n_groups",
                                     StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+                                    {"cpu", "cuda"}};
+#else
                                     {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return mamba2_cuda_unsupported(cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
@@ -246,10 +251,14 @@ class Mamba2 final : public Mechanism {
     // Drawn, fp32: x, z and dt_raw per head and token, B and C per group and token.
     const std::int64_t drawn = checked_sum(checked_product(shape.rows(), tokens, checked_add(checked_mul(2, p), 1), 4),
                                            checked_product(2, shape.batch, shape.groups, tokens, n, 4));
-    // A decode cell's context, staged in the storage dtype with its output and the prefill's workspace.
+    // A decode cell's context: sliced in fp32 (Mamba2Inputs::slice), staged in the storage dtype with
+    // its output, and the prefill's workspace (counted together: an upper bound of what overlaps).
     std::int64_t staged = 0;
     if (cell.phase == Phase::decode && cell.sequence_length > 0) {
-      staged = checked_sum(sequence_bytes(cell, cell.sequence_length),
+      const std::int64_t length = cell.sequence_length;
+      const std::int64_t sliced = checked_sum(checked_product(shape.rows(), length, checked_add(checked_mul(2, p), 1), 4),
+                                              checked_product(2, shape.batch, shape.groups, length, n, 4));
+      staged = checked_sum(sliced, sequence_bytes(cell, length),
                            checked_product(omp_get_max_threads(), mamba2_chunk_workspace_floats(shape, chunk_of(cell)), 4));
     }
     // The check runs the reference one head at a time: x, z, B, C, dt widened to fp64, the outputs
@@ -289,6 +298,9 @@ class Mamba2 final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_mamba2_cuda(cell, seed, backend);
+#endif
     return prepare_cell<Mamba2DecodeCell, Mamba2PrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &mamba2_conformance(); }
