@@ -49,8 +49,8 @@ std::filesystem::path write_preset(const std::filesystem::path& folder, const nl
 TEST(ModelPresetFiles, EveryShippedPresetValidatesAndLoads) {
   const std::vector<std::string> ids = known_model_ids();
   for (const char* id : {"llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.1", "qwen2.5-7b", "gemma-2-9b", "mamba-2.8b",
-                         "rwkv7-0.1b", "rwkv7-0.4b", "rwkv7-1.5b", "rwkv7-2.9b", "gated-deltanet-1.3b", "retnet-1.3b",
-                         "retnet-6.7b", "qwen3-next-80b-a3b", "jamba-v0.1"}) {
+                         "mamba2-2.7b", "rwkv7-0.1b", "rwkv7-0.4b", "rwkv7-1.5b", "rwkv7-2.9b", "gated-deltanet-1.3b",
+                         "retnet-1.3b", "retnet-6.7b", "qwen3-next-80b-a3b", "jamba-v0.1"}) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id;
   }
   for (const std::string& id : ids) {

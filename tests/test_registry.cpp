@@ -24,8 +24,9 @@ std::vector<std::string> builtin_ids() {
 
 TEST(Registry, EveryBuiltinRegistersItselfInRankOrder) {
   // The order `arch-bench list` and the landscape show, whatever order static initialisation ran in.
-  const std::vector<std::string> expected = {"softmax_kv", "sliding_window", "linear_attention", "mamba", "performer",
-                                             "retnet",     "gated_deltanet", "rwkv4",           "rwkv6", "rwkv7"};
+  const std::vector<std::string> expected = {"softmax_kv", "sliding_window", "linear_attention", "mamba",
+                                             "mamba2",     "performer",      "retnet",           "gated_deltanet",
+                                             "rwkv4",      "rwkv6",          "rwkv7"};
   EXPECT_EQ(builtin_ids(), expected);
 }
 
@@ -39,7 +40,7 @@ TEST(Registry, EveryBuiltinDeclaresItsConformanceAdapter) {
 
 TEST(Registry, GpuConformanceIsDeclaredByTheMechanismsWithCudaKernels) {
 #if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "performer"};
+  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "mamba2", "performer"};
 #else
   const std::vector<std::string> expected = {};
 #endif

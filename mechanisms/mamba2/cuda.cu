@@ -1,0 +1,88 @@
+// CUDA kernel of Mamba-2's SSD: the recurrence, one block per (batch, head), one thread per state
+// column (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and log1pf (not the __
+// intrinsics) keep fp32 within 1e-4 of the fp64 reference. Compiled, not yet run on a GPU.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/mamba2/cuda.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+// softplus(x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
+__device__ __forceinline__ float softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
+// silu(z) = z sigmoid(z), the exponent kept <= 0 on both sides of zero.
+__device__ __forceinline__ float silu(float z) {
+  const float e = expf(-fabsf(z));
+  return z * (z >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
+// S = a S + B_t (dt x_t)^T, y = S^T C_t per token; S [N, P] of this block's row stays in global
+// memory (32 KiB at N = 128, P = 64: L2-resident), each thread reading and writing its own column.
+template <class T>
+__global__ void __launch_bounds__(kMamba2CudaMaxThreads)
+    mamba2_scan_kernel(const float* __restrict__ A, const float* __restrict__ dt_bias, const float* __restrict__ D,
+                       const T* __restrict__ x, const T* __restrict__ dt_raw, const T* __restrict__ z,
+                       const T* __restrict__ B, const T* __restrict__ C, float* __restrict__ state,
+                       T* __restrict__ out, std::int64_t tokens, int heads, int groups, int p, int n) {
+  extern __shared__ float staged[];  // B_t [n], C_t [n]
+  float* b_t = staged;
+  float* c_t = staged + n;
+  const std::int64_t bh = blockIdx.x;
+  const int h = static_cast<int>(bh % heads);
+  const std::int64_t g = mamba2_cuda_group_row(bh, heads, groups);
+  const int j = threadIdx.x;
+  const bool owns_column = j < p;
+  float* s = state + bh * static_cast<std::int64_t>(n) * p;
+  const float a_h = A[h], bias = dt_bias[h], skip = D[h];
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    __syncthreads();  // every thread has read the previous token's B_t, C_t
+    const std::int64_t bc = (g * tokens + t) * n;
+    for (int e = j; e < n; e += blockDim.x) {
+      b_t[e] = load_float(B[bc + e]);
+      c_t[e] = load_float(C[bc + e]);
+    }
+    __syncthreads();
+    const float dt = softplus(load_float(dt_raw[bh * tokens + t]) + bias);
+    const float a = expf(dt * a_h);
+    if (owns_column) {
+      const std::int64_t at = (bh * tokens + t) * p + j;
+      const float xv = load_float(x[at]);
+      const float u = dt * xv;
+      float y = 0.0f;
+      for (int e = 0; e < n; ++e) {
+        float* cell = s + static_cast<std::int64_t>(e) * p + j;
+        const float next = fmaf(a, *cell, u * b_t[e]);
+        *cell = next;
+        y = fmaf(c_t[e], next, y);
+      }
+      store_float(out + at, (y + skip * xv) * silu(load_float(z[at])));
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void launch_mamba2_scan(const Mamba2CudaPlan& plan, const Mamba2Parameters& params, const Mamba2Tokens<T>& x,
+                        float* state, T* out, CUstream_st* stream) {
+  using S = typename DeviceStorage<T>::type;
+  if (plan.tokens == 0 || plan.blocks == 0) return;  // S unchanged
+  mamba2_scan_kernel<S><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+      params.A, params.dt_bias, params.D, reinterpret_cast<const S*>(x.x), reinterpret_cast<const S*>(x.dt_raw),
+      reinterpret_cast<const S*>(x.z), reinterpret_cast<const S*>(x.B), reinterpret_cast<const S*>(x.C), state,
+      reinterpret_cast<S*>(out), plan.tokens, plan.heads, plan.groups, plan.head_dim, plan.state_size);
+  check_launch("mamba2_scan_kernel");
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                            \
+  template void launch_mamba2_scan<T>(const Mamba2CudaPlan&, const Mamba2Parameters&, const Mamba2Tokens<T>&, \
+                                      float*, T*, CUstream_st*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench

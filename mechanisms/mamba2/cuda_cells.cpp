@@ -1,0 +1,172 @@
+// The CUDA prepared cells of mamba2, mirroring the CPU cells of mechanism.cpp: the same seeded inputs
+// and parameters, device buffers from the backend's allocator, run() only enqueues on the backend's
+// stream, check() downloads the output and compares it with the same fp64 reference. Compiled, not
+// yet run on a GPU.
+#include <vector>
+
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "core/errors.hpp"
+#include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/mamba2/cuda.hpp"
+#include "mechanisms/mamba2/inputs.hpp"
+#include "mechanisms/mamba2/options.hpp"
+#include "mechanisms/mamba2/reference.hpp"
+#include "mechanisms/mechanism.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+Mamba2Shape shape_of(const Cell& cell) {
+  return {cell.batch, cell.heads, mamba2_groups_option().integer(cell.options), cell.head_dim,
+          mamba2_state_size_option().integer(cell.options)};
+}
+
+MatrixD reference_outputs(const Mamba2Inputs& inputs, std::int64_t bh, std::int64_t rows) {
+  return mamba2_ssd_scan(inputs.head_sequence(bh, rows), inputs.head_parameters(bh % inputs.heads)).outputs;
+}
+
+// The layer's fp32 parameters on the device.
+struct DeviceParameters {
+  DeviceParameters(CudaBackend& cuda, const Mamba2Inputs& in)
+      : A(cuda.allocator(), in.A_log.size()), dt_bias(cuda.allocator(), in.dt_bias.size()), D(cuda.allocator(), in.D.size()) {
+    const std::vector<float> a = in.A();
+    upload<float>(cuda, a.data(), static_cast<std::int64_t>(a.size()), A.data());
+    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), dt_bias.data());
+    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D.data());
+  }
+  Mamba2Parameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
+  Buffer<float> A, dt_bias, D;
+};
+
+// Sequence inputs of `count` tokens on the device (any allocator: the cell's or a staging one).
+template <class T>
+struct DeviceTokens {
+  DeviceTokens(CudaBackend& cuda, Allocator& allocator, const Mamba2TokenSlice& slice)
+      : x(allocator, slice.x.size()),
+        dt_raw(allocator, slice.dt_raw.size()),
+        z(allocator, slice.z.size()),
+        B(allocator, slice.B.size()),
+        C(allocator, slice.C.size()) {
+    upload<T>(cuda, slice.x.data(), static_cast<std::int64_t>(slice.x.size()), x.data());
+    upload<T>(cuda, slice.dt_raw.data(), static_cast<std::int64_t>(slice.dt_raw.size()), dt_raw.data());
+    upload<T>(cuda, slice.z.data(), static_cast<std::int64_t>(slice.z.size()), z.data());
+    upload<T>(cuda, slice.B.data(), static_cast<std::int64_t>(slice.B.size()), B.data());
+    upload<T>(cuda, slice.C.data(), static_cast<std::int64_t>(slice.C.size()), C.data());
+  }
+  Mamba2Tokens<T> view() const { return {x.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  Buffer<T> x, dt_raw, z, B, C;
+};
+
+template <class T>
+class Mamba2DecodeCudaCell final : public PreparedCell {
+ public:
+  Mamba2DecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        shape_(shape_of(cell)),
+        length_(cell.sequence_length),
+        inputs_(make_mamba2_inputs(cell, length_ + 1, seed)),
+        plan_(plan_mamba2_cuda(shape_, 1)),
+        params_(cuda_, inputs_),
+        state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)),
+        token_(cuda_, backend.allocator(), inputs_.slice(length_, 1)),
+        out_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.head_dim)) {
+    zero_async(cuda_, state_.data(), state_.bytes());
+    build_context_state();
+    poison(cuda_, out_.data(), out_.bytes());
+  }
+
+  void run() override {
+    launch_mamba2_scan<T>(plan_, params_.view(), token_.view(), state_.data(), out_.data(), cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    return check_decode_heads(out.data(), shape_.rows(), shape_.head_dim, length_,
+                              [&](std::int64_t bh, std::int64_t rows) { return reference_outputs(inputs_, bh, rows); });
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(),    params_.A.byte_span(),      params_.dt_bias.byte_span(), params_.D.byte_span(),
+            token_.x.byte_span(),  token_.dt_raw.byte_span(),  token_.z.byte_span(),        token_.B.byte_span(),
+            token_.C.byte_span(),  out_.byte_span()};
+  }
+
+ private:
+  // The CUDA scan over the L context tokens leaves their state in S; its inputs are staging memory
+  // outside the cell's allocator (set-up, not part of the decode cell), freed on return.
+  void build_context_state() {
+    if (length_ == 0) return;
+    DeviceAllocator staging;
+    const DeviceTokens<T> context(cuda_, staging, inputs_.slice(0, length_));
+    Buffer<T> out(staging, static_cast<std::size_t>(shape_.rows() * length_ * shape_.head_dim));
+    launch_mamba2_scan<T>(plan_mamba2_cuda(shape_, length_), params_.view(), context.view(), state_.data(), out.data(),
+                          cuda_.stream());
+    cuda_.synchronize();
+  }
+
+  CudaBackend& cuda_;
+  Mamba2Shape shape_;
+  std::int64_t length_;
+  Mamba2Inputs inputs_;
+  Mamba2CudaPlan plan_;
+  DeviceParameters params_;
+  Buffer<float> state_;
+  DeviceTokens<T> token_;
+  Buffer<T> out_;
+};
+
+template <class T>
+class Mamba2PrefillCudaCell final : public PreparedCell {
+ public:
+  Mamba2PrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        shape_(shape_of(cell)),
+        inputs_(make_mamba2_inputs(cell, cell.sequence_length, seed)),
+        plan_(plan_mamba2_cuda(shape_, cell.sequence_length)),
+        params_(cuda_, inputs_),
+        tokens_(cuda_, backend.allocator(), inputs_.slice(0, inputs_.tokens)),
+        out_(backend.allocator(), inputs_.x.size()),
+        state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)) {
+    poison(cuda_, out_.data(), out_.bytes());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
+    zero_async(cuda_, state_.data(), state_.bytes());
+    launch_mamba2_scan<T>(plan_, params_.view(), tokens_.view(), state_.data(), out_.data(), cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    return check_prefill_heads(out.data(), shape_.rows(), inputs_.tokens, shape_.head_dim,
+                               [&](std::int64_t bh, std::int64_t rows) { return reference_outputs(inputs_, bh, rows); });
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {params_.A.byte_span(),  params_.dt_bias.byte_span(), params_.D.byte_span(), tokens_.x.byte_span(),
+            tokens_.dt_raw.byte_span(), tokens_.z.byte_span(),   tokens_.B.byte_span(), tokens_.C.byte_span(),
+            out_.byte_span(),       state_.byte_span()};
+  }
+
+ private:
+  CudaBackend& cuda_;
+  Mamba2Shape shape_;
+  Mamba2Inputs inputs_;
+  Mamba2CudaPlan plan_;
+  DeviceParameters params_;
+  DeviceTokens<T> tokens_;
+  Buffer<T> out_;
+  Buffer<float> state_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCell> prepare_mamba2_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
+  if (auto why = mamba2_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
+  return prepare_cell<Mamba2DecodeCudaCell, Mamba2PrefillCudaCell>(cell, seed, backend);
+}
+
+}  // namespace arch_bench
