@@ -138,7 +138,11 @@ class GatedDeltaNet final : public Mechanism {
                                     "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
                                     "L2-normalised, fixed state S",
                                     StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
                                     {"cpu", "cuda"}};
+#else
+                                    {"cpu"}};
+#endif
     return info;
   }
 

@@ -119,7 +119,11 @@ class RetNet final : public Mechanism {
                                     "multi-scale retention (RetNet): S = gamma_h S + k v^T, gamma_h = 1 - 2^(-5-h), "
                                     "fixed state S",
                                     StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
                                     {"cpu", "cuda"}};
+#else
+                                    {"cpu"}};
+#endif
     return info;
   }
 
