@@ -79,20 +79,25 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
       const float value = v_stage[t * plan.columns_per_block + at.local_column];
       const float alpha = gates[2 * t], strength = gates[2 * t + 1];
       // S^T k before the write: what the state returns for k now, summed over the column's lanes.
-      float recalled = 0.0f;
+      // Four partial sums in both reductions: a chain of 16 dependent FMAs each otherwise, and a
+      // token's latency is the whole prefill's critical path (a column's tokens are sequential).
+      float partial[4] = {};
 #pragma unroll
-      for (int m = 0; m < kColumnRowsPerLane; ++m) recalled = fmaf(k_row[m * plan.lanes_per_column], s[m], recalled);
-      recalled = column_sum(recalled, plan.columns_per_warp);
+      for (int m = 0; m < kColumnRowsPerLane; ++m) {
+        partial[m % 4] = fmaf(k_row[m * plan.lanes_per_column], s[m], partial[m % 4]);
+      }
+      const float recalled =
+          column_sum((partial[0] + partial[1]) + (partial[2] + partial[3]), plan.columns_per_warp);
       // alpha (I - beta k k^T) S + beta k v^T = alpha S + k u^T with u = beta (v - alpha S^T k).
       const float update = strength * (value - alpha * recalled);
-      float o = 0.0f;
+      float o[4] = {};
 #pragma unroll
       for (int m = 0; m < kColumnRowsPerLane; ++m) {
         s[m] = fmaf(alpha, s[m], k_row[m * plan.lanes_per_column] * update);
-        o = fmaf(q_row[m * plan.lanes_per_column], s[m], o);
+        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
       }
-      o = column_sum(o, plan.columns_per_warp);
-      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, o);
+      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
+      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
     }
   }
   store_column_rows(s, head_state, plan, at);

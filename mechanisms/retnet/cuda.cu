@@ -50,14 +50,16 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
       const float* q_row = q_stage + t * plan.padded_rows + at.group;
       const float* k_row = k_stage + t * plan.padded_rows + at.group;
       const float value = v_stage[t * plan.columns_per_block + at.local_column];
-      float o = 0.0f;
+      // Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise, and a token's
+      // latency is the whole prefill's critical path (a column's tokens are sequential).
+      float o[4] = {};
 #pragma unroll
       for (int m = 0; m < kColumnRowsPerLane; ++m) {
         s[m] = fmaf(gamma, s[m], k_row[m * plan.lanes_per_column] * value);
-        o = fmaf(q_row[m * plan.lanes_per_column], s[m], o);
+        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
       }
-      o = column_sum(o, plan.columns_per_warp);
-      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, o);
+      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
+      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
     }
   }
   store_column_rows(s, head_state, plan, at);
