@@ -16,9 +16,6 @@ namespace arch_bench {
 ColumnRecurrencePlan plan_retnet_cuda(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
                                       std::int64_t dv, int multiprocessors);
 
-// Device bytes a CUDA cell holds beyond q, k, v, the output and S: none (no workspace).
-inline constexpr std::int64_t kRetNetCudaWorkspaceBytes = 0;
-
 // Why the CUDA kernels cannot run `cell` (beyond Mechanism::unsupported), or nullopt.
 std::optional<std::string> retnet_cuda_unsupported(const Cell& cell);
 
