@@ -40,7 +40,8 @@ TEST(Registry, EveryBuiltinDeclaresItsConformanceAdapter) {
 
 TEST(Registry, GpuConformanceIsDeclaredByTheMechanismsWithCudaKernels) {
 #if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "mamba2", "performer"};
+  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba",         "mamba2",
+                                             "performer",  "retnet",           "gated_deltanet"};
 #else
   const std::vector<std::string> expected = {};
 #endif

@@ -116,6 +116,9 @@ class GatedDeltaNetConformance final : public ConformanceAdapter {
     tensors.emplace("beta", make_array(gate_shape, gates.beta, NpyDtype::float32));
     return tensors;
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return gated_deltanet_conformance_on_cuda; }
+#endif
 };
 
 }  // namespace

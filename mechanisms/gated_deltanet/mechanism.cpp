@@ -5,11 +5,13 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
-#include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/gated_deltanet/capacity.hpp"
+#include "mechanisms/gated_deltanet/check.hpp"
 #include "mechanisms/gated_deltanet/cpu.hpp"
+#include "mechanisms/gated_deltanet/cuda.hpp"
+#include "mechanisms/gated_deltanet/cuda_plan.hpp"
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
 #include "mechanisms/gated_deltanet/conformance.hpp"
@@ -20,14 +22,6 @@ namespace arch_bench {
 namespace {
 
 GatedDeltaNetShape shape_of(const Cell& cell) { return {cell.batch_heads(), cell.head_dim, cell.head_dim}; }
-
-// Per (batch, head) row bh: the fp64 sequential reference over the first `rows` tokens.
-GatedDeltaNetResult reference_for_head(const AttentionInputs& inputs, const GatedDeltaNetGates& gates,
-                                       std::int64_t bh, std::int64_t rows) {
-  return gated_deltanet_scan(inputs.head_matrix(inputs.q, bh, rows), inputs.head_matrix(inputs.k, bh, rows),
-                             inputs.head_matrix(inputs.v, bh, rows), gates.head_vector(gates.g, bh, rows),
-                             gates.head_vector(gates.beta, bh, rows));
-}
 
 // Decode: S already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
@@ -60,9 +54,7 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    return check_decode_heads(out_.data(), shape_.batch_heads, shape_.dv, length_, [&](std::int64_t bh, std::int64_t rows) {
-      return reference_for_head(inputs_, gates_, bh, rows).outputs;
-    });
+    return check_gated_deltanet_decode(inputs_, gates_, length_, out_.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -123,10 +115,7 @@ class GatedDeltaNetPrefillCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    return check_prefill_heads(out_.data(), shape_.batch_heads, inputs_.tokens, shape_.dv,
-                               [&](std::int64_t bh, std::int64_t rows) {
-                                 return reference_for_head(inputs_, gates_, bh, rows).outputs;
-                               });
+    return check_gated_deltanet_prefill(inputs_, gates_, out_.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -149,12 +138,21 @@ class GatedDeltaNet final : public Mechanism {
                                     "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
                                     "L2-normalised, fixed state S",
                                     StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+                                    {"cpu", "cuda"}};
+#else
                                     {"cpu"}};
+#endif
     return info;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
     if (cell.head_dim > kGatedDeltaNetMaxDim) return "gated_deltanet takes head_dim up to 256";
+    return std::nullopt;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return gated_deltanet_cuda_unsupported(cell);
     return std::nullopt;
   }
 
@@ -166,8 +164,8 @@ class GatedDeltaNet final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    // q, k, v and the output in the storage dtype, g and beta in fp32; the chunk buffers live on the
-    // threads' stacks.
+    // q, k, v and the output in the storage dtype, g and beta in fp32; the CPU's chunk buffers live
+    // on the threads' stacks and the CUDA kernels keep S in registers (no workspace).
     const std::int64_t per_token = checked_add(checked_product(4, cell.head_dim, e), 8);
     return checked_add(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token));
   }
@@ -207,6 +205,9 @@ class GatedDeltaNet final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_gated_deltanet_cuda(cell, seed, backend);
+#endif
     return prepare_cell<GatedDeltaNetDecodeCell, GatedDeltaNetPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &gated_deltanet_conformance(); }

@@ -89,6 +89,9 @@ class RetNetConformance final : public ConformanceAdapter {
     check_options(options);
     return generate_attention_inputs(shape, options, seed, dtype);
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return retnet_conformance_on_cuda; }
+#endif
 };
 
 }  // namespace

@@ -5,11 +5,13 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
-#include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/retnet/capacity.hpp"
+#include "mechanisms/retnet/check.hpp"
 #include "mechanisms/retnet/cpu.hpp"
+#include "mechanisms/retnet/cuda.hpp"
+#include "mechanisms/retnet/cuda_plan.hpp"
 #include "mechanisms/retnet/reference.hpp"
 #include "mechanisms/retnet/conformance.hpp"
 #include "mechanisms/registry.hpp"
@@ -20,18 +22,7 @@ namespace {
 
 RetNetShape shape_of(const Cell& cell) { return {cell.batch_heads(), cell.heads, cell.head_dim, cell.head_dim}; }
 
-std::vector<double> gammas_of(const Cell& cell) {
-  std::vector<double> gamma(checked_count(cell.heads));
-  for (std::int64_t h = 0; h < cell.heads; ++h) gamma[h] = retnet_gamma(h);
-  return gamma;
-}
-
-// Per (batch, head) row bh: the fp64 recurrent reference over the first `rows` tokens.
-RetNetResult reference_for_head(const AttentionInputs& inputs, const std::vector<double>& gamma, std::int64_t heads,
-                                std::int64_t bh, std::int64_t rows) {
-  return retnet_scan(inputs.head_matrix(inputs.q, bh, rows), inputs.head_matrix(inputs.k, bh, rows),
-                     inputs.head_matrix(inputs.v, bh, rows), gamma[bh % heads]);
-}
+std::vector<double> gammas_of(const Cell& cell) { return retnet_gammas(cell.heads); }
 
 // Decode: S already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
@@ -55,9 +46,7 @@ class RetNetDecodeCell final : public PreparedCell {
   void run() override { retnet_decode_step(shape_, gamma_.data(), q_.data(), k_.data(), v_.data(), state_.data(), out_.data()); }
 
   Accuracy check() const override {
-    return check_decode_heads(out_.data(), shape_.batch_heads, shape_.dv, length_, [&](std::int64_t bh, std::int64_t rows) {
-      return reference_for_head(inputs_, gamma_, shape_.heads, bh, rows).outputs;
-    });
+    return check_retnet_decode(inputs_, shape_.heads, length_, out_.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -108,10 +97,7 @@ class RetNetPrefillCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    return check_prefill_heads(out_.data(), shape_.batch_heads, inputs_.tokens, shape_.dv,
-                               [&](std::int64_t bh, std::int64_t rows) {
-                                 return reference_for_head(inputs_, gamma_, shape_.heads, bh, rows).outputs;
-                               });
+    return check_retnet_prefill(inputs_, shape_.heads, out_.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -133,12 +119,21 @@ class RetNet final : public Mechanism {
                                     "multi-scale retention (RetNet): S = gamma_h S + k v^T, gamma_h = 1 - 2^(-5-h), "
                                     "fixed state S",
                                     StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+                                    {"cpu", "cuda"}};
+#else
                                     {"cpu"}};
+#endif
     return info;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
     if (cell.head_dim > kRetNetMaxDim) return "retnet takes head_dim up to 256";
+    return std::nullopt;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return retnet_cuda_unsupported(cell);
     return std::nullopt;
   }
 
@@ -150,7 +145,8 @@ class RetNet final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    // q, k, v and the output; the chunk buffers live on the threads' stacks.
+    // q, k, v and the output; the CPU's chunk buffers live on the threads' stacks and the CUDA
+    // kernels keep S in registers (no workspace).
     return checked_add(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
   }
 
@@ -176,6 +172,9 @@ class RetNet final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_retnet_cuda(cell, seed, backend);
+#endif
     return prepare_cell<RetNetDecodeCell, RetNetPrefillCell>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &retnet_conformance(); }

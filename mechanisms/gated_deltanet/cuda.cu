@@ -1,0 +1,127 @@
+// CUDA kernel of Gated DeltaNet: the column recurrence (common/column_recurrence_plan.hpp) as the
+// decode step (one token) and as the sequential prefill (L tokens). The delta rule needs S^T k, a
+// sum over the rows of each column, before it can write: with a column's rows in the registers of
+// one lane group that sum is a few shuffles and S never leaves the registers between tokens, so it
+// is read and written once per launch. fp32 FMA on SIMT cores (fp32 storage must meet 1e-4).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/column_recurrence.cuh"
+#include "mechanisms/gated_deltanet/cpu.hpp"
+#include "mechanisms/gated_deltanet/cuda.hpp"
+#include "mechanisms/gated_deltanet/reference.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+constexpr float kNormEps = static_cast<float>(kGatedDeltaNetNormEps);
+
+// Row t of a staged [n][padded] tile times scale / sqrt(row . row + eps), one warp per row (the
+// padding is 0 and adds nothing), as the CPU kernels' normalise() rounds it: the factor first.
+__device__ __forceinline__ void normalise_staged_rows(float* rows, int n, int padded, float scale) {
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int warps = static_cast<int>(blockDim.x / 32);
+  for (int t = warp; t < n; t += warps) {
+    float* row = rows + t * padded;
+    float sum = 0.0f;
+    for (int i = lane; i < padded; i += 32) sum = fmaf(row[i], row[i], sum);
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    const float factor = scale / sqrtf(sum + kNormEps);
+    for (int i = lane; i < padded; i += 32) row[i] *= factor;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kColumnMaxThreads, 1)
+    gated_deltanet_recurrence_kernel(ColumnRecurrencePlan plan, const T* __restrict__ q, const T* __restrict__ k,
+                                     const T* __restrict__ v, const float* __restrict__ g,
+                                     const float* __restrict__ beta, float* __restrict__ state,
+                                     T* __restrict__ out) {
+  extern __shared__ float shared[];
+  float* q_stage = shared;                                          // [stage][padded_rows], normalised
+  float* k_stage = q_stage + plan.stage_tokens * plan.padded_rows;  // [stage][padded_rows], normalised
+  float* v_stage = k_stage + plan.stage_tokens * plan.padded_rows;  // [stage][columns_per_block]
+  float* gates = v_stage + plan.stage_tokens * plan.columns_per_block;  // [stage][alpha, beta]
+
+  const ColumnLane at = column_lane(plan);
+  const int first_column = at.column_block * plan.columns_per_block;
+  const float query_scale = 1.0f / sqrtf(static_cast<float>(plan.dk));
+  const std::int64_t tokens = plan.tokens;
+  const T* q_head = q + at.bh * tokens * plan.dk;
+  const T* k_head = k + at.bh * tokens * plan.dk;
+  const T* v_head = v + at.bh * tokens * plan.dv;
+  const float* g_head = g + at.bh * tokens;
+  const float* beta_head = beta + at.bh * tokens;
+  T* out_head = out + at.bh * tokens * plan.dv;
+  float* head_state = state + at.bh * plan.dk * plan.dv;
+
+  float s[kColumnRowsPerLane];
+  load_column_rows(s, head_state, plan, at);
+  for (std::int64_t t0 = 0; t0 < tokens; t0 += plan.stage_tokens) {
+    const int n = static_cast<int>(tokens - t0 < plan.stage_tokens ? tokens - t0 : plan.stage_tokens);
+    __syncthreads();  // the previous stage has been read by every warp
+    stage_rows(q_stage, q_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+    stage_rows(k_stage, k_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+    stage_value_columns(v_stage, v_head + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+      gates[2 * t] = expf(g_head[t0 + t]);  // expf, not __expf: alpha^L compounds its error
+      gates[2 * t + 1] = beta_head[t0 + t];
+    }
+    __syncthreads();
+    normalise_staged_rows(q_stage, n, plan.padded_rows, query_scale);
+    normalise_staged_rows(k_stage, n, plan.padded_rows, 1.0f);
+    __syncthreads();
+    for (int t = 0; t < n; ++t) {
+      const float* q_row = q_stage + t * plan.padded_rows + at.group;
+      const float* k_row = k_stage + t * plan.padded_rows + at.group;
+      const float value = v_stage[t * plan.columns_per_block + at.local_column];
+      const float alpha = gates[2 * t], strength = gates[2 * t + 1];
+      // S^T k before the write: what the state returns for k now, summed over the column's lanes.
+      // Four partial sums in both reductions: a chain of 16 dependent FMAs each otherwise, and a
+      // token's latency is the whole prefill's critical path (a column's tokens are sequential).
+      float partial[4] = {};
+#pragma unroll
+      for (int m = 0; m < kColumnRowsPerLane; ++m) {
+        partial[m % 4] = fmaf(k_row[m * plan.lanes_per_column], s[m], partial[m % 4]);
+      }
+      const float recalled =
+          column_sum((partial[0] + partial[1]) + (partial[2] + partial[3]), plan.columns_per_warp);
+      // alpha (I - beta k k^T) S + beta k v^T = alpha S + k u^T with u = beta (v - alpha S^T k).
+      const float update = strength * (value - alpha * recalled);
+      float o[4] = {};
+#pragma unroll
+      for (int m = 0; m < kColumnRowsPerLane; ++m) {
+        s[m] = fmaf(alpha, s[m], k_row[m * plan.lanes_per_column] * update);
+        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
+      }
+      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
+      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
+    }
+  }
+  store_column_rows(s, head_state, plan, at);
+}
+
+}  // namespace
+
+template <class T>
+void launch_gated_deltanet_recurrence(const ColumnRecurrencePlan& plan, const T* q, const T* k, const T* v,
+                                      const float* g, const float* beta, float* state, T* out, CUstream_st* stream) {
+  using D = typename DeviceStorage<T>::type;
+  if (plan.tokens == 0 || plan.blocks == 0) return;  // nothing to fold in; S unchanged
+  gated_deltanet_recurrence_kernel<D>
+      <<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+          plan, reinterpret_cast<const D*>(q), reinterpret_cast<const D*>(k), reinterpret_cast<const D*>(v), g, beta,
+          state, reinterpret_cast<D*>(out));
+  check_launch("gated_deltanet_recurrence_kernel");
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                              \
+  template void launch_gated_deltanet_recurrence<T>(const ColumnRecurrencePlan&, const T*, const T*, const T*,  \
+                                                    const float*, const float*, float*, T*, CUstream_st*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench

@@ -1,0 +1,171 @@
+// The CUDA prepared cells of gated_deltanet, mirroring the CPU cells of mechanism.cpp: the same
+// seeded inputs and gates, device buffers from the backend's allocator, run() only enqueues on the
+// backend's stream (no synchronisation, allocation or copy: it is timed with events and captured in
+// graphs), check() downloads the output and compares it with the same fp64 reference.
+#include <vector>
+
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "core/errors.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/gated_deltanet/check.hpp"
+#include "mechanisms/gated_deltanet/cuda.hpp"
+#include "mechanisms/gated_deltanet/inputs.hpp"
+#include "mechanisms/mechanism.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+std::size_t state_elements(const Cell& cell) {
+  return static_cast<std::size_t>(checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim));
+}
+
+// Tokens [first, first + rows) of every head of a gate [batch_heads, tokens].
+std::vector<float> gate_rows(const GatedDeltaNetGates& gates, const std::vector<float>& x, std::int64_t first,
+                             std::int64_t rows) {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(gates.batch_heads * rows));
+  for (std::int64_t bh = 0; bh < gates.batch_heads; ++bh) {
+    const float* begin = x.data() + bh * gates.tokens + first;
+    out.insert(out.end(), begin, begin + rows);
+  }
+  return out;
+}
+
+// Decode: S already holds the L context tokens; the step folds in token L and reads it out.
+template <class T>
+class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
+ public:
+  GatedDeltaNetDecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        length_(cell.sequence_length),
+        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
+        gates_(make_gated_deltanet_gates(cell, length_ + 1, seed)),
+        plan_(plan_gated_deltanet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim,
+                                       cuda_.device().multiprocessors)),
+        state_(backend.allocator(), state_elements(cell)),
+        g_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads())),
+        beta_(backend.allocator(), g_.size()),
+        q_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
+        k_(backend.allocator(), q_.size()),
+        v_(backend.allocator(), q_.size()),
+        out_(backend.allocator(), q_.size()) {
+    zero_async(cuda_, state_.data(), state_.bytes());
+    build_context_state();
+    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload<float>(cuda_, gate_rows(gates_, gates_.g, length_, 1).data(), static_cast<std::int64_t>(g_.size()), g_.data());
+    upload<float>(cuda_, gate_rows(gates_, gates_.beta, length_, 1).data(), static_cast<std::int64_t>(beta_.size()),
+                  beta_.data());
+    poison(cuda_, out_.data(), out_.bytes());
+  }
+
+  void run() override {
+    launch_gated_deltanet_recurrence<T>(plan_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
+                                        out_.data(), cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    return check_gated_deltanet_decode(inputs_, gates_, length_, out.data());
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {state_.byte_span(), g_.byte_span(), beta_.byte_span(), q_.byte_span(),
+            k_.byte_span(),     v_.byte_span(), out_.byte_span()};
+  }
+
+ private:
+  // Runs the CUDA prefill over the L context tokens to leave their state in S. Its inputs and output
+  // are staging memory from an allocator of their own, freed before prepare returns: they are
+  // set-up, not part of the decode cell, whose peak must stay fixed as L grows (as on the CPU).
+  void build_context_state() {
+    if (length_ == 0) return;
+    const ColumnRecurrencePlan plan = plan_gated_deltanet_cuda(inputs_.batch_heads, length_, inputs_.dim, inputs_.dim,
+                                                               cuda_.device().multiprocessors);
+    DeviceAllocator staging;
+    const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
+    const std::int64_t gate_count = inputs_.batch_heads * length_;
+    Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
+        out(staging, q.size());
+    Buffer<float> g(staging, static_cast<std::size_t>(gate_count)), beta(staging, g.size());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
+    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
+    upload<float>(cuda_, gate_rows(gates_, gates_.g, 0, length_).data(), gate_count, g.data());
+    upload<float>(cuda_, gate_rows(gates_, gates_.beta, 0, length_).data(), gate_count, beta.data());
+    launch_gated_deltanet_recurrence<T>(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state_.data(),
+                                        out.data(), cuda_.stream());
+    cuda_.synchronize();  // the staging buffers are freed on return
+  }
+
+  CudaBackend& cuda_;
+  std::int64_t length_;
+  AttentionInputs inputs_;
+  GatedDeltaNetGates gates_;
+  ColumnRecurrencePlan plan_;
+  Buffer<float> state_, g_, beta_;
+  Buffer<T> q_, k_, v_, out_;
+};
+
+template <class T>
+class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
+ public:
+  GatedDeltaNetPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
+      : cuda_(cuda_backend_of(backend)),
+        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
+        gates_(make_gated_deltanet_gates(cell, cell.sequence_length, seed)),
+        plan_(plan_gated_deltanet_cuda(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim,
+                                       cuda_.device().multiprocessors)),
+        q_(backend.allocator(), inputs_.q.size()),
+        k_(backend.allocator(), inputs_.k.size()),
+        v_(backend.allocator(), inputs_.v.size()),
+        out_(backend.allocator(), inputs_.v.size()),
+        g_(backend.allocator(), gates_.g.size()),
+        beta_(backend.allocator(), gates_.beta.size()),
+        state_(backend.allocator(), state_elements(cell)) {
+    upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
+    upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
+    upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload<float>(cuda_, gates_.g.data(), static_cast<std::int64_t>(g_.size()), g_.data());
+    upload<float>(cuda_, gates_.beta.data(), static_cast<std::int64_t>(beta_.size()), beta_.data());
+    poison(cuda_, out_.data(), out_.bytes());
+  }
+
+  void run() override {
+    // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
+    zero_async(cuda_, state_.data(), state_.bytes());
+    launch_gated_deltanet_recurrence<T>(plan_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
+                                        out_.data(), cuda_.stream());
+  }
+
+  Accuracy check() const override {
+    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
+    return check_gated_deltanet_prefill(inputs_, gates_, out.data());
+  }
+
+  std::vector<ByteSpan> buffers() const override {
+    return {q_.byte_span(), k_.byte_span(),    v_.byte_span(),    out_.byte_span(),
+            g_.byte_span(), beta_.byte_span(), state_.byte_span()};
+  }
+
+ private:
+  CudaBackend& cuda_;
+  AttentionInputs inputs_;
+  GatedDeltaNetGates gates_;
+  ColumnRecurrencePlan plan_;
+  Buffer<T> q_, k_, v_, out_;
+  Buffer<float> g_, beta_, state_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCell> prepare_gated_deltanet_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
+  if (auto why = gated_deltanet_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
+  return prepare_cell<GatedDeltaNetDecodeCudaCell, GatedDeltaNetPrefillCudaCell>(cell, seed, backend);
+}
+
+}  // namespace arch_bench

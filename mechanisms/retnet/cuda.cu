@@ -1,0 +1,88 @@
+// CUDA kernel of multi-scale retention: the column recurrence (common/column_recurrence_plan.hpp)
+// as the decode step (one token) and as the recurrent prefill (L tokens). Each lane keeps its 16
+// rows of one value column of S in registers for the whole launch, so S is read and written once
+// however many tokens the launch folds in; fp32 FMA on SIMT cores (fp32 storage must meet 1e-4).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/column_recurrence.cuh"
+#include "mechanisms/retnet/cuda.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+template <class T>
+__global__ void __launch_bounds__(kColumnMaxThreads, 1)
+    retnet_recurrence_kernel(ColumnRecurrencePlan plan, int heads, const T* __restrict__ q,
+                             const T* __restrict__ k, const T* __restrict__ v, float* __restrict__ state,
+                             T* __restrict__ out) {
+  extern __shared__ float shared[];
+  float* q_stage = shared;                                      // [stage][padded_rows]
+  float* k_stage = q_stage + plan.stage_tokens * plan.padded_rows;  // [stage][padded_rows]
+  float* v_stage = k_stage + plan.stage_tokens * plan.padded_rows;  // [stage][columns_per_block]
+
+  const ColumnLane at = column_lane(plan);
+  const int first_column = at.column_block * plan.columns_per_block;
+  // retnet_gamma(h) rounded to fp32: 1 - 2^(-5-h) is exact in fp64 and ldexpf is exact, so the
+  // fp32 subtraction rounds the same value the host's cast does.
+  const float gamma = 1.0f - ldexpf(1.0f, -5 - static_cast<int>(static_cast<unsigned>(at.bh) % static_cast<unsigned>(heads)));
+  const std::int64_t tokens = plan.tokens;
+  const T* q_head = q + at.bh * tokens * plan.dk;
+  const T* k_head = k + at.bh * tokens * plan.dk;
+  const T* v_head = v + at.bh * tokens * plan.dv;
+  T* out_head = out + at.bh * tokens * plan.dv;
+  float* head_state = state + at.bh * plan.dk * plan.dv;
+
+  float s[kColumnRowsPerLane];
+  load_column_rows(s, head_state, plan, at);
+  for (std::int64_t t0 = 0; t0 < tokens; t0 += plan.stage_tokens) {
+    const int n = static_cast<int>(tokens - t0 < plan.stage_tokens ? tokens - t0 : plan.stage_tokens);
+    __syncthreads();  // the previous stage has been read by every warp
+    stage_rows(q_stage, q_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+    stage_rows(k_stage, k_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+    stage_value_columns(v_stage, v_head + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+    __syncthreads();
+    for (int t = 0; t < n; ++t) {
+      // Rows group + R m of the token's q and k: R consecutive floats per m across the group
+      // (distinct banks), the same words for every column of the warp (broadcast).
+      const float* q_row = q_stage + t * plan.padded_rows + at.group;
+      const float* k_row = k_stage + t * plan.padded_rows + at.group;
+      const float value = v_stage[t * plan.columns_per_block + at.local_column];
+      // Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise, and a token's
+      // latency is the whole prefill's critical path (a column's tokens are sequential).
+      float o[4] = {};
+#pragma unroll
+      for (int m = 0; m < kColumnRowsPerLane; ++m) {
+        s[m] = fmaf(gamma, s[m], k_row[m * plan.lanes_per_column] * value);
+        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
+      }
+      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
+      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
+    }
+  }
+  store_column_rows(s, head_state, plan, at);
+}
+
+}  // namespace
+
+template <class T>
+void launch_retnet_recurrence(const ColumnRecurrencePlan& plan, std::int64_t heads, const T* q, const T* k,
+                              const T* v, float* state, T* out, CUstream_st* stream) {
+  using D = typename DeviceStorage<T>::type;
+  if (plan.tokens == 0 || plan.blocks == 0) return;  // nothing to fold in; S unchanged
+  retnet_recurrence_kernel<D><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+      plan, static_cast<int>(heads), reinterpret_cast<const D*>(q), reinterpret_cast<const D*>(k),
+      reinterpret_cast<const D*>(v), state, reinterpret_cast<D*>(out));
+  check_launch("retnet_recurrence_kernel");
+}
+
+#define ARCH_BENCH_INSTANTIATE(T)                                                                              \
+  template void launch_retnet_recurrence<T>(const ColumnRecurrencePlan&, std::int64_t, const T*, const T*,      \
+                                            const T*, float*, T*, CUstream_st*);
+ARCH_BENCH_INSTANTIATE(float)
+ARCH_BENCH_INSTANTIATE(bf16)
+#undef ARCH_BENCH_INSTANTIATE
+
+}  // namespace arch_bench

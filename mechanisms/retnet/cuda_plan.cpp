@@ -1,0 +1,27 @@
+#include "mechanisms/retnet/cuda_plan.hpp"
+
+#include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/retnet/cpu.hpp"
+
+namespace arch_bench {
+
+ColumnRecurrencePlan plan_retnet_cuda(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
+                                      std::int64_t dv, int multiprocessors) {
+  return plan_column_recurrence(batch_heads, tokens, dk, dv, multiprocessors, 0);
+}
+
+std::optional<std::string> retnet_cuda_unsupported(const Cell& cell) {
+  if (cell.head_dim < 1 || cell.head_dim > kRetNetMaxDim) {
+    return "the CUDA kernels of retnet take head_dim 1.." + std::to_string(kRetNetMaxDim);
+  }
+  if (cell.batch_heads() < 1) return "the CUDA kernels of retnet need batch * heads >= 1";
+  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
+  // The widest grid (one warp per block, whatever the SM count) and the largest stage.
+  const ColumnRecurrencePlan widest = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 1 << 30);
+  if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  const ColumnRecurrencePlan one_block = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
+  if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
+  return std::nullopt;
+}
+
+}  // namespace arch_bench
