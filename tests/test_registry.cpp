@@ -39,7 +39,8 @@ TEST(Registry, EveryBuiltinDeclaresItsConformanceAdapter) {
 
 TEST(Registry, GpuConformanceIsDeclaredByTheMechanismsWithCudaKernels) {
 #if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "performer"};
+  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "performer",
+                                             "rwkv4",      "rwkv6",            "rwkv7"};
 #else
   const std::vector<std::string> expected = {};
 #endif
