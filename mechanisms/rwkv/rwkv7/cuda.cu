@@ -48,6 +48,9 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
   for (std::int64_t t0 = 0; t0 < tokens; t0 += token_tile) {
     const int n = static_cast<int>(min(static_cast<std::int64_t>(token_tile), tokens - t0));
     __syncthreads();  // the previous tile is consumed
+    // Unrolled so that several elements' global loads are in flight at once (the staging pass is
+    // latency-bound: a few warps per SM).
+#pragma unroll 4
     for (int e = threadIdx.x; e < n * dim; e += blockDim.x) {
       const int tt = e / dim, c = e % dim;
       const int src = tt * dim + c;  // within the tile
