@@ -69,7 +69,7 @@ TEST(CliDevice, ListNamesTheMechanismsWithCudaKernelsInThisBuild) {
     const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
     const std::string id = mechanism["id"];
     if (id == "softmax_kv" || id == "linear_attention" || id == "performer" || id == "mamba" || id == "mamba2" ||
-        id == "retnet" || id == "gated_deltanet") {
+        id == "retnet" || id == "gated_deltanet" || id == "rwkv4" || id == "rwkv6" || id == "rwkv7") {
       EXPECT_EQ(has_cuda, cuda_build) << id;
     } else {
       EXPECT_FALSE(has_cuda) << id << " has no CUDA kernels yet";

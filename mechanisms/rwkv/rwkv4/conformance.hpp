@@ -6,4 +6,8 @@ namespace arch_bench {
 
 const ConformanceAdapter& rwkv4_conformance();
 
+// `arch-bench conformance --device cuda`: the CUDA kernels on the same inputs (mechanisms/rwkv/cuda_conformance.cpp,
+// built with CUDA only), which the adapter's cuda_kernels() returns.
+void rwkv4_conformance_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, Backend& cuda);
+
 }  // namespace arch_bench

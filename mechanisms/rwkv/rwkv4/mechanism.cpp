@@ -3,6 +3,9 @@
 
 #include "mechanisms/capacity.hpp"
 #include "mechanisms/rwkv/cells.hpp"
+#include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/cuda_plan.hpp"
+#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv4/cpu.hpp"
 #include "mechanisms/rwkv/rwkv4/reference.hpp"
@@ -34,11 +37,8 @@ struct Rwkv4Policy {
                       float* state, T* out) {
     rwkv4_prefill(shape, p, tokens, x.k, x.v, state, out);
   }
-  // The fp64 running-max recurrence (O(T)); the tests hold it to the naive formula.
   static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv4_wkv_stable(in.head_matrix(kRwkvK, bh, rows), in.head_matrix(kRwkvV, bh, rows), in.parameter(in.w, bh),
-                            in.parameter(in.u, bh))
-        .outputs;
+    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 
@@ -77,8 +77,18 @@ class Rwkv4 final : public Mechanism {
         "rwkv4",
         "RWKV-4 WKV (seed 002), per-channel stable state (a, b, p), prefill sequential in time, vectorised over "
         "channels",
-        StateKind::fixed_state, {"cpu"}};
+        StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+        {"cpu", "cuda"}};
+#else
+        {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return rwkv_cuda_unsupported(RwkvVersion::v4, cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell&) const override { return std::nullopt; }
@@ -108,6 +118,9 @@ class Rwkv4 final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_rwkv_cuda(RwkvVersion::v4, cell, seed, backend);
+#endif
     return prepare_rwkv_cell<Rwkv4Policy>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &rwkv4_conformance(); }

@@ -2,6 +2,9 @@
 
 #include "mechanisms/capacity.hpp"
 #include "mechanisms/rwkv/cells.hpp"
+#include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/cuda_plan.hpp"
+#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
@@ -29,10 +32,7 @@ struct Rwkv6Policy {
     rwkv6_prefill_chunkwise(shape, p, tokens, x, state, out);
   }
   static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv6_reference(in.head_matrix(kRwkvR, bh, rows), in.head_matrix(kRwkvK, bh, rows),
-                           in.head_matrix(kRwkvV, bh, rows), in.head_matrix(kRwkvDecay, bh, rows),
-                           in.parameter(in.u, bh))
-        .outputs;
+    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 
@@ -66,8 +66,18 @@ class Rwkv6 final : public Mechanism {
     static const MechanismInfo info{
         "rwkv6",
         "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (64)",
-        StateKind::fixed_state, {"cpu"}};
+        StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+        {"cpu", "cuda"}};
+#else
+        {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return rwkv_cuda_unsupported(RwkvVersion::v6, cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
@@ -106,6 +116,9 @@ class Rwkv6 final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_rwkv_cuda(RwkvVersion::v6, cell, seed, backend);
+#endif
     return prepare_rwkv_cell<Rwkv6Policy>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &rwkv6_conformance(); }

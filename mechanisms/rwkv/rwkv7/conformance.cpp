@@ -76,6 +76,10 @@ class Rwkv7Conformance final : public ConformanceAdapter {
     return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
   }
 
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return rwkv7_conformance_on_cuda; }
+#endif
+
   std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
                                            std::uint64_t seed, DType dtype) const override {
     spec(options);

@@ -3,6 +3,9 @@
 #include "mechanisms/capacity.hpp"
 #include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/rwkv/cells.hpp"
+#include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/cuda_plan.hpp"
+#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
@@ -35,10 +38,7 @@ struct Rwkv7Policy {
     }
   }
   static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv7_reference(in.head_matrix(kRwkvR, bh, rows), in.head_matrix(kRwkvDecay, bh, rows),
-                           in.head_matrix(kRwkvK, bh, rows), in.head_matrix(kRwkvV, bh, rows),
-                           in.head_matrix(kRwkvKappa, bh, rows), in.head_matrix(kRwkvIclr, bh, rows))
-        .outputs;
+    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 
@@ -83,8 +83,18 @@ class Rwkv7 final : public Mechanism {
     static const MechanismInfo info{
         "rwkv7",
         "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU)",
-        StateKind::fixed_state, {"cpu"}};
+        StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+        {"cpu", "cuda"}};
+#else
+        {"cpu"}};
+#endif
     return info;
+  }
+
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return rwkv_cuda_unsupported(RwkvVersion::v7, cell);
+    return std::nullopt;
   }
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
@@ -119,6 +129,9 @@ class Rwkv7 final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_rwkv_cuda(RwkvVersion::v7, cell, seed, backend);
+#endif
     return prepare_rwkv_cell<Rwkv7Policy>(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &rwkv7_conformance(); }

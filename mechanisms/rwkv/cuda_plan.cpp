@@ -1,0 +1,69 @@
+#include "mechanisms/rwkv/cuda_plan.hpp"
+
+#include <algorithm>
+
+#include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+const char* name_of(RwkvVersion version) {
+  switch (version) {
+    case RwkvVersion::v4: return "rwkv4";
+    case RwkvVersion::v6: return "rwkv6";
+    case RwkvVersion::v7: return "rwkv7";
+  }
+  return "rwkv";
+}
+
+}  // namespace
+
+RwkvScanPlan plan_rwkv_scan(RwkvVersion version, std::int64_t batch_heads, std::int64_t heads, std::int64_t tokens,
+                            std::int64_t dim) {
+  RwkvScanPlan plan;
+  plan.version = version;
+  plan.batch_heads = batch_heads;
+  plan.heads = heads;
+  plan.tokens = tokens;
+  plan.dim = static_cast<int>(dim);
+  if (version == RwkvVersion::v4) {
+    plan.blocks = ceil_div(checked_mul(batch_heads, dim), kRwkvCudaThreads);
+    return plan;
+  }
+  plan.column_blocks = static_cast<int>(ceil_div(std::max<std::int64_t>(dim, 1), kRwkvCudaColumnsPerBlock));
+  plan.blocks = checked_mul(batch_heads, plan.column_blocks);
+  const std::int64_t rows = ceil_div(std::max<std::int64_t>(dim, 1), kRwkvCudaRowParts);
+  for (const int count : kRwkvCudaRowCounts) {
+    if (count >= rows) {
+      plan.rows_per_lane = count;
+      break;
+    }
+  }
+  plan.staged_vectors = version == RwkvVersion::v6 ? int{kRwkv6StagedCount} : int{kRwkv7StagedCount};
+  const std::size_t per_token = sizeof(float) * static_cast<std::size_t>(plan.staged_vectors) *
+                                static_cast<std::size_t>(std::max<std::int64_t>(dim, 1));
+  const std::int64_t fit = static_cast<std::int64_t>(kRwkvCudaTileBytes / per_token);
+  plan.token_tile = static_cast<int>(std::clamp<std::int64_t>(std::min<std::int64_t>(fit, tokens), 1, kRwkvCudaMaxTokenTile));
+  plan.shared_bytes = per_token * static_cast<std::size_t>(plan.token_tile);
+  return plan;
+}
+
+std::optional<std::string> rwkv_cuda_unsupported(RwkvVersion version, const Cell& cell) {
+  const std::string name = name_of(version);
+  if (cell.head_dim < 1 || cell.head_dim > kRwkvCudaMaxHeadDim) {
+    return "the CUDA kernels of " + name + " take head_dim 1.." + std::to_string(kRwkvCudaMaxHeadDim);
+  }
+  if (cell.batch_heads() < 1) return "the CUDA kernels of " + name + " need batch * heads >= 1";
+  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
+  const RwkvScanPlan plan = plan_rwkv_scan(version, cell.batch_heads(), cell.heads,
+                                           cell.phase == Phase::decode ? 1 : cell.sequence_length, cell.head_dim);
+  if (plan.blocks > kCudaMaxGridX) {
+    return "batch * heads * head_dim exceeds the CUDA grid limit of " + name + "'s kernels (2^31 - 1 blocks)";
+  }
+  if (plan.shared_bytes > kCudaDefaultSharedBytes) return name + ": staged tokens exceed 48 KiB of shared memory";
+  return std::nullopt;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,110 @@
+// CUDA scan of RWKV-6 (Finch): the decode step and the recurrent prefill (cuda_plan.hpp has the
+// geometry). Per token, with S [key i][value j], decay w_i = exp(max(-exp(d_i), -100)) (as the CPU
+// kernels clamp it) and bonus u:
+//   o_j = sum_i r_i S_ij + (sum_i r_i u_i k_i) v_j,   S_ij = w_i S_ij + k_i v_j
+// Each lane holds its key rows of one value column in registers for the whole call; the bonus term
+// is folded into the same per-lane sum as the state read-out, so one column_sum per token gives o_j.
+// fp32 FMAs on SIMT cores; bf16 storage widens on load. expf (not __expf) keeps fp32 within 1e-4.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/matrix_scan.cuh"
+
+namespace arch_bench {
+
+namespace {
+
+// One block per SM is the bound ptxas is given: with the default heuristics it capped the 8-row
+// lanes at 56 registers and spilled 4 bytes.
+template <class T, int kRows>
+__global__ void __launch_bounds__(kRwkvCudaThreads, 1)
+    rwkv6_scan_kernel(const T* __restrict__ r, const T* __restrict__ k, const T* __restrict__ v,
+                      const T* __restrict__ d, const float* __restrict__ u, float* __restrict__ state,
+                      T* __restrict__ out, std::int64_t tokens, int dim, std::int64_t heads, int column_blocks,
+                      int token_tile) {
+  extern __shared__ float staged[];  // [token_tile][kRwkv6StagedCount][dim]
+  const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks);
+  const bool live = at.column < dim;
+  float* S = state + at.bh * dim * dim;
+  const float* u_row = u + (at.bh % heads) * dim;
+  // Every per-token pointer moves to this head's first token, then a tile at a time: the loops
+  // index with ints inside a tile (fewer 64-bit registers; at 64 rows per lane that avoided a spill).
+  const std::int64_t head_first = at.bh * tokens * dim;
+  r += head_first;
+  k += head_first;
+  v += head_first;
+  d += head_first;
+  out += head_first;
+  float s[kRows];
+  load_column(S, dim, at, s);
+
+  const int stride = kRwkv6StagedCount * dim;
+  for (std::int64_t t0 = 0; t0 < tokens; t0 += token_tile) {
+    const int n = static_cast<int>(min(static_cast<std::int64_t>(token_tile), tokens - t0));
+    __syncthreads();  // the previous tile is consumed
+    // Unrolled so that several elements' global loads are in flight at once (the staging pass is
+    // latency-bound: a few warps per SM).
+#pragma unroll 4
+    for (int e = threadIdx.x; e < n * dim; e += blockDim.x) {
+      const int tt = e / dim, c = e % dim;
+      const int src = tt * dim + c;  // within the tile
+      float* token = staged + tt * stride;
+      const float rc = load_float(r[src]), kc = load_float(k[src]);
+      token[kRwkv6StagedR * dim + c] = rc;
+      token[kRwkv6StagedK * dim + c] = kc;
+      token[kRwkv6StagedW * dim + c] = expf(fmaxf(-expf(load_float(d[src])), -100.0f));
+      token[kRwkv6StagedBonus * dim + c] = rc * u_row[c] * kc;
+      token[kRwkv6StagedV * dim + c] = load_float(v[src]);
+    }
+    __syncthreads();
+    for (int tt = 0; tt < n; ++tt) {
+      const float* token = staged + tt * stride;
+      const float vj = live ? token[kRwkv6StagedV * dim + at.column] : 0.0f;
+      float partial = 0.0f;
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        const int i = rwkv_scan_key_row(at.part, q);
+        if (i < dim) {
+          partial = fmaf(token[kRwkv6StagedR * dim + i], s[q], partial);
+          partial = fmaf(token[kRwkv6StagedBonus * dim + i], vj, partial);
+          s[q] = fmaf(token[kRwkv6StagedW * dim + i], s[q], token[kRwkv6StagedK * dim + i] * vj);
+        }
+      }
+      const float o = column_sum(partial);
+      if (live && at.part == 0) store_float(out + tt * dim + at.column, o);
+    }
+    const int advance = n * dim;
+    r += advance;
+    k += advance;
+    v += advance;
+    d += advance;
+    out += advance;
+  }
+  store_column(S, dim, at, s);
+}
+
+}  // namespace
+
+template <class T>
+void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, const RwkvTokens<T>& x, float* state,
+                       T* out, CUstream_st* stream) {
+  using D = typename DeviceStorage<T>::type;
+  if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; S unchanged
+  with_row_count(plan.rows_per_lane, [&]<int kRows>() {
+    rwkv6_scan_kernel<D, kRows><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+        reinterpret_cast<const D*>(x.r), reinterpret_cast<const D*>(x.k), reinterpret_cast<const D*>(x.v),
+        reinterpret_cast<const D*>(x.decay), params.u, state, reinterpret_cast<D*>(out), plan.tokens, plan.dim,
+        plan.heads, plan.column_blocks, plan.token_tile);
+  });
+  check_launch("rwkv6_scan_kernel");
+}
+
+template void launch_rwkv6_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
+                                       float*, CUstream_st*);
+template void launch_rwkv6_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
+                                      bf16*, CUstream_st*);
+
+}  // namespace arch_bench

@@ -1,0 +1,124 @@
+// CUDA scan of RWKV-7 (Goose): the decode step and the recurrent prefill (cuda_plan.hpp has the
+// geometry). In the kernels' column convention (rwkv7/cpu.hpp), H [key j][value i] and per token
+//   u_i = sum_j a_j H_ji                       (the value the token removes, from H_{t-1})
+//   H_ji = w_j H_ji + b_j u_i + k_j v_i,       o_i = sum_j r_j H_ji (from H_t)
+// with w = exp(-e^{-0.5} sigmoid(w_raw)), a = -kappa, b = kappa * iclr. Each value column i evolves
+// on its own: a lane holds its key rows of one column in registers for the whole call, and the two
+// sums over key rows are one column_sum each per token. fp32 FMAs on SIMT cores; bf16 storage
+// widens on load. expf (not __expf) keeps fp32 within 1e-4.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/matrix_scan.cuh"
+
+namespace arch_bench {
+
+namespace {
+
+// One block per SM is the bound ptxas is given: with the default heuristics it capped the 32-row
+// lanes at 96 registers and spilled 8 bytes; the occupancy this costs is what d = 256 needs anyway.
+template <class T, int kRows>
+__global__ void __launch_bounds__(kRwkvCudaThreads, 1)
+    rwkv7_scan_kernel(const T* __restrict__ r, const T* __restrict__ k, const T* __restrict__ v,
+                      const T* __restrict__ w_raw, const T* __restrict__ kappa, const T* __restrict__ iclr,
+                      float* __restrict__ state, T* __restrict__ out, std::int64_t tokens, int dim, int column_blocks,
+                      int token_tile) {
+  extern __shared__ float staged[];  // [token_tile][kRwkv7StagedCount][dim]
+  const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks);
+  const bool live = at.column < dim;
+  float* H = state + at.bh * dim * dim;
+  // Every per-token pointer moves to this head's first token, then a tile at a time: the loops
+  // index with ints inside a tile (fewer 64-bit registers; at 64 rows per lane that avoided a spill).
+  const std::int64_t head_first = at.bh * tokens * dim;
+  r += head_first;
+  k += head_first;
+  v += head_first;
+  w_raw += head_first;
+  kappa += head_first;
+  iclr += head_first;
+  out += head_first;
+  float h[kRows];
+  load_column(H, dim, at, h);
+
+  const int stride = kRwkv7StagedCount * dim;
+  constexpr float kDecayScale = 0.60653065971263342f;  // e^{-0.5}, as kRwkv7DecayScale
+  for (std::int64_t t0 = 0; t0 < tokens; t0 += token_tile) {
+    const int n = static_cast<int>(min(static_cast<std::int64_t>(token_tile), tokens - t0));
+    __syncthreads();  // the previous tile is consumed
+    // Unrolled so that several elements' global loads are in flight at once (the staging pass is
+    // latency-bound: a few warps per SM).
+#pragma unroll 4
+    for (int e = threadIdx.x; e < n * dim; e += blockDim.x) {
+      const int tt = e / dim, c = e % dim;
+      const int src = tt * dim + c;  // within the tile
+      float* token = staged + tt * stride;
+      const float kap = load_float(kappa[src]);
+      token[kRwkv7StagedR * dim + c] = load_float(r[src]);
+      token[kRwkv7StagedK * dim + c] = load_float(k[src]);
+      token[kRwkv7StagedW * dim + c] = expf(-kDecayScale / (1.0f + expf(-load_float(w_raw[src]))));
+      token[kRwkv7StagedA * dim + c] = -kap;
+      token[kRwkv7StagedB * dim + c] = kap * load_float(iclr[src]);
+      token[kRwkv7StagedV * dim + c] = load_float(v[src]);
+    }
+    __syncthreads();
+    for (int tt = 0; tt < n; ++tt) {
+      const float* token = staged + tt * stride;
+      const float vi = live ? token[kRwkv7StagedV * dim + at.column] : 0.0f;
+      float removed = 0.0f;
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        const int j = rwkv_scan_key_row(at.part, q);
+        if (j < dim) removed = fmaf(token[kRwkv7StagedA * dim + j], h[q], removed);
+      }
+      removed = column_sum(removed);
+      float partial = 0.0f;
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        const int j = rwkv_scan_key_row(at.part, q);
+        if (j < dim) {
+          const float x = fmaf(token[kRwkv7StagedW * dim + j], h[q],
+                               fmaf(token[kRwkv7StagedB * dim + j], removed, token[kRwkv7StagedK * dim + j] * vi));
+          h[q] = x;
+          partial = fmaf(token[kRwkv7StagedR * dim + j], x, partial);
+        }
+      }
+      const float o = column_sum(partial);
+      if (live && at.part == 0) store_float(out + tt * dim + at.column, o);
+    }
+    const int advance = n * dim;
+    r += advance;
+    k += advance;
+    v += advance;
+    w_raw += advance;
+    kappa += advance;
+    iclr += advance;
+    out += advance;
+  }
+  store_column(H, dim, at, h);
+}
+
+}  // namespace
+
+template <class T>
+void launch_rwkv7_scan(const RwkvScanPlan& plan, const RwkvParameters&, const RwkvTokens<T>& x, float* state, T* out,
+                       CUstream_st* stream) {
+  using D = typename DeviceStorage<T>::type;
+  if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; H unchanged
+  with_row_count(plan.rows_per_lane, [&]<int kRows>() {
+    rwkv7_scan_kernel<D, kRows><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+        reinterpret_cast<const D*>(x.r), reinterpret_cast<const D*>(x.k), reinterpret_cast<const D*>(x.v),
+        reinterpret_cast<const D*>(x.decay), reinterpret_cast<const D*>(x.kappa), reinterpret_cast<const D*>(x.iclr),
+        state, reinterpret_cast<D*>(out), plan.tokens, plan.dim, plan.column_blocks, plan.token_tile);
+  });
+  check_launch("rwkv7_scan_kernel");
+}
+
+template void launch_rwkv7_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
+                                       float*, CUstream_st*);
+template void launch_rwkv7_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
+                                      bf16*, CUstream_st*);
+
+}  // namespace arch_bench
