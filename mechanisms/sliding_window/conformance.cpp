@@ -10,6 +10,7 @@
 #include "mechanisms/common/grouped_kv.hpp"
 #include "mechanisms/sliding_window/options.hpp"
 #include "mechanisms/sliding_window/reference.hpp"
+#include "mechanisms/softmax_kv/conformance.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 
 namespace arch_bench {
@@ -94,6 +95,15 @@ class SlidingWindowConformance final : public ConformanceAdapter {
     spec(options);
     return generate_grouped_attention_inputs(shape, options, seed, dtype);
   }
+#if ARCH_BENCH_HAVE_CUDA
+  CudaConformanceRun cuda_kernels() const override { return run_on_cuda; }
+
+ private:
+  // softmax_kv's CUDA kernels with the window (mechanisms/softmax_kv/cuda_conformance.cpp).
+  static void run_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, Backend& cuda) {
+    attention_conformance_on_cuda("sliding_window", window_option().integer(out.options), inputs, dtype, out, cuda);
+  }
+#endif
 };
 
 }  // namespace

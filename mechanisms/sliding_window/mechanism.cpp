@@ -17,11 +17,13 @@
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/sliding_window/capacity.hpp"
-#include "mechanisms/sliding_window/check.hpp"
 #include "mechanisms/sliding_window/conformance.hpp"
 #include "mechanisms/sliding_window/options.hpp"
 #include "mechanisms/sliding_window/ring.hpp"
+#include "mechanisms/softmax_kv/check.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
+#include "mechanisms/softmax_kv/cuda.hpp"
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
 
 namespace arch_bench {
 
@@ -72,7 +74,7 @@ class SlidingWindowDecodeCell final : public PreparedCell {
   }
 
   Accuracy check() const override {
-    return check_sliding_window_decode(inputs_, length_, window_, group_, out_.data());
+    return check_softmax_decode(inputs_, length_, out_.data(), group_, window_);
   }
 
   std::string cpu_kernel_isa() const override { return dispatched_kernel_isa(softmax_decode_isa(plan_)); }
@@ -111,7 +113,7 @@ class SlidingWindowPrefillCell final : public PreparedCell {
                     cpu_isa(), AttentionPattern{.group = group_, .window = window_});
   }
 
-  Accuracy check() const override { return check_sliding_window_prefill(inputs_, window_, group_, out_.data()); }
+  Accuracy check() const override { return check_softmax_prefill(inputs_, out_.data(), group_, window_); }
 
   std::string cpu_kernel_isa() const override {
     return dispatched_kernel_isa(softmax_prefill_isa(std::is_same_v<T, bf16>, inputs_.dim));
@@ -139,7 +141,11 @@ class SlidingWindow final : public Mechanism {
     static const MechanismInfo info{"sliding_window",
                                     "softmax attention over the last W tokens (--window; K/V state bounded at W)",
                                     StateKind::fixed_state,
+#if ARCH_BENCH_HAVE_CUDA
+                                    {"cpu", "cuda"}};
+#else
                                     {"cpu"}};
+#endif
     return info;
   }
 
@@ -147,6 +153,12 @@ class SlidingWindow final : public Mechanism {
     if (cell.head_dim > kMaxDim) return "sliding_window takes head_dim up to 256";
     if (window_option().integer(cell.options) < 1) return "--window must be at least 1 token";
     return kv_heads_problem(cell);
+  }
+
+  // softmax_kv's CUDA kernels, with their limits (16-byte rows, grid rows).
+  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    if (backend == "cuda") return softmax_kv_cuda_unsupported(cell);
+    return std::nullopt;
   }
 
   std::vector<OptionSpec> option_specs() const override { return {window_option(), kv_heads_option()}; }
@@ -164,9 +176,14 @@ class SlidingWindow final : public Mechanism {
     if (cell.phase == Phase::prefill) return checked_product(2, cell.sequence_length, checked_add(bhd, kv_hd), e);
     const std::int64_t slots = ring_slots(cell.sequence_length, window_option().integer(cell.options));
     // plan_softmax_decode's splits are at most max(1, slots / 256); one partial per query head and split.
+    // The CUDA plan's bound is softmax_kv's for a cache of `slots` rows; whichever backend runs it.
     const std::int64_t splits = std::max<std::int64_t>(1, slots / kMinRowsPerSplit);
-    const std::int64_t workspace = checked_product(cell.batch_heads(), splits, checked_add(cell.head_dim, 2),
-                                                   static_cast<std::int64_t>(sizeof(float)));
+    Cell ring = cell;
+    ring.sequence_length = slots - 1;
+    const std::int64_t workspace =
+        std::max(checked_product(cell.batch_heads(), splits, checked_add(cell.head_dim, 2),
+                                 static_cast<std::int64_t>(sizeof(float))),
+                 softmax_decode_cuda_workspace_bytes_bound(ring));
     return checked_sum(checked_product(2, slots, kv_hd, e), checked_product(2, checked_add(bhd, kv_hd), e), workspace);
   }
 
@@ -187,6 +204,9 @@ class SlidingWindow final : public Mechanism {
   }
 
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
+#if ARCH_BENCH_HAVE_CUDA
+    if (backend.name() == "cuda") return prepare_softmax_kv_cuda(cell, seed, backend, window_option().integer(cell.options));
+#endif
     return prepare_cell<SlidingWindowDecodeCell, SlidingWindowPrefillCell>(cell, seed, backend.allocator());
   }
 
