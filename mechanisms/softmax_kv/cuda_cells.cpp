@@ -18,6 +18,7 @@
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/softmax_kv/check.hpp"
+#include "mechanisms/softmax_kv/decode_cache.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -28,12 +29,6 @@ static_assert(sizeof(bf16) == sizeof(__nv_bfloat16) && alignof(bf16) == alignof(
               "cuda.cu reinterprets arch_bench::bf16 buffers as __nv_bfloat16");
 
 namespace {
-
-// Rows per K/V head of the decode cache at position L: every token's (L + 1), or sliding_window's
-// ring of min(L + 1, W) slots (mechanisms/sliding_window/ring.hpp: token p in slot p % slots).
-std::int64_t decode_cache_rows(std::int64_t length, std::int64_t window) {
-  return window > 0 ? std::min(length + 1, window) : length + 1;
-}
 
 // Decode: the cache holds the context of L tokens (or the ring its last slots - 1); the step
 // appends token L at row L % slots (L without a window) and attends over all rows. Re-running the
