@@ -68,7 +68,8 @@ TEST(CliDevice, ListNamesTheMechanismsWithCudaKernelsInThisBuild) {
     const auto backends = mechanism["backends"].get<std::vector<std::string>>();
     const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
     const std::string id = mechanism["id"];
-    if (id == "softmax_kv" || id == "linear_attention" || id == "performer" || id == "mamba") {
+    if (id == "softmax_kv" || id == "sliding_window" || id == "linear_attention" || id == "performer" ||
+        id == "mamba") {
       EXPECT_EQ(has_cuda, cuda_build) << id;
     } else {
       EXPECT_FALSE(has_cuda) << id << " has no CUDA kernels yet";

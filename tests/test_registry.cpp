@@ -39,7 +39,7 @@ TEST(Registry, EveryBuiltinDeclaresItsConformanceAdapter) {
 
 TEST(Registry, GpuConformanceIsDeclaredByTheMechanismsWithCudaKernels) {
 #if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "performer"};
+  const std::vector<std::string> expected = {"softmax_kv", "sliding_window", "linear_attention", "mamba", "performer"};
 #else
   const std::vector<std::string> expected = {};
 #endif
