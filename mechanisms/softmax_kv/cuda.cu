@@ -314,7 +314,8 @@ __global__ void __launch_bounds__(256)
 
 // ---------------------------------------------------------------------------------------------
 // Prefill. Grid (query_tiles, batch_heads); blockIdx.x counts query tiles from the last, so the
-// blocks with the most key tiles (the causal triangle's long rows) start first.
+// blocks with the most key tiles (the causal triangle's long rows) start first. With a window
+// (sliding_window) a query attends keys (t - band, t] only.
 struct PrefillGeometry {
   int tokens;
   int dim;
@@ -324,6 +325,31 @@ struct PrefillGeometry {
   int ld_q, ld_k, ld_v, ld_s, ld_p, ld_o;
   unsigned q_offset, k_offset, v_offset, s_offset, p_offset, o_offset;
 };
+
+// Where a prefill block works: grid (query_tiles, batch_heads), blockIdx.x counting query tiles from
+// the last; its query head's rows, its K/V head's (block row y reads K/V head y / group), and the
+// first key tile any of its queries attends (tiles wholly before the band of the tile's first query
+// are skipped: SoftmaxPrefillCudaPlan::first_key_tile).
+struct PrefillBlock {
+  int query_tile, q0, first_key_tile;
+  std::size_t head, kv_head;  // element offsets of the query head's and the K/V head's [tokens][dim]
+};
+
+__device__ inline PrefillBlock prefill_block(const PrefillGeometry& g, int tile_rows) {
+  PrefillBlock b;
+  b.query_tile = gridDim.x - 1 - blockIdx.x;
+  b.q0 = b.query_tile * tile_rows;
+  const int first_key = b.q0 - g.band + 1;
+  b.first_key_tile = first_key <= 0 ? 0 : first_key / tile_rows;  // key tiles are as tall as query tiles
+  b.head = static_cast<std::size_t>(blockIdx.y) * g.tokens * g.dim;
+  b.kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * g.tokens * g.dim;
+  return b;
+}
+
+// Whether query `query` attends key `key`: causal, inside the band, and a real token.
+__device__ inline bool attends(int key, int query, const PrefillGeometry& g) {
+  return key <= query && key > query - g.band && key < g.tokens;
+}
 
 // Copies rows [row0, row0 + rows) of one head ([tokens][dim] bf16) into a shared tile with pitch
 // `ld`, 16 bytes per thread and step; rows past `tokens` are zero (0 x garbage could be NaN).
@@ -361,12 +387,13 @@ __global__ void __launch_bounds__(kPrefillThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int query_tile = gridDim.x - 1 - blockIdx.x;
-  const int q0 = query_tile * kTile;
+  const PrefillBlock block = prefill_block(g, kTile);
+  const int query_tile = block.query_tile;
+  const int q0 = block.q0;
   const int tokens = g.tokens;
   const int dim = g.dim;
-  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * tokens * dim;
-  const std::size_t kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * tokens * dim;
+  const std::size_t head = block.head;
+  const std::size_t kv_head = block.kv_head;
 
   const __nv_bfloat16* q_warp = q_tile + warp * kFrag * g.ld_q;
   float* s_warp = s_tile + warp * kFrag * g.ld_s;
@@ -385,11 +412,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   float m = -INFINITY;
   float l = 0.0f;
 
-  // Key tiles wholly before the band of the tile's first query hold no key any row attends
-  // (SoftmaxPrefillCudaPlan::first_key_tile).
-  const int first_key = q0 - g.band + 1;
-  const int first_key_tile = first_key <= 0 ? 0 : first_key / kTile;
-  for (int key_tile = first_key_tile; key_tile <= query_tile; ++key_tile) {
+  for (int key_tile = block.first_key_tile; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();  // every warp is done with the previous K/V tile (and Q is written)
     load_bf16_rows(k_tile, g.ld_k, k + kv_head, k0, kTile, tokens, dim);
@@ -413,7 +436,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     float tile_max = -INFINITY;
     for (int c = half; c < kTile; c += 2) {
       const int key = k0 + c;
-      if (key <= query && key > query - g.band && key < tokens) tile_max = fmaxf(tile_max, s_row[c] * g.scale_log2);
+      if (attends(key, query, g)) tile_max = fmaxf(tile_max, s_row[c] * g.scale_log2);
     }
     tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 1));
     const float m_new = fmaxf(m, tile_max);
@@ -422,7 +445,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     float weight_sum = 0.0f;
     for (int c = half; c < kTile; c += 2) {
       const int key = k0 + c;
-      const float p = key <= query && key > query - g.band && key < tokens ? exp2f(s_row[c] * g.scale_log2 - m_use) : 0.0f;
+      const float p = attends(key, query, g) ? exp2f(s_row[c] * g.scale_log2 - m_use) : 0.0f;
       const __nv_bfloat16 p_bf16 = __float2bfloat16(p);
       p_row[c] = p_bf16;
       weight_sum += __bfloat162float(p_bf16);  // the weights P V really uses
@@ -473,12 +496,13 @@ __global__ void __launch_bounds__(kPrefillThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int query_tile = gridDim.x - 1 - blockIdx.x;
-  const int q0 = query_tile * kTile;
+  const PrefillBlock block = prefill_block(g, kTile);
+  const int query_tile = block.query_tile;
+  const int q0 = block.q0;
   const int tokens = g.tokens;
   const int dim = g.dim;
-  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * tokens * dim;
-  const std::size_t kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * tokens * dim;
+  const std::size_t head = block.head;
+  const std::size_t kv_head = block.kv_head;
 
   // The tile's rows are contiguous in memory, so element i of the tile is element q0 * dim + i.
   for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {
@@ -501,11 +525,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     for (int i = 0; i < kDimsPerLane; ++i) acc[r][i] = 0.0f;
   }
 
-  // Key tiles wholly before the band of the tile's first query hold no key any row attends
-  // (SoftmaxPrefillCudaPlan::first_key_tile).
-  const int first_key = q0 - g.band + 1;
-  const int first_key_tile = first_key <= 0 ? 0 : first_key / kTile;
-  for (int key_tile = first_key_tile; key_tile <= query_tile; ++key_tile) {
+  for (int key_tile = block.first_key_tile; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();
     for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {
@@ -538,7 +558,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int query = q0 + warp * kRowsPerWarp + r;
-      const float s = key <= query && key > query - g.band && key < tokens ? score[r] : -INFINITY;
+      const float s = attends(key, query, g) ? score[r] : -INFINITY;
       float tile_max = s;
 #pragma unroll
       for (int offset = 16; offset > 0; offset >>= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, offset));
