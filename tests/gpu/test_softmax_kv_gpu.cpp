@@ -74,8 +74,8 @@ TEST(SoftmaxKvGpu, BatchOneLongContextDecodeSplitsAndMatches) {
   }
 }
 
-// Grouped-query and multi-query attention (--kv-heads): every query head of a group reads its K/V
-// head, and the group's first appends the new row. Both prefill paths, both decode lane layouts, a
+// Grouped-query and multi-query attention (--kv-heads): a decode block holds the queries of its K/V
+// head's group and streams that head once, the first slice's block appending the new row. Both prefill paths, both decode lane layouts, a
 // context long enough to split; the CPU cells of the same seed give the same reference error scale.
 TEST(SoftmaxKvGpu, GroupedQueryAttentionMatchesTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
