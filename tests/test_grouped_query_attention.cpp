@@ -12,6 +12,7 @@
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
 #include "runner/conformance/npy_files.hpp"
+#include "support/attention_fixtures.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -19,16 +20,12 @@ namespace arch_bench {
 namespace {
 using testing::relative_max_error;
 using testing::small_cell;
+using testing::attention_prefill;
+using testing::attention_reference;
+using testing::row_of_every_head;
+using testing::runnable_isas;
 
 constexpr std::int64_t kQueryHeads = 8;
-
-std::vector<CpuIsa> runnable_isas() {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16}) {
-    if (cpu_supports(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
 
 // Decode at `length` with K/V heads of `group` query heads each (splits forced when given).
 template <class T>
@@ -51,40 +48,6 @@ std::vector<float> grouped_decode(const AttentionInputs& in, std::int64_t group,
   return testing::to_floats(out);
 }
 
-template <class T>
-std::vector<float> grouped_prefill(const AttentionInputs& in, std::int64_t group, CpuIsa isa = cpu_isa()) {
-  const std::int64_t kv = in.batch_heads / group;
-  const auto q = testing::to_storage<T>(in.q);
-  std::vector<T> k(kv * in.tokens * in.dim), v(k.size()), out(q.size());
-  store_kv_heads(in, in.k, group, in.tokens, in.tokens, k.data());
-  store_kv_heads(in, in.v, group, in.tokens, in.tokens, v.data());
-  softmax_prefill(in.batch_heads, in.tokens, in.dim, q.data(), k.data(), v.data(), out.data(), isa,
-                  AttentionPattern{.group = group});
-  return testing::to_floats(out);
-}
-
-// All causal rows of every query head, each against its group's K/V, in fp64.
-std::vector<float> grouped_reference(const AttentionInputs& in, std::int64_t group) {
-  std::vector<float> out;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    const std::int64_t source = kv_source_head(h, group);
-    const MatrixD ref = softmax_attention_reference(in.head_matrix(in.q, h, in.tokens),
-                                                    in.head_matrix(in.k, source, in.tokens),
-                                                    in.head_matrix(in.v, source, in.tokens));
-    out.insert(out.end(), ref.data.begin(), ref.data.end());
-  }
-  return out;
-}
-
-std::vector<float> row_of_every_head(const std::vector<float>& all, const AttentionInputs& in, std::int64_t t) {
-  std::vector<float> rows;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    const float* row = all.data() + (h * in.tokens + t) * in.dim;
-    rows.insert(rows.end(), row, row + in.dim);
-  }
-  return rows;
-}
-
 // 64: the AVX-512 split kernel; 80: AVX2's (a multiple of 16, not of 32); 36: the portable one. Lengths
 // 0 (the new token alone), off the 64-row block, and long enough to split over two threads.
 TEST(GroupedQueryAttention, DecodeMatchesFp64ReferenceAtEveryGroupAndKernelSet) {
@@ -96,13 +59,13 @@ TEST(GroupedQueryAttention, DecodeMatchesFp64ReferenceAtEveryGroupAndKernelSet) 
           const Cell f32_cell = small_cell(kQueryHeads, dim, length, DType::float32);
           const AttentionInputs f32 = make_attention_inputs(f32_cell, length + 1, 31);
           EXPECT_LT(relative_max_error(grouped_decode<float>(f32, group, length, 2, isa),
-                                       row_of_every_head(grouped_reference(f32, group), f32, length)),
+                                       row_of_every_head(attention_reference(f32, group, 0), f32, length)),
                     1e-5)
               << cpu_isa_name(isa) << " kv_heads " << kv_heads << " dim " << dim << " L " << length;
           const Cell b16_cell = small_cell(kQueryHeads, dim, length, DType::bfloat16);
           const AttentionInputs b16 = make_attention_inputs(b16_cell, length + 1, 32);
           EXPECT_LT(relative_max_error(grouped_decode<bf16>(b16, group, length, 2, isa),
-                                       row_of_every_head(grouped_reference(b16, group), b16, length)),
+                                       row_of_every_head(attention_reference(b16, group, 0), b16, length)),
                     dtype_tolerance(DType::bfloat16))
               << cpu_isa_name(isa) << " bf16 kv_heads " << kv_heads << " dim " << dim << " L " << length;
         }
@@ -118,10 +81,10 @@ TEST(GroupedQueryAttention, PrefillMatchesFp64ReferenceAtEveryGroupAndKernelSet)
       for (std::int64_t dim : {33, 64}) {
         for (std::int64_t tokens : {1, 65, 130}) {
           const AttentionInputs f32 = make_attention_inputs(small_cell(kQueryHeads, dim, 0, DType::float32), tokens, 33);
-          EXPECT_LT(relative_max_error(grouped_prefill<float>(f32, group, isa), grouped_reference(f32, group)), 1e-5)
+          EXPECT_LT(relative_max_error(attention_prefill<float>(f32, group, 0, isa), attention_reference(f32, group, 0)), 1e-5)
               << cpu_isa_name(isa) << " kv_heads " << kv_heads << " dim " << dim << " tokens " << tokens;
           const AttentionInputs b16 = make_attention_inputs(small_cell(kQueryHeads, dim, 0, DType::bfloat16), tokens, 34);
-          EXPECT_LT(relative_max_error(grouped_prefill<bf16>(b16, group, isa), grouped_reference(b16, group)),
+          EXPECT_LT(relative_max_error(attention_prefill<bf16>(b16, group, 0, isa), attention_reference(b16, group, 0)),
                     dtype_tolerance(DType::bfloat16))
               << cpu_isa_name(isa) << " bf16 kv_heads " << kv_heads << " dim " << dim << " tokens " << tokens;
         }
@@ -135,7 +98,7 @@ TEST(GroupedQueryAttention, DecodeAtLEqualsLastRowOfPrefill) {
   for (std::int64_t group : {2, 8}) {
     const AttentionInputs in = make_attention_inputs(small_cell(kQueryHeads, 64, length, DType::float32), length + 1, 35);
     EXPECT_LT(relative_max_error(grouped_decode<float>(in, group, length, 2),
-                                 row_of_every_head(grouped_prefill<float>(in, group), in, length)),
+                                 row_of_every_head(attention_prefill<float>(in, group, 0), in, length)),
               1e-5)
         << "group " << group;
   }
@@ -156,7 +119,7 @@ TEST(GroupedQueryAttention, GroupEqualsMultiHeadOnReplicatedKvBitForBit) {
       }
       EXPECT_EQ(grouped_decode<bf16>(in, group, length, 2, isa, 2), grouped_decode<bf16>(replicated, 1, length, 2, isa, 2))
           << cpu_isa_name(isa) << " group " << group;
-      EXPECT_EQ(grouped_prefill<bf16>(in, group, isa), grouped_prefill<bf16>(replicated, 1, isa))
+      EXPECT_EQ(attention_prefill<bf16>(in, group, 0, isa), attention_prefill<bf16>(replicated, 1, 0, isa))
           << cpu_isa_name(isa) << " group " << group;
     }
   }

@@ -40,8 +40,9 @@ TEST(Registry, EveryBuiltinDeclaresItsConformanceAdapter) {
 
 TEST(Registry, GpuConformanceIsDeclaredByTheMechanismsWithCudaKernels) {
 #if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string> expected = {"softmax_kv", "linear_attention", "mamba", "mamba2", "performer",
-                                             "retnet",     "gated_deltanet",   "rwkv4", "rwkv6",  "rwkv7"};
+  const std::vector<std::string> expected = {"softmax_kv", "sliding_window", "linear_attention", "mamba",
+                                             "mamba2",     "performer",      "retnet",           "gated_deltanet",
+                                             "rwkv4",      "rwkv6",          "rwkv7"};
 #else
   const std::vector<std::string> expected = {};
 #endif

@@ -12,6 +12,7 @@
 #include "mechanisms/sliding_window/ring.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
+#include "support/attention_fixtures.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -19,48 +20,10 @@ namespace arch_bench {
 namespace {
 using testing::relative_max_error;
 using testing::small_cell;
-
-std::vector<CpuIsa> runnable_isas() {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16}) {
-    if (cpu_supports(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
-template <class T>
-std::vector<float> banded_prefill(const AttentionInputs& in, std::int64_t window, std::int64_t group = 1,
-                                  CpuIsa isa = cpu_isa()) {
-  const std::int64_t kv = in.batch_heads / group;
-  const auto q = testing::to_storage<T>(in.q);
-  std::vector<T> k(kv * in.tokens * in.dim), v(k.size()), out(q.size());
-  store_kv_heads(in, in.k, group, in.tokens, in.tokens, k.data());
-  store_kv_heads(in, in.v, group, in.tokens, in.tokens, v.data());
-  softmax_prefill(in.batch_heads, in.tokens, in.dim, q.data(), k.data(), v.data(), out.data(), isa,
-                  AttentionPattern{.group = group, .window = window});
-  return testing::to_floats(out);
-}
-
-std::vector<float> banded_reference(const AttentionInputs& in, std::int64_t window, std::int64_t group = 1) {
-  std::vector<float> out;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    const std::int64_t source = kv_source_head(h, group);
-    const MatrixD ref = sliding_window_attention_reference(in.head_matrix(in.q, h, in.tokens),
-                                                           in.head_matrix(in.k, source, in.tokens),
-                                                           in.head_matrix(in.v, source, in.tokens), window);
-    out.insert(out.end(), ref.data.begin(), ref.data.end());
-  }
-  return out;
-}
-
-std::vector<float> row_of_every_head(const std::vector<float>& all, const AttentionInputs& in, std::int64_t t) {
-  std::vector<float> rows;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    const float* row = all.data() + (h * in.tokens + t) * in.dim;
-    rows.insert(rows.end(), row, row + in.dim);
-  }
-  return rows;
-}
+using testing::attention_prefill;
+using testing::attention_reference;
+using testing::row_of_every_head;
+using testing::runnable_isas;
 
 Cell window_cell(std::int64_t window, Phase phase, std::int64_t length, DType dtype = DType::bfloat16,
                  std::int64_t kv_heads = 0) {
@@ -79,10 +42,10 @@ TEST(SlidingWindow, PrefillMatchesFp64ReferenceAtEveryWindowAndKernelSet) {
       for (std::int64_t dim : {33, 64}) {
         for (std::int64_t tokens : {1, 70, 200}) {
           const AttentionInputs f32 = make_attention_inputs(small_cell(2, dim, 0, DType::float32), tokens, 41);
-          EXPECT_LT(relative_max_error(banded_prefill<float>(f32, window, 1, isa), banded_reference(f32, window)), 1e-5)
+          EXPECT_LT(relative_max_error(attention_prefill<float>(f32, 1, window, isa), attention_reference(f32, 1, window)), 1e-5)
               << cpu_isa_name(isa) << " W " << window << " dim " << dim << " tokens " << tokens;
           const AttentionInputs b16 = make_attention_inputs(small_cell(2, dim, 0, DType::bfloat16), tokens, 42);
-          EXPECT_LT(relative_max_error(banded_prefill<bf16>(b16, window, 1, isa), banded_reference(b16, window)),
+          EXPECT_LT(relative_max_error(attention_prefill<bf16>(b16, 1, window, isa), attention_reference(b16, 1, window)),
                     dtype_tolerance(DType::bfloat16))
               << cpu_isa_name(isa) << " bf16 W " << window << " dim " << dim << " tokens " << tokens;
         }
@@ -95,7 +58,7 @@ TEST(SlidingWindow, PrefillMatchesFp64ReferenceAtEveryWindowAndKernelSet) {
 TEST(SlidingWindow, WindowOfOneReturnsEachTokensValue) {
   for (CpuIsa isa : runnable_isas()) {
     const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::float32), 150, 43);
-    const std::vector<float> out = banded_prefill<float>(in, 1, 1, isa);
+    const std::vector<float> out = attention_prefill<float>(in, 1, 1, isa);
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_FLOAT_EQ(out[i], in.v[i]) << cpu_isa_name(isa) << " " << i;
   }
 }
@@ -108,8 +71,8 @@ TEST(SlidingWindow, WindowPastTheSequenceIsSoftmaxKvBitForBit) {
                v = testing::to_storage<bf16>(in.v);
     std::vector<bf16> causal(q.size());
     softmax_prefill(in.batch_heads, in.tokens, in.dim, q.data(), k.data(), v.data(), causal.data(), isa);
-    EXPECT_EQ(banded_prefill<bf16>(in, 300, 1, isa), testing::to_floats(causal)) << cpu_isa_name(isa);
-    EXPECT_EQ(banded_prefill<bf16>(in, 5000, 1, isa), testing::to_floats(causal)) << cpu_isa_name(isa);
+    EXPECT_EQ(attention_prefill<bf16>(in, 1, 300, isa), testing::to_floats(causal)) << cpu_isa_name(isa);
+    EXPECT_EQ(attention_prefill<bf16>(in, 1, 5000, isa), testing::to_floats(causal)) << cpu_isa_name(isa);
   }
   // The prepared decode cells: same inputs, same output bits.
   const Mechanism* window = find_mechanism("sliding_window");
@@ -169,7 +132,7 @@ TEST(SlidingWindow, DecodeAtLEqualsLastRowOfBandedPrefill) {
   }
   softmax_decode_append(plan, k_new.data(), v_new.data(), k_ring.data(), v_ring.data(), length % slots);
   softmax_decode_attend(plan, q.data(), k_ring.data(), v_ring.data(), slots, workspace.data(), out.data());
-  EXPECT_LT(relative_max_error(out, row_of_every_head(banded_prefill<float>(in, window), in, length)), 1e-5);
+  EXPECT_LT(relative_max_error(out, row_of_every_head(attention_prefill<float>(in, 1, window), in, length)), 1e-5);
 }
 
 TEST(SlidingWindow, StateIsBoundedByTheWindow) {
@@ -254,6 +217,29 @@ TEST(SlidingWindow, LandscapeAcceptsAStateThatReachedItsBound) {
   }
   ASSERT_EQ(state_bytes.size(), 2u);
   EXPECT_LT(state_bytes[0], state_bytes[1]) << "the state grew below the window";
+}
+
+}  // namespace
+}  // namespace arch_bench
+
+namespace arch_bench {
+namespace {
+
+// One fp64 softmax for both mechanisms: sliding_window's reference is softmax_kv's with the window,
+// a window covering the row is the causal row exactly, and a negative window is refused.
+TEST(SlidingWindow, ReferenceIsSoftmaxKvsWithTheWindow) {
+  const AttentionInputs in = make_attention_inputs(testing::small_cell(1, 16, 40, DType::float32), 40, 3);
+  const MatrixD q = in.head_matrix(in.q, 0, in.tokens), k = in.head_matrix(in.k, 0, in.tokens),
+                v = in.head_matrix(in.v, 0, in.tokens);
+  for (std::int64_t window : {1, 7, 39, 40, 100}) {
+    EXPECT_EQ(sliding_window_attention_reference(q, k, v, window).data,
+              softmax_attention_reference(q, k, v, window).data);
+  }
+  EXPECT_EQ(softmax_attention_reference(q, k, v, 40).data, softmax_attention_reference(q, k, v).data);
+  EXPECT_EQ(softmax_attention_row(q, k, v, 20, 21), softmax_attention_row(q, k, v, 20));
+  EXPECT_NE(softmax_attention_row(q, k, v, 20, 20), softmax_attention_row(q, k, v, 20));  // key 0 leaves
+  EXPECT_THROW(softmax_attention_row(q, k, v, 5, -1), std::invalid_argument);
+  EXPECT_THROW(sliding_window_attention_row(q, k, v, 5, 0), std::invalid_argument);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ constexpr int kH200Multiprocessors = 132;
 constexpr std::int64_t kWarpSize = 32;
 
 bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+std::int64_t ceil_div_for_test(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Every split non-empty, adjacent splits sharing their boundary, the whole context covered once.
 void expect_splits_cover_context(const SoftmaxDecodeCudaPlan& plan) {
@@ -38,16 +39,19 @@ void expect_splits_cover_context(const SoftmaxDecodeCudaPlan& plan) {
   EXPECT_EQ(covered, plan.context);
 }
 
-TEST(SoftmaxKvCudaPlan, DecodeOfBatchOneEightHeadsFillsEveryMultiprocessorTwice) {
-  for (std::int64_t length : {4096, 8192, 100000}) {
+TEST(SoftmaxKvCudaPlan, DecodeOfBatchOneEightHeadsGivesEveryMultiprocessorItsBlocks) {
+  const std::int64_t target = std::int64_t{kDecodeBlocksPerMultiprocessor} * kH200Multiprocessors;
+  for (std::int64_t length : {8192, 32768, 100000}) {
     const SoftmaxDecodeCudaPlan plan =
-        plan_softmax_decode_cuda(8, 64, DType::bfloat16, length + 1, length + 1, kH200Multiprocessors);
-    EXPECT_GE(plan.splits * plan.batch_heads, 2 * kH200Multiprocessors) << "L=" << length;
-    EXPECT_LT((plan.splits - 1) * plan.batch_heads, 2 * kH200Multiprocessors) << "no more splits than needed";
+        plan_softmax_decode_cuda(8, 1, 64, DType::bfloat16, length + 1, length + 1, kH200Multiprocessors);
+    EXPECT_GE(plan.blocks(), target) << "L=" << length;
+    EXPECT_LT((plan.splits - 1) * plan.batch_heads, target) << "no more splits than needed";
     expect_splits_cover_context(plan);
   }
-  // Shorter contexts stop at the minimum rows per split: L=2048 gives 32 splits of 64 rows.
-  EXPECT_EQ(plan_softmax_decode_cuda(8, 64, DType::bfloat16, 2049, 2049, kH200Multiprocessors).splits,
+  // Shorter contexts stop at the minimum rows per split: L=4096 gives 64 splits, L=2048 32, of 64 rows.
+  EXPECT_EQ(plan_softmax_decode_cuda(8, 1, 64, DType::bfloat16, 4097, 4097, kH200Multiprocessors).splits,
+            4097 / kDecodeMinRowsPerSplit);
+  EXPECT_EQ(plan_softmax_decode_cuda(8, 1, 64, DType::bfloat16, 2049, 2049, kH200Multiprocessors).splits,
             2049 / kDecodeMinRowsPerSplit);
 }
 
@@ -58,7 +62,7 @@ TEST(SoftmaxKvCudaPlan, DecodeSplitsAreNonEmptyAndCoverTheContextOnce) {
         SCOPED_TRACE(::testing::Message() << "context " << context << " batch_heads " << batch_heads << " SMs "
                                           << multiprocessors);
         expect_splits_cover_context(
-            plan_softmax_decode_cuda(batch_heads, 128, DType::float32, context, context, multiprocessors));
+            plan_softmax_decode_cuda(batch_heads, 1, 128, DType::float32, context, context, multiprocessors));
       }
     }
   }
@@ -66,23 +70,26 @@ TEST(SoftmaxKvCudaPlan, DecodeSplitsAreNonEmptyAndCoverTheContextOnce) {
 
 TEST(SoftmaxKvCudaPlan, ShortContextsAndManyHeadsDoNotSplit) {
   // Under two minimum splits' worth of rows there is nothing to gain from a combine pass.
-  EXPECT_EQ(plan_softmax_decode_cuda(8, 64, DType::bfloat16, 513, 100, kH200Multiprocessors).splits, 1);
-  // 512 heads already give every multiprocessor its blocks.
-  EXPECT_EQ(plan_softmax_decode_cuda(512, 64, DType::bfloat16, 8193, 8193, kH200Multiprocessors).splits, 1);
+  EXPECT_EQ(plan_softmax_decode_cuda(8, 1, 64, DType::bfloat16, 513, 100, kH200Multiprocessors).splits, 1);
+  // 4 x 132 heads already give every multiprocessor its blocks.
+  EXPECT_EQ(plan_softmax_decode_cuda(kDecodeBlocksPerMultiprocessor * kH200Multiprocessors, 1, 64, DType::bfloat16,
+                                     8193, 8193, kH200Multiprocessors)
+                .splits,
+            1);
   // One head at a long context: as many splits as allowed, never more than the cap.
-  EXPECT_EQ(plan_softmax_decode_cuda(1, 64, DType::bfloat16, 1 << 20, 1 << 20, kH200Multiprocessors).splits,
-            2 * kH200Multiprocessors);
-  EXPECT_EQ(plan_softmax_decode_cuda(1, 64, DType::bfloat16, 1 << 20, 1 << 20, 1000).splits, kDecodeMaxSplits);
+  EXPECT_EQ(plan_softmax_decode_cuda(1, 1, 64, DType::bfloat16, 1 << 20, 1 << 20, 100).splits,
+            kDecodeBlocksPerMultiprocessor * 100);
+  EXPECT_EQ(plan_softmax_decode_cuda(1, 1, 64, DType::bfloat16, 1 << 20, 1 << 20, 1000).splits, kDecodeMaxSplits);
 }
 
 TEST(SoftmaxKvCudaPlan, DecodeWorkspaceHoldsOnePartialPerSplitWithinTheBound) {
-  const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, 64, DType::bfloat16, 8193, 8193, kH200Multiprocessors);
+  const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, 1, 64, DType::bfloat16, 8193, 8193, kH200Multiprocessors);
   EXPECT_EQ(plan.workspace_floats(), 8 * plan.splits * (64 + 2));  // (m, l, acc[64]) per head and split
   for (std::int64_t length : {0, 63, 512, 8192, 1 << 20}) {
     for (std::int64_t heads : {1, 8}) {
       Cell cell = small_cell(heads, 128, length, DType::float32);
       for (int multiprocessors : {1, kH200Multiprocessors, 1000}) {
-        const SoftmaxDecodeCudaPlan p = plan_softmax_decode_cuda(heads, 128, DType::float32, length + 1, length + 1,
+        const SoftmaxDecodeCudaPlan p = plan_softmax_decode_cuda(heads, 1, 128, DType::float32, length + 1, length + 1,
                                                                  multiprocessors);
         EXPECT_LE(p.workspace_floats() * 4, softmax_decode_cuda_workspace_bytes_bound(cell))
             << "L=" << length << " heads=" << heads << " SMs=" << multiprocessors;
@@ -107,7 +114,7 @@ TEST(SoftmaxKvCudaPlan, DecodeLanesReadWholeRowsAsSixteenByteVectors) {
   };
   for (const DecodeLanes& c : cases) {
     SCOPED_TRACE(::testing::Message() << dtype_name(c.dtype) << " head_dim " << c.dim);
-    const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, c.dim, c.dtype, 4097, 4097, kH200Multiprocessors);
+    const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, 1, c.dim, c.dtype, 4097, 4097, kH200Multiprocessors);
     EXPECT_EQ(plan.vector_elems * plan.elem_bytes, kVectorBytes);
     EXPECT_EQ(plan.vector_elems, c.vector_elems);
     EXPECT_EQ(plan.vectors_per_row, c.vectors_per_row);
@@ -130,7 +137,7 @@ TEST(SoftmaxKvCudaPlan, DecodeSharedMemoryAndCombineBlockFitTheirKernels) {
   for (DType dtype : {DType::bfloat16, DType::float32}) {
     const std::int64_t step = kVectorBytes / static_cast<std::int64_t>(dtype_bytes(dtype));
     for (std::int64_t dim = step; dim <= 256; dim += step) {
-      const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, dim, dtype, 1025, 1025, kH200Multiprocessors);
+      const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(8, 1, dim, dtype, 1025, 1025, kH200Multiprocessors);
       EXPECT_EQ(plan.shared_bytes, static_cast<std::size_t>(plan.row_groups * (dim + 3)) * sizeof(float));
       EXPECT_LE(plan.shared_bytes, kDefaultSharedBytesLimit) << "head_dim " << dim;  // no opt-in needed
       EXPECT_EQ(plan.combine_threads % kWarpSize, 0);
@@ -143,9 +150,124 @@ TEST(SoftmaxKvCudaPlan, DecodeSharedMemoryAndCombineBlockFitTheirKernels) {
 }
 
 TEST(SoftmaxKvCudaPlan, DecodePlanRejectsBadShapes) {
-  EXPECT_THROW(plan_softmax_decode_cuda(8, 60, DType::bfloat16, 10, 10, 132), std::invalid_argument);  // 120 B rows
-  EXPECT_THROW(plan_softmax_decode_cuda(8, 64, DType::float32, 10, 11, 132), std::invalid_argument);   // > capacity
-  EXPECT_THROW(plan_softmax_decode_cuda(8, 64, DType::float32, 10, 0, 132), std::invalid_argument);
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 1, 60, DType::bfloat16, 10, 10, 132), std::invalid_argument);  // 120 B rows
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 1, 64, DType::float32, 10, 11, 132), std::invalid_argument);   // > capacity
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 1, 64, DType::float32, 10, 0, 132), std::invalid_argument);
+}
+
+// Grouped-query decode: one block per (split, K/V head, slice of at most 8 queries of its group),
+// so every K/V head streams once per slice (once for groups up to 8) instead of once per query head.
+TEST(SoftmaxKvCudaPlan, DecodeReadsEachKvHeadOncePerQuerySlice) {
+  for (std::int64_t group : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 32}) {
+    SCOPED_TRACE(::testing::Message() << "group " << group);
+    const std::int64_t batch_heads = 2 * group;  // two K/V heads
+    const SoftmaxDecodeCudaPlan plan =
+        plan_softmax_decode_cuda(batch_heads, group, 128, DType::bfloat16, 8193, 8193, kH200Multiprocessors);
+    EXPECT_EQ(plan.group, group);
+    EXPECT_EQ(plan.batch_kv_heads(), 2);
+    // An instance exists for 1, 2, 4 and 8 queries; the smallest that holds the group (up to 8).
+    EXPECT_TRUE(plan.queries_per_block == 1 || plan.queries_per_block == 2 || plan.queries_per_block == 4 ||
+                plan.queries_per_block == 8);
+    EXPECT_GE(plan.queries_per_block, std::min<std::int64_t>(group, kDecodeMaxQueriesPerBlock));
+    EXPECT_LT(plan.queries_per_block / 2, std::min<std::int64_t>(group, kDecodeMaxQueriesPerBlock));
+    // The slices cover the group, none of them empty.
+    EXPECT_GE(plan.query_slices * plan.queries_per_block, group);
+    EXPECT_LT((plan.query_slices - 1) * plan.queries_per_block, group);
+    EXPECT_EQ(plan.head_blocks(), 2 * plan.query_slices);
+    EXPECT_EQ(plan.kv_bytes_read(), 2 * plan.query_slices * 2 * 8193 * 128 * 2);
+    if (group <= kDecodeMaxQueriesPerBlock) {
+      EXPECT_EQ(plan.query_slices, 1) << "a group of up to 8 streams its K/V head once";
+    }
+    EXPECT_EQ(plan.workspace_floats(), batch_heads * plan.splits * (128 + 2));  // one partial per query head
+    expect_splits_cover_context(plan);
+  }
+}
+
+// The issue's bar shape (PyTorch SDPA enable_gqa on the H200): 32 query heads over 8 K/V heads,
+// head_dim 128. At B1 the 8 K/V heads split L to give every SM its blocks; at B16 (128 K/V heads)
+// fewer splits do; each K/V head is read once for its group of 4.
+TEST(SoftmaxKvCudaPlan, DecodeOfTheIssueBarShapeSplitsToFillTheH200) {
+  const std::int64_t target = std::int64_t{kDecodeBlocksPerMultiprocessor} * kH200Multiprocessors;
+  for (std::int64_t batch : {1, 16}) {
+    for (std::int64_t length : {8192, 32768}) {
+      SCOPED_TRACE(::testing::Message() << "B" << batch << " L" << length);
+      const SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(batch * 32, 4, 128, DType::bfloat16, length + 1,
+                                                                  length + 1, kH200Multiprocessors);
+      EXPECT_EQ(plan.queries_per_block, 4);
+      EXPECT_EQ(plan.query_slices, 1);
+      EXPECT_EQ(plan.head_blocks(), batch * 8);
+      EXPECT_GE(plan.blocks(), target);
+      EXPECT_LT((plan.splits - 1) * plan.head_blocks(), target) << "no more splits than needed";
+      EXPECT_EQ(plan.kv_bytes_read(), 2 * batch * 8 * (length + 1) * 128 * 2);
+      expect_splits_cover_context(plan);
+    }
+  }
+  EXPECT_EQ(plan_softmax_decode_cuda(32, 4, 128, DType::bfloat16, 32769, 32769, kH200Multiprocessors).splits,
+            ceil_div_for_test(target, 8));
+}
+
+// A grid of K/V heads (times slices) that already gives every SM its blocks is not split.
+TEST(SoftmaxKvCudaPlan, DecodeDoesNotSplitWhenTheKvHeadsFillTheMachine) {
+  const std::int64_t target = std::int64_t{kDecodeBlocksPerMultiprocessor} * kH200Multiprocessors;
+  // target K/V heads in groups of 4: one block each.
+  EXPECT_EQ(plan_softmax_decode_cuda(target * 4, 4, 128, DType::bfloat16, 32769, 32769, kH200Multiprocessors).splits, 1);
+  // One K/V head fewer: a second split.
+  EXPECT_EQ(plan_softmax_decode_cuda((target - 1) * 4, 4, 128, DType::bfloat16, 32769, 32769, kH200Multiprocessors)
+                .splits,
+            2);
+  // Groups of 16 take two slices: half the K/V heads fill the machine.
+  EXPECT_EQ(plan_softmax_decode_cuda(target / 2 * 16, 16, 64, DType::bfloat16, 32769, 32769, kH200Multiprocessors)
+                .splits,
+            1);
+}
+
+TEST(SoftmaxKvCudaPlan, DecodeGroupMustDivideTheHeads) {
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 3, 64, DType::bfloat16, 10, 10, 132), std::invalid_argument);
+  EXPECT_THROW(plan_softmax_decode_cuda(8, 0, 64, DType::bfloat16, 10, 10, 132), std::invalid_argument);
+  EXPECT_NO_THROW(plan_softmax_decode_cuda(8, 8, 64, DType::bfloat16, 10, 10, 132));
+}
+
+// sliding_window's decode: a ring of `slots` rows, attended whole (context == capacity) or, while it
+// fills, over its first rows; every filled row exactly once.
+TEST(SoftmaxKvCudaPlan, DecodeOverARingCoversItsFilledRows) {
+  for (std::int64_t slots : {1, 64, 4096}) {
+    for (std::int64_t filled : {std::int64_t{1}, slots / 2 + 1, slots}) {
+      const SoftmaxDecodeCudaPlan plan =
+          plan_softmax_decode_cuda(32, 4, 128, DType::bfloat16, slots, filled, kH200Multiprocessors);
+      EXPECT_EQ(plan.capacity, slots);
+      expect_splits_cover_context(plan);
+    }
+  }
+}
+
+// Banded prefill: the key tiles a query tile skips hold no key of any of its rows' bands, and the
+// first tile it loads holds a key of its first row's band (it skips every tile it can).
+TEST(SoftmaxKvCudaPlan, PrefillSkipsExactlyTheKeyTilesOutsideTheBand) {
+  for (DType dtype : {DType::bfloat16, DType::float32}) {
+    for (std::int64_t tokens : {1, 31, 64, 65, 700}) {
+      for (std::int64_t window : {0, 1, 5, 32, 63, 64, 65, 200, 1000}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " tokens " << tokens << " W " << window);
+        const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 2, tokens, 64, dtype, window);
+        EXPECT_EQ(plan.group, 2);
+        EXPECT_EQ(plan.window, window);
+        EXPECT_EQ(plan.band(), window == 0 || window >= tokens ? tokens : window);
+        for (std::int64_t tile = 0; tile < plan.query_tiles; ++tile) {
+          const std::int64_t first = plan.first_key_tile(tile);
+          EXPECT_GE(first, 0);
+          EXPECT_LE(first, tile);
+          const std::int64_t q0 = tile * plan.query_rows;
+          for (std::int64_t t = q0; t < std::min(tokens, q0 + plan.query_rows); ++t) {
+            const std::int64_t oldest = window == 0 ? 0 : std::max<std::int64_t>(0, t - window + 1);
+            EXPECT_GE(oldest / plan.keys_per_tile, first) << "row " << t << " needs a skipped tile";
+          }
+          const std::int64_t first_row_oldest = window == 0 ? 0 : std::max<std::int64_t>(0, q0 - window + 1);
+          EXPECT_EQ(first_row_oldest / plan.keys_per_tile, first);
+        }
+      }
+    }
+  }
+  EXPECT_THROW(plan_softmax_prefill_cuda(8, 3, 100, 64, DType::bfloat16, 0), std::invalid_argument);
+  EXPECT_THROW(plan_softmax_prefill_cuda(8, 2, 100, 64, DType::bfloat16, -1), std::invalid_argument);
 }
 
 TEST(SoftmaxKvCudaPlan, PrefillTakesTensorCoresForBf16HeadDimsUpTo128) {
@@ -260,6 +382,23 @@ TEST(SoftmaxKvCudaPlan, UnsupportedNamesTheAlignmentAndLimits) {
   EXPECT_TRUE(reason(8, 264, DType::bfloat16).has_value());
   EXPECT_EQ(reason(65535, 64, DType::bfloat16), std::nullopt);
   EXPECT_TRUE(reason(65536, 64, DType::bfloat16).has_value());  // grid.y
+}
+
+TEST(SoftmaxKvCudaPlan, SlidingWindowReportsTheCudaBackendAndSoftmaxKvLimits) {
+  const Mechanism* sliding = find_mechanism("sliding_window");
+  ASSERT_NE(sliding, nullptr);
+  const std::vector<std::string>& backends = sliding->info().backends;
+  const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
+#if ARCH_BENCH_HAVE_CUDA
+  EXPECT_TRUE(has_cuda);
+#else
+  EXPECT_FALSE(has_cuda);
+#endif
+  Cell misaligned = small_cell(8, 60, 512, DType::bfloat16);
+  misaligned.mechanism = "sliding_window";
+  EXPECT_EQ(sliding->unsupported_on(misaligned, "cpu"), std::nullopt);
+  EXPECT_EQ(sliding->unsupported_on(misaligned, "cuda"), softmax_kv_cuda_unsupported(misaligned));
+  EXPECT_TRUE(sliding->unsupported_on(misaligned, "cuda").has_value());
 }
 
 TEST(SoftmaxKvCudaPlan, MechanismReportsTheCudaBackendAndItsLimits) {

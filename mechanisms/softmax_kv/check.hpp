@@ -1,7 +1,8 @@
 #pragma once
-// The accuracy checks of softmax_kv's prepared cells, shared by the CPU cells (mechanism.cpp) and
-// the CUDA cells (cuda_cells.cpp, on outputs downloaded to the host): the same fp64 reference rows
-// on the same seeded inputs, whichever backend produced the output.
+// The accuracy checks of softmax_kv's and sliding_window's prepared cells, shared by the CPU cells
+// (mechanism.cpp of each) and the CUDA cells (cuda_cells.cpp, on outputs downloaded to the host): the
+// same fp64 reference rows on the same seeded inputs, whichever backend produced the output. A
+// window W > 0 restricts query t to keys t - W + 1..t (sliding_window); 0 is causal attention.
 #include <cstdint>
 #include <vector>
 
@@ -20,23 +21,25 @@ inline constexpr std::int64_t kSoftmaxPrefillRowsChecked = 64;  // per head
 // head bh reads the K/V rows of kv_source_head(bh, group) (grouped_kv.hpp).
 template <class Out>
 Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length, const Out* out,
-                              std::int64_t group = 1) {
+                              std::int64_t group = 1, std::int64_t window = 0) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
     throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
     const MatrixD q = inputs.head_matrix(inputs.q, bh, length + 1);
     const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), length + 1);
     const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), length + 1);
-    const std::vector<double> ref = softmax_attention_row(q, k, v, length);
+    const std::vector<double> ref = softmax_attention_row(q, k, v, length, window);
     errors.add_row(out + bh * inputs.dim, ref.data(), inputs.dim);
   }
   return errors.finish();
 }
 
-// Causal prefill over all inputs.tokens tokens; `out` is [batch_heads, tokens, dim]. Long prefills
-// are checked on rows_to_check's spread of rows (the reference row costs O(t d)).
+// Causal (banded with a window) prefill over all inputs.tokens tokens; `out` is [batch_heads,
+// tokens, dim]. Long prefills are checked on rows_to_check's spread of rows (the reference row
+// costs O(t d)).
 template <class Out>
-Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out, std::int64_t group = 1) {
+Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out, std::int64_t group = 1,
+                               std::int64_t window = 0) {
   ErrorAccumulator errors;
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
     throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
@@ -44,7 +47,7 @@ Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out, st
     const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), inputs.tokens);
     const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), inputs.tokens);
     for (std::int64_t t : rows_to_check(inputs.tokens, kSoftmaxPrefillRowsChecked)) {
-      const std::vector<double> ref = softmax_attention_row(q, k, v, t);
+      const std::vector<double> ref = softmax_attention_row(q, k, v, t, window);
       errors.add_row(out + (bh * inputs.tokens + t) * inputs.dim, ref.data(), inputs.dim);
     }
   }

@@ -63,14 +63,18 @@ struct Storage<__nv_bfloat16> {
 __device__ inline float usable_max(float m) { return m == -INFINITY ? 0.0f : m; }
 
 // ---------------------------------------------------------------------------------------------
-// Decode: split-KV (flash-decoding) pass. Grid (splits, batch_heads), block plan.threads. A block
-// is row_groups groups of lanes_per_row lanes; a group reads a whole cache row with 16-byte loads
-// (lane i takes vectors i, i + lanes, ...), and kDecodeRowsInFlight rows per iteration, so a warp
-// reads 32 / lanes_per_row consecutive rows (contiguous bytes) per load instruction.
+// Decode: split-KV (flash-decoding) pass with grouped-query attention. Grid (splits, K/V heads x
+// query slices), block plan.threads. A block holds kQueries query vectors of one K/V head's group
+// and streams that head's rows of its split once for all of them. It is row_groups groups of
+// lanes_per_row lanes; a group reads a whole cache row with 16-byte loads (lane i takes vectors
+// i, i + lanes, ...), and decode_rows_in_flight rows per iteration, so a warp reads
+// 32 / lanes_per_row consecutive rows (contiguous bytes) per load instruction.
 struct DecodeGeometry {
   long long capacity;  // cache rows per K/V head
   int group;           // query heads per K/V head (grouped-query attention; 1: one each)
-  int position;        // row of the new token; context = position + 1
+  int query_slices;    // blocks sharing a K/V head: slice s holds queries [s * kQueries, ...) of the group
+  int context;         // rows attended: [0, context)
+  int append_row;      // row of the new token (< context): read from k_new/v_new and written there
   int splits;          // split s covers [s * context / splits, (s + 1) * context / splits)
   int dim;
   int vectors_per_row;
@@ -78,54 +82,63 @@ struct DecodeGeometry {
   float scale_log2;  // log2(e) / sqrt(dim)
 };
 
-template <class S, int kVectorsPerLane>
-__global__ void __launch_bounds__(kDecodeThreads)
+template <class S, int kVectorsPerLane, int kQueries>
+__global__ void __launch_bounds__(kDecodeThreads, decode_min_blocks_per_multiprocessor(kQueries, kVectorsPerLane))
     softmax_decode_split_kernel(const S* __restrict__ q, const S* __restrict__ k_new, const S* __restrict__ v_new,
                                 S* k_cache, S* v_cache, float* __restrict__ workspace, S* __restrict__ out,
                                 DecodeGeometry g) {
   constexpr int kVec = Storage<S>::kVectorElems;
   constexpr int kLaneElems = kVectorsPerLane * kVec;
-  constexpr int kRows = kDecodeRowsInFlight;
+  constexpr int kRows = decode_rows_in_flight(kQueries);
   extern __shared__ __align__(16) float merge[];
 
   const int split = blockIdx.x;
-  const int bh = blockIdx.y;
+  const int kv = blockIdx.y / g.query_slices;     // K/V head of the batch
+  const int slice = blockIdx.y % g.query_slices;  // which kQueries of its group
   const int lanes = g.lanes_per_row;
-  const int group = threadIdx.x / lanes;
+  const int row_group = threadIdx.x / lanes;
   const int lane = threadIdx.x % lanes;
   const int groups = blockDim.x / lanes;
   const int vectors = g.vectors_per_row;
-  const long long context = g.position + 1LL;
-  const int begin = static_cast<int>(split * context / g.splits);
-  const int end = static_cast<int>((split + 1) * context / g.splits);
-
-  // Query head bh reads K/V head bh / group; the group's first query head appends the new row.
-  const int kv = bh / g.group;
-  const bool appends = bh % g.group == 0;
+  const int begin = static_cast<int>(static_cast<long long>(split) * g.context / g.splits);
+  const int end = static_cast<int>((split + 1LL) * g.context / g.splits);
+  // Query j of the block is query head kv * group + first_query + j ([batch, heads] with heads =
+  // kv_heads * group); those past the group (group not a multiple of kQueries) compute on zeros
+  // and write nothing.
+  const int first_query = slice * kQueries;
+  const int queries = min(kQueries, g.group - first_query);
+  // One block per K/V head appends the new row: the first slice's, in the split holding the row.
+  const bool appends = slice == 0;
   const std::size_t head = static_cast<std::size_t>(kv) * static_cast<std::size_t>(g.capacity) * vectors;
-  const uint4* q_vectors = reinterpret_cast<const uint4*>(q) + static_cast<std::size_t>(bh) * vectors;
+  const std::size_t first_head = static_cast<std::size_t>(kv) * g.group + first_query;
+  const uint4* q_vectors = reinterpret_cast<const uint4*>(q) + first_head * vectors;
   const uint4* k_new_vectors = reinterpret_cast<const uint4*>(k_new) + static_cast<std::size_t>(kv) * vectors;
   const uint4* v_new_vectors = reinterpret_cast<const uint4*>(v_new) + static_cast<std::size_t>(kv) * vectors;
   uint4* k_head = reinterpret_cast<uint4*>(k_cache) + head;
   uint4* v_head = reinterpret_cast<uint4*>(v_cache) + head;
 
-  float query[kLaneElems];
-  float acc[kLaneElems];
+  float query[kQueries][kLaneElems];
+  float acc[kQueries][kLaneElems];
+  float m[kQueries];  // running max of each query's scores (log2 domain)
+  float l[kQueries];  // running sum of 2^(score - m)
 #pragma unroll
-  for (int v = 0; v < kVectorsPerLane; ++v) {
-    const int vi = lane + v * lanes;
-    uint4 raw = make_uint4(0u, 0u, 0u, 0u);
-    if (vi < vectors) raw = q_vectors[vi];
-    Storage<S>::widen(raw, query + v * kVec);
-  }
+  for (int j = 0; j < kQueries; ++j) {
 #pragma unroll
-  for (int i = 0; i < kLaneElems; ++i) {
-    query[i] *= g.scale_log2;
-    acc[i] = 0.0f;
+    for (int v = 0; v < kVectorsPerLane; ++v) {
+      const int vi = lane + v * lanes;
+      uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+      if (j < queries && vi < vectors) raw = q_vectors[static_cast<std::size_t>(j) * vectors + vi];
+      Storage<S>::widen(raw, query[j] + v * kVec);
+    }
+#pragma unroll
+    for (int i = 0; i < kLaneElems; ++i) {
+      query[j][i] *= g.scale_log2;
+      acc[j][i] = 0.0f;
+    }
+    m[j] = -INFINITY;
+    l[j] = 0.0f;
   }
 
-  float m = -INFINITY;  // running max of the group's scores (log2 domain)
-  float l = 0.0f;       // running sum of 2^(score - m)
   // The loop bound is the same for every thread of the block, so the shuffles below always run
   // with the whole warp; rows past `end` are masked instead.
   for (int base = begin; base < end; base += groups * kRows) {
@@ -134,12 +147,12 @@ __global__ void __launch_bounds__(kDecodeThreads)
     bool valid[kRows];
 #pragma unroll
     for (int u = 0; u < kRows; ++u) {
-      const int row = base + group + u * groups;
+      const int row = base + row_group + u * groups;
       valid[u] = row < end;
-      // The new token's row is read from k_new/v_new by every query head of the group and appended
-      // to the cache by the group's first: the only thread of the launch that writes that row, and
-      // no thread reads it from the cache.
-      const bool fresh = row == g.position;
+      // The new token's row is read from k_new/v_new by every slice of the group and appended to
+      // the cache by the first: the only thread of the launch that writes that row, and no thread
+      // reads it from the cache.
+      const bool fresh = row == g.append_row;
       const uint4* k_row = fresh ? k_new_vectors : k_head + static_cast<std::size_t>(row) * vectors;
       const uint4* v_row = fresh ? v_new_vectors : v_head + static_cast<std::size_t>(row) * vectors;
 #pragma unroll
@@ -161,37 +174,50 @@ __global__ void __launch_bounds__(kDecodeThreads)
       }
     }
 
-    float score[kRows];
-    float tile_max = -INFINITY;
+    // Each key row is widened once and scored against every query of the block.
+    float score[kQueries][kRows];
 #pragma unroll
     for (int u = 0; u < kRows; ++u) {
-      float dot = 0.0f;
+      float dot[kQueries];
+#pragma unroll
+      for (int j = 0; j < kQueries; ++j) dot[j] = 0.0f;
 #pragma unroll
       for (int v = 0; v < kVectorsPerLane; ++v) {
         float key[kVec];
         Storage<S>::widen(k_raw[u][v], key);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) dot = fmaf(query[v * kVec + e], key[e], dot);
+        for (int j = 0; j < kQueries; ++j) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) dot[j] = fmaf(query[j][v * kVec + e], key[e], dot[j]);
+        }
       }
-      for (int offset = lanes >> 1; offset > 0; offset >>= 1) dot += __shfl_xor_sync(kFullMask, dot, offset);
-      score[u] = valid[u] ? dot : -INFINITY;
-      tile_max = fmaxf(tile_max, score[u]);
+#pragma unroll
+      for (int j = 0; j < kQueries; ++j) {
+        for (int offset = lanes >> 1; offset > 0; offset >>= 1) dot[j] += __shfl_xor_sync(kFullMask, dot[j], offset);
+        score[j][u] = valid[u] ? dot[j] : -INFINITY;
+      }
     }
 
-    const float m_new = fmaxf(m, tile_max);
-    const float m_use = usable_max(m_new);
-    const float correction = exp2f(m - m_use);
-    float weight[kRows];
-    float weight_sum = 0.0f;
+    float weight[kQueries][kRows];
 #pragma unroll
-    for (int u = 0; u < kRows; ++u) {
-      weight[u] = exp2f(score[u] - m_use);
-      weight_sum += weight[u];
+    for (int j = 0; j < kQueries; ++j) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int u = 0; u < kRows; ++u) tile_max = fmaxf(tile_max, score[j][u]);
+      const float m_new = fmaxf(m[j], tile_max);
+      const float m_use = usable_max(m_new);
+      const float correction = exp2f(m[j] - m_use);
+      float weight_sum = 0.0f;
+#pragma unroll
+      for (int u = 0; u < kRows; ++u) {
+        weight[j][u] = exp2f(score[j][u] - m_use);
+        weight_sum += weight[j][u];
+      }
+      l[j] = l[j] * correction + weight_sum;
+      m[j] = m_new;
+#pragma unroll
+      for (int i = 0; i < kLaneElems; ++i) acc[j][i] *= correction;
     }
-    l = l * correction + weight_sum;
-    m = m_new;
-#pragma unroll
-    for (int i = 0; i < kLaneElems; ++i) acc[i] *= correction;
 #pragma unroll
     for (int u = 0; u < kRows; ++u) {
 #pragma unroll
@@ -199,56 +225,67 @@ __global__ void __launch_bounds__(kDecodeThreads)
         float value[kVec];
         Storage<S>::widen(v_raw[u][v], value);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[v * kVec + e] = fmaf(weight[u], value[e], acc[v * kVec + e]);
+        for (int j = 0; j < kQueries; ++j) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[j][v * kVec + e] = fmaf(weight[j][u], value[e], acc[j][v * kVec + e]);
+        }
       }
     }
   }
 
-  // Merge the groups of the block: rescale each to the block's max through shared memory.
+  // Merge the row groups of the block, one query at a time through the same shared memory:
+  // rescale each group to the block's max. (kQueries is a compile-time bound, so acc[j] stays in
+  // registers; the block-wide branch on j < queries keeps every __syncthreads uniform.)
   const int dim = g.dim;
   float* group_acc = merge;                  // [groups][dim]
   float* group_m = merge + groups * dim;     // [groups]
   float* group_l = group_m + groups;         // [groups]
   float* group_weight = group_l + groups;    // [groups]
 #pragma unroll
-  for (int v = 0; v < kVectorsPerLane; ++v) {
-    const int vi = lane + v * lanes;
-    if (vi < vectors) {
+  for (int j = 0; j < kQueries; ++j) {
+    if (j >= queries) break;
+    if (j > 0) __syncthreads();  // every thread is done reading query j - 1's merge
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) group_acc[group * dim + vi * kVec + e] = acc[v * kVec + e];
+    for (int v = 0; v < kVectorsPerLane; ++v) {
+      const int vi = lane + v * lanes;
+      if (vi < vectors) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) group_acc[row_group * dim + vi * kVec + e] = acc[j][v * kVec + e];
+      }
     }
-  }
-  if (lane == 0) {
-    group_m[group] = m;
-    group_l[group] = l;
-  }
-  __syncthreads();
-  float block_max = -INFINITY;
-  for (int i = 0; i < groups; ++i) block_max = fmaxf(block_max, group_m[i]);
-  const float max_use = usable_max(block_max);
-  for (int i = threadIdx.x; i < groups; i += blockDim.x) group_weight[i] = exp2f(group_m[i] - max_use);
-  __syncthreads();
-  float block_l = 0.0f;
-  for (int i = 0; i < groups; ++i) block_l = fmaf(group_weight[i], group_l[i], block_l);
+    if (lane == 0) {
+      group_m[row_group] = m[j];
+      group_l[row_group] = l[j];
+    }
+    __syncthreads();
+    float block_max = -INFINITY;
+    for (int i = 0; i < groups; ++i) block_max = fmaxf(block_max, group_m[i]);
+    const float max_use = usable_max(block_max);
+    for (int i = threadIdx.x; i < groups; i += blockDim.x) group_weight[i] = exp2f(group_m[i] - max_use);
+    __syncthreads();
+    float block_l = 0.0f;
+    for (int i = 0; i < groups; ++i) block_l = fmaf(group_weight[i], group_l[i], block_l);
 
-  if (g.splits == 1) {
-    const float inverse = 1.0f / block_l;  // the split holds row 0 at least: block_l >= 1
-    for (int c = threadIdx.x; c < dim; c += blockDim.x) {
-      float value = 0.0f;
-      for (int i = 0; i < groups; ++i) value = fmaf(group_weight[i], group_acc[i * dim + c], value);
-      out[static_cast<std::size_t>(bh) * dim + c] = Storage<S>::narrow(value * inverse);
+    const std::size_t query_head = first_head + j;
+    if (g.splits == 1) {
+      const float inverse = 1.0f / block_l;  // the split holds a row at least: block_l >= 1
+      for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+        float value = 0.0f;
+        for (int i = 0; i < groups; ++i) value = fmaf(group_weight[i], group_acc[i * dim + c], value);
+        out[query_head * dim + c] = Storage<S>::narrow(value * inverse);
+      }
+    } else {
+      float* partial = workspace + (query_head * g.splits + split) * (dim + 2);
+      if (threadIdx.x == 0) {
+        partial[0] = block_max;
+        partial[1] = block_l;
+      }
+      for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+        float value = 0.0f;
+        for (int i = 0; i < groups; ++i) value = fmaf(group_weight[i], group_acc[i * dim + c], value);
+        partial[2 + c] = value;
+      }
     }
-    return;
-  }
-  float* partial = workspace + (static_cast<std::size_t>(bh) * g.splits + split) * (dim + 2);
-  if (threadIdx.x == 0) {
-    partial[0] = block_max;
-    partial[1] = block_l;
-  }
-  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
-    float value = 0.0f;
-    for (int i = 0; i < groups; ++i) value = fmaf(group_weight[i], group_acc[i * dim + c], value);
-    partial[2 + c] = value;
   }
 }
 
@@ -277,15 +314,42 @@ __global__ void __launch_bounds__(256)
 
 // ---------------------------------------------------------------------------------------------
 // Prefill. Grid (query_tiles, batch_heads); blockIdx.x counts query tiles from the last, so the
-// blocks with the most key tiles (the causal triangle's long rows) start first.
+// blocks with the most key tiles (the causal triangle's long rows) start first. With a window
+// (sliding_window) a query attends keys (t - band, t] only.
 struct PrefillGeometry {
   int tokens;
   int dim;
   int group;  // query heads per K/V head: block row y reads K/V head y / group
+  int band;   // query t attends keys (t - band, t]: the window, or tokens (the whole causal prefix)
   float scale_log2;
   int ld_q, ld_k, ld_v, ld_s, ld_p, ld_o;
   unsigned q_offset, k_offset, v_offset, s_offset, p_offset, o_offset;
 };
+
+// Where a prefill block works: grid (query_tiles, batch_heads), blockIdx.x counting query tiles from
+// the last; its query head's rows, its K/V head's (block row y reads K/V head y / group), and the
+// first key tile any of its queries attends (tiles wholly before the band of the tile's first query
+// are skipped: SoftmaxPrefillCudaPlan::first_key_tile).
+struct PrefillBlock {
+  int query_tile, q0, first_key_tile;
+  std::size_t head, kv_head;  // element offsets of the query head's and the K/V head's [tokens][dim]
+};
+
+__device__ inline PrefillBlock prefill_block(const PrefillGeometry& g, int tile_rows) {
+  PrefillBlock b;
+  b.query_tile = gridDim.x - 1 - blockIdx.x;
+  b.q0 = b.query_tile * tile_rows;
+  const int first_key = b.q0 - g.band + 1;
+  b.first_key_tile = first_key <= 0 ? 0 : first_key / tile_rows;  // key tiles are as tall as query tiles
+  b.head = static_cast<std::size_t>(blockIdx.y) * g.tokens * g.dim;
+  b.kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * g.tokens * g.dim;
+  return b;
+}
+
+// Whether query `query` attends key `key`: causal, inside the band, and a real token.
+__device__ inline bool attends(int key, int query, const PrefillGeometry& g) {
+  return key <= query && key > query - g.band && key < g.tokens;
+}
 
 // Copies rows [row0, row0 + rows) of one head ([tokens][dim] bf16) into a shared tile with pitch
 // `ld`, 16 bytes per thread and step; rows past `tokens` are zero (0 x garbage could be NaN).
@@ -323,12 +387,13 @@ __global__ void __launch_bounds__(kPrefillThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int query_tile = gridDim.x - 1 - blockIdx.x;
-  const int q0 = query_tile * kTile;
+  const PrefillBlock block = prefill_block(g, kTile);
+  const int query_tile = block.query_tile;
+  const int q0 = block.q0;
   const int tokens = g.tokens;
   const int dim = g.dim;
-  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * tokens * dim;
-  const std::size_t kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * tokens * dim;
+  const std::size_t head = block.head;
+  const std::size_t kv_head = block.kv_head;
 
   const __nv_bfloat16* q_warp = q_tile + warp * kFrag * g.ld_q;
   float* s_warp = s_tile + warp * kFrag * g.ld_s;
@@ -347,7 +412,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   float m = -INFINITY;
   float l = 0.0f;
 
-  for (int key_tile = 0; key_tile <= query_tile; ++key_tile) {
+  for (int key_tile = block.first_key_tile; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();  // every warp is done with the previous K/V tile (and Q is written)
     load_bf16_rows(k_tile, g.ld_k, k + kv_head, k0, kTile, tokens, dim);
@@ -371,7 +436,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     float tile_max = -INFINITY;
     for (int c = half; c < kTile; c += 2) {
       const int key = k0 + c;
-      if (key <= query && key < tokens) tile_max = fmaxf(tile_max, s_row[c] * g.scale_log2);
+      if (attends(key, query, g)) tile_max = fmaxf(tile_max, s_row[c] * g.scale_log2);
     }
     tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, 1));
     const float m_new = fmaxf(m, tile_max);
@@ -380,7 +445,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     float weight_sum = 0.0f;
     for (int c = half; c < kTile; c += 2) {
       const int key = k0 + c;
-      const float p = key <= query && key < tokens ? exp2f(s_row[c] * g.scale_log2 - m_use) : 0.0f;
+      const float p = attends(key, query, g) ? exp2f(s_row[c] * g.scale_log2 - m_use) : 0.0f;
       const __nv_bfloat16 p_bf16 = __float2bfloat16(p);
       p_row[c] = p_bf16;
       weight_sum += __bfloat162float(p_bf16);  // the weights P V really uses
@@ -431,12 +496,13 @@ __global__ void __launch_bounds__(kPrefillThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int query_tile = gridDim.x - 1 - blockIdx.x;
-  const int q0 = query_tile * kTile;
+  const PrefillBlock block = prefill_block(g, kTile);
+  const int query_tile = block.query_tile;
+  const int q0 = block.q0;
   const int tokens = g.tokens;
   const int dim = g.dim;
-  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * tokens * dim;
-  const std::size_t kv_head = static_cast<std::size_t>(blockIdx.y / g.group) * tokens * dim;
+  const std::size_t head = block.head;
+  const std::size_t kv_head = block.kv_head;
 
   // The tile's rows are contiguous in memory, so element i of the tile is element q0 * dim + i.
   for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {
@@ -459,7 +525,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     for (int i = 0; i < kDimsPerLane; ++i) acc[r][i] = 0.0f;
   }
 
-  for (int key_tile = 0; key_tile <= query_tile; ++key_tile) {
+  for (int key_tile = block.first_key_tile; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();
     for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {
@@ -492,7 +558,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int query = q0 + warp * kRowsPerWarp + r;
-      const float s = key <= query && key < tokens ? score[r] : -INFINITY;
+      const float s = attends(key, query, g) ? score[r] : -INFINITY;
       float tile_max = s;
 #pragma unroll
       for (int offset = 16; offset > 0; offset >>= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, offset));
@@ -547,6 +613,7 @@ PrefillGeometry prefill_geometry(const SoftmaxPrefillCudaPlan& plan) {
   g.tokens = static_cast<int>(plan.tokens);
   g.dim = static_cast<int>(plan.dim);
   g.group = static_cast<int>(plan.group);
+  g.band = static_cast<int>(plan.band());
   g.scale_log2 = kLog2e / std::sqrt(static_cast<float>(plan.dim));
   g.ld_q = plan.ld_q;
   g.ld_k = plan.ld_k;
@@ -563,29 +630,59 @@ PrefillGeometry prefill_geometry(const SoftmaxPrefillCudaPlan& plan) {
   return g;
 }
 
+// Launches the split kernel instance for plan.queries_per_block (1, 2, 4 or 8).
+template <class S, int kVectorsPerLane>
+void launch_decode_split(const SoftmaxDecodeCudaPlan& plan, const S* q, const S* k_new, const S* v_new, S* k_cache,
+                         S* v_cache, float* workspace, S* out, const DecodeGeometry& g, CUstream_st* stream) {
+  const dim3 grid(static_cast<unsigned>(plan.splits), static_cast<unsigned>(plan.head_blocks()));
+  switch (plan.queries_per_block) {
+    case 1:
+      softmax_decode_split_kernel<S, kVectorsPerLane, 1><<<grid, plan.threads, plan.shared_bytes, stream>>>(
+          q, k_new, v_new, k_cache, v_cache, workspace, out, g);
+      break;
+    case 2:
+      softmax_decode_split_kernel<S, kVectorsPerLane, 2><<<grid, plan.threads, plan.shared_bytes, stream>>>(
+          q, k_new, v_new, k_cache, v_cache, workspace, out, g);
+      break;
+    case 4:
+      softmax_decode_split_kernel<S, kVectorsPerLane, 4><<<grid, plan.threads, plan.shared_bytes, stream>>>(
+          q, k_new, v_new, k_cache, v_cache, workspace, out, g);
+      break;
+    case 8:
+      softmax_decode_split_kernel<S, kVectorsPerLane, 8><<<grid, plan.threads, plan.shared_bytes, stream>>>(
+          q, k_new, v_new, k_cache, v_cache, workspace, out, g);
+      break;
+    default:
+      throw std::invalid_argument("launch_softmax_decode: queries_per_block must be 1, 2, 4 or 8");
+  }
+  check_launch("softmax_decode_split_kernel");
+}
+
 }  // namespace
 
 template <class T>
 void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const T* k_new, const T* v_new,
-                           T* k_cache, T* v_cache, std::int64_t position, float* workspace, T* out,
+                           T* k_cache, T* v_cache, std::int64_t append_row, float* workspace, T* out,
                            CUstream_st* stream) {
   using S = typename DeviceStorage<T>::type;
-  if (position + 1 != plan.context || plan.splits > kDecodeMaxSplits) {
-    throw std::invalid_argument("launch_softmax_decode: the plan was made for another context length");
+  if (append_row < 0 || append_row >= plan.context || plan.splits > kDecodeMaxSplits) {
+    throw std::invalid_argument("launch_softmax_decode: the new token's row lies outside the planned context");
   }
-  if (plan.group < 1 || plan.batch_heads % plan.group != 0) {
-    throw std::invalid_argument("launch_softmax_decode: the query group does not divide the heads");
+  if (plan.group < 1 || plan.batch_heads % plan.group != 0 ||
+      plan.query_slices * plan.queries_per_block < plan.group) {
+    throw std::invalid_argument("launch_softmax_decode: the query slices do not cover the group");
   }
   DecodeGeometry g;
   g.capacity = plan.capacity;
   g.group = static_cast<int>(plan.group);
-  g.position = static_cast<int>(position);
+  g.query_slices = static_cast<int>(plan.query_slices);
+  g.context = static_cast<int>(plan.context);
+  g.append_row = static_cast<int>(append_row);
   g.splits = static_cast<int>(plan.splits);
   g.dim = static_cast<int>(plan.dim);
   g.vectors_per_row = plan.vectors_per_row;
   g.lanes_per_row = plan.lanes_per_row;
   g.scale_log2 = kLog2e / std::sqrt(static_cast<float>(plan.dim));
-  const dim3 grid(static_cast<unsigned>(plan.splits), static_cast<unsigned>(plan.batch_heads));
   const auto* q_s = reinterpret_cast<const S*>(q);
   const auto* k_new_s = reinterpret_cast<const S*>(k_new);
   const auto* v_new_s = reinterpret_cast<const S*>(v_new);
@@ -593,18 +690,15 @@ void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const 
   auto* v_cache_s = reinterpret_cast<S*>(v_cache);
   auto* out_s = reinterpret_cast<S*>(out);
   if (plan.vectors_per_lane == 1) {
-    softmax_decode_split_kernel<S, 1><<<grid, plan.threads, plan.shared_bytes, stream>>>(
-        q_s, k_new_s, v_new_s, k_cache_s, v_cache_s, workspace, out_s, g);
+    launch_decode_split<S, 1>(plan, q_s, k_new_s, v_new_s, k_cache_s, v_cache_s, workspace, out_s, g, stream);
   } else if (plan.vectors_per_lane == 2 && sizeof(S) == 4) {
     // Only fp32 rows exceed 32 vectors (bf16 head_dim <= 256 is at most 32): no bf16 instance.
     if constexpr (sizeof(S) == 4) {
-      softmax_decode_split_kernel<S, 2><<<grid, plan.threads, plan.shared_bytes, stream>>>(
-          q_s, k_new_s, v_new_s, k_cache_s, v_cache_s, workspace, out_s, g);
+      launch_decode_split<S, 2>(plan, q_s, k_new_s, v_new_s, k_cache_s, v_cache_s, workspace, out_s, g, stream);
     }
   } else {
     throw std::invalid_argument("launch_softmax_decode: rows wider than 64 vectors per lane group");
   }
-  check_launch("softmax_decode_split_kernel");
   if (plan.splits > 1) {
     softmax_decode_combine_kernel<S><<<static_cast<unsigned>(plan.batch_heads), plan.combine_threads, 0, stream>>>(
         workspace, out_s, g.splits, g.dim);

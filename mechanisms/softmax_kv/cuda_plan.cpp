@@ -43,25 +43,33 @@ class SharedLayout {
 
 }  // namespace
 
-SoftmaxDecodeCudaPlan plan_softmax_decode_cuda(std::int64_t batch_heads, std::int64_t dim, DType dtype,
-                                               std::int64_t capacity, std::int64_t context,
+SoftmaxDecodeCudaPlan plan_softmax_decode_cuda(std::int64_t batch_heads, std::int64_t group, std::int64_t dim,
+                                               DType dtype, std::int64_t capacity, std::int64_t context,
                                                int multiprocessors) {
   const int elem_bytes = static_cast<int>(dtype_bytes(dtype));
   if (batch_heads < 1 || dim < 1 || context < 1 || context > capacity) {
     throw std::invalid_argument("plan_softmax_decode_cuda: needs batch_heads, dim >= 1 and 1 <= context <= capacity");
+  }
+  if (group < 1 || batch_heads % group != 0) {
+    throw std::invalid_argument("plan_softmax_decode_cuda: the query group does not divide the heads");
   }
   if (dim * elem_bytes % kVectorBytes != 0) {
     throw std::invalid_argument("plan_softmax_decode_cuda: a row of head_dim elements is not a whole number of 16-byte vectors");
   }
   SoftmaxDecodeCudaPlan plan;
   plan.batch_heads = batch_heads;
+  plan.group = group;
   plan.dim = dim;
   plan.capacity = capacity;
   plan.context = context;
   plan.elem_bytes = elem_bytes;
 
+  // The smallest instance that holds the whole group, or slices of kDecodeMaxQueriesPerBlock.
+  plan.queries_per_block = next_power_of_two(std::min<std::int64_t>(group, kDecodeMaxQueriesPerBlock));
+  plan.query_slices = ceil_div(group, plan.queries_per_block);
+
   const std::int64_t target_blocks = std::int64_t{kDecodeBlocksPerMultiprocessor} * std::max(multiprocessors, 1);
-  const std::int64_t wanted = ceil_div(target_blocks, batch_heads);
+  const std::int64_t wanted = ceil_div(target_blocks, plan.head_blocks());
   const std::int64_t allowed = std::clamp<std::int64_t>(context / kDecodeMinRowsPerSplit, 1, kDecodeMaxSplits);
   // splits <= context / kDecodeMinRowsPerSplit, and balanced splits hold >= context / splits rows.
   plan.splits = std::clamp<std::int64_t>(wanted, 1, allowed);
@@ -73,7 +81,7 @@ SoftmaxDecodeCudaPlan plan_softmax_decode_cuda(std::int64_t batch_heads, std::in
   plan.lanes_per_row = std::min(32, next_power_of_two(plan.vectors_per_row));
   plan.vectors_per_lane = static_cast<int>(ceil_div(plan.vectors_per_row, plan.lanes_per_row));
   plan.row_groups = plan.threads / plan.lanes_per_row;
-  plan.rows_per_iteration = plan.row_groups * kDecodeRowsInFlight;
+  plan.rows_per_iteration = plan.row_groups * decode_rows_in_flight(plan.queries_per_block);
   plan.shared_bytes = static_cast<std::size_t>(plan.row_groups) * static_cast<std::size_t>(dim + 3) * sizeof(float);
   plan.combine_threads = static_cast<int>(std::clamp<std::int64_t>(ceil_div(dim, 32) * 32, 32, 256));
   return plan;
@@ -84,6 +92,18 @@ std::int64_t softmax_decode_cuda_workspace_bytes_bound(const Cell& cell) {
   const std::int64_t splits = std::clamp<std::int64_t>(context / kDecodeMinRowsPerSplit, 1, kDecodeMaxSplits);
   return checked_product(cell.batch_heads(), splits, checked_add(cell.head_dim, 2),
                          static_cast<std::int64_t>(sizeof(float)));
+}
+
+SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::int64_t group, std::int64_t tokens,
+                                                 std::int64_t dim, DType dtype, std::int64_t window) {
+  if (group < 1 || batch_heads % group != 0) {
+    throw std::invalid_argument("plan_softmax_prefill_cuda: the query group does not divide the heads");
+  }
+  if (window < 0) throw std::invalid_argument("plan_softmax_prefill_cuda: window must be >= 0 (0: no window)");
+  SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(batch_heads, tokens, dim, dtype);
+  plan.group = group;
+  plan.window = window;
+  return plan;
 }
 
 SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::int64_t tokens,

@@ -11,25 +11,50 @@
 
 namespace arch_bench {
 
-// Decode (flash-decoding): one block per (split of the context, head); each block streams its rows
-// of the K/V cache with 16-byte loads and reduces them to a partial (max, sum, acc[dim]); a combine
-// kernel merges the partials of a head. With splits == 1 the block writes the output directly.
+// Decode (flash-decoding with grouped-query attention): one block per (split of the context, K/V
+// head, slice of its query group). The block holds the slice's query vectors in registers while its
+// rows of that K/V head stream once with 16-byte loads, so a K/V head is read once for its whole
+// group (not once per query head), and reduces them to one partial (max, sum, acc[dim]) per query;
+// a combine kernel merges the partials of a query head. With splits == 1 the block writes the
+// outputs directly.
 inline constexpr int kDecodeThreads = 128;
 inline constexpr int kDecodeRowsInFlight = 4;         // rows each lane group loads per iteration
+// ... with 8 queries per block: their scores and weights (8 x rows floats each) and the raw rows
+// share 255 registers per thread, so fewer rows are loaded at once (more blocks keep loads in flight).
+inline constexpr int decode_rows_in_flight(int queries_per_block) {
+  return queries_per_block >= 8 ? 2 : kDecodeRowsInFlight;
+}
 inline constexpr std::int64_t kDecodeMinRowsPerSplit = 64;
 inline constexpr std::int64_t kDecodeMaxSplits = 512;  // bounds the workspace (see workspace bound)
-inline constexpr int kDecodeBlocksPerMultiprocessor = 2;
+// Blocks the split aims to give every multiprocessor. Two (128 threads each, 4 rows of K and V in
+// flight per thread: 32 KiB per SM) left B1 L32768 at 45-48% of copy bandwidth on the H200, where
+// B16 (many more blocks) reached 89%: the loads in flight per SM, not the combine, were short.
+inline constexpr int kDecodeBlocksPerMultiprocessor = 4;
+// Query vectors one block holds at most (registers: queries x head_dim / lanes_per_row floats of q
+// and as many of acc per thread); larger groups take several slices, each reading the K/V head.
+inline constexpr int kDecodeMaxQueriesPerBlock = 8;
+// The kernel's __launch_bounds__ minimum of resident blocks: kDecodeBlocksPerMultiprocessor (at
+// most 128 registers per thread) while a lane holds at most 4 query vectors (queries x vectors per
+// lane), 2 (255 registers) above. Measured with ptxas -v (sm_90, no spills): bf16 with 1/2/4/8
+// queries 96/112/128/218 registers; fp32 one vector per lane 80/94/115/143, two 112/128/197/234.
+// (Left to itself ptxas gave the fp32 two-query instance 72 registers and an 8-byte spill; capped
+// at 128, the fp32 two-vector four-query one spilled 284 bytes.)
+inline constexpr int decode_min_blocks_per_multiprocessor(int queries_per_block, int vectors_per_lane) {
+  return queries_per_block * vectors_per_lane <= 4 ? kDecodeBlocksPerMultiprocessor : 2;
+}
 inline constexpr int kVectorBytes = 16;  // one uint4 load
 
 struct SoftmaxDecodeCudaPlan {
-  std::int64_t batch_heads = 0;  // query heads of the batch (one grid row each)
+  std::int64_t batch_heads = 0;  // query heads of the batch
   std::int64_t group = 1;        // query heads per K/V head: the cache holds batch_heads / group heads
   std::int64_t dim = 0;
-  std::int64_t capacity = 0;  // cache rows per head
-  std::int64_t context = 0;   // rows attended: position + 1
+  std::int64_t capacity = 0;  // cache rows per K/V head
+  std::int64_t context = 0;   // rows attended: [0, context); the new token's row is one of them
   int elem_bytes = 0;         // storage bytes per element (4: fp32, 2: bf16)
 
-  std::int64_t splits = 1;  // blocks per head along the context
+  int queries_per_block = 1;      // 1, 2, 4 or 8 (a kernel instance each): >= group up to 8
+  std::int64_t query_slices = 1;  // blocks per K/V head and split: ceil(group / queries_per_block)
+  std::int64_t splits = 1;        // blocks per K/V head and slice along the context
 
   int threads = kDecodeThreads;
   int vector_elems = 0;      // elements per 16-byte vector
@@ -37,24 +62,33 @@ struct SoftmaxDecodeCudaPlan {
   int lanes_per_row = 0;     // threads sharing one cache row (a power of two <= 32)
   int vectors_per_lane = 0;  // 1 or 2 (fp32 rows wider than 32 vectors)
   int row_groups = 0;        // threads / lanes_per_row: rows one block reads side by side
-  int rows_per_iteration = 0;  // row_groups * kDecodeRowsInFlight
-  std::size_t shared_bytes = 0;  // merge of the row groups: row_groups * (dim + 3) floats
+  int rows_per_iteration = 0;  // row_groups * decode_rows_in_flight(queries_per_block)
+  // Merge of the row groups, one query at a time: row_groups * (dim + 3) floats.
+  std::size_t shared_bytes = 0;
   int combine_threads = 0;       // threads of the combine kernel (one per output element)
+
+  std::int64_t batch_kv_heads() const { return batch_heads / group; }
+  // grid.y of the decode kernel: row y is K/V head y / query_slices, slice y % query_slices.
+  std::int64_t head_blocks() const { return batch_kv_heads() * query_slices; }
+  std::int64_t blocks() const { return head_blocks() * splits; }
 
   // Split s covers rows [s * context / splits, (s + 1) * context / splits): sizes differ by at most
   // one row, so none is empty and none is shorter than context / splits. The kernel computes the
   // same bounds.
   std::int64_t split_begin(std::int64_t split) const { return split * context / splits; }
   std::int64_t split_end(std::int64_t split) const { return split_begin(split + 1); }
-  // Partials (m, l, acc[dim]) of every (head, split): batch_heads * splits * (dim + 2).
+  // Partials (m, l, acc[dim]) of every (query head, split): batch_heads * splits * (dim + 2).
   std::int64_t workspace_floats() const { return batch_heads * splits * (dim + 2); }
+  // Bytes of K/V cache the decode kernel reads: each K/V head's context rows once per query slice.
+  std::int64_t kv_bytes_read() const { return 2 * head_blocks() * context * dim * elem_bytes; }
 };
 
-// Splits the context of `context` rows so that batch_heads * splits blocks give every one of the
-// `multiprocessors` at least kDecodeBlocksPerMultiprocessor blocks, each split reading at least
-// kDecodeMinRowsPerSplit rows (fewer splits for short contexts), at most kDecodeMaxSplits.
-SoftmaxDecodeCudaPlan plan_softmax_decode_cuda(std::int64_t batch_heads, std::int64_t dim, DType dtype,
-                                               std::int64_t capacity, std::int64_t context,
+// Plans decode for batch_heads query heads in groups of `group` per K/V head (1: multi-head). The
+// split gives every one of the `multiprocessors` at least kDecodeBlocksPerMultiprocessor blocks,
+// each split reading at least kDecodeMinRowsPerSplit rows (fewer splits for short contexts), at
+// most kDecodeMaxSplits; a grid that already fills the machine is not split.
+SoftmaxDecodeCudaPlan plan_softmax_decode_cuda(std::int64_t batch_heads, std::int64_t group, std::int64_t dim,
+                                               DType dtype, std::int64_t capacity, std::int64_t context,
                                                int multiprocessors);
 
 // Upper bound of the decode workspace in bytes over every GPU (splits <= kDecodeMaxSplits), for
@@ -79,6 +113,8 @@ struct SoftmaxPrefillCudaPlan {
   std::int64_t batch_heads = 0;  // query heads of the batch
   std::int64_t group = 1;        // query heads per K/V head: query head bh reads K/V head bh / group
   std::int64_t tokens = 0;
+  // Sliding window: query t attends keys (t - window, t]; 0 attends every earlier key (causal).
+  std::int64_t window = 0;
   std::int64_t dim = 0;
   int threads = kPrefillThreads;
   int query_rows = 0;       // query rows per block (64 tensor-core, 32 SIMT)
@@ -93,12 +129,24 @@ struct SoftmaxPrefillCudaPlan {
   std::size_t q_offset = 0, k_offset = 0, v_offset = 0, s_offset = 0, p_offset = 0, o_offset = 0;
   std::size_t shared_bytes = 0;
 
+  // Keys query t attends: (t - band, t]. The whole causal prefix without a window.
+  std::int64_t band() const { return window > 0 && window < tokens ? window : tokens; }
+  // Key tiles a block of query tile `tile` loads: [first_key_tile, tile]. Tiles wholly before the
+  // band of the tile's first query are skipped (the kernels compute the same bound).
+  std::int64_t first_key_tile(std::int64_t tile) const {
+    const std::int64_t first_key = tile * query_rows - band() + 1;
+    return first_key <= 0 ? 0 : first_key / keys_per_tile;
+  }
+
   // Whether the kernel needs cudaFuncAttributeMaxDynamicSharedMemorySize set before launch.
   bool needs_shared_opt_in() const { return shared_bytes > kDefaultSharedBytesLimit; }
 };
 
 SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::int64_t tokens,
                                                  std::int64_t dim, DType dtype);
+// The same plan for query heads in groups of `group` per K/V head and a sliding `window` (0: none).
+SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::int64_t group, std::int64_t tokens,
+                                                 std::int64_t dim, DType dtype, std::int64_t window);
 
 // Why the CUDA kernels cannot run `cell` (alignment of 16-byte loads, grid limits), or nullopt.
 std::optional<std::string> softmax_kv_cuda_unsupported(const Cell& cell);

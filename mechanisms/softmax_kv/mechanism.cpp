@@ -1,20 +1,11 @@
 #include "mechanisms/softmax_kv/mechanism.hpp"
 
-#include <omp.h>
-
-#include <type_traits>
-
-#include "mechanisms/common/prepare_cell.hpp"
-#include "core/bf16.hpp"
-#include "mechanisms/common/check_rows.hpp"
 #include "core/checked_size.hpp"
-#include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/grouped_kv.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/kv_heads_option.hpp"
 #include "mechanisms/softmax_kv/capacity.hpp"
-#include "mechanisms/softmax_kv/check.hpp"
-#include "mechanisms/softmax_kv/cpu.hpp"
+#include "mechanisms/softmax_kv/cpu_cells.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
@@ -24,96 +15,6 @@
 namespace arch_bench {
 
 namespace {
-
-// Decode: the cache holds the context of L tokens; the step appends token L and attends over
-// L + 1 rows. Re-running the step rewrites the same slot, so every sample does identical work. With
-// grouped-query attention the cache holds kv_heads heads, each read once for its group of queries.
-template <class T>
-class SoftmaxDecodeCell final : public PreparedCell {
- public:
-  SoftmaxDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
-      : length_(cell.sequence_length),
-        group_(query_group_of(cell)),
-        inputs_(make_attention_inputs(cell, length_ + 1, seed)),
-        plan_(plan_softmax_decode(cell.batch_heads(), cell.head_dim, length_ + 1, length_ + 1,
-                                  omp_get_max_threads(), group_)),
-        k_cache_(allocator, batch_kv_heads_of(cell) * (length_ + 1) * cell.head_dim),
-        v_cache_(allocator, k_cache_.size()),
-        q_(allocator, cell.batch_heads() * cell.head_dim),
-        k_new_(allocator, batch_kv_heads_of(cell) * cell.head_dim),
-        v_new_(allocator, k_new_.size()),
-        out_(allocator, q_.size()),
-        workspace_(allocator, plan_.workspace_floats()) {
-    const std::int64_t dim = cell.head_dim;
-    store_kv_heads(inputs_, inputs_.k, group_, length_, length_ + 1, k_cache_.data());
-    store_kv_heads(inputs_, inputs_.v, group_, length_, length_ + 1, v_cache_.data());
-    store_kv_token(inputs_, inputs_.k, group_, length_, k_new_.data());
-    store_kv_token(inputs_, inputs_.v, group_, length_, v_new_.data());
-    for (std::int64_t bh = 0; bh < cell.batch_heads(); ++bh) {
-      store(inputs_.q_at(bh, length_), dim, q_.data() + bh * dim);
-    }
-  }
-
-  void run() override {
-    softmax_decode_step(plan_, q_.data(), k_new_.data(), v_new_.data(), k_cache_.data(),
-                        v_cache_.data(), length_, workspace_.data(), out_.data());
-  }
-
-  Accuracy check() const override { return check_softmax_decode(inputs_, length_, out_.data(), group_); }
-
-  std::string cpu_kernel_isa() const override {
-    return dispatched_kernel_isa(softmax_decode_isa(plan_));
-  }
-
-  std::vector<ByteSpan> buffers() const override {
-    return {k_cache_.byte_span(), v_cache_.byte_span(), q_.byte_span(), k_new_.byte_span(),
-            v_new_.byte_span(),   out_.byte_span(),     workspace_.byte_span()};
-  }
-
- private:
-  std::int64_t length_;
-  std::int64_t group_;
-  AttentionInputs inputs_;
-  SoftmaxDecodePlan plan_;
-  Buffer<T> k_cache_, v_cache_, q_, k_new_, v_new_, out_;
-  Buffer<float> workspace_;
-};
-
-template <class T>
-class SoftmaxPrefillCell final : public PreparedCell {
- public:
-  SoftmaxPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
-      : group_(query_group_of(cell)),
-        inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
-        q_(allocator, inputs_.q.size()),
-        k_(allocator, inputs_.k.size() / group_),
-        v_(allocator, k_.size()),
-        out_(allocator, inputs_.q.size()) {
-    store(inputs_.q.data(), inputs_.q.size(), q_.data());
-    store_kv_heads(inputs_, inputs_.k, group_, inputs_.tokens, inputs_.tokens, k_.data());
-    store_kv_heads(inputs_, inputs_.v, group_, inputs_.tokens, inputs_.tokens, v_.data());
-  }
-
-  void run() override {
-    softmax_prefill(inputs_.batch_heads, inputs_.tokens, inputs_.dim, q_.data(), k_.data(),
-                    v_.data(), out_.data(), cpu_isa(), AttentionPattern{.group = group_});
-  }
-
-  Accuracy check() const override { return check_softmax_prefill(inputs_, out_.data(), group_); }
-
-  std::string cpu_kernel_isa() const override {
-    return dispatched_kernel_isa(softmax_prefill_isa(std::is_same_v<T, bf16>, inputs_.dim));
-  }
-
-  std::vector<ByteSpan> buffers() const override {
-    return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};
-  }
-
- private:
-  std::int64_t group_;
-  AttentionInputs inputs_;
-  Buffer<T> q_, k_, v_, out_;
-};
 
 class SoftmaxKv final : public Mechanism {
  public:
@@ -189,7 +90,7 @@ class SoftmaxKv final : public Mechanism {
 #if ARCH_BENCH_HAVE_CUDA
     if (backend.name() == "cuda") return prepare_softmax_kv_cuda(cell, seed, backend);
 #endif
-    return prepare_cell<SoftmaxDecodeCell, SoftmaxPrefillCell>(cell, seed, backend.allocator());
+    return prepare_softmax_kv_cpu(cell, seed, backend.allocator());
   }
   const ConformanceAdapter* conformance() const override { return &softmax_kv_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &softmax_kv_capacity(); }

@@ -74,8 +74,8 @@ TEST(SoftmaxKvGpu, BatchOneLongContextDecodeSplitsAndMatches) {
   }
 }
 
-// Grouped-query and multi-query attention (--kv-heads): every query head of a group reads its K/V
-// head, and the group's first appends the new row. Both prefill paths, both decode lane layouts, a
+// Grouped-query and multi-query attention (--kv-heads): a decode block holds the queries of its K/V
+// head's group and streams that head once, the first slice's block appending the new row. Both prefill paths, both decode lane layouts, a
 // context long enough to split; the CPU cells of the same seed give the same reference error scale.
 TEST(SoftmaxKvGpu, GroupedQueryAttentionMatchesTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
@@ -98,6 +98,35 @@ TEST(SoftmaxKvGpu, GroupedQueryAttentionMatchesTheReference) {
           prepared->run();  // the group's append rewrites the same row: the same output
           EXPECT_EQ(prepared->check().max_abs_error, first.max_abs_error);
         }
+      }
+    }
+  }
+}
+
+// Groups that are not a power of two (3: a block holds 4 query slots, one idle) and groups wider
+// than one block (12: two slices of 8, the second half full; 16: two full slices), at contexts that
+// split and that do not: every query head of the group gets its own output, one block appends.
+TEST(SoftmaxKvGpu, GroupsOfAnySizeAreReadOnceAndMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const Mechanism* softmax = find_mechanism("softmax_kv");
+  struct Grouping {
+    std::int64_t heads, kv_heads;
+  };
+  for (const Shape& shape : {Shape{DType::bfloat16, 128}, Shape{DType::bfloat16, 64}, Shape{DType::float32, 256}}) {
+    for (const Grouping& grouping : {Grouping{6, 2}, Grouping{12, 1}, Grouping{32, 2}, Grouping{32, 8}}) {
+      for (std::int64_t length : {1, 100, 4100}) {
+        Cell cell = small_cell(grouping.heads, shape.head_dim, length, shape.dtype, Phase::decode);
+        cell.mechanism = "softmax_kv";
+        cell.options.set("kv_heads", grouping.kv_heads);
+        SCOPED_TRACE(::testing::Message() << dtype_name(shape.dtype) << " head_dim " << shape.head_dim << " heads "
+                                          << grouping.heads << " kv_heads " << grouping.kv_heads << " L=" << length);
+        auto prepared = softmax->prepare(cell, 29, *backend);
+        prepared->run();
+        const Accuracy first = prepared->check();
+        EXPECT_TRUE(first.output_finite);
+        EXPECT_LT(first.max_rel_error, dtype_tolerance(shape.dtype));
+        prepared->run();
+        EXPECT_EQ(prepared->check().max_abs_error, first.max_abs_error);
       }
     }
   }
@@ -136,7 +165,7 @@ class DeviceAttention {
   std::vector<float> decode(DType dtype, int multiprocessors, std::vector<float>* appended_keys = nullptr,
                             std::int64_t splits = 0) {
     const std::int64_t bh = in_.batch_heads, dim = in_.dim, tokens = in_.tokens, position = tokens - 1;
-    SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(bh, dim, dtype, tokens, tokens, multiprocessors);
+    SoftmaxDecodeCudaPlan plan = plan_softmax_decode_cuda(bh, 1, dim, dtype, tokens, tokens, multiprocessors);
     if (splits > 0) plan.splits = splits;
     Buffer<T> k_cache(backend_.allocator(), in_.k.size()), v_cache(backend_.allocator(), in_.v.size());
     Buffer<T> q(backend_.allocator(), bh * dim), k_new(backend_.allocator(), bh * dim),
@@ -212,7 +241,7 @@ TEST(SoftmaxKvGpu, SplitDecodeEqualsUnsplit) {
   CudaBackend& cuda = cuda_backend_of(*backend);
   const std::int64_t length = 10000;
   const AttentionInputs in = make_attention_inputs(small_cell(1, 128, length, DType::float32), length + 1, 9);
-  ASSERT_GT(plan_softmax_decode_cuda(1, 128, DType::float32, length + 1, length + 1, 1000).splits, 100);
+  ASSERT_GT(plan_softmax_decode_cuda(1, 1, 128, DType::float32, length + 1, length + 1, 1000).splits, 100);
   DeviceAttention<float> device(cuda, in);
   const std::vector<float> unsplit = device.decode(DType::float32, 1000, nullptr, 1);
   EXPECT_LT(relative_max_error(device.decode(DType::float32, 1000), unsplit), 1e-5);
