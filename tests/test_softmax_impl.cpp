@@ -12,6 +12,10 @@
 #include "mechanisms/common/cudnn_library.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/softmax_kv/softmax_impl.hpp"
+#include "runner/modes/mode.hpp"
+#include "runner/report/report.hpp"
+#include "runner/report/schema_validation.hpp"
+#include "runner/shard/report_rows.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -170,6 +174,41 @@ TEST(FetchCudnnFrontend, HeadersAlreadyInPlaceAreKept) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(testing::read_text(build.path() / "_deps/cudnn-frontend/include/cudnn_frontend.h"), "// present\n");
+}
+
+// The row records which implementation ran (gpu_kernel): written, validated, read back by merge.
+TEST(GpuKernelField, WrittenValidatedAndReadBack) {
+  RunReport report;
+  report.identity = {"ARCH-RECURRENT-STATE-MECHANISM", "arch-linear-recurrence-v2", "unit", "ARCH-CUDA-MECHANISM",
+                     "linear_recurrence", "2026-12-05T00:00:00Z", "arch-bench run", 0};
+  report.workload.sequence_lengths = {512};
+  report.arms = find_mode("linear_recurrence")->arms(report.workload);
+  Row row;
+  row.cell = Cell{"softmax_kv", Phase::prefill, 512, 1, 8, 64, DType::bfloat16, {}};
+  row.role = Role::baseline;
+  row.state_kind = StateKind::explicit_history;
+  row.state_bytes = 1 << 20;
+  row.samples_ms = {0.1, 0.2, 0.15};
+  row.stats = {0.15, 0.15, 0.105, 0.195, 0.05, 0.33, 0.1, 0.2};
+  row.tolerance = 1e-2;
+  report.rows.push_back(row);  // a row that names nothing: null
+  row.gpu_kernel = "cudnn_sdpa (cuDNN 9.19.0)";
+  report.rows.push_back(row);
+  report.decision.verdict = "inconclusive";
+  report.decision.next_action = "measure more lengths";
+  nlohmann::json document = to_json(report);
+  EXPECT_EQ(document["schema_version"], "1.1.0");
+  EXPECT_TRUE(document["metrics"]["rows"][0]["gpu_kernel"].is_null());
+  EXPECT_EQ(document["metrics"]["rows"][1]["gpu_kernel"], "cudnn_sdpa (cuDNN 9.19.0)");
+  const std::vector<std::string> errors = schema_errors(document, "result");
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
+  EXPECT_EQ(row_from_json(document["metrics"]["rows"][1]).gpu_kernel, "cudnn_sdpa (cuDNN 9.19.0)");
+  // A 1.0.0 report has no such field, and still validates.
+  document["schema_version"] = "1.0.0";
+  for (auto& written : document["metrics"]["rows"]) written.erase("gpu_kernel");
+  EXPECT_TRUE(schema_errors(document, "result").empty());
+  document["metrics"]["rows"][1]["gpu_kernel"] = 5;
+  EXPECT_FALSE(schema_errors(document, "result").empty());
 }
 
 }  // namespace
