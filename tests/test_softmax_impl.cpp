@@ -149,6 +149,23 @@ TEST(CudnnLibrary, ListSaysWhyItIsNotUsable) {
   }
 }
 
+TEST(CudnnLibrary, PreflightWarnsWithTheReasonWhereItCannotBeOpened) {
+  TempFolder folder;
+  const auto json = folder / "preflight.json";
+  ::setenv("ARCH_BENCH_CUDNN_LIB", "/nonexistent/cudnn", 1);
+  const auto cli = run_cli("preflight --profile ARCH-CUDA-MECHANISM --sequence-lengths 64 --json '" + json.string() + "'");
+  ::unsetenv("ARCH_BENCH_CUDNN_LIB");
+  const nlohmann::json report = testing::read_json(json);
+  bool found = false;
+  for (const auto& check : report["checks"]) {
+    if (check["id"] != "cudnn") continue;
+    found = true;
+    EXPECT_EQ(check["status"], "warn") << check.dump();  // the hand kernels run: not a failure
+    EXPECT_NE(check["message"].get<std::string>().find("hand-written"), std::string::npos) << check.dump();
+  }
+  EXPECT_TRUE(found) << report.dump(2) << cli.err;
+}
+
 TEST(FetchCudnnFrontend, AFailedDownloadFailsCleanlyAndWritesNothing) {
   TempFolder build;
   const std::string script = std::string(ARCH_BENCH_SOURCE_DIR) + "/scripts/fetch-cudnn-frontend.sh";
