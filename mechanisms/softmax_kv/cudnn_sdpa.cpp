@@ -50,11 +50,13 @@ std::vector<std::int64_t> packed_strides(std::int64_t heads, std::int64_t tokens
 
 struct CudnnSdpa::Impl {
   cudnnHandle_t handle = nullptr;
-  fe::graph::Graph graph;
+  std::unique_ptr<fe::graph::Graph> graph = std::make_unique<fe::graph::Graph>();
   std::int64_t workspace = 0;
   mutable std::unordered_map<std::int64_t, void*> pack{{kQ, nullptr}, {kK, nullptr}, {kV, nullptr}, {kO, nullptr}};
 
+  // The graph's plans were built on the handle: they go first.
   ~Impl() {
+    graph.reset();
     if (handle != nullptr) fe::detail::destroy_handle(handle);
   }
 };
@@ -71,7 +73,7 @@ CudnnSdpa::CudnnSdpa(const CudnnSdpaShape& shape, CUstream_st* stream) : impl_(s
     if (const cudnnStatus_t status = fe::detail::set_stream(impl_->handle, stream); status != CUDNN_STATUS_SUCCESS) {
       throw CellFailure("cudnn_error", fmt::format("cudnnSetStream failed: {}", fe::detail::get_error_string(status)));
     }
-    fe::graph::Graph& graph = impl_->graph;
+    fe::graph::Graph& graph = *impl_->graph;
     graph.set_io_data_type(fe::DataType_t::BFLOAT16)
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
@@ -132,7 +134,7 @@ void CudnnSdpa::enqueue(const void* q, const void* k, const void* v, void* out, 
   impl_->pack[kK] = const_cast<void*>(k);
   impl_->pack[kV] = const_cast<void*>(v);
   impl_->pack[kO] = out;
-  if (fe::error_t status = impl_->graph.execute(impl_->handle, impl_->pack, workspace); status.is_bad()) {
+  if (fe::error_t status = impl_->graph->execute(impl_->handle, impl_->pack, workspace); status.is_bad()) {
     throw CellFailure("cudnn_error", fmt::format("cuDNN fused attention: {}", status.get_message()));
   }
 }
