@@ -5,7 +5,8 @@
 # the preflight of the CUDA profile, the seed's cell-5.2 command under --profile ARCH-CUDA-MECHANISM,
 # linear_recurrence at batch 1 and 16 over L = 512, 2048, 8192, 32768 (decode) plus a causal
 # prefill, the performer and mamba_scan modes (default matrices at batch 1, and L = 8192 at batch 16),
-# and `conformance --device cuda` for every mechanism with CUDA kernels, leaving at most 10 files in
+# softmax_kv prefill with the hand kernels and cuDNN's fused attention side by side (batch 1 and 16),
+# and `conformance --device cuda` for every mechanism with CUDA kernels, leaving at most 12 files in
 # OUT_DIR: the log, the preflight and the reports (conformance outputs stay in the build folder). Build
 # dependencies come from .device/debs (scripts/collect-debs.sh), unpacked into a prefix, because the
 # GPU machine has no package registry. Budget: 8 minutes on one H200, build included.
@@ -42,9 +43,25 @@ if [ -d "$ROOT/.device/debs" ]; then
   export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
 
+# cuDNN (softmax_kv's fused-attention baseline, docs/gpu-guide.md): this machine has it only in
+# PyTorch's environment (site-packages/nvidia/cudnn: lib/ and include/), and no package registry, so
+# cudnn-frontend's headers come unpacked with the tree: on the build machine,
+#   scripts/fetch-cudnn-frontend.sh .device     (-> .device/_deps/cudnn-frontend/include)
+# Without either, the build has no cuDNN variant and softmax_kv runs its hand kernels (list says why).
+CUDNN_ARGS=()
+TORCH_CUDNN="$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)"
+if [ -n "$TORCH_CUDNN" ] && [ -d "$TORCH_CUDNN/lib" ]; then
+  export ARCH_BENCH_CUDNN_LIB="$TORCH_CUDNN/lib"
+  export LD_LIBRARY_PATH="$TORCH_CUDNN/lib:${LD_LIBRARY_PATH:-}"  # its sub-libraries, whatever their RUNPATH
+  [ -f "$TORCH_CUDNN/include/cudnn.h" ] && CUDNN_ARGS+=(-DCUDNN_INCLUDE_DIR="$TORCH_CUDNN/include")
+fi
+[ -f "$ROOT/.device/_deps/cudnn-frontend/include/cudnn_frontend.h" ] &&
+  CUDNN_ARGS+=(-DCUDNN_FRONTEND_INCLUDE_DIR="$ROOT/.device/_deps/cudnn-frontend/include")
+echo "cuDNN: library ${ARCH_BENCH_CUDNN_LIB:-not found}; cmake ${CUDNN_ARGS[*]:-(no cuDNN headers given)}"
+
 step "configure + build (CUDA sm_90; ptxas resource usage in build-ptxas.txt lines below)"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DARCH_BENCH_MICRO=OFF -DVALIJSON_INCLUDE_DIR="$PREFIX/usr/include" || exit 1
+  -DARCH_BENCH_MICRO=OFF -DVALIJSON_INCLUDE_DIR="$PREFIX/usr/include" "${CUDNN_ARGS[@]}" || exit 1
 cmake --build "$BUILD" -j "$(nproc)" > "$BUILD/build.txt" 2>&1 || { tail -60 "$BUILD/build.txt"; exit 1; }
 grep -E "ptxas info *: (Used|Compiling entry)|spill" "$BUILD/build.txt" | grep -B1 -E "Used|spill" | head -80
 
@@ -81,6 +98,29 @@ step "linear_recurrence prefill, batch 1, L 2048/8192 (tensor-core bf16 softmax 
 check "$BIN" run --device cuda --phase prefill --sequence-lengths 2048,8192 --warmup 3 --repeats 20 \
   --timing cuda_events --run-label "${LABEL}-prefill" --workload-id arch-linear-recurrence-gpu-prefill \
   --results-dir "$OUT"
+
+# The library baseline against the hand kernels, in one run (issue 39 section 1): softmax_kv prefill,
+# bf16, H 8, d 64, with --softmax-impl hand (the baseline arm) and cudnn (a candidate arm); the rows'
+# gpu_kernel says what ran and the cuDNN version. About 30 s.
+for batch in 1 16; do
+  step "softmax_kv prefill hand vs cuDNN, batch $batch, L 2048/8192"
+  check "$BIN" run --device cuda --phase prefill --batch "$batch" --sequence-lengths 2048,8192 --softmax-impl hand,cudnn \
+    --warmup 3 --repeats 20 --timing cuda_events --run-label "${LABEL}-cudnn-b${batch}" \
+    --workload-id "arch-softmax-cudnn-gpu-prefill-b${batch}" --results-dir "$OUT"
+done
+python3 - "$OUT" <<'PY' || true
+import glob, json, sys
+for path in sorted(glob.glob(sys.argv[1] + "/*cudnn-b*.json")):
+    rows = [r for r in json.load(open(path))["metrics"]["rows"] if r["mechanism"] == "softmax_kv" and r["status"] == "ok"]
+    by = {}
+    for r in rows:
+        by.setdefault((r["batch"], r["sequence_length"]), {})[r["options"].get("softmax_impl")] = r
+    for (b, length), impl in sorted(by.items()):
+        if "hand" in impl and "cudnn" in impl:
+            h, c = impl["hand"]["median_step_ms"], impl["cudnn"]["median_step_ms"]
+            print(f"softmax_kv prefill B{b} L{length}: hand {h:.4f} ms, {impl['cudnn']['gpu_kernel']} {c:.4f} ms, "
+                  f"hand/cudnn time ratio {h / c:.2f}")
+PY
 
 # The other two mechanisms of the card on the GPU. Their fp64 checks run on the host (the performer
 # reference is O(L m d) per head), so repeats are kept low and batch 16 is one length: L = 8192, where

@@ -127,6 +127,7 @@ ab_options() {
       archs="$gpu"
     fi
   fi
+  AB_CUDA="$cuda"
   if [ "$cuda" = on ]; then
     AB_CMAKE_ARGS+=(-DARCH_BENCH_CUDA=ON)
     if [ -n "$archs" ]; then
@@ -180,6 +181,11 @@ ab_logged() {
 ab_configure() {
   ab_options "${1:-all}"
   mkdir -p "$BUILD_DIR"
+  # softmax_kv's cuDNN variant compiles against cudnn-frontend's headers, unpacked into the build
+  # folder before cmake looks for them; without them (no network, no pip) the build goes on without it.
+  if [ "$AB_CUDA" = on ] && ! bash "$AB_ROOT/scripts/fetch-cudnn-frontend.sh" "$BUILD_DIR"; then
+    AB_CUDA_NOTE="$AB_CUDA_NOTE, no cuDNN variant (fetch-cudnn-frontend.sh failed)"
+  fi
   # shellcheck disable=SC2086
   ab_logged "$BUILD_DIR/configure.log" cmake -S "$AB_ROOT" -B "$BUILD_DIR" -G Ninja "${AB_CMAKE_ARGS[@]}" ${CMAKE_ARGS:-}
   AB_DETAIL="$BUILD_DIR; $AB_CUDA_NOTE"

@@ -102,8 +102,10 @@ TEST(OptionCatalog, TheBuiltInsDeclareTheirOptions) {
   EXPECT_NE(message.find("performer takes favor+"), std::string::npos) << message;
   EXPECT_NE(testing::usage_error_message([] { declared_option("no_such", "--option"); }).find("no mechanism declares an option 'no_such'"),
             std::string::npos);
-  // softmax_kv reads kv_heads (0: one K/V head per query head) and the harness's qk_scale.
-  EXPECT_EQ(resolved_options_of("softmax_kv", {}).to_json(), (nlohmann::json{{"kv_heads", 0}, {"qk_scale", 1.0}}));
+  // softmax_kv reads kv_heads (0: one K/V head per query head), softmax_impl (auto: cuDNN on the GPU
+  // where it runs) and the harness's qk_scale.
+  EXPECT_EQ(resolved_options_of("softmax_kv", {}).to_json(),
+            (nlohmann::json{{"kv_heads", 0}, {"qk_scale", 1.0}, {"softmax_impl", "auto"}}));
   EXPECT_EQ(resolved_options_of("mamba", {}).to_json(), (nlohmann::json{{"qk_scale", 1.0}, {"state_size", 16}}));
 }
 

@@ -9,6 +9,7 @@
 #include "mechanisms/softmax_kv/cuda.hpp"
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
+#include "mechanisms/softmax_kv/softmax_impl.hpp"
 #include "mechanisms/softmax_kv/conformance.hpp"
 #include "mechanisms/registry.hpp"
 
@@ -36,11 +37,13 @@ class SoftmaxKv final : public Mechanism {
   }
 
   std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
+    // --softmax-impl cudnn where cuDNN's fused attention cannot run (softmax_impl.hpp).
+    if (auto problem = softmax_impl_problem(cell, backend)) return problem;
     if (backend == "cuda") return softmax_kv_cuda_unsupported(cell);
     return std::nullopt;
   }
 
-  std::vector<OptionSpec> option_specs() const override { return {kv_heads_option()}; }
+  std::vector<OptionSpec> option_specs() const override { return {kv_heads_option(), softmax_impl_option()}; }
 
   // The K/V cache: L rows of k and v for each of the batch's kv_heads K/V heads.
   std::int64_t state_bytes(const Cell& cell) const override {
@@ -88,7 +91,7 @@ class SoftmaxKv final : public Mechanism {
   std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
                                         Backend& backend) const override {
 #if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_softmax_kv_cuda(cell, seed, backend);
+    if (backend.name() == "cuda") return prepare_softmax_kv_on_cuda(cell, seed, backend);  // hand or cuDNN
 #endif
     return prepare_softmax_kv_cpu(cell, seed, backend.allocator());
   }

@@ -5,6 +5,7 @@
 #include "core/options.hpp"
 #include "mechanisms/registry.hpp"
 #include "core/backends/cuda/device_probe.hpp"
+#include "mechanisms/common/cudnn_library.hpp"
 #include "runner/cli/commands.hpp"
 #include "runner/cli/parse_lists.hpp"
 #include "runner/cli/run_options.hpp"
@@ -64,7 +65,16 @@ nlohmann::json listing() {
   backends.push_back({{"id", "cuda"},
                       {"usable", cuda.usable},
                       {"detail", cuda.usable ? fmt::format("{} device(s)", cuda.device_count) : cuda.reason}});
-  return {{"modes", modes}, {"mechanisms", mechanisms}, {"backends", backends}};
+  // Libraries loaded at run time (never linked): whether this process can use them, and why not.
+  const CudnnLibrary& cudnn = cudnn_library();
+  nlohmann::json libraries = nlohmann::json::array();
+  libraries.push_back({{"id", "cudnn"},
+                       {"usable", cudnn.usable()},
+                       {"detail", cudnn.usable() ? fmt::format("{}: softmax_kv --softmax-impl cudnn/auto on --device cuda",
+                                                               cudnn_library_summary(cudnn))
+                                                 : fmt::format("{}; softmax_kv runs its hand-written CUDA kernels",
+                                                               cudnn.reason)}});
+  return {{"modes", modes}, {"mechanisms", mechanisms}, {"backends", backends}, {"libraries", libraries}};
 }
 }  // namespace
 
@@ -158,6 +168,11 @@ void register_list_command(CLI::App& app, CommandContext& context) {
     for (const auto& b : all["backends"]) {
       text += fmt::format("  {:<20} {:<17} {}\n", b["id"].get<std::string>(),
                           b["usable"].get<bool>() ? "usable" : "not usable", b["detail"].get<std::string>());
+    }
+    text += "libraries:\n";
+    for (const auto& l : all["libraries"]) {
+      text += fmt::format("  {:<20} {:<17} {}\n", l["id"].get<std::string>(),
+                          l["usable"].get<bool>() ? "usable" : "not usable", l["detail"].get<std::string>());
     }
     fmt::print("{}", escape_control_bytes(text));
   });

@@ -9,6 +9,7 @@
 
 #include "mechanisms/common/cpu_isa.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "core/errors.hpp"
 #include "runner/pipeline/interrupt.hpp"
 #include "runner/measure/sampler.hpp"
@@ -89,6 +90,7 @@ void visit_cell(Row& row, HostProbes& probes, const PlannedCell& planned, const 
         row.cpu_kernel_isa = kernel_variant_isa(dispatched_kernel_variant());
       }
     }
+    if (const auto* named = dynamic_cast<const NamesGpuKernel*>(prepared.get())) row.gpu_kernel = named->gpu_kernel();
     row.accuracy = prepared->check();
     if (!row.accuracy.output_finite) {
       // Timings of a cell whose outputs are NaN/inf say nothing about the mechanism: no samples, no

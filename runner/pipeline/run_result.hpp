@@ -72,6 +72,7 @@ struct Row {
   // those visits of each trial's team and one-thread medians, in us; what splitting the step gave.
   std::optional<double> trial_team_median_us, trial_one_thread_median_us;
   std::string cpu_kernel_isa;  // CPU rows: PreparedCell::cpu_kernel_isa(); empty otherwise
+  std::string gpu_kernel;      // GPU rows of a cell with implementations to choose from (NamesGpuKernel); else empty
   Accuracy accuracy;
   double tolerance = 0;  // max_rel_error accepted for the dtype
 

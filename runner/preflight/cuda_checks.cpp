@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mechanisms/common/cudnn_library.hpp"
 #include "runner/preflight/check_helpers.hpp"
 
 namespace arch_bench::preflight_detail {
@@ -109,6 +110,22 @@ Check device_memory_check(const Profile& profile, const PlanFacts& plan, const C
               smallest, needed);
 }
 
+// cuDNN, opened at run time: a pass says softmax_kv's default GPU baseline is cuDNN's fused attention,
+// a warn that it falls back to the hand-written kernels (the run goes on either way).
+Check cudnn_check() {
+  const CudnnLibrary& cudnn = cudnn_library();
+  if (cudnn.usable()) {
+    return make("cudnn", CheckStatus::pass,
+                fmt::format("{}: softmax_kv (bfloat16) runs cuDNN's fused attention", cudnn_library_summary(cudnn)),
+                cudnn_version_text(cudnn.version), nullptr);
+  }
+  return make("cudnn", CheckStatus::warn,
+              fmt::format("{}; softmax_kv runs its hand-written CUDA kernels (--softmax-impl cudnn cells are "
+                          "unsupported)",
+                          cudnn.reason),
+              nullptr, nullptr);
+}
+
 }  // namespace
 
 void cuda_checks(const Profile& profile, const PlanFacts& plan, const MachineFacts& machine,
@@ -182,6 +199,7 @@ void cuda_checks(const Profile& profile, const PlanFacts& plan, const MachineFac
                           "GPU clocks are not read by this build; lock them (`nvidia-smi --lock-gpu-clocks`) so "
                           "boost and thermal throttling do not move the timings"));
   }
+  checks.push_back(cudnn_check());
   // The host thread launches every kernel: its clock shows up in launch overhead.
   checks.push_back(cpu_governor_check(machine));
   checks.push_back(hypervisor_check(machine));

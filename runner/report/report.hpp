@@ -14,7 +14,7 @@
 
 namespace arch_bench {
 
-inline constexpr const char* kResultSchemaVersion = "1.1.0";  // 1.1.0: the `model` block (run --model), rows' predicted_process_bytes
+inline constexpr const char* kResultSchemaVersion = "1.1.0";  // 1.1.0: the `model` block (run --model), rows' predicted_process_bytes, rows' gpu_kernel
 
 struct Identity {
   std::string semantic_id;

@@ -194,6 +194,7 @@ json to_json(const Row& row) {
               {"trial_one_thread_median_us",
                row.trial_one_thread_median_us ? finite_or_null(*row.trial_one_thread_median_us) : json(nullptr)},
               {"cpu_kernel_isa", row.cpu_kernel_isa.empty() ? json(nullptr) : json(row.cpu_kernel_isa)},
+              {"gpu_kernel", row.gpu_kernel.empty() ? json(nullptr) : json(row.gpu_kernel)},
               {"output_finite", row.accuracy.output_finite},
               {"max_abs_error", finite_or_null(row.accuracy.max_abs_error)},
               {"max_rel_error", finite_or_null(row.accuracy.max_rel_error)},

@@ -123,6 +123,7 @@ Row row_from_json(const json& r) {
   row.trial_team_median_us = optional_number(r, "trial_team_median_us");
   row.trial_one_thread_median_us = optional_number(r, "trial_one_thread_median_us");
   if (const auto isa = r.find("cpu_kernel_isa"); isa != r.end() && isa->is_string()) row.cpu_kernel_isa = isa->get<std::string>();
+  if (const auto gpu = r.find("gpu_kernel"); gpu != r.end() && gpu->is_string()) row.gpu_kernel = gpu->get<std::string>();
   row.device_free_before_bytes = optional_integer(r, "device_free_before_bytes");
   row.device_free_after_bytes = optional_integer(r, "device_free_after_bytes");
   row.stats = SampleStats{number_or(r, "mean_step_ms", 0),  number_or(r, "median_step_ms", 0),

@@ -2,6 +2,7 @@
 // (decode vs prefill, split vs unsplit). Every test skips without a usable CUDA device.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "core/bf16.hpp"
@@ -41,6 +42,7 @@ TEST(SoftmaxKvGpu, PreparedCellsMatchTheReferenceAndRepeat) {
       for (std::int64_t length : {1, 100, 1000, 4100}) {
         Cell cell = small_cell(2, shape.head_dim, length, shape.dtype, phase);
         cell.mechanism = "softmax_kv";
+        cell.options.set("softmax_impl", std::string("hand"));  // these test the hand kernels (auto: cuDNN for bf16)
         SCOPED_TRACE(::testing::Message() << dtype_name(shape.dtype) << " head_dim " << shape.head_dim << " "
                                           << phase_name(phase) << " L=" << length);
         ASSERT_EQ(softmax->unsupported_on(cell, "cuda"), std::nullopt);
@@ -66,6 +68,7 @@ TEST(SoftmaxKvGpu, BatchOneLongContextDecodeSplitsAndMatches) {
   for (DType dtype : {DType::bfloat16, DType::float32}) {
     Cell cell = small_cell(1, 128, 20000, dtype, Phase::decode);
     cell.mechanism = "softmax_kv";
+    cell.options.set("softmax_impl", std::string("hand"));  // these test the hand kernels (auto: cuDNN for bf16)
     auto prepared = softmax->prepare(cell, 5, *backend);
     prepared->run();
     const Accuracy accuracy = prepared->check();
@@ -86,6 +89,7 @@ TEST(SoftmaxKvGpu, GroupedQueryAttentionMatchesTheReference) {
         for (std::int64_t length : {1, 100, 4100}) {
           Cell cell = small_cell(8, shape.head_dim, length, shape.dtype, phase);
           cell.mechanism = "softmax_kv";
+          cell.options.set("softmax_impl", std::string("hand"));  // these test the hand kernels (auto: cuDNN for bf16)
           cell.options.set("kv_heads", kv_heads);
           SCOPED_TRACE(::testing::Message() << dtype_name(shape.dtype) << " head_dim " << shape.head_dim << " "
                                             << phase_name(phase) << " kv_heads " << kv_heads << " L=" << length);
