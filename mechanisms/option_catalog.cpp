@@ -32,15 +32,18 @@ std::string DeclaredOption::help() const {
 }
 
 OptionValue DeclaredOption::parse(std::string_view text) const {
-  std::string first_error;
+  std::vector<std::string> errors;
   for (const auto& [mechanism, spec] : declarations) {
     try {
       return spec.parse(text);
     } catch (const UsageError& error) {
-      if (first_error.empty()) first_error = error.what();
+      errors.emplace_back(error.what());
     }
   }
-  if (declarations.size() == 1) throw UsageError(first_error);
+  // Mechanisms that declare the key alike (mamba's and mamba2's --state-size) refuse alike: say it once.
+  if (std::all_of(errors.begin(), errors.end(), [&](const std::string& e) { return e == errors.front(); })) {
+    throw UsageError(errors.front());
+  }
   std::vector<std::string> takes;
   for (const auto& [mechanism, spec] : declarations) takes.push_back(mechanism + " takes " + spec.allowed());
   throw UsageError(fmt::format("{}: unknown {} '{}' ({})", spec().flag(), [&] {

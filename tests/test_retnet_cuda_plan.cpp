@@ -59,7 +59,9 @@ TEST(RetNetCudaPlan, LaneGroupsAreTheKernelsShuffleGroups) {
     // The fewest lanes that hold dk rows, a power of two (the xor shuffle's group).
     EXPECT_EQ(r & (r - 1), 0) << dk;
     EXPECT_GE(r * kColumnRowsPerLane, dk) << dk;
-    if (r > 1) EXPECT_LT((r / 2) * kColumnRowsPerLane, dk) << dk;
+    if (r > 1) {
+      EXPECT_LT((r / 2) * kColumnRowsPerLane, dk) << dk;
+    }
     EXPECT_EQ(plan.columns_per_warp * r, 32);
     EXPECT_EQ(plan.padded_rows, r * kColumnRowsPerLane);
     // column_sum xors lane bits columns_per_warp .. 16: the lanes it reaches are exactly the column's group.
