@@ -7,6 +7,7 @@
 #include "mechanisms/rwkv/cuda_plan.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
+#include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv4/cpu.hpp"
 #include "mechanisms/rwkv/rwkv4/reference.hpp"
 #include "mechanisms/rwkv/rwkv4/conformance.hpp"
@@ -70,7 +71,7 @@ class Rwkv4Capacity final : public CapacityProbe {
   }
 };
 
-class Rwkv4 final : public Mechanism {
+class Rwkv4 final : public RwkvMechanism<Rwkv4Policy> {
  public:
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
@@ -78,31 +79,8 @@ class Rwkv4 final : public Mechanism {
         "RWKV-4 WKV (seed 002), per-channel stable state (a, b, p), prefill sequential in time, vectorised over "
         "channels",
         StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        rwkv_backends()};
     return info;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return rwkv_cuda_unsupported(RwkvVersion::v4, cell);
-    return std::nullopt;
-  }
-
-  std::optional<std::string> unsupported(const Cell&) const override { return std::nullopt; }
-
-  std::int64_t state_bytes(const Cell& cell) const override {
-    // a, b, p per channel (heads x head_dim per sequence), fp32 whatever the storage dtype.
-    return checked_mul(Rwkv4Policy::state_floats(rwkv_shape_of(cell)), 4);
-  }
-
-  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    return rwkv_predicted_peak_bytes<Rwkv4Policy>(cell);
-  }
-  std::int64_t predicted_process_bytes(const Cell& cell) const override {
-    return rwkv_predicted_process_bytes<Rwkv4Policy>(cell);
   }
 
   // Bytes: k, v read and out written per channel-token (storage dtype); w, u read once (fp32); the
@@ -117,12 +95,6 @@ class Rwkv4 final : public Mechanism {
     return {state_traffic + params + 3 * channels * tokens * e, channels * tokens * kFlopsPerChannelToken};
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_rwkv_cuda(RwkvVersion::v4, cell, seed, backend);
-#endif
-    return prepare_rwkv_cell<Rwkv4Policy>(cell, seed, backend.allocator());
-  }
   const ConformanceAdapter* conformance() const override { return &rwkv4_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
     static const Rwkv4Capacity probe;

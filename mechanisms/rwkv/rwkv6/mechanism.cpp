@@ -6,6 +6,7 @@
 #include "mechanisms/rwkv/cuda_plan.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
+#include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
 #include "mechanisms/rwkv/rwkv6/conformance.hpp"
@@ -60,40 +61,15 @@ class Rwkv6Capacity final : public CapacityProbe {
   }
 };
 
-class Rwkv6 final : public Mechanism {
+class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
  public:
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "rwkv6",
         "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (64)",
         StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        rwkv_backends()};
     return info;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return rwkv_cuda_unsupported(RwkvVersion::v6, cell);
-    return std::nullopt;
-  }
-
-  std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > kRwkvMaxDim) return "rwkv6 takes head_dim up to " + std::to_string(kRwkvMaxDim);
-    return std::nullopt;
-  }
-
-  std::int64_t state_bytes(const Cell& cell) const override {
-    return checked_mul(Rwkv6Policy::state_floats(rwkv_shape_of(cell)), 4);
-  }
-
-  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    return rwkv_predicted_peak_bytes<Rwkv6Policy>(cell);
-  }
-  std::int64_t predicted_process_bytes(const Cell& cell) const override {
-    return rwkv_predicted_process_bytes<Rwkv6Policy>(cell);
   }
 
   // Bytes: r, k, v, d read and out written per token and channel (storage dtype); u (fp32) read
@@ -115,12 +91,6 @@ class Rwkv6 final : public Mechanism {
     return {state + params + 5 * bh * static_cast<double>(length) * d * e, bh * flops};
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_rwkv_cuda(RwkvVersion::v6, cell, seed, backend);
-#endif
-    return prepare_rwkv_cell<Rwkv6Policy>(cell, seed, backend.allocator());
-  }
   const ConformanceAdapter* conformance() const override { return &rwkv6_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
     static const Rwkv6Capacity probe;

@@ -7,6 +7,7 @@
 #include "mechanisms/rwkv/cuda_plan.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
+#include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
 #include "mechanisms/rwkv/rwkv7/conformance.hpp"
@@ -77,40 +78,15 @@ class Rwkv7Capacity final : public CapacityProbe {
   }
 };
 
-class Rwkv7 final : public Mechanism {
+class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
  public:
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "rwkv7",
         "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU)",
         StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        rwkv_backends()};
     return info;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return rwkv_cuda_unsupported(RwkvVersion::v7, cell);
-    return std::nullopt;
-  }
-
-  std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > kRwkvMaxDim) return "rwkv7 takes head_dim up to " + std::to_string(kRwkvMaxDim);
-    return std::nullopt;
-  }
-
-  std::int64_t state_bytes(const Cell& cell) const override {
-    return checked_mul(Rwkv7Policy::state_floats(rwkv_shape_of(cell)), 4);
-  }
-
-  std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    return rwkv_predicted_peak_bytes<Rwkv7Policy>(cell);
-  }
-  std::int64_t predicted_process_bytes(const Cell& cell) const override {
-    return rwkv_predicted_process_bytes<Rwkv7Policy>(cell);
   }
 
   // Bytes: r, w_raw, k, v, kappa, iclr read and out written per token and channel (storage dtype);
@@ -128,12 +104,6 @@ class Rwkv7 final : public Mechanism {
     return {state + 7 * bh * length * d * e, bh * flops};
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_rwkv_cuda(RwkvVersion::v7, cell, seed, backend);
-#endif
-    return prepare_rwkv_cell<Rwkv7Policy>(cell, seed, backend.allocator());
-  }
   const ConformanceAdapter* conformance() const override { return &rwkv7_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
     static const Rwkv7Capacity probe;
