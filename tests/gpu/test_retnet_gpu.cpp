@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "mechanisms/registry.hpp"
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 #if ARCH_BENCH_HAVE_CUDA
-#include "core/backends/cuda/cuda_backend.hpp"
-#include "core/backends/cuda/device_transfer.hpp"
-#include "mechanisms/common/inputs.hpp"
+#include "gpu/column_recurrence_gpu_checks.hpp"
 #include "mechanisms/retnet/cuda.hpp"
 #endif
 
@@ -32,20 +31,9 @@ class RetNetGpuCells : public ::testing::TestWithParam<CellCase> {};
 TEST_P(RetNetGpuCells, RunOnceAndMatchTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const auto& [phase, dtype, length] = GetParam();
-  const Mechanism* retnet = find_mechanism("retnet");
-  ASSERT_NE(retnet, nullptr);
   // 2 x 4 heads: every gamma_h of a head index up to 3, and batch rows past the first.
   const Cell cell = mechanism_cell("retnet", 4, 64, length, dtype, phase, 2);
-  ASSERT_FALSE(retnet->unsupported_on(cell, "cuda"));
-  auto prepared = retnet->prepare(cell, 11, *backend);
-  const std::int64_t allocations = backend->allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend->allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend->synchronize();
-  const Accuracy accuracy = prepared->check();
-  EXPECT_TRUE(accuracy.output_finite);  // the output was poisoned with NaN before the run
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
-  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 8 : 8 * length);
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, phase == Phase::decode ? 8 : 8 * length);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, RetNetGpuCells,
@@ -59,15 +47,10 @@ INSTANTIATE_TEST_SUITE_P(Cells, RetNetGpuCells,
 
 TEST(RetNetGpu, WideAndOddHeadsMatchTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const Mechanism* retnet = find_mechanism("retnet");
   for (const std::int64_t dim : {1, 16, 17, 48, 100, 256}) {
     for (const Phase phase : {Phase::decode, Phase::prefill}) {
-      const Cell cell = mechanism_cell("retnet", 3, dim, 130, DType::float32, phase);
-      auto prepared = retnet->prepare(cell, 12, *backend);
-      prepared->run();
-      const Accuracy accuracy = prepared->check();
-      EXPECT_TRUE(accuracy.output_finite) << dim << " " << phase_name(phase);
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << dim << " " << phase_name(phase);
+      testing::expect_cell_matches_fp64_reference(*backend, mechanism_cell("retnet", 3, dim, 130, DType::float32, phase),
+                                                  12, std::to_string(dim) + " " + phase_name(phase));
     }
   }
 }
@@ -76,49 +59,24 @@ TEST(RetNetGpu, WideAndOddHeadsMatchTheReference) {
 
 constexpr std::int64_t kHeads = 4;
 
-// Tokens [first, first + rows) of every head, in the kernel's layout [bh, rows, dim], continuing
-// from `state`; returns out [bh, rows, dim].
+// Tokens [first, first + rows) of every head continuing from `state`; returns out [bh, rows, dim].
 template <class T>
 std::vector<float> recurrence(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
                               Buffer<float>& state) {
   const ColumnRecurrencePlan plan =
       plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
-  const std::int64_t count = in.batch_heads * rows * in.dim;
-  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
-  upload<T>(cuda, in.head_rows(in.q, first, rows).data(), count, q.data());
-  upload<T>(cuda, in.head_rows(in.k, first, rows).data(), count, k.data());
-  upload<T>(cuda, in.head_rows(in.v, first, rows).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
-  launch_retnet_recurrence<T>(plan, kHeads, q.data(), k.data(), v.data(), state.data(), out.data(), cuda.stream());
-  cuda.synchronize();
-  return download<T>(cuda, out.data(), count);
-}
-
-Buffer<float> zero_state(CudaBackend& cuda, const AttentionInputs& in) {
-  Buffer<float> state(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * in.dim * in.dim));
-  zero_async(cuda, state.data(), state.bytes());
-  return state;
+  return testing::run_column_recurrence<T>(cuda, in, first, rows, [&](testing::DeviceTokens<T>& x) {
+    launch_retnet_recurrence<T>(plan, kHeads, x.q.data(), x.k.data(), x.v.data(), state.data(), x.out.data(),
+                                cuda.stream());
+  });
 }
 
 template <class T>
 void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::int64_t length) {
   const AttentionInputs in = make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, dtype), length + 1, 17);
-  Buffer<float> whole = zero_state(cuda, in);
-  const std::vector<float> rows = recurrence<T>(cuda, in, 0, length + 1, whole);
-  Buffer<float> stepped = zero_state(cuda, in);
-  for (std::int64_t t = 0; t < length; ++t) recurrence<T>(cuda, in, t, 1, stepped);  // decode steps, not a prefill
-  const std::vector<float> step = recurrence<T>(cuda, in, length, 1, stepped);
-  std::vector<float> last;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    const float* row = rows.data() + (bh * (length + 1) + length) * in.dim;
-    last.insert(last.end(), row, row + in.dim);
-  }
-  const std::string where = dtype_name(dtype) + " L=" + std::to_string(length);
-  EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
-  const auto s_whole = download<float>(cuda, whole.data(), static_cast<std::int64_t>(whole.size()));
-  const auto s_step = download<float>(cuda, stepped.data(), static_cast<std::int64_t>(stepped.size()));
-  EXPECT_LT(testing::relative_max_error(s_step, s_whole), 1e-5) << where;
+  testing::expect_decode_equals_last_prefill_row(
+      cuda, in, dtype, length,
+      [&](std::int64_t first, std::int64_t rows, Buffer<float>& state) { return recurrence<T>(cuda, in, first, rows, state); });
 }
 
 TEST(RetNetGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens) {
@@ -134,18 +92,9 @@ TEST(RetNetGpu, PrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
   const AttentionInputs in = make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::float32), 160, 19);
-  Buffer<float> whole = zero_state(cuda, in);
-  const std::vector<float> all = recurrence<float>(cuda, in, 0, 160, whole);
-  // Tokens [0, 100) then [100, 160), carrying S: 100 is not a stage boundary.
-  Buffer<float> carried = zero_state(cuda, in);
-  const std::vector<float> head = recurrence<float>(cuda, in, 0, 100, carried);
-  const std::vector<float> tail = recurrence<float>(cuda, in, 100, 60, carried);
-  std::vector<float> joined;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    joined.insert(joined.end(), head.begin() + bh * 100 * in.dim, head.begin() + (bh + 1) * 100 * in.dim);
-    joined.insert(joined.end(), tail.begin() + bh * 60 * in.dim, tail.begin() + (bh + 1) * 60 * in.dim);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all), 1e-6);  // the same operations in the same order
+  testing::expect_prefill_continues_from_its_state(
+      cuda, in,
+      [&](std::int64_t first, std::int64_t rows, Buffer<float>& state) { return recurrence<float>(cuda, in, first, rows, state); });
 }
 
 #endif  // ARCH_BENCH_HAVE_CUDA
