@@ -13,7 +13,7 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "gpu/device_tokens.hpp"
-#include "gpu/head_rows.hpp"
+#include "support/head_rows.hpp"
 #include "mechanisms/common/column_recurrence_plan.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "support/mechanism_fixtures.hpp"

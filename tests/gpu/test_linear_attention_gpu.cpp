@@ -19,7 +19,7 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "gpu/device_tokens.hpp"
-#include "gpu/head_rows.hpp"
+#include "support/head_rows.hpp"
 #endif
 
 namespace arch_bench {

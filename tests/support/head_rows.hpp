@@ -1,5 +1,5 @@
 #pragma once
-// Row bookkeeping of the GPU tests that compare a kernel against itself: outputs in the kernels'
+// Row bookkeeping of the tests that compare a kernel against itself: outputs in the kernels'
 // layout [heads, rows, dim], from which a decode step is compared with one row of a prefill, and a
 // prefill split in two is joined back to compare with the whole.
 #include <cstdint>
