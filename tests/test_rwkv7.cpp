@@ -17,6 +17,7 @@
 #include "support/cli.hpp"
 #include "support/conformance_round_trip.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/rwkv_problem.hpp"
 
 namespace arch_bench {
 namespace {
@@ -27,11 +28,10 @@ Cell rwkv7_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType
 }
 
 template <class T>
-struct Problem {
-  Problem(const Cell& cell, std::int64_t tokens, std::uint64_t seed = 7)
-      : in(make_rwkv_inputs(cell, tokens, seed, RwkvVersion::v7)), shape{in.batch_heads, in.heads, in.dim} {
-    for (int i = 0; i < kRwkvInputCount; ++i) storage[i] = testing::to_storage<T>(in.sequence[i]);
-  }
+struct Problem : testing::RwkvProblem<T> {
+  using Base = testing::RwkvProblem<T>;
+  using Base::in, Base::shape, Base::storage;
+  Problem(const Cell& cell, std::int64_t tokens, std::uint64_t seed = 7) : Base(cell, tokens, seed, RwkvVersion::v7) {}
   RwkvTokens<T> tokens() const {
     return {storage[kRwkvR].data(),     storage[kRwkvK].data(),     storage[kRwkvV].data(),
             storage[kRwkvDecay].data(), storage[kRwkvKappa].data(), storage[kRwkvIclr].data()};
@@ -60,19 +60,8 @@ struct Problem {
                            in.head_matrix(kRwkvKappa, bh, n), in.head_matrix(kRwkvIclr, bh, n));
   }
   double against_reference(const std::vector<float>& out) const {
-    double diff = 0, scale = 0;
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const RwkvMatrixResult ref = reference(bh);
-      for (std::int64_t i = 0; i < in.tokens * in.dim; ++i) {
-        diff = std::fmax(diff, std::fabs(out[bh * in.tokens * in.dim + i] - ref.outputs.data[i]));
-        scale = std::fmax(scale, std::fabs(ref.outputs.data[i]));
-      }
-    }
-    return diff / scale;
+    return this->relative_error_against(out, [&](std::int64_t bh) { return reference(bh); });
   }
-  RwkvInputs in;
-  RwkvShape shape;
-  std::array<std::vector<T>, kRwkvInputCount> storage;
 };
 
 TEST(Rwkv7Reference, DeltaRuleReplacesTheValueAlongKappa) {

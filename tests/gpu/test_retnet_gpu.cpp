@@ -1,16 +1,12 @@
-// retnet CUDA kernels on a real device: the registered mechanism's CUDA cells against the fp64
-// reference (decode and prefill, bf16 and fp32, L around the 16-token stage), odd and wide heads,
-// and the kernel against itself: a decode at position L equals the last row of a prefill over
-// L + 1 tokens with the same final state, and a prefill continues from the state it is given.
-// Skipped without a device.
+// retnet's CUDA kernel on a real device against itself: a decode at position L equals the last row
+// of a prefill over L + 1 tokens with the same final state, and a prefill continues from the state
+// it is given. Its registered cells against the fp64 reference are in
+// test_column_recurrence_cells_gpu.cpp, with the other column recurrence. Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <string>
-#include <tuple>
 #include <vector>
 
-#include "mechanisms/registry.hpp"
-#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -23,37 +19,6 @@ namespace arch_bench {
 namespace {
 
 using testing::mechanism_cell;
-
-using CellCase = std::tuple<Phase, DType, std::int64_t>;
-
-class RetNetGpuCells : public ::testing::TestWithParam<CellCase> {};
-
-TEST_P(RetNetGpuCells, RunOnceAndMatchTheFp64Reference) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const auto& [phase, dtype, length] = GetParam();
-  // 2 x 4 heads: every gamma_h of a head index up to 3, and batch rows past the first.
-  const Cell cell = mechanism_cell("retnet", 4, 64, length, dtype, phase, 2);
-  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, phase == Phase::decode ? 8 : 8 * length);
-}
-
-INSTANTIATE_TEST_SUITE_P(Cells, RetNetGpuCells,
-                         ::testing::Combine(::testing::Values(Phase::decode, Phase::prefill),
-                                            ::testing::Values(DType::float32, DType::bfloat16),
-                                            ::testing::Values<std::int64_t>(1, 15, 16, 17, 65, 1000)),
-                         [](const ::testing::TestParamInfo<CellCase>& info) {
-                           return phase_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param)) +
-                                  "_L" + std::to_string(std::get<2>(info.param));
-                         });
-
-TEST(RetNetGpu, WideAndOddHeadsMatchTheReference) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  for (const std::int64_t dim : {1, 16, 17, 48, 100, 256}) {
-    for (const Phase phase : {Phase::decode, Phase::prefill}) {
-      testing::expect_cell_matches_fp64_reference(*backend, mechanism_cell("retnet", 3, dim, 130, DType::float32, phase),
-                                                  12, std::to_string(dim) + " " + phase_name(phase));
-    }
-  }
-}
 
 #if ARCH_BENCH_HAVE_CUDA
 
