@@ -2,8 +2,9 @@
 // The column recurrence kernels (retnet's and gated_deltanet's, mechanisms/common/column_recurrence.cuh)
 // against themselves on a device: a decode at position L, after L decode steps, equals the last row
 // of a prefill over L + 1 tokens with the same final state, and a prefill continues from the state
-// it is given. The mechanism's test supplies how it runs tokens [first, first + rows) of its inputs
-// from a state (its own launch and extra inputs); what is compared is written here once.
+// it is given. Written once here as a type-parameterised suite; each mechanism's test supplies a
+// Kernel (how it draws its inputs and runs tokens [first, first + rows) of them from a state, with
+// its own launch and extra inputs) and instantiates the suite with it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "gpu/device_tokens.hpp"
+#include "support/gpu.hpp"
 #include "support/head_rows.hpp"
 #include "mechanisms/common/column_recurrence_plan.hpp"
 #include "mechanisms/common/inputs.hpp"
@@ -68,3 +70,53 @@ void expect_prefill_continues_from_its_state(CudaBackend& cuda, const AttentionI
 }
 
 }  // namespace arch_bench::testing
+
+// The suite is in arch_bench (not testing) so that the mechanisms' tests instantiate it by its name.
+namespace arch_bench {
+
+// What a Kernel of the suite below provides:
+//   static constexpr const char* mechanism;             the registered id, for the cell drawn
+//   Kernel(const Cell& cell, std::int64_t tokens, std::uint64_t seed);   seeded inputs, in `in`
+//   AttentionInputs in;
+//   template <class T> std::vector<float> run(CudaBackend&, std::int64_t first, std::int64_t rows,
+//                                             Buffer<float>& state) const;   out [bh, rows, dim]
+template <class Kernel>
+class ColumnRecurrenceKernelGpu : public ::testing::Test {
+ protected:
+  static constexpr std::int64_t kHeads = 4;
+
+  template <class T>
+  static void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::int64_t length) {
+    const Kernel kernel(testing::mechanism_cell(Kernel::mechanism, kHeads, 64, length, dtype), length + 1, 17);
+    testing::expect_decode_equals_last_prefill_row(
+        cuda, kernel.in, dtype, length, [&](std::int64_t first, std::int64_t rows, Buffer<float>& state) {
+          return kernel.template run<T>(cuda, first, rows, state);
+        });
+  }
+};
+
+TYPED_TEST_SUITE_P(ColumnRecurrenceKernelGpu);
+
+TYPED_TEST_P(ColumnRecurrenceKernelGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {0, 1, 15, 16, 17, 100}) {
+    TestFixture::template expect_decode_equals_last_prefill_row<float>(cuda, DType::float32, length);
+    TestFixture::template expect_decode_equals_last_prefill_row<bf16>(cuda, DType::bfloat16, length);
+  }
+}
+
+TYPED_TEST_P(ColumnRecurrenceKernelGpu, PrefillContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const TypeParam kernel(testing::mechanism_cell(TypeParam::mechanism, TestFixture::kHeads, 64, 0, DType::float32), 160, 19);
+  testing::expect_prefill_continues_from_its_state(
+      cuda, kernel.in, [&](std::int64_t first, std::int64_t rows, Buffer<float>& state) {
+        return kernel.template run<float>(cuda, first, rows, state);
+      });
+}
+
+REGISTER_TYPED_TEST_SUITE_P(ColumnRecurrenceKernelGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens,
+                            PrefillContinuesFromTheStateItIsGiven);
+
+}  // namespace arch_bench

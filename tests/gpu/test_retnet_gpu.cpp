@@ -18,49 +18,27 @@
 namespace arch_bench {
 namespace {
 
-using testing::mechanism_cell;
-
 #if ARCH_BENCH_HAVE_CUDA
 
-constexpr std::int64_t kHeads = 4;
-
-// Tokens [first, first + rows) of every head continuing from `state`; returns out [bh, rows, dim].
-template <class T>
-std::vector<float> recurrence(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
-                              Buffer<float>& state) {
-  const ColumnRecurrencePlan plan =
-      plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
-  return testing::run_column_recurrence<T>(cuda, in, first, rows, [&](testing::DeviceTokens<T>& x) {
-    launch_retnet_recurrence<T>(plan, kHeads, x.q.data(), x.k.data(), x.v.data(), state.data(), x.out.data(),
-                                cuda.stream());
-  });
-}
-
-template <class T>
-void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::int64_t length) {
-  const AttentionInputs in = make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, dtype), length + 1, 17);
-  testing::expect_decode_equals_last_prefill_row(
-      cuda, in, dtype, length,
-      [&](std::int64_t first, std::int64_t rows, Buffer<float>& state) { return recurrence<T>(cuda, in, first, rows, state); });
-}
-
-TEST(RetNetGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  for (const std::int64_t length : {0, 1, 15, 16, 17, 100}) {
-    expect_decode_equals_last_prefill_row<float>(cuda, DType::float32, length);
-    expect_decode_equals_last_prefill_row<bf16>(cuda, DType::bfloat16, length);
+struct RetNetKernel {
+  static constexpr const char* mechanism = "retnet";
+  RetNetKernel(const Cell& cell, std::int64_t tokens, std::uint64_t seed)
+      : heads(cell.heads), in(make_attention_inputs(cell, tokens, seed)) {}
+  // Tokens [first, first + rows) of every head continuing from `state`; returns out [bh, rows, dim].
+  template <class T>
+  std::vector<float> run(CudaBackend& cuda, std::int64_t first, std::int64_t rows, Buffer<float>& state) const {
+    const ColumnRecurrencePlan plan =
+        plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
+    return testing::run_column_recurrence<T>(cuda, in, first, rows, [&](testing::DeviceTokens<T>& x) {
+      launch_retnet_recurrence<T>(plan, heads, x.q.data(), x.k.data(), x.v.data(), state.data(), x.out.data(),
+                                  cuda.stream());
+    });
   }
-}
+  std::int64_t heads;  // gamma_h follows the head index within a batch row
+  AttentionInputs in;
+};
 
-TEST(RetNetGpu, PrefillContinuesFromTheStateItIsGiven) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  const AttentionInputs in = make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::float32), 160, 19);
-  testing::expect_prefill_continues_from_its_state(
-      cuda, in,
-      [&](std::int64_t first, std::int64_t rows, Buffer<float>& state) { return recurrence<float>(cuda, in, first, rows, state); });
-}
+INSTANTIATE_TYPED_TEST_SUITE_P(RetNet, ColumnRecurrenceKernelGpu, RetNetKernel);
 
 #endif  // ARCH_BENCH_HAVE_CUDA
 
