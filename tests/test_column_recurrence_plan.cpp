@@ -14,6 +14,7 @@
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
+#include "support/cuda_listing.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
@@ -140,10 +141,7 @@ TEST_P(ColumnRecurrencePlanTest, BackendsAndUnsupportedCells) {
   const ColumnPlanner& planner = GetParam();
   const Mechanism* mechanism = find_mechanism(planner.mechanism);
   ASSERT_NE(mechanism, nullptr);
-#if ARCH_BENCH_HAVE_CUDA
-  const std::vector<std::string>& backends = mechanism->info().backends;
-  EXPECT_NE(std::find(backends.begin(), backends.end(), "cuda"), backends.end());
-#endif
+  testing::expect_lists_cuda_exactly_when_built(*mechanism);
   for (const Phase phase : {Phase::decode, Phase::prefill}) {
     Cell cell = testing::mechanism_cell(planner.mechanism, 8, 64, 8192, DType::bfloat16, phase, 16);
     EXPECT_FALSE(planner.cuda_unsupported(cell));
