@@ -17,7 +17,7 @@ using testing::read_json;
 using testing::run_cli;
 using testing::TempFolder;
 
-const std::string kTiny = " --sequence-lengths 64,128 --repeats 3 --warmup 1 --quiet";
+const std::string& kTiny = testing::kTinyRun;
 
 void expect_no_timings(const nlohmann::json& report) {
   EXPECT_EQ(report["evidence_level"], "dry_run");

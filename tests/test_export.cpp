@@ -17,6 +17,7 @@
 #include "runner/diff/load_report.hpp"
 #include "runner/present/exporters.hpp"
 #include "support/cli.hpp"
+#include "support/stored_reports.hpp"
 
 namespace arch_bench {
 namespace {
@@ -25,10 +26,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::run_cli;
 using testing::TempFolder;
-
-const fs::path kResults = fs::path(ARCH_BENCH_SOURCE_DIR) / "results";
-const std::string kLinearReport = (kResults / "45_linear_recurrent_state_cpp-kernels-2core.json").string();
-const std::string kPerformerReport = (kResults / "performer_favor_cpp-kernels-2core.json").string();
+using testing::kLinearReport;
+using testing::kPerformerReport;
+using testing::kResults;
 constexpr const char* kCompareScript = "/usr/share/benchmark/compare.py";
 
 // RFC 4180 reader for the test: fields of every line, quotes undone.

@@ -12,6 +12,7 @@
 #include "mechanisms/gated_deltanet/reference.hpp"
 #include "mechanisms/registry.hpp"
 #include "core/backends/cpu/cpu_backend.hpp"
+#include "support/causality.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
 
@@ -186,26 +187,13 @@ TEST(GatedDeltaNet, ChangingTokenJLeavesEarlierOutputsUnchanged) {
   const Gates gates = drawn_gates(in, 32);
   AttentionInputs changed = in;
   Gates changed_gates = gates;
+  testing::change_token(changed, j);
   for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    for (std::int64_t c = 0; c < in.dim; ++c) {
-      changed.q[(h * tokens + j) * in.dim + c] += 1.0f;
-      changed.k[(h * tokens + j) * in.dim + c] -= 2.0f;
-      changed.v[(h * tokens + j) * in.dim + c] *= -3.0f;
-    }
     changed_gates.g[h * tokens + j] = -2.0f;
     changed_gates.beta[h * tokens + j] = 0.99f;
   }
   const PrefillResult a = prefill<float>(in, gates, true), b = prefill<float>(changed, changed_gates, true);
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      bool same = true;
-      for (std::int64_t c = 0; c < in.dim; ++c) {
-        const std::size_t i = (h * tokens + t) * in.dim + c;
-        same &= a.out[i] == b.out[i];
-      }
-      EXPECT_EQ(same, t < j) << "head " << h << " token " << t;
-    }
-  }
+  testing::expect_changed_from_token(a.out, b.out, in, j);
 }
 
 TEST(GatedDeltaNet, FiniteAtL8192WithDecaysNearZeroAndNearOne) {

@@ -9,6 +9,7 @@
 #include "core/checked_size.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
+#include "support/cuda_listing.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
@@ -152,13 +153,7 @@ TEST(LinearAttentionCudaPlan, MechanismAsksThePlanOnlyForTheCudaBackend) {
   EXPECT_FALSE(linear->unsupported_on(cell, "cpu"));
   cell.head_dim = 64;
   EXPECT_FALSE(linear->unsupported_on(cell, "cuda"));
-  const std::vector<std::string>& backends = linear->info().backends;
-  const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
-#if ARCH_BENCH_HAVE_CUDA
-  EXPECT_TRUE(has_cuda);
-#else
-  EXPECT_FALSE(has_cuda);
-#endif
+  testing::expect_lists_cuda_exactly_when_built(*linear);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using testing::read_json;
 using testing::run_cli;
 using testing::TempFolder;
 
-const std::string kTiny = " --sequence-lengths 64,128 --repeats 3 --warmup 1 --quiet";
+const std::string& kTiny = testing::kTinyRun;
 const std::filesystem::path kProfiles = std::filesystem::path(ARCH_BENCH_SOURCE_DIR) / "profiles";
 
 // A copy of the CPU profile under another id, with settings a test can recognise.

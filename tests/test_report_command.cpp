@@ -15,6 +15,7 @@
 #include "runner/present/presentation.hpp"
 #include "runner/present/summarize_reports.hpp"
 #include "support/cli.hpp"
+#include "support/stored_reports.hpp"
 
 namespace arch_bench {
 namespace {
@@ -23,10 +24,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::run_cli;
 using testing::TempFolder;
-
-const fs::path kResults = fs::path(ARCH_BENCH_SOURCE_DIR) / "results";
-const std::string kLinearReport = (kResults / "45_linear_recurrent_state_cpp-kernels-2core.json").string();
-const std::string kPerformerReport = (kResults / "performer_favor_cpp-kernels-2core.json").string();
+using testing::kLinearReport;
+using testing::kPerformerReport;
+using testing::kResults;
 const std::string kPerformerQkReport = (kResults / "performer_favor_cpp-kernels-2core-qk0.3.json").string();
 const std::string kLandscapeReport = (kResults / "landscape_cpp-kernels-2core.json").string();
 

@@ -9,6 +9,7 @@
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "support/report_rows.hpp"
 
 namespace arch_bench {
 namespace {
@@ -22,15 +23,7 @@ RunReport sample_report() {
   report.arms = mode->arms(report.workload);
   report.ceilings = Ceilings{10, 12, 50, 2, "test", {}, {}, {}};
   report.timer_overhead_ms = 2e-5;
-  Row row;
-  row.cell = Cell{"softmax_kv", Phase::decode, 512, 1, 8, 64, DType::bfloat16, {}};
-  row.role = Role::baseline;
-  row.state_kind = StateKind::explicit_history;
-  row.state_bytes = 1 << 20;
-  row.samples_ms = {0.1, 0.2, 0.15};
-  row.stats = {0.15, 0.15, 0.105, 0.195, 0.05, 0.33, 0.1, 0.2};
-  row.tolerance = 1e-2;
-  report.rows.push_back(row);
+  report.rows.push_back(testing::softmax_kv_baseline_row(Phase::decode));
   report.decision.verdict = "inconclusive";
   report.decision.next_action = "measure more lengths";
   return report;

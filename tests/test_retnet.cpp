@@ -9,6 +9,7 @@
 #include "mechanisms/retnet/cpu.hpp"
 #include "mechanisms/retnet/reference.hpp"
 #include "core/backends/cpu/cpu_backend.hpp"
+#include "support/causality.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
 
@@ -112,25 +113,10 @@ TEST(RetNet, ChangingTokenJLeavesEarlierOutputsUnchanged) {
   const std::int64_t tokens = 150, j = 97;
   const AttentionInputs in = make_attention_inputs(small_cell(2, 32, 0, DType::float32), tokens, 32);
   AttentionInputs changed = in;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    for (std::int64_t c = 0; c < in.dim; ++c) {
-      changed.q[(h * tokens + j) * in.dim + c] += 1.0f;
-      changed.k[(h * tokens + j) * in.dim + c] -= 2.0f;
-      changed.v[(h * tokens + j) * in.dim + c] *= -3.0f;
-    }
-  }
+  testing::change_token(changed, j);
   const auto gamma = run_gammas(2);
   const PrefillResult a = prefill<float>(in, gamma, true), b = prefill<float>(changed, gamma, true);
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      bool same = true;
-      for (std::int64_t c = 0; c < in.dim; ++c) {
-        const std::size_t i = (h * tokens + t) * in.dim + c;
-        same &= a.out[i] == b.out[i];
-      }
-      EXPECT_EQ(same, t < j) << "head " << h << " token " << t;
-    }
-  }
+  testing::expect_changed_from_token(a.out, b.out, in, j);
 }
 
 TEST(RetNet, FiniteAtL8192WithDecaysNearZeroAndNearOne) {

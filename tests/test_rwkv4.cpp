@@ -15,9 +15,9 @@
 #include "core/backends/cpu/cpu_backend.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
+#include "support/conformance_round_trip.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
-#include "runner/conformance/npy_files.hpp"
 
 namespace arch_bench {
 namespace {
@@ -199,12 +199,7 @@ TEST(Rwkv4Mechanism, CapacityProbeReadsTheSameWeightedMeanForEveryKey) {
 }
 
 TEST(Rwkv4Conformance, GenerateAndRunRoundTrip) {
-  for (DType dtype : {DType::float32, DType::bfloat16}) {
-    testing::TempFolder folder;
-    const ConformanceResult result = testing::generate_and_run_conformance("rwkv4", {2, 2, 80, 16}, dtype, folder);
-    EXPECT_TRUE(result.passed) << result.manifest.dump(2);
-    EXPECT_EQ(read_npy(folder.path() / "out" / "final_max.npy").shape, (std::vector<std::int64_t>{2, 2, 16}));
-  }
+  testing::expect_conformance_round_trip("rwkv4", "final_max.npy", {2, 2, 16});
 }
 
 }  // namespace

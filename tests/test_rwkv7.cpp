@@ -15,9 +15,9 @@
 #include "core/backends/cpu/cpu_backend.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "support/cli.hpp"
+#include "support/conformance_round_trip.hpp"
 #include "support/mechanism_fixtures.hpp"
-#include "support/prepared_cells.hpp"
-#include "runner/conformance/npy_files.hpp"
+#include "support/rwkv_problem.hpp"
 
 namespace arch_bench {
 namespace {
@@ -28,11 +28,10 @@ Cell rwkv7_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType
 }
 
 template <class T>
-struct Problem {
-  Problem(const Cell& cell, std::int64_t tokens, std::uint64_t seed = 7)
-      : in(make_rwkv_inputs(cell, tokens, seed, RwkvVersion::v7)), shape{in.batch_heads, in.heads, in.dim} {
-    for (int i = 0; i < kRwkvInputCount; ++i) storage[i] = testing::to_storage<T>(in.sequence[i]);
-  }
+struct Problem : testing::RwkvProblem<T> {
+  using Base = testing::RwkvProblem<T>;
+  using Base::in, Base::shape, Base::storage;
+  Problem(const Cell& cell, std::int64_t tokens, std::uint64_t seed = 7) : Base(cell, tokens, seed, RwkvVersion::v7) {}
   RwkvTokens<T> tokens() const {
     return {storage[kRwkvR].data(),     storage[kRwkvK].data(),     storage[kRwkvV].data(),
             storage[kRwkvDecay].data(), storage[kRwkvKappa].data(), storage[kRwkvIclr].data()};
@@ -61,19 +60,8 @@ struct Problem {
                            in.head_matrix(kRwkvKappa, bh, n), in.head_matrix(kRwkvIclr, bh, n));
   }
   double against_reference(const std::vector<float>& out) const {
-    double diff = 0, scale = 0;
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const RwkvMatrixResult ref = reference(bh);
-      for (std::int64_t i = 0; i < in.tokens * in.dim; ++i) {
-        diff = std::fmax(diff, std::fabs(out[bh * in.tokens * in.dim + i] - ref.outputs.data[i]));
-        scale = std::fmax(scale, std::fabs(ref.outputs.data[i]));
-      }
-    }
-    return diff / scale;
+    return this->relative_error_against(out, [&](std::int64_t bh) { return reference(bh); });
   }
-  RwkvInputs in;
-  RwkvShape shape;
-  std::array<std::vector<T>, kRwkvInputCount> storage;
 };
 
 TEST(Rwkv7Reference, DeltaRuleReplacesTheValueAlongKappa) {
@@ -268,12 +256,7 @@ TEST(Rwkv7Mechanism, CapacityProbeIsTheDeltaRule) {
 }
 
 TEST(Rwkv7Conformance, GenerateAndRunRoundTrip) {
-  for (DType dtype : {DType::float32, DType::bfloat16}) {
-    testing::TempFolder folder;
-    const ConformanceResult result = testing::generate_and_run_conformance("rwkv7", {2, 2, 80, 16}, dtype, folder);
-    EXPECT_TRUE(result.passed) << result.manifest.dump(2);
-    EXPECT_EQ(read_npy(folder.path() / "out" / "final_state.npy").shape, (std::vector<std::int64_t>{2, 2, 16, 16}));
-  }
+  testing::expect_conformance_round_trip("rwkv7", "final_state.npy", {2, 2, 16, 16});
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "runner/report/schema_validation.hpp"
 #include "runner/shard/report_rows.hpp"
 #include "support/cli.hpp"
+#include "support/report_rows.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
@@ -200,14 +201,7 @@ TEST(GpuKernelField, WrittenValidatedAndReadBack) {
                      "linear_recurrence", "2026-12-05T00:00:00Z", "arch-bench run", 0};
   report.workload.sequence_lengths = {512};
   report.arms = find_mode("linear_recurrence")->arms(report.workload);
-  Row row;
-  row.cell = Cell{"softmax_kv", Phase::prefill, 512, 1, 8, 64, DType::bfloat16, {}};
-  row.role = Role::baseline;
-  row.state_kind = StateKind::explicit_history;
-  row.state_bytes = 1 << 20;
-  row.samples_ms = {0.1, 0.2, 0.15};
-  row.stats = {0.15, 0.15, 0.105, 0.195, 0.05, 0.33, 0.1, 0.2};
-  row.tolerance = 1e-2;
+  Row row = testing::softmax_kv_baseline_row(Phase::prefill);
   report.rows.push_back(row);  // a row that names nothing: null
   row.gpu_kernel = "cudnn_sdpa (cuDNN 9.19.0)";
   report.rows.push_back(row);

@@ -7,6 +7,7 @@
 
 #include "mechanisms/registry.hpp"
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
+#include "support/cuda_listing.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
@@ -387,13 +388,7 @@ TEST(SoftmaxKvCudaPlan, UnsupportedNamesTheAlignmentAndLimits) {
 TEST(SoftmaxKvCudaPlan, SlidingWindowReportsTheCudaBackendAndSoftmaxKvLimits) {
   const Mechanism* sliding = find_mechanism("sliding_window");
   ASSERT_NE(sliding, nullptr);
-  const std::vector<std::string>& backends = sliding->info().backends;
-  const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
-#if ARCH_BENCH_HAVE_CUDA
-  EXPECT_TRUE(has_cuda);
-#else
-  EXPECT_FALSE(has_cuda);
-#endif
+  testing::expect_lists_cuda_exactly_when_built(*sliding);
   Cell misaligned = small_cell(8, 60, 512, DType::bfloat16);
   misaligned.mechanism = "sliding_window";
   EXPECT_EQ(sliding->unsupported_on(misaligned, "cpu"), std::nullopt);
@@ -404,13 +399,7 @@ TEST(SoftmaxKvCudaPlan, SlidingWindowReportsTheCudaBackendAndSoftmaxKvLimits) {
 TEST(SoftmaxKvCudaPlan, MechanismReportsTheCudaBackendAndItsLimits) {
   const Mechanism* softmax = find_mechanism("softmax_kv");
   ASSERT_NE(softmax, nullptr);
-  const std::vector<std::string>& backends = softmax->info().backends;
-  const bool has_cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
-#if ARCH_BENCH_HAVE_CUDA
-  EXPECT_TRUE(has_cuda);
-#else
-  EXPECT_FALSE(has_cuda);
-#endif
+  testing::expect_lists_cuda_exactly_when_built(*softmax);
   const Cell misaligned = small_cell(8, 60, 512, DType::bfloat16);
   EXPECT_EQ(softmax->unsupported(misaligned), std::nullopt);  // the CPU kernels take it
   EXPECT_EQ(softmax->unsupported_on(misaligned, "cpu"), std::nullopt);

@@ -1,5 +1,5 @@
 #pragma once
-// What the three RWKV generations' GPU tests (test_rwkv{4,6,7}_gpu.cpp) check, each on its own
+// What the three RWKV generations' GPU tests (test_rwkv_gpu.cpp) check, each on its own
 // mechanism: the registered CUDA cells against the fp64 reference (decode and prefill, fp32 and
 // bf16, L around the token tile and not a multiple of it), head widths the thread map pads, and
 // the scan kernels against each other: a decode at position L equals row L of a prefill over L + 1

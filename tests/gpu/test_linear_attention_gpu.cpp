@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mechanisms/registry.hpp"
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -17,6 +18,8 @@
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
+#include "gpu/device_tokens.hpp"
+#include "support/head_rows.hpp"
 #endif
 
 namespace arch_bench {
@@ -31,21 +34,10 @@ class LinearAttentionGpuCells : public ::testing::TestWithParam<CellCase> {};
 TEST_P(LinearAttentionGpuCells, RunOnceAndMatchTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const auto& [phase, dtype, map, length] = GetParam();
-  const Mechanism* linear = find_mechanism("linear_attention");
-  ASSERT_NE(linear, nullptr);
   Cell cell = small_cell(4, 64, length, dtype, phase);
   cell.mechanism = "linear_attention";
   cell.options.set("feature_map", std::string(map));
-  ASSERT_FALSE(linear->unsupported_on(cell, "cuda"));
-  auto prepared = linear->prepare(cell, 11, *backend);
-  const std::int64_t allocations = backend->allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend->allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend->synchronize();
-  const Accuracy accuracy = prepared->check();
-  EXPECT_TRUE(accuracy.output_finite);  // the output was poisoned with NaN before the run
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
-  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 4 : 4 * length);
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, phase == Phase::decode ? 4 : 4 * length);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -60,32 +52,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(LinearAttentionGpu, WideAndOddHeadsMatchTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const Mechanism* linear = find_mechanism("linear_attention");
   for (const std::int64_t dim : {16, 48, 100, 256}) {
     for (const Phase phase : {Phase::decode, Phase::prefill}) {
       Cell cell = small_cell(2, dim, 130, DType::float32, phase);
       cell.mechanism = "linear_attention";
-      auto prepared = linear->prepare(cell, 12, *backend);
-      prepared->run();
-      const Accuracy accuracy = prepared->check();
-      EXPECT_TRUE(accuracy.output_finite) << dim << " " << phase_name(phase);
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << dim << " " << phase_name(phase);
+      testing::expect_cell_matches_fp64_reference(*backend, cell, 12, std::to_string(dim) + " " + phase_name(phase));
     }
   }
 }
 
 #if ARCH_BENCH_HAVE_CUDA
-
-// Rows [first, first + rows) of every head of a [batch_heads, tokens, dim] tensor.
-std::vector<float> head_rows(const AttentionInputs& in, const std::vector<float>& tensor, std::int64_t first,
-                             std::int64_t rows) {
-  std::vector<float> out;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    const float* begin = tensor.data() + (bh * in.tokens + first) * in.dim;
-    out.insert(out.end(), begin, begin + rows * in.dim);
-  }
-  return out;
-}
 
 // Device (S, z) of every head, zeroed.
 struct DeviceState {
@@ -103,20 +79,13 @@ template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
                            FeatureMap map, DeviceState& carried) {
   const LinearPrefillPlan plan = plan_linear_attention_prefill(in.batch_heads, rows, in.dim, in.dim);
-  const std::int64_t count = in.batch_heads * rows * in.dim;
-  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
+  testing::DeviceTokens<T> x(cuda, in, first, rows);
   Buffer<float> chunk_states(cuda.allocator(), static_cast<std::size_t>(plan.workspace_state_elements));
   Buffer<float> chunk_sums(cuda.allocator(), static_cast<std::size_t>(plan.workspace_sum_elements));
-  upload<T>(cuda, head_rows(in, in.q, first, rows).data(), count, q.data());
-  upload<T>(cuda, head_rows(in, in.k, first, rows).data(), count, k.data());
-  upload<T>(cuda, head_rows(in, in.v, first, rows).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
-  launch_linear_attention_prefill<T>(plan, map, q.data(), k.data(), v.data(), carried.state.data(),
-                                     carried.normalizer.data(), out.data(), chunk_states.data(), chunk_sums.data(),
+  launch_linear_attention_prefill<T>(plan, map, x.q.data(), x.k.data(), x.v.data(), carried.state.data(),
+                                     carried.normalizer.data(), x.out.data(), chunk_states.data(), chunk_sums.data(),
                                      cuda.stream());
-  cuda.synchronize();
-  return download<T>(cuda, out.data(), count);
+  return x.output(cuda);
 }
 
 // One decode step of token `t`, in place on `carried`; returns out [bh, dim].
@@ -124,17 +93,10 @@ template <class T>
 std::vector<float> decode(CudaBackend& cuda, const AttentionInputs& in, std::int64_t t, FeatureMap map,
                           DeviceState& carried) {
   const LinearDecodePlan plan = plan_linear_attention_decode(in.batch_heads, in.dim, in.dim);
-  const std::int64_t count = in.batch_heads * in.dim;
-  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
-  upload<T>(cuda, head_rows(in, in.q, t, 1).data(), count, q.data());
-  upload<T>(cuda, head_rows(in, in.k, t, 1).data(), count, k.data());
-  upload<T>(cuda, head_rows(in, in.v, t, 1).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
-  launch_linear_attention_decode<T>(plan, map, q.data(), k.data(), v.data(), carried.state.data(),
-                                    carried.normalizer.data(), out.data(), cuda.stream());
-  cuda.synchronize();
-  return download<T>(cuda, out.data(), count);
+  testing::DeviceTokens<T> x(cuda, in, t, 1);
+  launch_linear_attention_decode<T>(plan, map, x.q.data(), x.k.data(), x.v.data(), carried.state.data(),
+                                    carried.normalizer.data(), x.out.data(), cuda.stream());
+  return x.output(cuda);
 }
 
 template <class T>
@@ -146,11 +108,7 @@ void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, Featu
   if (length > 0) prefill<T>(cuda, in, 0, length, map, stepped);
   const std::vector<float> step = decode<T>(cuda, in, length, map, stepped);
   // The prefill's row L of each head.
-  std::vector<float> last;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    const float* row = rows.data() + (bh * (length + 1) + length) * in.dim;
-    last.insert(last.end(), row, row + in.dim);
-  }
+  const std::vector<float> last = testing::row_of_every_head(rows, in.batch_heads, length + 1, length, in.dim);
   const std::string where = dtype_name(dtype) + " " + feature_map_name(map) + " L=" + std::to_string(length);
   EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
   // Same fp32 state after L + 1 tokens either way.
@@ -185,12 +143,7 @@ TEST(LinearAttentionGpu, PrefillContinuesFromTheStateItIsGiven) {
   DeviceState carried(cuda, in);
   const std::vector<float> head = prefill<float>(cuda, in, 0, 100, FeatureMap::elu_plus_one, carried);
   const std::vector<float> tail = prefill<float>(cuda, in, 100, 60, FeatureMap::elu_plus_one, carried);
-  std::vector<float> joined;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    joined.insert(joined.end(), head.begin() + bh * 100 * in.dim, head.begin() + (bh + 1) * 100 * in.dim);
-    joined.insert(joined.end(), tail.begin() + bh * 60 * in.dim, tail.begin() + (bh + 1) * 60 * in.dim);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all), 1e-5);
+  EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 100, tail, 60, in.batch_heads, in.dim), all), 1e-5);
 }
 
 #endif  // ARCH_BENCH_HAVE_CUDA

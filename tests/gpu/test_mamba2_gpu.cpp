@@ -5,9 +5,11 @@
 // one, so it has not run yet.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <tuple>
 
 #include "mechanisms/registry.hpp"
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -22,17 +24,6 @@ Cell mamba2_cell(Phase phase, std::int64_t length, DType dtype, std::int64_t hea
   return cell;
 }
 
-Accuracy run_cell(Backend& backend, const Cell& cell) {
-  const Mechanism* mamba2 = find_mechanism("mamba2");
-  EXPECT_FALSE(mamba2->unsupported_on(cell, "cuda"));
-  auto prepared = mamba2->prepare(cell, 11, backend);
-  const std::int64_t allocations = backend.allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend.synchronize();
-  return prepared->check();
-}
-
 using CellCase = std::tuple<Phase, DType, std::int64_t>;
 
 class Mamba2GpuCells : public ::testing::TestWithParam<CellCase> {};
@@ -40,10 +31,8 @@ class Mamba2GpuCells : public ::testing::TestWithParam<CellCase> {};
 TEST_P(Mamba2GpuCells, RunOnceAndMatchTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const auto& [phase, dtype, length] = GetParam();
-  const Accuracy accuracy = run_cell(*backend, mamba2_cell(phase, length, dtype));
-  EXPECT_TRUE(accuracy.output_finite);
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
-  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 8 : 8 * length);
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, mamba2_cell(phase, length, dtype),
+                                                   phase == Phase::decode ? 8 : 8 * length);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, Mamba2GpuCells,
@@ -57,9 +46,10 @@ TEST(Mamba2Gpu, PublishedShapeAndWidestHeadMatchTheReference) {
   // threads, N 256).
   for (const auto& [dim, n, groups] : {std::tuple{64, 128, 1}, std::tuple{256, 256, 4}}) {
     for (const Phase phase : {Phase::decode, Phase::prefill}) {
-      const Accuracy accuracy = run_cell(*backend, mamba2_cell(phase, 130, DType::float32, 8, dim, n, groups, 1));
-      EXPECT_TRUE(accuracy.output_finite) << dim;
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << dim;
+      Accuracy accuracy;
+      ASSERT_NO_FATAL_FAILURE(
+          testing::run_cuda_cell_once(*backend, mamba2_cell(phase, 130, DType::float32, 8, dim, n, groups, 1), accuracy));
+      testing::expect_within_fp64_reference(accuracy, DType::float32, std::to_string(dim));
     }
   }
 }

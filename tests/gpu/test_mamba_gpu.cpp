@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mechanisms/registry.hpp"
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -18,6 +19,7 @@
 #include "mechanisms/mamba/inputs.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
+#include "support/head_rows.hpp"
 #endif
 
 namespace arch_bench {
@@ -30,17 +32,6 @@ Cell mamba_cell(Phase phase, std::int64_t length, DType dtype, std::int64_t head
   return cell;
 }
 
-Accuracy run_cell(Backend& backend, const Cell& cell) {
-  const Mechanism* mamba = find_mechanism("mamba");
-  EXPECT_FALSE(mamba->unsupported_on(cell, "cuda"));
-  auto prepared = mamba->prepare(cell, 11, backend);
-  const std::int64_t allocations = backend.allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend.synchronize();
-  return prepared->check();
-}
-
 using CellCase = std::tuple<Phase, DType, std::int64_t>;
 
 class MambaGpuCells : public ::testing::TestWithParam<CellCase> {};
@@ -48,10 +39,8 @@ class MambaGpuCells : public ::testing::TestWithParam<CellCase> {};
 TEST_P(MambaGpuCells, RunOnceAndMatchTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const auto& [phase, dtype, length] = GetParam();
-  const Accuracy accuracy = run_cell(*backend, mamba_cell(phase, length, dtype));
-  EXPECT_TRUE(accuracy.output_finite);
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
-  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 2 : 2 * length);
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, mamba_cell(phase, length, dtype),
+                                                   phase == Phase::decode ? 2 : 2 * length);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, MambaGpuCells,
@@ -71,11 +60,12 @@ TEST(MambaGpu, OddChannelCountsAndStateSizesMatchTheReference) {
   // d_inner 5 (an odd last channel run), N 1, 5, 17 (partial state groups and decode lanes), 256.
   for (const Shape s : {Shape{1, 5, 16}, Shape{1, 7, 1}, Shape{3, 3, 5}, Shape{2, 4, 17}, Shape{1, 4, 256}}) {
     for (const Phase phase : {Phase::decode, Phase::prefill}) {
-      const Accuracy accuracy = run_cell(*backend, mamba_cell(phase, 1100, DType::float32, s.heads, s.dim, s.n, 1));
-      const std::string where = "d_inner " + std::to_string(s.heads * s.dim) + " N " + std::to_string(s.n) + " " +
-                                phase_name(phase);
-      EXPECT_TRUE(accuracy.output_finite) << where;
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << where;
+      Accuracy accuracy;
+      ASSERT_NO_FATAL_FAILURE(testing::run_cuda_cell_once(
+          *backend, mamba_cell(phase, 1100, DType::float32, s.heads, s.dim, s.n, 1), accuracy));
+      testing::expect_within_fp64_reference(accuracy, DType::float32,
+                                            "d_inner " + std::to_string(s.heads * s.dim) + " N " +
+                                                std::to_string(s.n) + " " + phase_name(phase));
     }
   }
 }
@@ -154,8 +144,7 @@ void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::
                          stepped.state.data(), token.out.data(), cuda.stream());
   cuda.synchronize();
   const std::vector<float> step = download<T>(cuda, token.out.data(), in.rows());
-  std::vector<float> last;
-  for (std::int64_t r = 0; r < in.rows(); ++r) last.push_back(rows[static_cast<std::size_t>(r * (length + 1) + length)]);
+  const std::vector<float> last = testing::row_of_every_head(rows, in.rows(), length + 1, length, 1);
   const std::string where = dtype_name(dtype) + " L=" + std::to_string(length);
   EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
   const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
@@ -184,12 +173,7 @@ TEST(MambaGpu, PrefillContinuesFromTheStateItIsGiven) {
   DeviceLayer carried(cuda, in);
   const std::vector<float> head = prefill<float>(cuda, in, 0, 1300, carried);
   const std::vector<float> tail = prefill<float>(cuda, in, 1300, 700, carried);
-  std::vector<float> joined;
-  for (std::int64_t r = 0; r < in.rows(); ++r) {
-    joined.insert(joined.end(), head.begin() + r * 1300, head.begin() + (r + 1) * 1300);
-    joined.insert(joined.end(), tail.begin() + r * 700, tail.begin() + (r + 1) * 700);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all), 1e-5);
+  EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 1300, tail, 700, in.rows(), 1), all), 1e-5);
   const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
   EXPECT_LT(testing::relative_max_error(download<float>(cuda, carried.state.data(), states),
                                         download<float>(cuda, whole.state.data(), states)),

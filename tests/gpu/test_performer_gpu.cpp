@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mechanisms/registry.hpp"
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -19,6 +20,8 @@
 #include "mechanisms/performer/cuda.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
+#include "gpu/device_tokens.hpp"
+#include "support/head_rows.hpp"
 #endif
 
 namespace arch_bench {
@@ -37,17 +40,6 @@ Cell performer_cell(Phase phase, std::int64_t length, DType dtype, const std::st
   return cell;
 }
 
-Accuracy run_cell(Backend& backend, const Cell& cell) {
-  const Mechanism* performer = find_mechanism("performer");
-  EXPECT_FALSE(performer->unsupported_on(cell, "cuda"));
-  auto prepared = performer->prepare(cell, 11, backend);
-  const std::int64_t allocations = backend.allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend.synchronize();
-  return prepared->check();
-}
-
 using CellCase = std::tuple<Phase, DType, std::string, std::int64_t>;
 
 class PerformerGpuCells : public ::testing::TestWithParam<CellCase> {};
@@ -55,9 +47,9 @@ class PerformerGpuCells : public ::testing::TestWithParam<CellCase> {};
 TEST_P(PerformerGpuCells, RunOnceAndMatchTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const auto& [phase, dtype, map, length] = GetParam();
-  const Accuracy accuracy = run_cell(*backend, performer_cell(phase, length, dtype, map));
-  EXPECT_TRUE(accuracy.output_finite);
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
+  Accuracy accuracy;
+  ASSERT_NO_FATAL_FAILURE(testing::run_cuda_cell_once(*backend, performer_cell(phase, length, dtype, map), accuracy));
+  testing::expect_within_fp64_reference(accuracy, dtype);
   EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 2 : 2 * length);
   EXPECT_EQ(accuracy.nonpositive_denominators, 0);
   ASSERT_TRUE(accuracy.approx_rel_l2_vs_softmax.has_value());
@@ -82,10 +74,11 @@ TEST(PerformerGpu, OddFeatureCountsAndHeadWidthsMatchTheReference) {
   };
   for (const Shape s : {Shape{16, 2}, Shape{48, 100}, Shape{100, 1000}, Shape{256, 256}, Shape{32, 4096}}) {
     for (const Phase phase : {Phase::decode, Phase::prefill}) {
-      const Accuracy accuracy = run_cell(*backend, performer_cell(phase, 130, DType::float32, "favor+", s.dim, s.features));
-      const std::string where = std::to_string(s.dim) + " m " + std::to_string(s.features) + " " + phase_name(phase);
-      EXPECT_TRUE(accuracy.output_finite) << where;
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << where;
+      Accuracy accuracy;
+      ASSERT_NO_FATAL_FAILURE(testing::run_cuda_cell_once(
+          *backend, performer_cell(phase, 130, DType::float32, "favor+", s.dim, s.features), accuracy));
+      testing::expect_within_fp64_reference(
+          accuracy, DType::float32, std::to_string(s.dim) + " m " + std::to_string(s.features) + " " + phase_name(phase));
     }
   }
 }
@@ -97,16 +90,6 @@ TEST(PerformerGpu, ThePublishedStabiliserIsRefused) {
 }
 
 #if ARCH_BENCH_HAVE_CUDA
-
-std::vector<float> head_rows(const AttentionInputs& in, const std::vector<float>& tensor, std::int64_t first,
-                             std::int64_t rows) {
-  std::vector<float> out;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    const float* begin = tensor.data() + (bh * in.tokens + first) * in.dim;
-    out.insert(out.end(), begin, begin + rows * in.dim);
-  }
-  return out;
-}
 
 // A head's projection, packed, and an empty (S, z, M) on the device.
 struct DeviceHeads {
@@ -134,39 +117,25 @@ template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in,
                            std::int64_t first, std::int64_t rows, DeviceHeads& heads) {
   const PerformerPrefillPlan plan = plan_performer_prefill(shape, rows);
-  const std::int64_t count = in.batch_heads * rows * in.dim;
-  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
+  testing::DeviceTokens<T> x(cuda, in, first, rows);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
-  upload<T>(cuda, head_rows(in, in.q, first, rows).data(), count, q.data());
-  upload<T>(cuda, head_rows(in, in.k, first, rows).data(), count, k.data());
-  upload<T>(cuda, head_rows(in, in.v, first, rows).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
   poison(cuda, workspace.data(), workspace.bytes());
-  launch_performer_prefill<T>(plan, heads.projection.data(), q.data(), k.data(), v.data(), heads.state.data(),
-                              heads.normalizer.data(), heads.running_max.data(), out.data(), workspace.data(),
+  launch_performer_prefill<T>(plan, heads.projection.data(), x.q.data(), x.k.data(), x.v.data(), heads.state.data(),
+                              heads.normalizer.data(), heads.running_max.data(), x.out.data(), workspace.data(),
                               cuda.stream());
-  cuda.synchronize();
-  return download<T>(cuda, out.data(), count);
+  return x.output(cuda);
 }
 
 template <class T>
 std::vector<float> decode(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in, std::int64_t t,
                           DeviceHeads& heads) {
   const PerformerDecodePlan plan = plan_performer_decode(shape);
-  const std::int64_t count = in.batch_heads * in.dim;
-  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
+  testing::DeviceTokens<T> x(cuda, in, t, 1);
   Buffer<float> denominators(cuda.allocator(), static_cast<std::size_t>(in.batch_heads));
-  upload<T>(cuda, head_rows(in, in.q, t, 1).data(), count, q.data());
-  upload<T>(cuda, head_rows(in, in.k, t, 1).data(), count, k.data());
-  upload<T>(cuda, head_rows(in, in.v, t, 1).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
-  launch_performer_decode<T>(plan, heads.projection.data(), q.data(), k.data(), v.data(), heads.state.data(),
-                             heads.normalizer.data(), heads.running_max.data(), out.data(), denominators.data(),
+  launch_performer_decode<T>(plan, heads.projection.data(), x.q.data(), x.k.data(), x.v.data(), heads.state.data(),
+                             heads.normalizer.data(), heads.running_max.data(), x.out.data(), denominators.data(),
                              cuda.stream());
-  cuda.synchronize();
-  return download<T>(cuda, out.data(), count);
+  return x.output(cuda);
 }
 
 template <class T>
@@ -181,11 +150,7 @@ void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, Perfo
   DeviceHeads stepped(cuda, shape, 5);
   if (length > 0) prefill<T>(cuda, shape, in, 0, length, stepped);
   const std::vector<float> step = decode<T>(cuda, shape, in, length, stepped);
-  std::vector<float> last;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    const float* row = rows.data() + (bh * (length + 1) + length) * in.dim;
-    last.insert(last.end(), row, row + in.dim);
-  }
+  const std::vector<float> last = testing::row_of_every_head(rows, in.batch_heads, length + 1, length, in.dim);
   const std::string where = dtype_name(dtype) + " " + map + " L=" + std::to_string(length);
   EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
   EXPECT_LT(testing::relative_max_error(stepped.all_state(cuda), whole.all_state(cuda)), 1e-5) << where;
@@ -218,12 +183,7 @@ TEST(PerformerGpu, PrefillContinuesFromTheStateItIsGiven) {
   DeviceHeads carried(cuda, shape, 7);
   const std::vector<float> head = prefill<float>(cuda, shape, in, 0, 100, carried);
   const std::vector<float> tail = prefill<float>(cuda, shape, in, 100, 60, carried);
-  std::vector<float> joined;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    joined.insert(joined.end(), head.begin() + bh * 100 * in.dim, head.begin() + (bh + 1) * 100 * in.dim);
-    joined.insert(joined.end(), tail.begin() + bh * 60 * in.dim, tail.begin() + (bh + 1) * 60 * in.dim);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all), 1e-5);
+  EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 100, tail, 60, in.batch_heads, in.dim), all), 1e-5);
   EXPECT_LT(testing::relative_max_error(carried.all_state(cuda), whole.all_state(cuda)), 1e-5);
 }
 

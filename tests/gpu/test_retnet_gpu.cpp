@@ -1,152 +1,44 @@
-// retnet CUDA kernels on a real device: the registered mechanism's CUDA cells against the fp64
-// reference (decode and prefill, bf16 and fp32, L around the 16-token stage), odd and wide heads,
-// and the kernel against itself: a decode at position L equals the last row of a prefill over
-// L + 1 tokens with the same final state, and a prefill continues from the state it is given.
-// Skipped without a device.
+// retnet's CUDA kernel on a real device against itself: a decode at position L equals the last row
+// of a prefill over L + 1 tokens with the same final state, and a prefill continues from the state
+// it is given. Its registered cells against the fp64 reference are in
+// test_column_recurrence_cells_gpu.cpp, with the other column recurrence. Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <string>
-#include <tuple>
 #include <vector>
 
-#include "mechanisms/registry.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 #if ARCH_BENCH_HAVE_CUDA
-#include "core/backends/cuda/cuda_backend.hpp"
-#include "core/backends/cuda/device_transfer.hpp"
-#include "mechanisms/common/inputs.hpp"
+#include "gpu/column_recurrence_gpu_checks.hpp"
 #include "mechanisms/retnet/cuda.hpp"
 #endif
 
 namespace arch_bench {
 namespace {
 
-using testing::mechanism_cell;
-
-using CellCase = std::tuple<Phase, DType, std::int64_t>;
-
-class RetNetGpuCells : public ::testing::TestWithParam<CellCase> {};
-
-TEST_P(RetNetGpuCells, RunOnceAndMatchTheFp64Reference) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const auto& [phase, dtype, length] = GetParam();
-  const Mechanism* retnet = find_mechanism("retnet");
-  ASSERT_NE(retnet, nullptr);
-  // 2 x 4 heads: every gamma_h of a head index up to 3, and batch rows past the first.
-  const Cell cell = mechanism_cell("retnet", 4, 64, length, dtype, phase, 2);
-  ASSERT_FALSE(retnet->unsupported_on(cell, "cuda"));
-  auto prepared = retnet->prepare(cell, 11, *backend);
-  const std::int64_t allocations = backend->allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend->allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend->synchronize();
-  const Accuracy accuracy = prepared->check();
-  EXPECT_TRUE(accuracy.output_finite);  // the output was poisoned with NaN before the run
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype));
-  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 8 : 8 * length);
-}
-
-INSTANTIATE_TEST_SUITE_P(Cells, RetNetGpuCells,
-                         ::testing::Combine(::testing::Values(Phase::decode, Phase::prefill),
-                                            ::testing::Values(DType::float32, DType::bfloat16),
-                                            ::testing::Values<std::int64_t>(1, 15, 16, 17, 65, 1000)),
-                         [](const ::testing::TestParamInfo<CellCase>& info) {
-                           return phase_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param)) +
-                                  "_L" + std::to_string(std::get<2>(info.param));
-                         });
-
-TEST(RetNetGpu, WideAndOddHeadsMatchTheReference) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const Mechanism* retnet = find_mechanism("retnet");
-  for (const std::int64_t dim : {1, 16, 17, 48, 100, 256}) {
-    for (const Phase phase : {Phase::decode, Phase::prefill}) {
-      const Cell cell = mechanism_cell("retnet", 3, dim, 130, DType::float32, phase);
-      auto prepared = retnet->prepare(cell, 12, *backend);
-      prepared->run();
-      const Accuracy accuracy = prepared->check();
-      EXPECT_TRUE(accuracy.output_finite) << dim << " " << phase_name(phase);
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::float32)) << dim << " " << phase_name(phase);
-    }
-  }
-}
-
 #if ARCH_BENCH_HAVE_CUDA
 
-constexpr std::int64_t kHeads = 4;
-
-// Tokens [first, first + rows) of every head, in the kernel's layout [bh, rows, dim], continuing
-// from `state`; returns out [bh, rows, dim].
-template <class T>
-std::vector<float> recurrence(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
-                              Buffer<float>& state) {
-  const ColumnRecurrencePlan plan =
-      plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
-  const std::int64_t count = in.batch_heads * rows * in.dim;
-  Buffer<T> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
-  upload<T>(cuda, in.head_rows(in.q, first, rows).data(), count, q.data());
-  upload<T>(cuda, in.head_rows(in.k, first, rows).data(), count, k.data());
-  upload<T>(cuda, in.head_rows(in.v, first, rows).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
-  launch_retnet_recurrence<T>(plan, kHeads, q.data(), k.data(), v.data(), state.data(), out.data(), cuda.stream());
-  cuda.synchronize();
-  return download<T>(cuda, out.data(), count);
-}
-
-Buffer<float> zero_state(CudaBackend& cuda, const AttentionInputs& in) {
-  Buffer<float> state(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * in.dim * in.dim));
-  zero_async(cuda, state.data(), state.bytes());
-  return state;
-}
-
-template <class T>
-void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::int64_t length) {
-  const AttentionInputs in = make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, dtype), length + 1, 17);
-  Buffer<float> whole = zero_state(cuda, in);
-  const std::vector<float> rows = recurrence<T>(cuda, in, 0, length + 1, whole);
-  Buffer<float> stepped = zero_state(cuda, in);
-  for (std::int64_t t = 0; t < length; ++t) recurrence<T>(cuda, in, t, 1, stepped);  // decode steps, not a prefill
-  const std::vector<float> step = recurrence<T>(cuda, in, length, 1, stepped);
-  std::vector<float> last;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    const float* row = rows.data() + (bh * (length + 1) + length) * in.dim;
-    last.insert(last.end(), row, row + in.dim);
+struct RetNetKernel {
+  static constexpr const char* mechanism = "retnet";
+  RetNetKernel(const Cell& cell, std::int64_t tokens, std::uint64_t seed)
+      : heads(cell.heads), in(make_attention_inputs(cell, tokens, seed)) {}
+  // Tokens [first, first + rows) of every head continuing from `state`; returns out [bh, rows, dim].
+  template <class T>
+  std::vector<float> run(CudaBackend& cuda, std::int64_t first, std::int64_t rows, Buffer<float>& state) const {
+    const ColumnRecurrencePlan plan =
+        plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
+    return testing::run_column_recurrence<T>(cuda, in, first, rows, [&](testing::DeviceTokens<T>& x) {
+      launch_retnet_recurrence<T>(plan, heads, x.q.data(), x.k.data(), x.v.data(), state.data(), x.out.data(),
+                                  cuda.stream());
+    });
   }
-  const std::string where = dtype_name(dtype) + " L=" + std::to_string(length);
-  EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
-  const auto s_whole = download<float>(cuda, whole.data(), static_cast<std::int64_t>(whole.size()));
-  const auto s_step = download<float>(cuda, stepped.data(), static_cast<std::int64_t>(stepped.size()));
-  EXPECT_LT(testing::relative_max_error(s_step, s_whole), 1e-5) << where;
-}
+  std::int64_t heads;  // gamma_h follows the head index within a batch row
+  AttentionInputs in;
+};
 
-TEST(RetNetGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  for (const std::int64_t length : {0, 1, 15, 16, 17, 100}) {
-    expect_decode_equals_last_prefill_row<float>(cuda, DType::float32, length);
-    expect_decode_equals_last_prefill_row<bf16>(cuda, DType::bfloat16, length);
-  }
-}
-
-TEST(RetNetGpu, PrefillContinuesFromTheStateItIsGiven) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  const AttentionInputs in = make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::float32), 160, 19);
-  Buffer<float> whole = zero_state(cuda, in);
-  const std::vector<float> all = recurrence<float>(cuda, in, 0, 160, whole);
-  // Tokens [0, 100) then [100, 160), carrying S: 100 is not a stage boundary.
-  Buffer<float> carried = zero_state(cuda, in);
-  const std::vector<float> head = recurrence<float>(cuda, in, 0, 100, carried);
-  const std::vector<float> tail = recurrence<float>(cuda, in, 100, 60, carried);
-  std::vector<float> joined;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    joined.insert(joined.end(), head.begin() + bh * 100 * in.dim, head.begin() + (bh + 1) * 100 * in.dim);
-    joined.insert(joined.end(), tail.begin() + bh * 60 * in.dim, tail.begin() + (bh + 1) * 60 * in.dim);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all), 1e-6);  // the same operations in the same order
-}
+INSTANTIATE_TYPED_TEST_SUITE_P(RetNet, ColumnRecurrenceKernelGpu, RetNetKernel);
 
 #endif  // ARCH_BENCH_HAVE_CUDA
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mechanisms/registry.hpp"
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -33,8 +34,6 @@ Cell window_cell(std::int64_t heads, const Shape& shape, std::int64_t length, Ph
 // new token overwriting the oldest slot); both prefill paths and both decode lane layouts.
 TEST(SlidingWindowGpu, PreparedCellsMatchTheBandedReferenceAndRepeat) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const Mechanism* sliding = find_mechanism("sliding_window");
-  ASSERT_NE(sliding, nullptr);
   for (const Shape& shape : {Shape{DType::bfloat16, 128}, Shape{DType::bfloat16, 40}, Shape{DType::float32, 64},
                              Shape{DType::float32, 256}}) {
     for (Phase phase : {Phase::decode, Phase::prefill}) {
@@ -43,17 +42,8 @@ TEST(SlidingWindowGpu, PreparedCellsMatchTheBandedReferenceAndRepeat) {
           const Cell cell = window_cell(4, shape, length, phase, window, 2);
           SCOPED_TRACE(::testing::Message() << dtype_name(shape.dtype) << " head_dim " << shape.head_dim << " "
                                             << phase_name(phase) << " W=" << window << " L=" << length);
-          ASSERT_EQ(sliding->unsupported_on(cell, "cuda"), std::nullopt);
-          auto prepared = sliding->prepare(cell, 31, *backend);
-          const std::int64_t allocations = backend->allocator().allocation_count();
-          prepared->run();
-          const Accuracy first = prepared->check();
-          EXPECT_TRUE(first.output_finite);
-          EXPECT_LT(first.max_rel_error, dtype_tolerance(shape.dtype));
-          EXPECT_GT(first.rows_checked, 0);
-          prepared->run();  // the step rewrites the same ring slot: the same output
-          EXPECT_EQ(prepared->check().max_abs_error, first.max_abs_error);
-          EXPECT_EQ(backend->allocator().allocation_count(), allocations);
+          // Run twice: the step rewrites the same ring slot, so the same output.
+          ASSERT_NO_FATAL_FAILURE(testing::expect_cuda_cell_matches_and_repeats(*backend, cell, 31, 1));
         }
       }
     }

@@ -13,6 +13,7 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #endif
+#include "gpu/cuda_cell_checks.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -34,8 +35,6 @@ const Shape kShapes[] = {{DType::bfloat16, 64}, {DType::bfloat16, 128}, {DType::
 
 TEST(SoftmaxKvGpu, PreparedCellsMatchTheReferenceAndRepeat) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const Mechanism* softmax = find_mechanism("softmax_kv");
-  ASSERT_NE(softmax, nullptr);
   for (const Shape& shape : kShapes) {
     for (Phase phase : {Phase::decode, Phase::prefill}) {
       // 1 token, partial tiles, and (decode) a context long enough to split over the SMs.
@@ -45,18 +44,8 @@ TEST(SoftmaxKvGpu, PreparedCellsMatchTheReferenceAndRepeat) {
         cell.options.set("softmax_impl", std::string("hand"));  // these test the hand kernels (auto: cuDNN for bf16)
         SCOPED_TRACE(::testing::Message() << dtype_name(shape.dtype) << " head_dim " << shape.head_dim << " "
                                           << phase_name(phase) << " L=" << length);
-        ASSERT_EQ(softmax->unsupported_on(cell, "cuda"), std::nullopt);
-        auto prepared = softmax->prepare(cell, 17, *backend);
-        const std::int64_t allocations = backend->allocator().allocation_count();
-        prepared->run();
-        const Accuracy first = prepared->check();
-        EXPECT_TRUE(first.output_finite);
-        EXPECT_LT(first.max_rel_error, dtype_tolerance(shape.dtype));
-        EXPECT_GT(first.rows_checked, 0);
-        prepared->run();  // a repeated sample does the same work and leaves the same output
-        prepared->run();
-        EXPECT_EQ(prepared->check().max_abs_error, first.max_abs_error);
-        EXPECT_EQ(backend->allocator().allocation_count(), allocations);  // run() allocates nothing
+        // Then two repeated samples: the same work, the same output.
+        ASSERT_NO_FATAL_FAILURE(testing::expect_cuda_cell_matches_and_repeats(*backend, cell, 17, 2));
       }
     }
   }

@@ -10,6 +10,7 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/reference.hpp"
+#include "tests/support/head_rows.hpp"
 #include "tests/support/mechanism_fixtures.hpp"
 
 namespace arch_bench::testing {
@@ -52,12 +53,7 @@ inline std::vector<float> attention_reference(const AttentionInputs& in, std::in
 // Row t of every head of an [batch_heads, tokens, dim] output.
 inline std::vector<float> row_of_every_head(const std::vector<float>& all, const AttentionInputs& in,
                                             std::int64_t t) {
-  std::vector<float> rows;
-  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-    const float* row = all.data() + (h * in.tokens + t) * in.dim;
-    rows.insert(rows.end(), row, row + in.dim);
-  }
-  return rows;
+  return row_of_every_head(all, in.batch_heads, in.tokens, t, in.dim);
 }
 
 }  // namespace arch_bench::testing

@@ -14,6 +14,10 @@
 
 namespace arch_bench::testing {
 
+// The fewest lengths, repeats and warm-ups a quiet run takes: for tests of what a run plans and
+// writes (dry runs, profiles), not of what it measures.
+inline const std::string kTinyRun = " --sequence-lengths 64,128 --repeats 3 --warmup 1 --quiet";
+
 struct CliResult {
   int exit_code = -1;
   std::string out;
