@@ -124,14 +124,14 @@ TEST(ChunkScalarDecayGpu, Mamba2HeadAndStateSizesAndGroupsMatchTheReference) {
 
 constexpr std::int64_t kHeads = 4;
 
-struct Run {
+struct PrefillRun {
   std::vector<float> out;    // [bh, rows, dim]
   std::vector<float> state;  // [bh, dim, dim], after the run
 };
 
 // Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernel,
 // continuing from `state` (updated in place); out poisoned first.
-Run run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
+PrefillRun run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
                Buffer<float>& state, bool chunked) {
   const std::int64_t count = in.batch_heads * rows * in.dim;
   Buffer<bf16> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
@@ -173,8 +173,8 @@ TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState)
         make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2),
                               length, 31);
     Buffer<float> recurrent_state = zero_state(cuda, in), chunked_state = zero_state(cuda, in);
-    const Run recurrent = run_retnet(cuda, in, 0, length, recurrent_state, false);
-    const Run chunked = run_retnet(cuda, in, 0, length, chunked_state, true);
+    const PrefillRun recurrent = run_retnet(cuda, in, 0, length, recurrent_state, false);
+    const PrefillRun chunked = run_retnet(cuda, in, 0, length, chunked_state, true);
     const std::string where = "L=" + std::to_string(length);
     EXPECT_LT(testing::relative_max_error(chunked.out, recurrent.out), dtype_tolerance(DType::bfloat16)) << where;
     EXPECT_LT(testing::relative_max_error(chunked.state, recurrent.state), dtype_tolerance(DType::bfloat16)) << where;
@@ -187,12 +187,12 @@ TEST(ChunkScalarDecayGpu, ChunkedPrefillContinuesFromTheStateItIsGiven) {
   const AttentionInputs in =
       make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 37);
   Buffer<float> whole = zero_state(cuda, in);
-  const Run all = run_retnet(cuda, in, 0, 230, whole, false);
+  const PrefillRun all = run_retnet(cuda, in, 0, 230, whole, false);
   // Tokens [0, 100) then [100, 230) chunkwise, carrying S: neither 100 nor 130 is a chunk multiple,
   // and the second run's inter-chunk term starts from a nonzero state.
   Buffer<float> carried = zero_state(cuda, in);
-  const Run head = run_retnet(cuda, in, 0, 100, carried, true);
-  const Run tail = run_retnet(cuda, in, 100, 130, carried, true);
+  const PrefillRun head = run_retnet(cuda, in, 0, 100, carried, true);
+  const PrefillRun tail = run_retnet(cuda, in, 100, 130, carried, true);
   std::vector<float> joined;
   for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
     joined.insert(joined.end(), head.out.begin() + bh * 100 * in.dim, head.out.begin() + (bh + 1) * 100 * in.dim);
