@@ -47,7 +47,9 @@ __device__ __forceinline__ void cumulative_log_decay(const Policy& policy, float
     const float below = __shfl_up_sync(0xffffffffu, sum, offset);
     if (lane >= offset) sum += below;
   }
-  const float before = sum - (x0 + x1);  // exclusive prefix of this lane's pair
+  // The lane below's inclusive sum, not sum - (x0 + x1): exact, so b is flat over the padding.
+  const float below = __shfl_up_sync(0xffffffffu, sum, 1);
+  const float before = lane > 0 ? below : 0.0f;
   b[2 * lane] = before + x0;
   b[2 * lane + 1] = sum;
 }
