@@ -2,6 +2,8 @@
 // and parameters, device buffers from the backend's allocator, run() only enqueues on the backend's
 // stream, check() downloads the output and compares it with the same fp64 reference. Compiled, not
 // yet run on a GPU.
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/backends/cuda/cuda_backend.hpp"
@@ -130,12 +132,30 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
         tokens_(cuda_, backend.allocator(), inputs_.slice(0, inputs_.tokens)),
         out_(backend.allocator(), inputs_.x.size()),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)) {
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (mamba2_cuda_prefill_is_chunked(cell)) {
+        // The workspace is the cell's, from the backend's allocator, so the peak counts it
+        // (mamba2_cuda_workspace_bytes); run() allocates nothing.
+        chunked_ = mamba2_chunked_prefill_plan(cell);
+        chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_state_elements));
+        chunk_log_decay_ =
+            Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_decay_elements));
+        configure_mamba2_chunked_prefill(*chunked_);
+      }
+    }
     poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
     zero_async(cuda_, state_.data(), state_.bytes());
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (chunked_) {
+        launch_mamba2_chunked_prefill(*chunked_, plan_, params_.view(), tokens_.view(), state_.data(), out_.data(),
+                                      chunk_states_.data(), chunk_log_decay_.data(), cuda_.stream());
+        return;
+      }
+    }
     launch_mamba2_scan<T>(plan_, params_.view(), tokens_.view(), state_.data(), out_.data(), cuda_.stream());
   }
 
@@ -146,9 +166,15 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {params_.A.byte_span(),  params_.dt_bias.byte_span(), params_.D.byte_span(), tokens_.x.byte_span(),
-            tokens_.dt_raw.byte_span(), tokens_.z.byte_span(),   tokens_.B.byte_span(), tokens_.C.byte_span(),
-            out_.byte_span(),       state_.byte_span()};
+    std::vector<ByteSpan> spans{params_.A.byte_span(),  params_.dt_bias.byte_span(), params_.D.byte_span(),
+                                tokens_.x.byte_span(),  tokens_.dt_raw.byte_span(),  tokens_.z.byte_span(),
+                                tokens_.B.byte_span(),  tokens_.C.byte_span(),       out_.byte_span(),
+                                state_.byte_span()};
+    if (chunked_) {
+      spans.push_back(chunk_states_.byte_span());
+      spans.push_back(chunk_log_decay_.byte_span());
+    }
+    return spans;
   }
 
  private:
@@ -160,6 +186,8 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
   DeviceTokens<T> tokens_;
   Buffer<T> out_;
   Buffer<float> state_;
+  std::optional<ChunkScalarDecayPlan> chunked_;   // set: the bf16 prefill runs the chunked SSD on tensor cores
+  Buffer<float> chunk_states_, chunk_log_decay_;  // its workspace (empty otherwise)
 };
 
 }  // namespace

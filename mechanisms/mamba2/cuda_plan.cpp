@@ -23,6 +23,22 @@ Mamba2CudaPlan plan_mamba2_cuda(const Mamba2Shape& shape, std::int64_t tokens) {
   return plan;
 }
 
+bool mamba2_cuda_prefill_is_chunked(const Cell& cell) {
+  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
+         chunk_scalar_decay_supports(mamba2_state_size_option().integer(cell.options), cell.head_dim);
+}
+
+ChunkScalarDecayPlan mamba2_chunked_prefill_plan(const Cell& cell) {
+  return plan_chunk_scalar_decay(checked_product(cell.batch, cell.heads), cell.sequence_length,
+                                 mamba2_state_size_option().integer(cell.options), cell.head_dim);
+}
+
+std::int64_t mamba2_cuda_workspace_bytes(const Cell& cell) {
+  if (!mamba2_cuda_prefill_is_chunked(cell)) return 0;
+  return chunk_scalar_decay_workspace_bytes(checked_product(cell.batch, cell.heads), cell.sequence_length,
+                                            mamba2_state_size_option().integer(cell.options), cell.head_dim);
+}
+
 std::optional<std::string> mamba2_cuda_unsupported(const Cell& cell) {
   const std::int64_t n = mamba2_state_size_option().integer(cell.options);
   const std::int64_t groups = mamba2_groups_option().integer(cell.options);
@@ -41,6 +57,13 @@ std::optional<std::string> mamba2_cuda_unsupported(const Cell& cell) {
   if (shape.rows() < 1) return "the CUDA kernel of mamba2 needs batch * heads >= 1";
   if (plan_mamba2_cuda(shape, 1).blocks > kCudaMaxGridX) {
     return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  }
+  if (mamba2_cuda_prefill_is_chunked(cell)) {
+    const ChunkScalarDecayPlan chunked = mamba2_chunked_prefill_plan(cell);
+    if (chunked.state_blocks > kCudaMaxGridX || chunked.prefix_blocks > kCudaMaxGridX) {
+      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
+    }
+    if (chunked.max_shared_bytes() > kScalarDecayMaxSharedBytes) return "the chunked prefill exceeds 227 KiB of shared memory";
   }
   return std::nullopt;
 }

@@ -242,7 +242,10 @@ class Mamba2 final : public Mechanism {
     if (cell.phase == Phase::prefill) {
       workspace = checked_product(omp_get_max_threads(), mamba2_chunk_workspace_floats(shape, chunk_of(cell)), 4);
     }
-    return checked_sum(state_bytes(cell), parameter_bytes(shape), sequence_bytes(cell, tokens), workspace);
+    // The CUDA bf16 prefill's chunked SSD keeps one state per chunk (cuda_plan.hpp); counted on
+    // every backend so a plan's prediction does not depend on where it runs.
+    return checked_sum(state_bytes(cell), parameter_bytes(shape), sequence_bytes(cell, tokens), workspace,
+                       mamba2_cuda_workspace_bytes(cell));
   }
 
   std::int64_t predicted_process_bytes(const Cell& cell) const override {

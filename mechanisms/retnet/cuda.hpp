@@ -25,6 +25,16 @@ template <class T>
 void launch_retnet_recurrence(const ColumnRecurrencePlan& plan, std::int64_t heads, const T* q, const T* k,
                               const T* v, float* state, T* out, CUstream_st* stream);
 
+// The bf16 prefill on tensor cores (common/chunk_scalar_decay.cuh, plan: retnet_chunked_prefill_plan):
+// the same recurrence in chunkwise form, o_t = S_t^T q_t for L tokens, continuing from `state` and
+// leaving the final S there; `chunk_states` and `chunk_log_decay` are the plan's workspace
+// (workspace_state_elements and workspace_decay_elements floats). configure_ once per plan, at
+// prepare time (it opts the kernels in to the plan's shared memory).
+void configure_retnet_chunked_prefill(const ChunkScalarDecayPlan& plan);
+void launch_retnet_chunked_prefill(const ChunkScalarDecayPlan& plan, std::int64_t heads, const bf16* q, const bf16* k,
+                                   const bf16* v, float* state, bf16* out, float* chunk_states,
+                                   float* chunk_log_decay, CUstream_st* stream);
+
 // The CUDA decode or prefill cell (cuda_cells.cpp; CUDA builds only). `backend` is the CUDA backend.
 std::unique_ptr<PreparedCell> prepare_retnet_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);
 

@@ -10,6 +10,20 @@ ColumnRecurrencePlan plan_retnet_cuda(std::int64_t batch_heads, std::int64_t tok
   return plan_column_recurrence(batch_heads, tokens, dk, dv, multiprocessors, 0);
 }
 
+bool retnet_cuda_prefill_is_chunked(const Cell& cell) {
+  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
+         chunk_scalar_decay_supports(cell.head_dim, cell.head_dim);
+}
+
+ChunkScalarDecayPlan retnet_chunked_prefill_plan(const Cell& cell) {
+  return plan_chunk_scalar_decay(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim);
+}
+
+std::int64_t retnet_cuda_workspace_bytes(const Cell& cell) {
+  if (!retnet_cuda_prefill_is_chunked(cell)) return 0;
+  return chunk_scalar_decay_workspace_bytes(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim);
+}
+
 std::optional<std::string> retnet_cuda_unsupported(const Cell& cell) {
   if (cell.head_dim < 1 || cell.head_dim > kRetNetMaxDim) {
     return "the CUDA kernels of retnet take head_dim 1.." + std::to_string(kRetNetMaxDim);
@@ -21,6 +35,13 @@ std::optional<std::string> retnet_cuda_unsupported(const Cell& cell) {
   if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
   const ColumnRecurrencePlan one_block = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
   if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
+  if (retnet_cuda_prefill_is_chunked(cell)) {
+    const ChunkScalarDecayPlan chunked = retnet_chunked_prefill_plan(cell);
+    if (chunked.state_blocks > kCudaMaxGridX || chunked.prefix_blocks > kCudaMaxGridX) {
+      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
+    }
+    if (chunked.max_shared_bytes() > kScalarDecayMaxSharedBytes) return "the chunkwise prefill exceeds 227 KiB of shared memory";
+  }
   return std::nullopt;
 }
 

@@ -146,8 +146,11 @@ class RetNet final : public Mechanism {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     // q, k, v and the output; the CPU's chunk buffers live on the threads' stacks and the CUDA
-    // kernels keep S in registers (no workspace).
-    return checked_add(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
+    // recurrence keeps S in registers. The CUDA bf16 prefill's chunkwise form keeps one state per
+    // chunk (cuda_plan.hpp); counted on every backend so a plan's prediction does not depend on
+    // where it runs (an over-estimate on the CPU).
+    return checked_sum(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e),
+                       retnet_cuda_workspace_bytes(cell));
   }
 
   Cost cost(const Cell& cell) const override {

@@ -1,0 +1,303 @@
+#pragma once
+// The chunkwise tensor-core prefill of scalar-decay linear attention, written once for retnet and
+// Mamba-2's SSD (the algebra and the geometry: chunk_scalar_decay_plan.hpp). A mechanism supplies
+// an operand policy, a struct of force-inlined device functions:
+//   float log_decay(std::int64_t bh, std::int64_t t)        log a_t (<= 0) of head bh, token t
+//   __nv_bfloat16 q_at(bh, t, i), k_at(bh, t, i), v_at(bh, t, j)   the token's operands, i < dk, j < dv
+//   void store(bh, t, j, float o)                           o_t[j] (the mechanism's epilogue)
+// and launches the three kernels below in order on one stream (launch_chunk_scalar_decay). Every
+// index a policy is called with is inside the sequence: a tail chunk is zero-padded in shared
+// memory, never read past L.
+//
+// Products on tensor cores: wmma 16 x 16 x 16, bf16 operands, fp32 accumulators. The operands that
+// are not bf16 already (V scaled by a decay, the masked scores, diag(exp(b)) Q, the fp32 state
+// entering a chunk) are rounded to bf16 once, a relative 2^-9 per element, well inside bf16's 1e-2;
+// the decays, the per-chunk states and the carried state stay fp32.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cstdint>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+
+namespace arch_bench {
+
+namespace scalar_decay_detail {
+
+inline constexpr int kC = kScalarDecayChunk;
+inline constexpr int kF = kScalarDecayFragment;
+inline constexpr int kWarps = kScalarDecayThreads / 32;
+
+// b[0..C): the inclusive cumulative log-decay of the chunk's tokens (0 past the sequence, so b stays
+// flat over the padding and b[C-1] is the chunk's total). Warp 0 only: lane l owns tokens 2l, 2l+1
+// and an inclusive shuffle scan adds the lanes below it. The same code in kernels (1) and (3), so
+// both see bit-identical b.
+template <class Policy>
+__device__ __forceinline__ void cumulative_log_decay(const Policy& policy, float* __restrict__ b, std::int64_t bh,
+                                                     std::int64_t first, int rows) {
+  if (threadIdx.x >= 32) return;
+  const int lane = static_cast<int>(threadIdx.x);
+  const float x0 = 2 * lane < rows ? policy.log_decay(bh, first + 2 * lane) : 0.0f;
+  const float x1 = 2 * lane + 1 < rows ? policy.log_decay(bh, first + 2 * lane + 1) : 0.0f;
+  float sum = x0 + x1;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const float below = __shfl_up_sync(0xffffffffu, sum, offset);
+    if (lane >= offset) sum += below;
+  }
+  // The lane below's inclusive sum, not sum - (x0 + x1): exact, so b is flat over the padding.
+  const float below = __shfl_up_sync(0xffffffffu, sum, 1);
+  const float before = lane > 0 ? below : 0.0f;
+  b[2 * lane] = before + x0;
+  b[2 * lane + 1] = sum;
+}
+
+// Rows [0, C) x columns [0, width) of a chunk operand into dst [C][ld] (bf16); rows >= rows are 0.
+template <class Load>
+__device__ __forceinline__ void stage_operand(__nv_bfloat16* __restrict__ dst, int ld, int width, int rows,
+                                              Load load) {
+  for (int e = threadIdx.x; e < kC * width; e += blockDim.x) {
+    const int m = e / width, i = e % width;
+    dst[m * ld + i] = m < rows ? load(m, i) : __float2bfloat16_rn(0.0f);
+  }
+}
+
+// The (head, chunk) of this block of kernel (1) or (3): block = bh * chunks + chunk. The grid is
+// one-dimensional (< 2^31 blocks, the plan's callers check), so 32-bit division suffices, not the
+// 64-bit division subroutine.
+struct HeadChunk {
+  std::int64_t bh;
+  std::int64_t chunk;
+};
+__device__ __forceinline__ HeadChunk head_chunk_of_block(const ChunkScalarDecayPlan& plan) {
+  const unsigned chunks = static_cast<unsigned>(plan.chunks);
+  return {static_cast<std::int64_t>(blockIdx.x / chunks), static_cast<std::int64_t>(blockIdx.x % chunks)};
+}
+
+}  // namespace scalar_decay_detail
+
+// (1) One block per (head, chunk): U_c = K_c^T diag(exp(b_last - b_j)) V_c into the workspace
+// (fp32, [dk][dv] row-major) and b_last into chunk_log_decay. Warp w computes the 16 x 16 tiles
+// w, w + 8, ... of U (dk/16 x dv/16 of them).
+template <class Policy>
+__global__ void __launch_bounds__(kScalarDecayThreads)
+    scalar_decay_chunk_state_kernel(ChunkScalarDecayPlan plan, Policy policy, float* __restrict__ chunk_states,
+                                    float* __restrict__ chunk_log_decay) {
+  namespace wmma = nvcuda::wmma;
+  using namespace scalar_decay_detail;
+  extern __shared__ __align__(128) unsigned char shared[];
+  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + plan.state_layout.k);
+  auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + plan.state_layout.v);
+  auto* b = reinterpret_cast<float*>(shared + plan.state_layout.decay);
+
+  const HeadChunk hc = head_chunk_of_block(plan);
+  const std::int64_t bh = hc.bh, chunk = hc.chunk;
+  const std::int64_t first = chunk * kC;
+  const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
+
+  cumulative_log_decay(policy, b, bh, first, rows);
+  stage_operand(k_tile, plan.ld_k, plan.dk, rows, [&](int m, int i) { return policy.k_at(bh, first + m, i); });
+  __syncthreads();  // b is complete
+  const float b_last = b[kC - 1];
+  // exp(b_last - b_j) <= 1: a later token has decayed less by the chunk's end.
+  stage_operand(v_tile, plan.ld_v, plan.dv, rows, [&](int m, int j) {
+    return __float2bfloat16_rn(__bfloat162float(policy.v_at(bh, first + m, j)) * expf(b_last - b[m]));
+  });
+  __syncthreads();
+
+  float* u = chunk_states + scalar_decay_state_offset(plan, bh, chunk);
+  const int tiles_j = plan.dv / kF;
+  const int tiles = (plan.dk / kF) * tiles_j;
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  for (int tile = warp; tile < tiles; tile += kWarps) {
+    const int ti = tile / tiles_j, tj = tile % tiles_j;
+    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+    for (int kk = 0; kk < kC / kF; ++kk) {
+      // K^T as matrix_a: element (r, m) of K^T is K_c[m][r], at m * ld_k + r: column-major.
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col_major> a;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> v;
+      wmma::load_matrix_sync(a, k_tile + kk * kF * plan.ld_k + ti * kF, plan.ld_k);
+      wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
+      wmma::mma_sync(acc, a, v, acc);
+    }
+    // Straight to global: the tile starts at a multiple of 16 rows and columns of a [dk][dv] block
+    // whose dv is a multiple of 16, so the pointer is 64-byte aligned and ld = dv a multiple of 4.
+    wmma::store_matrix_sync(u + static_cast<std::int64_t>(ti) * kF * plan.dv + tj * kF, acc, plan.dv,
+                            wmma::mem_row_major);
+  }
+  if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
+}
+
+// (2) One thread per element e of a head's S: in place over the chunks, U_c becomes the state
+// entering chunk c, S_{c+1} = exp(b_last,c) S_c + U_c, and the state after the last chunk goes to
+// `state` (which holds the state before the first: a prefill continues from it). Loads are issued a
+// batch at a time, so the sequential chain is not one memory latency per chunk.
+// (A template, though nothing varies, so that the header defines it in every .cu that includes it
+// without a duplicate symbol.)
+template <int kBatch = 8>
+__global__ void __launch_bounds__(kScalarDecayThreads)
+    scalar_decay_chunk_prefix_kernel(ChunkScalarDecayPlan plan, float* __restrict__ chunk_states,
+                                     const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
+  const unsigned per_head = static_cast<unsigned>(plan.prefix_blocks_per_head);
+  const std::int64_t bh = blockIdx.x / per_head;
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kScalarDecayThreads + threadIdx.x;
+  const std::int64_t elements = static_cast<std::int64_t>(plan.dk) * plan.dv;
+  if (e >= elements) return;
+  float* carried = state + bh * elements + e;
+  float* column = chunk_states + scalar_decay_state_offset(plan, bh, 0) + e;
+  const float* decay = chunk_log_decay + bh * plan.chunks;
+  float running = *carried;
+  for (std::int64_t c0 = 0; c0 < plan.chunks; c0 += kBatch) {
+    float local[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) local[i] = c0 + i < plan.chunks ? column[(c0 + i) * elements] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (c0 + i < plan.chunks) {
+        column[(c0 + i) * elements] = running;
+        running = fmaf(expf(decay[c0 + i]), running, local[i]);
+      }
+    }
+  }
+  *carried = running;
+}
+
+// (3) One block per (head, chunk): O = ((Q K^T) . M) V + diag(exp(b_i)) Q S_c, S_c being the state
+// entering the chunk (kernel (2)). Scores: the 4 x 4 tiles of Q K^T on or below the diagonal
+// (those above are wholly masked and never computed), warp w taking tiles w and w + 8. Outputs:
+// the 4 x dv/16 tiles of O, warp w taking w, w + 8, ...; row tile ti sums P over key tiles
+// kk <= ti only (P is block lower-triangular) and then Q S over dk.
+template <class Policy>
+__global__ void __launch_bounds__(kScalarDecayThreads)
+    scalar_decay_chunk_output_kernel(ChunkScalarDecayPlan plan, Policy policy,
+                                     const float* __restrict__ chunk_states) {
+  namespace wmma = nvcuda::wmma;
+  using namespace scalar_decay_detail;
+  extern __shared__ __align__(128) unsigned char shared[];
+  const ScalarDecayOutputLayout& at = plan.output_layout;
+  auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.q);
+  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.k);
+  auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.v);
+  auto* s_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.s);
+  auto* p_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.p);
+  auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
+  auto* b = reinterpret_cast<float*>(shared + at.decay);
+
+  const HeadChunk hc = head_chunk_of_block(plan);
+  const std::int64_t bh = hc.bh, chunk = hc.chunk;
+  const std::int64_t first = chunk * kC;
+  const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+
+  cumulative_log_decay(policy, b, bh, first, rows);
+  stage_operand(q_tile, plan.ld_k, plan.dk, rows, [&](int m, int i) { return policy.q_at(bh, first + m, i); });
+  stage_operand(k_tile, plan.ld_k, plan.dk, rows, [&](int m, int i) { return policy.k_at(bh, first + m, i); });
+  stage_operand(v_tile, plan.ld_v, plan.dv, rows, [&](int m, int j) { return policy.v_at(bh, first + m, j); });
+  const float* s_in = chunk_states + scalar_decay_state_offset(plan, bh, chunk);
+  for (int e = threadIdx.x; e < plan.dk * plan.dv; e += blockDim.x) {
+    const int i = e / plan.dv, j = e % plan.dv;
+    s_tile[i * plan.ld_v + j] = __float2bfloat16_rn(s_in[e]);
+  }
+  __syncthreads();
+
+  // Scores A = Q K^T, fp32, into acc_tile [C][ld_acc] (only tiles with tj <= ti are written).
+  constexpr int kTiles = kC / kF;
+  for (int tile = warp; tile < kTiles * kTiles; tile += kWarps) {
+    const int ti = tile / kTiles, tj = tile % kTiles;
+    if (tj > ti) continue;
+    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk < plan.dk / kF; ++kk) {
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> a;
+      // K^T as matrix_b: element (r, n) of K^T is K_c[n][r], at n * ld_k + r: column-major.
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major> kt;
+      wmma::load_matrix_sync(a, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
+      wmma::load_matrix_sync(kt, k_tile + tj * kF * plan.ld_k + kk * kF, plan.ld_k);
+      wmma::mma_sync(acc, a, kt, acc);
+    }
+    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+  }
+  __syncthreads();
+
+  // The causal decay mask, inclusive of the diagonal: P_ij = A_ij exp(b_i - b_j) for j <= i (<= 1,
+  // b falls along the chunk), 0 above, where A was never written and the exponent could overflow.
+  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+    const int i = e / kC, j = e % kC;
+    const float p = j <= i ? acc_tile[i * plan.ld_acc + j] * expf(b[i] - b[j]) : 0.0f;
+    p_tile[i * plan.ld_p + j] = __float2bfloat16_rn(p);
+  }
+  // Q is read only by the scores above: scale it in place to diag(exp(b_i)) Q for the inter-chunk
+  // term (padded rows stay 0).
+  for (int e = threadIdx.x; e < kC * plan.dk; e += blockDim.x) {
+    const int i = e / plan.dk, c = e % plan.dk;
+    __nv_bfloat16& x = q_tile[i * plan.ld_k + c];
+    x = __float2bfloat16_rn(__bfloat162float(x) * expf(b[i]));
+  }
+  __syncthreads();  // the scores in acc_tile are consumed: O may overwrite them
+
+  const int tiles_j = plan.dv / kF;
+  for (int tile = warp; tile < kTiles * tiles_j; tile += kWarps) {
+    const int ti = tile / tiles_j, tj = tile % tiles_j;
+    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk <= ti; ++kk) {  // intra-chunk: P V
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> p;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> v;
+      wmma::load_matrix_sync(p, p_tile + ti * kF * plan.ld_p + kk * kF, plan.ld_p);
+      wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
+      wmma::mma_sync(acc, p, v, acc);
+    }
+    for (int kk = 0; kk < plan.dk / kF; ++kk) {  // inter-chunk: diag(exp(b)) Q S_c
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> q;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> s;
+      wmma::load_matrix_sync(q, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
+      wmma::load_matrix_sync(s, s_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
+      wmma::mma_sync(acc, q, s, acc);
+    }
+    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+  }
+  __syncthreads();
+
+  for (int e = threadIdx.x; e < rows * plan.dv; e += blockDim.x) {  // rows past the sequence are dropped
+    const int i = e / plan.dv, j = e % plan.dv;
+    policy.store(bh, first + i, j, acc_tile[i * plan.ld_acc + j]);
+  }
+}
+
+// Once per plan, before the first launch (at prepare time: not a stream operation, so not inside
+// run() or a graph capture): lets each kernel take the plan's shared memory past 48 KiB.
+template <class Policy>
+void configure_chunk_scalar_decay(const ChunkScalarDecayPlan& plan) {
+  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(scalar_decay_chunk_state_kernel<Policy>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(plan.state_layout.bytes)));
+  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(scalar_decay_chunk_output_kernel<Policy>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(plan.output_layout.bytes)));
+}
+
+// The three kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)
+// holds the state before the first token and receives the state after the last; `chunk_states`
+// and `chunk_log_decay` are the plan's workspace.
+template <class Policy>
+void launch_chunk_scalar_decay(const ChunkScalarDecayPlan& plan, const Policy& policy, float* state,
+                               float* chunk_states, float* chunk_log_decay, CUstream_st* stream) {
+  if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; S unchanged
+  scalar_decay_chunk_state_kernel<Policy>
+      <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_layout.bytes, stream>>>(
+          plan, policy, chunk_states, chunk_log_decay);
+  check_launch("scalar_decay_chunk_state_kernel");
+  scalar_decay_chunk_prefix_kernel<><<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
+      plan, chunk_states, chunk_log_decay, state);
+  check_launch("scalar_decay_chunk_prefix_kernel");
+  scalar_decay_chunk_output_kernel<Policy>
+      <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_layout.bytes, stream>>>(
+          plan, policy, chunk_states);
+  check_launch("scalar_decay_chunk_output_kernel");
+}
+
+}  // namespace arch_bench

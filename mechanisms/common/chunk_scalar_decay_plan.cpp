@@ -1,0 +1,85 @@
+#include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+constexpr std::size_t kRegionAlign = 128;
+
+// Places a region of `bytes` at the next aligned offset of `end` and returns its offset.
+std::size_t place(std::size_t& end, std::size_t bytes) {
+  const std::size_t at = (end + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
+  end = at + bytes;
+  return at;
+}
+
+}  // namespace
+
+bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv) {
+  const auto fits = [](std::int64_t d) {
+    return d >= kScalarDecayFragment && d <= kScalarDecayMaxDim && d % kScalarDecayFragment == 0;
+  };
+  return fits(dk) && fits(dv);
+}
+
+ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
+                                             std::int64_t dv) {
+  if (!chunk_scalar_decay_supports(dk, dv)) {
+    throw std::invalid_argument("the chunkwise scalar-decay prefill takes dk and dv multiples of 16 up to " +
+                                std::to_string(kScalarDecayMaxDim) + ", not " + std::to_string(dk) + " x " +
+                                std::to_string(dv));
+  }
+  if (batch_heads < 0 || tokens < 0) throw std::invalid_argument("batch_heads and tokens must be >= 0");
+  ChunkScalarDecayPlan plan;
+  plan.batch_heads = batch_heads;
+  plan.tokens = tokens;
+  plan.dk = static_cast<int>(dk);
+  plan.dv = static_cast<int>(dv);
+  plan.chunks = ceil_div(tokens, kScalarDecayChunk);
+  plan.state_blocks = checked_product(batch_heads, plan.chunks);
+  plan.output_blocks = plan.state_blocks;
+  plan.prefix_blocks_per_head = ceil_div(dk * dv, plan.threads);
+  plan.prefix_blocks = checked_product(batch_heads, plan.prefix_blocks_per_head);
+  plan.ld_k = plan.dk + kScalarDecayBf16Pad;
+  plan.ld_v = plan.dv + kScalarDecayBf16Pad;
+  plan.ld_p = kScalarDecayChunk + kScalarDecayBf16Pad;
+  plan.ld_acc = (plan.dv > kScalarDecayChunk ? plan.dv : kScalarDecayChunk) + kScalarDecayFloatPad;
+
+  constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kScalarDecayChunk;
+  const auto ld = [](int x) { return static_cast<std::size_t>(x); };
+  std::size_t end = 0;
+  plan.state_layout.k = place(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.state_layout.v = place(end, kRows * ld(plan.ld_v) * kBf16);
+  plan.state_layout.decay = place(end, kRows * kFloat);
+  plan.state_layout.bytes = end;
+
+  end = 0;
+  plan.output_layout.q = place(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.output_layout.k = place(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.output_layout.v = place(end, kRows * ld(plan.ld_v) * kBf16);
+  plan.output_layout.s = place(end, ld(plan.dk) * ld(plan.ld_v) * kBf16);
+  plan.output_layout.p = place(end, kRows * ld(plan.ld_p) * kBf16);
+  plan.output_layout.acc = place(end, kRows * ld(plan.ld_acc) * kFloat);
+  plan.output_layout.decay = place(end, kRows * kFloat);
+  plan.output_layout.bytes = end;
+
+  plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv);
+  plan.workspace_decay_elements = plan.state_blocks;
+  checked_product(4, checked_add(plan.workspace_state_elements, plan.workspace_decay_elements));
+  return plan;
+}
+
+std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
+                                                std::int64_t dv) {
+  if (!chunk_scalar_decay_supports(dk, dv) || batch_heads < 0 || tokens < 0) return 0;
+  const std::int64_t chunks = ceil_div(tokens, kScalarDecayChunk);
+  return checked_product(4, checked_add(checked_product(batch_heads, chunks, dk, dv), checked_product(batch_heads, chunks)));
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,263 @@
+// The chunkwise tensor-core prefill of scalar-decay linear attention (common/chunk_scalar_decay.cuh)
+// on a real device, through both mechanisms that use it. retnet and mamba2: the registered bf16
+// prefill cells against the fp64 references at L around the 64-token chunk (outputs poisoned with
+// NaN before the run, batch 2, several heads, groups for mamba2), other head sizes and head counts;
+// and the chunked kernels against the recurrences: the same outputs and final state, and (retnet)
+// a prefill that continues from a carried, nonzero state. Skipped without a device.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "mechanisms/mamba2/cuda_plan.hpp"
+#include "mechanisms/registry.hpp"
+#include "mechanisms/retnet/cuda_plan.hpp"
+#include "support/gpu.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+#if ARCH_BENCH_HAVE_CUDA
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/mamba2/cuda.hpp"
+#include "mechanisms/mamba2/inputs.hpp"
+#include "mechanisms/retnet/cuda.hpp"
+#endif
+
+namespace arch_bench {
+namespace {
+
+using testing::mechanism_cell;
+
+class ChunkScalarDecayRetNetCells : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(ChunkScalarDecayRetNetCells, Bf16PrefillMatchesTheFp64Reference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const std::int64_t length = GetParam();
+  const Mechanism* retnet = find_mechanism("retnet");
+  ASSERT_NE(retnet, nullptr);
+  const Cell cell = mechanism_cell("retnet", 4, 64, length, DType::bfloat16, Phase::prefill, 2);
+  ASSERT_TRUE(retnet_cuda_prefill_is_chunked(cell));
+  ASSERT_FALSE(retnet->unsupported_on(cell, "cuda"));
+  auto prepared = retnet->prepare(cell, 23, *backend);
+  const std::int64_t allocations = backend->allocator().allocation_count();
+  prepared->run();
+  EXPECT_EQ(backend->allocator().allocation_count(), allocations);  // run() allocates nothing
+  backend->synchronize();
+  const Accuracy accuracy = prepared->check();
+  EXPECT_TRUE(accuracy.output_finite);  // poisoned with NaN at prepare: every row was written
+  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16));
+  EXPECT_EQ(accuracy.rows_checked, 8 * length);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, ChunkScalarDecayRetNetCells, ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000),
+                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
+                           return "L" + std::to_string(info.param);
+                         });
+
+TEST(ChunkScalarDecayGpu, RetNetHeadSizesAndOddHeadCountsMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const Mechanism* retnet = find_mechanism("retnet");
+  for (const std::int64_t dim : {16, 32, 128}) {
+    for (const std::int64_t heads : {1, 3, 9}) {
+      const Cell cell = mechanism_cell("retnet", heads, dim, 130, DType::bfloat16, Phase::prefill, 2);
+      ASSERT_TRUE(retnet_cuda_prefill_is_chunked(cell));
+      auto prepared = retnet->prepare(cell, 29, *backend);
+      prepared->run();
+      backend->synchronize();
+      const Accuracy accuracy = prepared->check();
+      EXPECT_TRUE(accuracy.output_finite) << dim << " " << heads;
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16)) << dim << " " << heads;
+    }
+  }
+}
+
+Cell mamba2_cell(std::int64_t length, std::int64_t heads = 4, std::int64_t dim = 64, std::int64_t n = 128,
+                 std::int64_t groups = 2) {
+  Cell cell = mechanism_cell("mamba2", heads, dim, length, DType::bfloat16, Phase::prefill, 2);
+  cell.options.set("state_size", n);
+  cell.options.set("n_groups", groups);
+  return cell;
+}
+
+Accuracy run_mamba2_cell(Backend& backend, const Cell& cell) {
+  const Mechanism* mamba2 = find_mechanism("mamba2");
+  EXPECT_TRUE(mamba2_cuda_prefill_is_chunked(cell));
+  EXPECT_FALSE(mamba2->unsupported_on(cell, "cuda"));
+  auto prepared = mamba2->prepare(cell, 41, backend);
+  const std::int64_t allocations = backend.allocator().allocation_count();
+  prepared->run();
+  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
+  backend.synchronize();
+  return prepared->check();
+}
+
+class ChunkScalarDecayMamba2Cells : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(ChunkScalarDecayMamba2Cells, Bf16PrefillMatchesTheFp64Reference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const std::int64_t length = GetParam();
+  const Accuracy accuracy = run_mamba2_cell(*backend, mamba2_cell(length));
+  EXPECT_TRUE(accuracy.output_finite);
+  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16));
+  EXPECT_EQ(accuracy.rows_checked, 8 * length);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, ChunkScalarDecayMamba2Cells, ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000),
+                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
+                           return "L" + std::to_string(info.param);
+                         });
+
+TEST(ChunkScalarDecayGpu, Mamba2HeadAndStateSizesAndGroupsMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  struct Size {
+    std::int64_t heads, dim, n, groups;
+  };
+  for (const Size& s : {Size{1, 16, 16, 1}, Size{8, 64, 128, 1}, Size{4, 128, 128, 4}, Size{6, 48, 32, 3}}) {
+    const Accuracy accuracy = run_mamba2_cell(*backend, mamba2_cell(130, s.heads, s.dim, s.n, s.groups));
+    EXPECT_TRUE(accuracy.output_finite) << s.dim << " " << s.n;
+    EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16)) << s.dim << " " << s.n;
+  }
+}
+
+#if ARCH_BENCH_HAVE_CUDA
+
+constexpr std::int64_t kHeads = 4;
+
+struct PrefillRun {
+  std::vector<float> out;    // [bh, rows, dim]
+  std::vector<float> state;  // [bh, dim, dim], after the run
+};
+
+// Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernel,
+// continuing from `state` (updated in place); out poisoned first.
+PrefillRun run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
+               Buffer<float>& state, bool chunked) {
+  const std::int64_t count = in.batch_heads * rows * in.dim;
+  Buffer<bf16> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
+      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
+  upload<bf16>(cuda, in.head_rows(in.q, first, rows).data(), count, q.data());
+  upload<bf16>(cuda, in.head_rows(in.k, first, rows).data(), count, k.data());
+  upload<bf16>(cuda, in.head_rows(in.v, first, rows).data(), count, v.data());
+  poison(cuda, out.data(), out.bytes());
+  if (chunked) {
+    const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(in.batch_heads, rows, in.dim, in.dim);
+    Buffer<float> chunk_states(cuda.allocator(), static_cast<std::size_t>(plan.workspace_state_elements));
+    Buffer<float> chunk_log_decay(cuda.allocator(), static_cast<std::size_t>(plan.workspace_decay_elements));
+    poison(cuda, chunk_states.data(), chunk_states.bytes());  // every element is written before it is read
+    configure_retnet_chunked_prefill(plan);
+    launch_retnet_chunked_prefill(plan, kHeads, q.data(), k.data(), v.data(), state.data(), out.data(),
+                                  chunk_states.data(), chunk_log_decay.data(), cuda.stream());
+    cuda.synchronize();
+  } else {
+    const ColumnRecurrencePlan plan = plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
+    launch_retnet_recurrence<bf16>(plan, kHeads, q.data(), k.data(), v.data(), state.data(), out.data(),
+                                   cuda.stream());
+    cuda.synchronize();
+  }
+  return {download<bf16>(cuda, out.data(), count),
+          download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
+}
+
+Buffer<float> zero_state(CudaBackend& cuda, const AttentionInputs& in) {
+  Buffer<float> state(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * in.dim * in.dim));
+  zero_async(cuda, state.data(), state.bytes());
+  return state;
+}
+
+TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {1, 63, 64, 65, 300, 1000}) {
+    const AttentionInputs in =
+        make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2),
+                              length, 31);
+    Buffer<float> recurrent_state = zero_state(cuda, in), chunked_state = zero_state(cuda, in);
+    const PrefillRun recurrent = run_retnet(cuda, in, 0, length, recurrent_state, false);
+    const PrefillRun chunked = run_retnet(cuda, in, 0, length, chunked_state, true);
+    const std::string where = "L=" + std::to_string(length);
+    EXPECT_LT(testing::relative_max_error(chunked.out, recurrent.out), dtype_tolerance(DType::bfloat16)) << where;
+    EXPECT_LT(testing::relative_max_error(chunked.state, recurrent.state), dtype_tolerance(DType::bfloat16)) << where;
+  }
+}
+
+TEST(ChunkScalarDecayGpu, ChunkedPrefillContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const AttentionInputs in =
+      make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 37);
+  Buffer<float> whole = zero_state(cuda, in);
+  const PrefillRun all = run_retnet(cuda, in, 0, 230, whole, false);
+  // Tokens [0, 100) then [100, 230) chunkwise, carrying S: neither 100 nor 130 is a chunk multiple,
+  // and the second run's inter-chunk term starts from a nonzero state.
+  Buffer<float> carried = zero_state(cuda, in);
+  const PrefillRun head = run_retnet(cuda, in, 0, 100, carried, true);
+  const PrefillRun tail = run_retnet(cuda, in, 100, 130, carried, true);
+  std::vector<float> joined;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    joined.insert(joined.end(), head.out.begin() + bh * 100 * in.dim, head.out.begin() + (bh + 1) * 100 * in.dim);
+    joined.insert(joined.end(), tail.out.begin() + bh * 130 * in.dim, tail.out.begin() + (bh + 1) * 130 * in.dim);
+  }
+  EXPECT_LT(testing::relative_max_error(joined, all.out), dtype_tolerance(DType::bfloat16));
+  EXPECT_LT(testing::relative_max_error(tail.state, all.state), dtype_tolerance(DType::bfloat16));
+}
+
+// mamba2: the chunked SSD and the recurrence over the same bf16 tokens from a zero state.
+TEST(ChunkScalarDecayGpu, Mamba2ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {1, 63, 64, 65, 300, 1000}) {
+    const Cell cell = mamba2_cell(length);
+    const Mamba2Shape shape{cell.batch, cell.heads, 2, cell.head_dim, 128};
+    const Mamba2Inputs in = make_mamba2_inputs(cell, length, 43);
+    const Mamba2TokenSlice slice = in.slice(0, length);
+    Allocator& a = cuda.allocator();
+    const auto device = [&](const std::vector<float>& host) {
+      Buffer<bf16> buffer(a, host.size());
+      upload<bf16>(cuda, host.data(), static_cast<std::int64_t>(host.size()), buffer.data());
+      return buffer;
+    };
+    const Buffer<bf16> x = device(slice.x), dt_raw = device(slice.dt_raw), z = device(slice.z), B = device(slice.B),
+                       C = device(slice.C);
+    const Mamba2Tokens<bf16> tokens{x.data(), dt_raw.data(), z.data(), B.data(), C.data()};
+    const std::vector<float> A = in.A();
+    Buffer<float> A_d(a, A.size()), bias_d(a, in.dt_bias.size()), D_d(a, in.D.size());
+    upload<float>(cuda, A.data(), static_cast<std::int64_t>(A.size()), A_d.data());
+    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), bias_d.data());
+    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D_d.data());
+    const Mamba2Parameters params{A_d.data(), bias_d.data(), D_d.data()};
+    const std::size_t state_count = static_cast<std::size_t>(shape.rows() * shape.state_size * shape.head_dim);
+    const std::int64_t out_count = static_cast<std::int64_t>(slice.x.size());
+    Buffer<float> recurrent_state(a, state_count), chunked_state(a, state_count);
+    Buffer<bf16> recurrent_out(a, slice.x.size()), chunked_out(a, slice.x.size());
+    zero_async(cuda, recurrent_state.data(), recurrent_state.bytes());
+    zero_async(cuda, chunked_state.data(), chunked_state.bytes());
+    poison(cuda, recurrent_out.data(), recurrent_out.bytes());
+    poison(cuda, chunked_out.data(), chunked_out.bytes());
+    const Mamba2CudaPlan plan = plan_mamba2_cuda(shape, length);
+    launch_mamba2_scan<bf16>(plan, params, tokens, recurrent_state.data(), recurrent_out.data(), cuda.stream());
+    const ChunkScalarDecayPlan chunked = mamba2_chunked_prefill_plan(cell);
+    Buffer<float> chunk_states(a, static_cast<std::size_t>(chunked.workspace_state_elements));
+    Buffer<float> chunk_log_decay(a, static_cast<std::size_t>(chunked.workspace_decay_elements));
+    poison(cuda, chunk_states.data(), chunk_states.bytes());
+    configure_mamba2_chunked_prefill(chunked);
+    launch_mamba2_chunked_prefill(chunked, plan, params, tokens, chunked_state.data(), chunked_out.data(),
+                                  chunk_states.data(), chunk_log_decay.data(), cuda.stream());
+    cuda.synchronize();
+    const std::string where = "L=" + std::to_string(length);
+    EXPECT_LT(testing::relative_max_error(download<bf16>(cuda, chunked_out.data(), out_count),
+                                          download<bf16>(cuda, recurrent_out.data(), out_count)),
+              dtype_tolerance(DType::bfloat16))
+        << where;
+    const std::int64_t states = static_cast<std::int64_t>(state_count);
+    EXPECT_LT(testing::relative_max_error(download<float>(cuda, chunked_state.data(), states),
+                                          download<float>(cuda, recurrent_state.data(), states)),
+              dtype_tolerance(DType::bfloat16))
+        << where;
+  }
+}
+
+#endif  // ARCH_BENCH_HAVE_CUDA
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,263 @@
+// The chunkwise scalar-decay prefill's launch planning (mechanisms/common/chunk_scalar_decay_plan.hpp),
+// on the CPU: chunk counts and tail rows for L not a multiple of C, L < C and L = 1; the grids the
+// three kernels decode; shared-memory layouts that fit sm_90, do not overlap and keep every wmma
+// tile pointer 32-byte aligned; a workspace exactly as large as the kernels index (the tile loops
+// of the chunk-state and output kernels replayed here); and retnet's dispatch and peak prediction.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/mamba2/cuda_plan.hpp"
+#include "mechanisms/registry.hpp"
+#include "mechanisms/retnet/cuda_plan.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+using testing::mechanism_cell;
+
+constexpr int kC = kScalarDecayChunk;
+constexpr int kF = kScalarDecayFragment;
+constexpr int kWarps = kScalarDecayThreads / 32;
+
+TEST(ChunkScalarDecayPlan, ChunksCoverEveryTokenOnceWithAShortTail) {
+  for (const std::int64_t tokens : {1, 2, 63, 64, 65, 127, 128, 300, 1000, 8192}) {
+    const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(3, tokens, 64, 64);
+    EXPECT_EQ(plan.chunks, (tokens + kC - 1) / kC) << tokens;
+    std::int64_t covered = 0;
+    for (std::int64_t c = 0; c < plan.chunks; ++c) {
+      const int rows = scalar_decay_chunk_rows(tokens, c);
+      EXPECT_GE(rows, 1) << tokens << " chunk " << c;
+      EXPECT_LE(rows, kC) << tokens << " chunk " << c;
+      if (c + 1 < plan.chunks) {
+        EXPECT_EQ(rows, kC) << "only the last chunk is short";
+      }
+      covered += rows;
+    }
+    EXPECT_EQ(covered, tokens);
+  }
+  EXPECT_EQ(plan_chunk_scalar_decay(2, 1, 64, 64).chunks, 1);
+  EXPECT_EQ(scalar_decay_chunk_rows(1, 0), 1);
+  EXPECT_EQ(scalar_decay_chunk_rows(63, 0), 63);
+  EXPECT_EQ(scalar_decay_chunk_rows(65, 1), 1);
+  const ChunkScalarDecayPlan empty = plan_chunk_scalar_decay(2, 0, 64, 64);
+  EXPECT_EQ(empty.chunks, 0);
+  EXPECT_EQ(empty.state_blocks, 0);
+  EXPECT_EQ(empty.workspace_bytes(), 0);
+}
+
+TEST(ChunkScalarDecayPlan, GridsAreOneBlockPerHeadAndChunkAndOneThreadPerStateElement) {
+  for (const int dk : {16, 64, 128}) {
+    for (const int dv : {16, 48, 64, 128}) {
+      const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(16, 300, dk, dv);
+      EXPECT_EQ(plan.threads, 256);
+      EXPECT_EQ(plan.state_blocks, 16 * 5);
+      EXPECT_EQ(plan.output_blocks, 16 * 5);
+      // block = bh * chunks + chunk, decoded back as the kernels do.
+      std::vector<int> seen(static_cast<std::size_t>(16 * 5), 0);
+      for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
+        const std::int64_t bh = block / plan.chunks, chunk = block % plan.chunks;
+        ASSERT_LT(bh, 16);
+        ++seen[static_cast<std::size_t>(bh * plan.chunks + chunk)];
+      }
+      for (const int n : seen) EXPECT_EQ(n, 1);
+      EXPECT_EQ(plan.prefix_blocks, 16 * plan.prefix_blocks_per_head);
+      EXPECT_GE(plan.prefix_blocks_per_head * plan.threads, dk * dv);
+      EXPECT_LT((plan.prefix_blocks_per_head - 1) * plan.threads, dk * dv) << "no wholly idle block";
+    }
+  }
+}
+
+// Region [offset, offset + bytes) of each layout member, in order.
+struct Region {
+  std::size_t offset;
+  std::size_t bytes;
+};
+void expect_disjoint_aligned(const std::vector<Region>& regions, std::size_t total) {
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    EXPECT_EQ(regions[r].offset % 128, 0u) << "region " << r;
+    const std::size_t end = regions[r].offset + regions[r].bytes;
+    if (r + 1 < regions.size()) {
+      EXPECT_LE(end, regions[r + 1].offset) << "region " << r << " overlaps the next";
+    }
+    EXPECT_LE(end, total) << "region " << r;
+  }
+}
+
+TEST(ChunkScalarDecayPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
+  std::size_t widest = 0;
+  for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) {
+    for (int dv = 16; dv <= kScalarDecayMaxDim; dv += 16) {
+      const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 100, dk, dv);
+      EXPECT_LE(plan.max_shared_bytes(), kScalarDecayMaxSharedBytes) << dk << " x " << dv;
+      widest = std::max(widest, plan.max_shared_bytes());
+      // wmma::load/store_matrix_sync: ldm a multiple of 8 (bf16) or 4 (fp32) elements, and a tile
+      // 16 rows down (or 16 columns across) moves the pointer by a multiple of 32 bytes.
+      for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_p}) {
+        EXPECT_EQ(ld % 8, 0);
+        EXPECT_EQ((kF * ld * 2) % 32, 0);
+      }
+      EXPECT_EQ(plan.ld_acc % 4, 0);
+      EXPECT_EQ((kF * plan.ld_acc * 4) % 32, 0);
+      EXPECT_GE(plan.ld_k, dk);
+      EXPECT_GE(plan.ld_v, dv);
+      EXPECT_GE(plan.ld_p, kC);
+      EXPECT_GE(plan.ld_acc, std::max(kC, dv)) << "the scores, then O, share the fp32 tile";
+      const auto& s = plan.state_layout;
+      expect_disjoint_aligned({{s.k, kC * plan.ld_k * 2u}, {s.v, kC * plan.ld_v * 2u}, {s.decay, kC * 4u}}, s.bytes);
+      const auto& o = plan.output_layout;
+      expect_disjoint_aligned({{o.q, kC * plan.ld_k * 2u},
+                               {o.k, kC * plan.ld_k * 2u},
+                               {o.v, kC * plan.ld_v * 2u},
+                               {o.s, static_cast<std::size_t>(dk) * plan.ld_v * 2u},
+                               {o.p, kC * plan.ld_p * 2u},
+                               {o.acc, kC * plan.ld_acc * 4u},
+                               {o.decay, kC * 4u}},
+                              o.bytes);
+    }
+  }
+  EXPECT_GT(widest, std::size_t{48} * 1024) << "the widest heads need the opt-in (configure_chunk_scalar_decay)";
+}
+
+TEST(ChunkScalarDecayPlan, WorkspaceIsExactlyWhatTheKernelsIndex) {
+  for (const std::int64_t tokens : {1, 63, 64, 65, 300}) {
+    for (const int d : {16, 64, 128}) {
+      const std::int64_t bh = 3;
+      const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(bh, tokens, d, d);
+      // Chunk-state kernel: warp w stores U tiles w, w + 8, ... of a [dk][dv] block per (bh, chunk).
+      std::vector<int> written(static_cast<std::size_t>(plan.workspace_state_elements), 0);
+      std::vector<int> decays(static_cast<std::size_t>(plan.workspace_decay_elements), 0);
+      const int tiles_j = plan.dv / kF, tiles = (plan.dk / kF) * tiles_j;
+      for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
+        const std::int64_t b = block / plan.chunks, c = block % plan.chunks;
+        const std::int64_t base = scalar_decay_state_offset(plan, b, c);
+        for (int warp = 0; warp < kWarps; ++warp) {
+          for (int tile = warp; tile < tiles; tile += kWarps) {
+            const int ti = tile / tiles_j, tj = tile % tiles_j;
+            for (int r = 0; r < kF; ++r) {
+              for (int col = 0; col < kF; ++col) {
+                const std::int64_t e = base + static_cast<std::int64_t>(ti * kF + r) * plan.dv + tj * kF + col;
+                ASSERT_GE(e, 0);
+                ASSERT_LT(e, plan.workspace_state_elements);
+                ++written[static_cast<std::size_t>(e)];
+              }
+            }
+          }
+        }
+        const std::int64_t d_index = b * plan.chunks + c;
+        ASSERT_LT(d_index, plan.workspace_decay_elements);
+        ++decays[static_cast<std::size_t>(d_index)];
+      }
+      for (const int n : written) ASSERT_EQ(n, 1) << "tokens " << tokens << " d " << d;
+      for (const int n : decays) ASSERT_EQ(n, 1);
+      EXPECT_EQ(plan.workspace_bytes(), 4 * (bh * plan.chunks * d * d + bh * plan.chunks));
+      EXPECT_EQ(chunk_scalar_decay_workspace_bytes(bh, tokens, d, d), plan.workspace_bytes());
+    }
+  }
+}
+
+TEST(ChunkScalarDecayPlan, OutputKernelComputesEveryScoreOnOrBelowTheDiagonalAndEveryOutputTileOnce) {
+  for (const int dv : {16, 64, 128}) {
+    const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 64, 64, dv);
+    constexpr int kTiles = kC / kF;
+    std::vector<int> scores(kC * kC, 0), outputs(static_cast<std::size_t>(kC * dv), 0);
+    for (int warp = 0; warp < kWarps; ++warp) {
+      for (int tile = warp; tile < kTiles * kTiles; tile += kWarps) {
+        const int ti = tile / kTiles, tj = tile % kTiles;
+        if (tj > ti) continue;  // wholly above the diagonal: masked, never computed
+        for (int r = 0; r < kF; ++r) {
+          for (int c = 0; c < kF; ++c) ++scores[static_cast<std::size_t>((ti * kF + r) * kC + tj * kF + c)];
+        }
+      }
+      const int tiles_j = dv / kF;
+      for (int tile = warp; tile < kTiles * tiles_j; tile += kWarps) {
+        const int ti = tile / tiles_j, tj = tile % tiles_j;
+        for (int r = 0; r < kF; ++r) {
+          for (int c = 0; c < kF; ++c) ++outputs[static_cast<std::size_t>((ti * kF + r) * dv + tj * kF + c)];
+        }
+      }
+    }
+    // The mask reads A_ij only for j <= i: each of those must have been written exactly once.
+    for (int i = 0; i < kC; ++i) {
+      for (int j = 0; j <= i; ++j) EXPECT_EQ(scores[static_cast<std::size_t>(i * kC + j)], 1) << i << "," << j;
+    }
+    for (const int n : outputs) EXPECT_EQ(n, 1);
+    EXPECT_LE(dv, plan.ld_acc);
+  }
+}
+
+TEST(ChunkScalarDecayPlan, RefusesHeadSizesOffTheWmmaGrid) {
+  EXPECT_TRUE(chunk_scalar_decay_supports(64, 64));
+  EXPECT_TRUE(chunk_scalar_decay_supports(16, 128));
+  for (const std::int64_t d : {0, 1, 8, 17, 48 + 1, 100, 144, 256}) {
+    EXPECT_FALSE(chunk_scalar_decay_supports(d, 64)) << d;
+    EXPECT_FALSE(chunk_scalar_decay_supports(64, d)) << d;
+    EXPECT_THROW(plan_chunk_scalar_decay(1, 10, d, 64), std::invalid_argument) << d;
+    EXPECT_EQ(chunk_scalar_decay_workspace_bytes(1, 10, d, 64), 0) << d;
+  }
+}
+
+TEST(ChunkScalarDecayPlan, RetNetRunsItForBf16PrefillOfSixteenMultipleHeadsOnly) {
+  EXPECT_TRUE(retnet_cuda_prefill_is_chunked(mechanism_cell("retnet", 8, 64, 1000, DType::bfloat16)));
+  EXPECT_TRUE(retnet_cuda_prefill_is_chunked(mechanism_cell("retnet", 8, 128, 1, DType::bfloat16)));
+  EXPECT_FALSE(retnet_cuda_prefill_is_chunked(mechanism_cell("retnet", 8, 64, 1000, DType::float32)))
+      << "fp32 keeps the recurrence: tf32 would break 1e-4";
+  EXPECT_FALSE(retnet_cuda_prefill_is_chunked(mechanism_cell("retnet", 8, 64, 1000, DType::bfloat16, Phase::decode)));
+  EXPECT_FALSE(retnet_cuda_prefill_is_chunked(mechanism_cell("retnet", 8, 100, 1000, DType::bfloat16)));
+  EXPECT_FALSE(retnet_cuda_prefill_is_chunked(mechanism_cell("retnet", 8, 256, 1000, DType::bfloat16)));
+  EXPECT_EQ(retnet_cuda_workspace_bytes(mechanism_cell("retnet", 8, 64, 1000, DType::float32)), 0);
+  const Cell cell = mechanism_cell("retnet", 8, 64, 1000, DType::bfloat16, Phase::prefill, 2);
+  EXPECT_FALSE(retnet_cuda_unsupported(cell).has_value());
+  EXPECT_EQ(retnet_cuda_workspace_bytes(cell), 4 * (16 * 16 * 64 * 64 + 16 * 16));
+}
+
+TEST(ChunkScalarDecayPlan, RetNetPeakPredictionCountsTheChunkWorkspace) {
+  const Mechanism* retnet = find_mechanism("retnet");
+  ASSERT_NE(retnet, nullptr);
+  const Cell bf16_cell = mechanism_cell("retnet", 8, 64, 1000, DType::bfloat16, Phase::prefill, 2);
+  const std::int64_t io = 4 * 1000 * 16 * 64 * 2, state = 16 * 64 * 64 * 4;
+  EXPECT_EQ(retnet->predicted_peak_bytes(bf16_cell), state + io + retnet_cuda_workspace_bytes(bf16_cell));
+  const Cell fp32_cell = mechanism_cell("retnet", 8, 64, 1000, DType::float32, Phase::prefill, 2);
+  EXPECT_EQ(retnet->predicted_peak_bytes(fp32_cell), state + 2 * io) << "the recurrence has no workspace";
+}
+
+Cell mamba2_cell(std::int64_t dim, std::int64_t n, DType dtype, Phase phase = Phase::prefill) {
+  Cell cell = mechanism_cell("mamba2", 8, dim, 1000, dtype, phase, 2);
+  cell.options.set("state_size", n);
+  return cell;
+}
+
+TEST(ChunkScalarDecayPlan, Mamba2RunsItForBf16PrefillWithStateAsKeysAndHeadAsValues) {
+  EXPECT_TRUE(mamba2_cuda_prefill_is_chunked(mamba2_cell(64, 128, DType::bfloat16)));  // the published shape
+  EXPECT_FALSE(mamba2_cuda_prefill_is_chunked(mamba2_cell(64, 128, DType::float32)));
+  EXPECT_FALSE(mamba2_cuda_prefill_is_chunked(mamba2_cell(64, 128, DType::bfloat16, Phase::decode)));
+  EXPECT_FALSE(mamba2_cuda_prefill_is_chunked(mamba2_cell(64, 40, DType::bfloat16)));
+  EXPECT_FALSE(mamba2_cuda_prefill_is_chunked(mamba2_cell(256, 128, DType::bfloat16)));
+  const Cell cell = mamba2_cell(64, 128, DType::bfloat16);
+  const ChunkScalarDecayPlan plan = mamba2_chunked_prefill_plan(cell);
+  EXPECT_EQ(plan.dk, 128);  // S = H^T [N, P]: k = B_t over N, v = dt x over P
+  EXPECT_EQ(plan.dv, 64);
+  EXPECT_EQ(plan.batch_heads, 16);
+  EXPECT_EQ(mamba2_cuda_workspace_bytes(cell), 4 * (16 * 16 * 128 * 64 + 16 * 16));
+  EXPECT_FALSE(mamba2_cuda_unsupported(cell).has_value());
+  EXPECT_EQ(mamba2_cuda_workspace_bytes(mamba2_cell(64, 128, DType::float32)), 0);
+}
+
+TEST(ChunkScalarDecayPlan, Mamba2PeakPredictionCountsTheChunkWorkspace) {
+  const Mechanism* mamba2 = find_mechanism("mamba2");
+  ASSERT_NE(mamba2, nullptr);
+  const Cell cell = mamba2_cell(64, 128, DType::bfloat16);  // batch 2, 8 heads, one group, L 1000
+  const std::int64_t workspace = mamba2_cuda_workspace_bytes(cell);
+  ASSERT_GT(workspace, 0);
+  // What the CUDA prefill cell allocates besides its parameters: x, z, out [16, L, 64], dt_raw
+  // [16, L], B, C [2, L, 128] in bf16, the state, and the chunk workspace.
+  const std::int64_t sequence = 2 * (3 * 16 * 1000 * 64 + 16 * 1000 + 2 * 2 * 1000 * 128);
+  EXPECT_GE(mamba2->predicted_peak_bytes(cell), mamba2->state_bytes(cell) + sequence + workspace);
+}
+
+}  // namespace
+}  // namespace arch_bench
