@@ -63,11 +63,16 @@ TEST(TeamTrial, TheTeamStaysAtEqualSpeedAndWithinTheMargin) {
 }
 
 TEST(TeamTrial, ALongStepOrATeamOfOneIsNotTried) {
-  ScriptedSteps long_step(0.001, kTeamTrialMaxStepMs * 1.5);
+  ScriptedSteps long_step(kTeamTrialMaxStepMs * 2, kTeamTrialMaxStepMs * 1.5);
   const TeamTrial kept = trial_of(2, long_step);
   EXPECT_EQ(kept.threads, 2);
   EXPECT_EQ(kept.pairs, 0);
-  EXPECT_EQ(long_step.calls, std::vector<int>{2});  // one screening sample, then nothing
+  EXPECT_EQ(long_step.calls, (std::vector<int>{2, 1}));  // the team's and one thread's screening, then nothing
+
+  // Far beyond any team stall: no one-thread sample is spent on it.
+  ScriptedSteps very_long(kTeamStallScreenMs * 2, kTeamStallScreenMs * 1.5);
+  EXPECT_EQ(trial_of(2, very_long).pairs, 0);
+  EXPECT_EQ(very_long.calls, std::vector<int>{2});
 
   ScriptedSteps alone;
   const TeamTrial single = trial_of(1, alone);
@@ -86,10 +91,21 @@ TEST(TeamTrial, TheFastestWarmupCallScreensInsteadOfASample) {
   EXPECT_EQ(stalled.calls.front(), 1);  // straight to the first one-thread block
 
   ScriptedSteps long_step(0.001, 0.001);
-  const TeamTrial kept = run_team_trial(2, [&](int threads) { return long_step(threads); }, kTeamTrialMaxStepMs * 2);
+  const TeamTrial kept = run_team_trial(2, [&](int threads) { return long_step(threads); }, kTeamStallScreenMs * 2);
   EXPECT_EQ(kept.threads, 2);
   EXPECT_EQ(kept.pairs, 0);
   EXPECT_TRUE(long_step.calls.empty());
+}
+
+// A team stall (200 us of fork/join) makes a 4 us step read as long with the team: the one-thread
+// screening sample shows the step is short, so the trial runs and one thread takes the samples.
+TEST(TeamTrial, ATeamStallDoesNotHideAShortStep) {
+  ScriptedSteps stalled(0.004, 0.205);
+  const TeamTrial trial = trial_of(2, stalled);
+  EXPECT_EQ(trial.pairs, kTeamTrialPairs);
+  EXPECT_EQ(trial.threads, 1);
+  EXPECT_EQ(stalled.calls[0], 2);
+  EXPECT_EQ(stalled.calls[1], 1);
 }
 
 // The first sample after a switch of team size pays for moving the state between the threads'

@@ -22,6 +22,9 @@ struct TeamTrial {
 // A step slower than this keeps the team untried: a fork/join, even a slow spell's, is under 1%
 // of it, and one-thread samples of a long step would cost the run more than they could tell.
 inline constexpr double kTeamTrialMaxStepMs = 0.2;
+// A team step longer than kTeamTrialMaxStepMs but shorter than this may be a team stall, not the
+// step: one one-thread sample screens it. Stalls seen on the shared VMs reach a few hundred us.
+inline constexpr double kTeamStallScreenMs = 2.0;
 
 // Alternated pairs of blocks (one thread, then the team), each block one sample that is not kept
 // and this many that are; the medians of the kept samples decide.
