@@ -11,7 +11,8 @@ option(ARCH_BENCH_CUDNN "Build softmax_kv's cuDNN fused-attention variant when C
 set(ARCH_BENCH_HAVE_CUDNN OFF)
 set(ARCH_BENCH_CUDNN_SOURCES
   ${PROJECT_SOURCE_DIR}/mechanisms/softmax_kv/cudnn_sdpa.cpp
-  ${PROJECT_SOURCE_DIR}/mechanisms/softmax_kv/cudnn_sdpa_cells.cpp)
+  ${PROJECT_SOURCE_DIR}/mechanisms/softmax_kv/cudnn_sdpa_cells.cpp
+  ${PROJECT_SOURCE_DIR}/mechanisms/softmax_kv/cudnn_sdpa_conformance.cpp)
 if(ARCH_BENCH_CUDNN AND ARCH_BENCH_HAVE_CUDA)
   find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
             HINTS ${PROJECT_BINARY_DIR}/_deps/cudnn-frontend/include ENV ARCH_BENCH_CUDNN_FRONTEND_INCLUDE
@@ -30,7 +31,7 @@ else()
 endif()
 
 # After arch_bench_core exists: the definition every file sees (list, preflight, the tests ask
-# cudnn_built()), and the frontend's headers for its two sources only, as system headers (their
+# cudnn_built()), and the frontend's headers for its sources only, as system headers (their
 # warnings are not ours).
 function(arch_bench_configure_cudnn)
   if(NOT ARCH_BENCH_HAVE_CUDNN)

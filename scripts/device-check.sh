@@ -157,6 +157,10 @@ for mechanism in $cuda_mechanisms; do
       --outputs "$CONF/$mechanism-$dtype"
   done
 done
+# softmax_kv's bf16 runs cuDNN's fused attention above where cuDNN works (--softmax-impl auto; the
+# manifest's details.softmax_impl says which ran): its hand kernels too.
+check "$BIN" conformance --device cuda --mechanism softmax_kv --dtype bfloat16 --softmax-impl hand \
+  --inputs "$CONF/softmax_kv-in" --outputs "$CONF/softmax_kv-bfloat16-hand"
 
 step "validate"
 for file in "$OUT"/*.json; do

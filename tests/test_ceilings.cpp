@@ -12,6 +12,7 @@
 
 #include "build_info.hpp"
 #include "core/backends/cpu/host_facts.hpp"
+#include "core/stop_request.hpp"
 #include "runner/measure/ceilings.hpp"
 
 namespace arch_bench {
@@ -92,6 +93,26 @@ TEST(CeilingsSecondReading, TakenByLongUninterruptedCpuRunsOnly) {
   EXPECT_FALSE(wants_second_ceiling_reading(false, false, kSecondCeilingReadingAfterSeconds / 2));
   EXPECT_FALSE(wants_second_ceiling_reading(true, false, 600.0));   // GPU ceilings are the device's
   EXPECT_FALSE(wants_second_ceiling_reading(false, true, 600.0));   // interrupted: write and go
+}
+
+TEST_F(CeilingsMeasured, AFullReadingTakesEveryPass) {
+  EXPECT_EQ(measured().method.find("cut short"), std::string::npos) << measured().method;
+  EXPECT_NE(measured().method.find("best of 5"), std::string::npos) << measured().method;
+}
+
+// A stop request during the ceilings phase (issue 42) ends each probe after one pass: the reading is
+// still a measurement (positive, finite), and its method says it was cut short.
+TEST(CeilingsStopped, AStopRequestCutsEveryProbeToOnePass) {
+  request_stop(15);
+  const Ceilings stopped = measure_ceilings(1);
+  clear_stop_request();
+  for (double rate : {stopped.memory_read_gbps, stopped.memory_triad_gbps, stopped.peak_gflops}) {
+    EXPECT_TRUE(std::isfinite(rate));
+    EXPECT_GT(rate, 0.0);
+  }
+  EXPECT_NE(stopped.method.find("cut short by a stop request"), std::string::npos) << stopped.method;
+  EXPECT_EQ(stopped.method.find("best of 5"), std::string::npos) << stopped.method;
+  EXPECT_NE(stopped.method.find("best of 1"), std::string::npos) << stopped.method;
 }
 
 TEST(CeilingsArguments, RejectsZeroThreads) {

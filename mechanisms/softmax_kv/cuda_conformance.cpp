@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <string>
 
+#include "core/errors.hpp"
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
+#include "mechanisms/softmax_kv/cudnn_sdpa.hpp"
+#include "mechanisms/softmax_kv/softmax_impl.hpp"
 
 namespace arch_bench {
 
@@ -17,11 +20,40 @@ namespace {
 // window 0: softmax_kv (cache of `length` rows, token t at row t, written back as the k_cache and
 // v_cache states); W > 0: sliding_window (ring of min(length, W) rows, token t at row t % slots,
 // attending over the min(t + 1, slots) rows filled; the ring is not an output).
+// softmax_kv's --softmax-impl on conformance inputs, as `run` chooses it (softmax_impl.hpp): true when
+// cuDNN ran and wrote `out`; false when the hand kernels are to run (recorded in details.softmax_impl).
+// An explicit cudnn that cannot run is a usage error, nothing written.
+bool ran_on_cudnn(const Cell& cell, const AttentionValues& x, std::int64_t kv_heads, ConformanceOutputs& out,
+                  CudaBackend& cuda) {
+  const SoftmaxImplFacts facts = softmax_impl_facts(cell, "cuda");
+  const auto choice = choose_softmax_impl(facts);
+  if (!choice) throw UsageError("--device cuda: " + *softmax_impl_problem(cell, "cuda"));
+  std::string fallback = choice->fallback_reason;
+  if (choice->impl == SoftmaxImpl::cudnn) {
+#if ARCH_BENCH_HAVE_CUDNN
+    try {
+      softmax_kv_conformance_on_cudnn(x, cell.batch, kv_heads, out, cuda);
+      return true;
+    } catch (const CudnnGraphUnsupported& unsupported) {
+      if (facts.requested == "cudnn") throw UsageError(std::string("--device cuda: ") + unsupported.what());
+      fallback = std::string("cuDNN cannot build the graph: ") + unsupported.what();
+    }
+#else
+    (void)x, (void)kv_heads;
+    fallback = "this build has no cuDNN variant";
+#endif
+  }
+  out.details["softmax_impl"] = fallback.empty() ? "hand" : "hand (auto: " + fallback + ")";
+  return false;
+}
+
 template <class T>
 void attention_on_cuda(const std::string& mechanism, std::int64_t window, const ConformanceInputs& inputs, DType dtype,
                        ConformanceOutputs& out, CudaBackend& cuda) {
   const AttentionValues x(inputs, dtype, false);
-  require_cuda_cell(attention_cell(mechanism, inputs, dtype, out.options, x.dk));
+  const Cell cell = attention_cell(mechanism, inputs, dtype, out.options, x.dk);
+  require_cuda_cell(cell);
+  if (window == 0 && ran_on_cudnn(cell, x, inputs.axis("kv_heads"), out, cuda)) return;
   // k and v hold kv_heads heads (grouped-query attention): query head bh reads K/V head bh / group.
   const std::int64_t group = inputs.axis("heads") / inputs.axis("kv_heads");
   const std::int64_t kv_rows = x.bh / group;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -28,7 +29,7 @@ namespace fe = cudnn_frontend;
 
 namespace {
 
-enum Uid : std::int64_t { kQ = 1, kK, kV, kO };
+enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kSeqLenQ, kSeqLenKv };
 
 // Points the frontend at the library and at this build's CUDA runtime, once. The frontend opens
 // libcudart itself and, finding two majors on the path (a PyTorch environment beside the toolkit),
@@ -52,7 +53,9 @@ struct CudnnSdpa::Impl {
   cudnnHandle_t handle = nullptr;
   std::unique_ptr<fe::graph::Graph> graph = std::make_unique<fe::graph::Graph>();
   std::int64_t workspace = 0;
-  mutable std::unordered_map<std::int64_t, void*> pack{{kQ, nullptr}, {kK, nullptr}, {kV, nullptr}, {kO, nullptr}};
+  bool padded = false;
+  mutable std::unordered_map<std::int64_t, void*> pack{{kQ, nullptr},       {kK, nullptr},        {kV, nullptr},
+                                                       {kO, nullptr},       {kSeqLenQ, nullptr},  {kSeqLenKv, nullptr}};
 
   // The graph's plans were built on the handle: they go first.
   ~Impl() {
@@ -62,6 +65,11 @@ struct CudnnSdpa::Impl {
 };
 
 CudnnSdpa::CudnnSdpa(const CudnnSdpaShape& shape, CUstream_st* stream) : impl_(std::make_unique<Impl>()) {
+  impl_->padded = shape.padded;
+  if (!shape.padded) {  // the variant pack names exactly the graph's tensors
+    impl_->pack.erase(kSeqLenQ);
+    impl_->pack.erase(kSeqLenKv);
+  }
   const CudnnLibrary& library = cudnn_library();
   if (!library.usable()) throw CudnnGraphUnsupported(library.reason);
   bind_frontend(library);
@@ -102,6 +110,19 @@ CudnnSdpa::CudnnSdpa(const CudnnSdpaShape& shape, CUstream_st* stream) : impl_(s
     // A prefill's query i sees keys 0..i; a decode step's single query is the newest token and sees
     // the whole cache, so it takes no mask (a top-left causal mask would hide all but key 0).
     if (shape.causal) options.set_causal_mask(true);
+    if (shape.padded) {
+      auto lengths = [&](const char* name, std::int64_t uid) {
+        return graph.tensor(fe::graph::Tensor_attributes()
+                                .set_name(name)
+                                .set_uid(uid)
+                                .set_dim({shape.batch, 1, 1, 1})
+                                .set_stride({1, 1, 1, 1})
+                                .set_data_type(fe::DataType_t::INT32));
+      };
+      options.set_padding_mask(true)
+          .set_seq_len_q(lengths("seq_len_q", kSeqLenQ))
+          .set_seq_len_kv(lengths("seq_len_kv", kSeqLenKv));
+    }
     auto [o, stats] = graph.sdpa(q, k, v, std::move(options));
     (void)stats;
     o->set_output(true)
@@ -128,12 +149,20 @@ CudnnSdpa::~CudnnSdpa() = default;
 
 std::int64_t CudnnSdpa::workspace_bytes() const { return impl_->workspace; }
 
-void CudnnSdpa::enqueue(const void* q, const void* k, const void* v, void* out, void* workspace) const {
+void CudnnSdpa::enqueue(const void* q, const void* k, const void* v, void* out, void* workspace,
+                        const std::int32_t* seq_len_q, const std::int32_t* seq_len_kv) const {
   // Existing keys: assigning allocates nothing.
   impl_->pack[kQ] = const_cast<void*>(q);
   impl_->pack[kK] = const_cast<void*>(k);
   impl_->pack[kV] = const_cast<void*>(v);
   impl_->pack[kO] = out;
+  if (impl_->padded) {
+    if (seq_len_q == nullptr || seq_len_kv == nullptr) {
+      throw std::invalid_argument("CudnnSdpa::enqueue: a padded graph needs seq_len_q and seq_len_kv");
+    }
+    impl_->pack[kSeqLenQ] = const_cast<std::int32_t*>(seq_len_q);
+    impl_->pack[kSeqLenKv] = const_cast<std::int32_t*>(seq_len_kv);
+  }
   if (fe::error_t status = impl_->graph->execute(impl_->handle, impl_->pack, workspace); status.is_bad()) {
     throw CellFailure("cudnn_error", fmt::format("cuDNN fused attention: {}", status.get_message()));
   }

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/cpu/host_facts.hpp"
+#include "core/stop_request.hpp"
 
 namespace arch_bench {
 
@@ -153,7 +154,14 @@ StreamArrays make_stream_arrays(int threads) {
   return arrays;
 }
 
-double read_gbps(const StreamArrays& arrays, int threads) {
+// A stop request (SIGINT/SIGTERM) ends every probe after its first pass: one pass keeps the reading
+// valid (only less sure), and the run then stops before its first cell (issue 42).
+bool stop_after_pass(int pass, int& passes_done) {
+  passes_done = pass + 1;
+  return stop_requested();
+}
+
+double read_gbps(const StreamArrays& arrays, int threads, int& passes_done) {
   double best_seconds = 1e300;
   float sum = 0;
   for (int pass = 0; pass < kBandwidthPasses; ++pass) {
@@ -166,13 +174,14 @@ double read_gbps(const StreamArrays& arrays, int threads) {
              streaming_read_sum(arrays.c.get(), slice.begin, slice.end);
     }
     best_seconds = std::min(best_seconds, seconds_since(start));
+    if (stop_after_pass(pass, passes_done)) break;
   }
   g_sink = g_sink + sum;
   const double bytes = 3.0 * static_cast<double>(arrays.floats) * sizeof(float);
   return bytes / best_seconds / 1e9;
 }
 
-double triad_gbps(StreamArrays& arrays, int threads) {
+double triad_gbps(StreamArrays& arrays, int threads, int& passes_done) {
   const float scalar = g_fma_multiplier;
   double best_seconds = 1e300;
   for (int pass = 0; pass < kBandwidthPasses; ++pass) {
@@ -187,6 +196,7 @@ double triad_gbps(StreamArrays& arrays, int threads) {
       for (std::size_t i = slice.begin; i < slice.end; ++i) a[i] = b[i] + scalar * c[i];
     }
     best_seconds = std::min(best_seconds, seconds_since(start));
+    if (stop_after_pass(pass, passes_done)) break;
   }
   // Reading the output back keeps the stores from being dead before free().
   g_sink = g_sink + arrays.a[0] + arrays.a[arrays.floats - 1];
@@ -211,7 +221,7 @@ float fma_chains(std::int64_t iterations) {
   return horizontal_sum(total);
 }
 
-double fma_gflops(int threads) {
+double fma_gflops(int threads, int& passes_done) {
   double best_seconds = 1e300;
   float sum = 0;
   // Flops are counted for the team OpenMP actually formed: OMP_THREAD_LIMIT or a nested region
@@ -225,6 +235,7 @@ double fma_gflops(int threads) {
       sum += fma_chains(kFmaIterations);
     }
     best_seconds = std::min(best_seconds, seconds_since(start));
+    if (stop_after_pass(pass, passes_done)) break;
   }
   g_sink = g_sink + sum;
   const double flops =
@@ -240,17 +251,21 @@ Ceilings measure_ceilings(int threads) {
   }
   Ceilings ceilings;
   ceilings.threads = threads;
-  ceilings.peak_gflops = fma_gflops(threads);
+  int fma_passes = 0, read_passes = 0, triad_passes = 0;
+  ceilings.peak_gflops = fma_gflops(threads, fma_passes);
   {
     StreamArrays arrays = make_stream_arrays(threads);
-    ceilings.memory_read_gbps = read_gbps(arrays, threads);
-    ceilings.memory_triad_gbps = triad_gbps(arrays, threads);
+    ceilings.memory_read_gbps = read_gbps(arrays, threads, read_passes);
+    ceilings.memory_triad_gbps = triad_gbps(arrays, threads, triad_passes);
     ceilings.method = fmt::format(
         "{} OpenMP threads; read: fp32 streaming sum over 3 x {} MiB, {} streams per thread, best of {}; triad: STREAM "
         "a=b+s*c over the same arrays (3 counted), best of {}; peak: {} independent {}-lane fp32 "
         "FMA chains per thread, best of {}",
         threads, static_cast<std::int64_t>(arrays.floats * sizeof(float)) / kMiB, kReadStreams,
-        kBandwidthPasses, kBandwidthPasses, kFmaChains, kLanes, kFmaPasses);
+        read_passes, triad_passes, kFmaChains, kLanes, fma_passes);
+    if (read_passes < kBandwidthPasses || triad_passes < kBandwidthPasses || fma_passes < kFmaPasses) {
+      ceilings.method += "; cut short by a stop request";
+    }
   }
   return ceilings;
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/backends/cuda/device_probe.hpp"
+#include "mechanisms/common/cudnn_library.hpp"
 #include "runner/conformance/conformance.hpp"
 #include "runner/conformance/on_cuda.hpp"
 
@@ -49,6 +50,36 @@ TEST(ConformanceGpu, EveryMechanismWithCudaKernelsPassesOnTheDevice) {
       EXPECT_TRUE(result.passed) << mechanism << " " << dtype_name(dtype) << "\n" << result.manifest.dump(2);
       EXPECT_EQ(result.manifest["device"]["backend"], "cuda");
     }
+  }
+}
+
+// softmax_kv's --softmax-impl in conformance: cudnn (prefill, and decode through one padded graph),
+// hand, and auto on fp32 (which cuDNN does not take) all pass against the fp64 reference, and the
+// manifest names what ran. Grouped-query (4 query heads on 2 K/V heads) past one 64-row tile.
+TEST(ConformanceGpu, SoftmaxKvThroughCudnnAndTheHandKernelsPassesAndSaysWhichRan) {
+  const CudaProbe probe = probe_cuda();
+  if (!probe.usable) GTEST_SKIP() << "no usable CUDA device: " << probe.reason;
+  if (!cudnn_library().usable()) GTEST_SKIP() << "cuDNN not usable: " << cudnn_library().reason;
+  struct Case {
+    const char* impl;
+    DType dtype;
+    const char* ran;  // how details.softmax_impl begins
+  };
+  for (const Case& c : {Case{"cudnn", DType::bfloat16, "cudnn_sdpa (cuDNN 9."}, Case{"hand", DType::bfloat16, "hand"},
+                        Case{"auto", DType::bfloat16, "cudnn_sdpa (cuDNN 9."}, Case{"auto", DType::float32, "hand (auto: "}}) {
+    SCOPED_TRACE(::testing::Message() << c.impl << " " << dtype_name(c.dtype));
+    const Scratch scratch;
+    const fs::path& folder = scratch.path;
+    MechanismOptions options;
+    options.set("kv_heads", std::int64_t{2});
+    options.set("softmax_impl", std::string(c.impl));
+    generate_conformance_inputs({folder / "in", "softmax_kv", ConformanceShape{2, 4, 100, 64}, options, 11, c.dtype});
+    ConformanceRequest request{"softmax_kv", folder / "in", folder / "out", c.dtype, options, false};
+    request.device = "cuda";
+    const ConformanceResult result = run_conformance(request);
+    EXPECT_TRUE(result.passed) << result.manifest.dump(2);
+    const std::string ran = result.manifest["details"].value("softmax_impl", std::string());
+    EXPECT_EQ(ran.rfind(c.ran, 0), 0u) << ran;
   }
 }
 
