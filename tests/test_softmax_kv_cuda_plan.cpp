@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "mechanisms/registry.hpp"
 #include "mechanisms/softmax_kv/cuda_plan.hpp"
@@ -272,9 +273,11 @@ TEST(SoftmaxKvCudaPlan, PrefillSkipsExactlyTheKeyTilesOutsideTheBand) {
 }
 
 TEST(SoftmaxKvCudaPlan, PrefillTakesTensorCoresForBf16HeadDimsUpTo128) {
-  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 64, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
-  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 128, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 64, DType::bfloat16).path, SoftmaxPrefillPath::mma_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 128, DType::bfloat16).path, SoftmaxPrefillPath::mma_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 2, 512, 128, DType::bfloat16, 100).path, SoftmaxPrefillPath::mma_bf16);
   EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 16, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 96, DType::bfloat16).path, SoftmaxPrefillPath::tensor_core_bf16);
   EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 256, DType::bfloat16).path, SoftmaxPrefillPath::simt);
   EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 72, DType::bfloat16).path, SoftmaxPrefillPath::simt);  // not 16k
   EXPECT_EQ(plan_softmax_prefill_cuda(8, 512, 64, DType::float32).path, SoftmaxPrefillPath::simt);   // no tf32
@@ -306,6 +309,7 @@ void expect_region(std::size_t offset, std::size_t next, std::size_t rows, int l
 
 TEST(SoftmaxKvCudaPlan, PrefillTensorCoreLayoutMeetsWmmaAlignment) {
   for (std::int64_t dim = 16; dim <= 128; dim += 16) {
+    if (prefill_mma_takes(dim)) continue;  // the mma path's layout: PrefillMmaLayout... below
     SCOPED_TRACE(::testing::Message() << "head_dim " << dim);
     const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 1000, dim, DType::bfloat16);
     ASSERT_EQ(plan.path, SoftmaxPrefillPath::tensor_core_bf16);
@@ -337,12 +341,83 @@ TEST(SoftmaxKvCudaPlan, PrefillTensorCoreLayoutMeetsWmmaAlignment) {
     EXPECT_EQ(plan.ld_q * 2 % 16, 0);  // 16-byte stores of Q/K/V rows
     EXPECT_LE(plan.shared_bytes, kMaxSharedBytesOptIn);
   }
-  // head_dim 128: 110 KiB, over the default limit, and two blocks still share a 228 KiB SM
+  // head_dim 112: 100 KiB, over the default limit, and two blocks still share a 228 KiB SM
   // (1 KiB reserved per block).
-  const SoftmaxPrefillCudaPlan wide = plan_softmax_prefill_cuda(8, 8192, 128, DType::bfloat16);
-  EXPECT_EQ(wide.shared_bytes, 112640u);
+  const SoftmaxPrefillCudaPlan wide = plan_softmax_prefill_cuda(8, 8192, 112, DType::bfloat16);
+  EXPECT_EQ(wide.shared_bytes, 102400u);
   EXPECT_TRUE(wide.needs_shared_opt_in());
   EXPECT_LE(2 * (wide.shared_bytes + 1024), 228u * 1024u);
+}
+
+// The mma prefill: Q, then kv_stages K tiles and kv_stages V tiles, each a 64-row tile of 16-byte
+// aligned rows (cp.async and ldmatrix move 16 bytes) whose pitch puts the 8 rows an ldmatrix 8x8
+// matrix reads on 8 different 16-byte groups of banks (no conflicts).
+TEST(SoftmaxKvCudaPlan, PrefillMmaLayoutMeetsCpAsyncAndLdmatrix) {
+  for (std::int64_t dim : {64, 128}) {
+    SCOPED_TRACE(::testing::Message() << "head_dim " << dim);
+    const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 1000, dim, DType::bfloat16);
+    ASSERT_EQ(plan.path, SoftmaxPrefillPath::mma_bf16);
+    EXPECT_EQ(plan.query_rows, 64);
+    EXPECT_EQ(plan.keys_per_tile, 64);
+    EXPECT_EQ(plan.threads / 32 * 16, plan.query_rows);  // one warp per 16 query rows
+    EXPECT_EQ(plan.kv_stages, kPrefillMmaKvStages);
+    EXPECT_GE(plan.kv_stages, 2);  // the next tile's copy overlaps this tile's math
+    EXPECT_EQ(plan.ld_k, plan.ld_q);
+    EXPECT_EQ(plan.ld_v, plan.ld_q);
+    EXPECT_GE(plan.ld_q, dim);
+    const std::size_t row_bytes = static_cast<std::size_t>(plan.ld_q) * 2;
+    EXPECT_EQ(row_bytes % 16, 0u);
+    EXPECT_EQ(plan.kv_stage_bytes % kSharedAlignment, 0u);
+    EXPECT_GE(plan.kv_stage_bytes, 64 * row_bytes);
+    expect_region(plan.q_offset, plan.k_offset, 64, plan.ld_q, 2);
+    EXPECT_EQ(plan.k_offset % kSharedAlignment, 0u);
+    EXPECT_EQ(plan.v_offset % kSharedAlignment, 0u);
+    EXPECT_GE(plan.v_offset - plan.k_offset, plan.kv_stage_bytes * plan.kv_stages);
+    EXPECT_GE(plan.shared_bytes - plan.v_offset, plan.kv_stage_bytes * plan.kv_stages);
+    // 32 banks of 4 bytes: 8 groups of 16 bytes. Rows r..r+7 of a tile (any start row) hit 8 groups.
+    for (std::size_t first_row = 0; first_row < 8; ++first_row) {
+      std::vector<bool> used(8, false);
+      for (std::size_t r = first_row; r < first_row + 8; ++r) used[r * row_bytes / 16 % 8] = true;
+      EXPECT_EQ(std::count(used.begin(), used.end(), true), 8) << "from row " << first_row;
+    }
+    // The kernel's __launch_bounds__ asks for prefill_mma_min_blocks(dim) blocks per SM: their
+    // shared memory fits a 228 KiB SM (1 KiB reserved per block).
+    EXPECT_LE(static_cast<std::size_t>(prefill_mma_min_blocks(dim)) * (plan.shared_bytes + 1024), 228u * 1024u);
+    EXPECT_LE(plan.shared_bytes, kMaxSharedBytesOptIn);
+  }
+  EXPECT_FALSE(plan_softmax_prefill_cuda(8, 1000, 64, DType::bfloat16).needs_shared_opt_in());  // 45 KiB
+  EXPECT_TRUE(plan_softmax_prefill_cuda(8, 1000, 128, DType::bfloat16).needs_shared_opt_in());  // 85 KiB
+}
+
+// A loaded key tile skips the mask only when every query of the tile sees every key of it; a
+// masked tile has a key some query must not see.
+TEST(SoftmaxKvCudaPlan, PrefillMasksExactlyTheTilesWithAHiddenKey) {
+  for (std::int64_t tokens : {1, 63, 64, 65, 200, 300}) {
+    for (std::int64_t window : {0, 1, 30, 64, 65, 100, 1000}) {
+      const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(4, 2, tokens, 64, DType::bfloat16, window);
+      for (std::int64_t tile = 0; tile < plan.query_tiles; ++tile) {
+        for (std::int64_t key_tile = plan.first_key_tile(tile); key_tile <= tile; ++key_tile) {
+          SCOPED_TRACE(::testing::Message() << "L " << tokens << " W " << window << " tile " << tile << " key tile "
+                                            << key_tile);
+          bool real_pair_hidden = false, any_pair_hidden = false;
+          for (std::int64_t t = tile * 64; t < (tile + 1) * 64; ++t) {
+            for (std::int64_t key = key_tile * 64; key < (key_tile + 1) * 64; ++key) {
+              const bool visible = key <= t && key > t - plan.band() && key < tokens;
+              any_pair_hidden = any_pair_hidden || !visible;
+              real_pair_hidden = real_pair_hidden || (!visible && t < tokens);
+            }
+          }
+          const bool masked = plan.key_tile_masked(tile, key_tile);
+          if (real_pair_hidden) {
+            EXPECT_TRUE(masked);
+          }
+          if (masked) {
+            EXPECT_TRUE(any_pair_hidden);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(SoftmaxKvCudaPlan, PrefillSimtLayoutFitsEveryHeadDim) {

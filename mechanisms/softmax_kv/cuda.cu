@@ -16,6 +16,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/softmax_kv/cuda_prefill_mma.hpp"
 
 namespace arch_bench {
 
@@ -365,7 +366,9 @@ __device__ inline void load_bf16_rows(__nv_bfloat16* tile, int ld, const __nv_bf
   }
 }
 
-// bf16 tensor cores (FlashAttention-2 shape): 4 warps x 16 query rows, 64-key tiles. Each warp owns
+// bf16 tensor cores through shared memory, for the bf16 head_dims the register-resident mma
+// prefill (cuda_prefill_mma.cu: 64 and 128) has no instance for (multiples of 16 up to 128).
+// 4 warps x 16 query rows, 64-key tiles. Each warp owns
 // its 16 rows of S, P and O in shared memory, so only the K/V tile loads need the whole block.
 // Per tile: S = Q K^T (wmma, fp32) -> causal mask and online softmax in SIMT code (lanes 2r, 2r+1
 // share row r) -> P in bf16 -> O rows rescaled in place -> O += P V (wmma, accumulator loaded from
@@ -709,6 +712,14 @@ void launch_softmax_decode(const SoftmaxDecodeCudaPlan& plan, const T* q, const 
 template <class T>
 void configure_softmax_prefill(const SoftmaxPrefillCudaPlan& plan) {
   using S = typename DeviceStorage<T>::type;
+  if (plan.path == SoftmaxPrefillPath::mma_bf16) {
+    if constexpr (std::is_same_v<S, __nv_bfloat16>) {
+      configure_softmax_prefill_mma(plan);
+    } else {
+      throw std::invalid_argument("configure_softmax_prefill: the mma path takes bf16 only");
+    }
+    return;
+  }
   if (!plan.needs_shared_opt_in()) return;
   const int bytes = static_cast<int>(plan.shared_bytes);
   if (plan.path == SoftmaxPrefillPath::tensor_core_bf16) {
@@ -731,7 +742,13 @@ void launch_softmax_prefill(const SoftmaxPrefillCudaPlan& plan, const T* q, cons
   const auto* k_s = reinterpret_cast<const S*>(k);
   const auto* v_s = reinterpret_cast<const S*>(v);
   auto* out_s = reinterpret_cast<S*>(out);
-  if (plan.path == SoftmaxPrefillPath::tensor_core_bf16) {
+  if (plan.path == SoftmaxPrefillPath::mma_bf16) {
+    if constexpr (std::is_same_v<T, bf16>) {
+      launch_softmax_prefill_mma(plan, q, k, v, out, stream);
+    } else {
+      throw std::invalid_argument("launch_softmax_prefill: the mma path takes bf16 only");
+    }
+  } else if (plan.path == SoftmaxPrefillPath::tensor_core_bf16) {
     if constexpr (std::is_same_v<S, __nv_bfloat16>) {
       softmax_prefill_wmma_kernel<<<grid, plan.threads, plan.shared_bytes, stream>>>(q_s, k_s, v_s, out_s, g);
       check_launch("softmax_prefill_wmma_kernel");

@@ -117,7 +117,20 @@ SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::
   plan.dim = dim;
   const int d = static_cast<int>(dim);
   SharedLayout layout;
-  if (dtype == DType::bfloat16 && dim % 16 == 0 && dim <= kTensorCoreMaxDim) {
+  if (dtype == DType::bfloat16 && prefill_mma_takes(dim)) {
+    plan.path = SoftmaxPrefillPath::mma_bf16;
+    plan.query_rows = kTensorCoreTile;  // 4 warps x 16 rows
+    plan.keys_per_tile = kTensorCoreTile;
+    // Rows padded by 16 bytes: a pitch of (dim + 8) * 2 bytes is 4 banks past a multiple of 128
+    // bytes, so the 8 rows of one ldmatrix 8x8 matrix land on 8 disjoint groups of 4 banks.
+    plan.ld_q = plan.ld_k = plan.ld_v = d + 8;
+    const std::size_t tile_bytes = std::size_t{kTensorCoreTile} * static_cast<std::size_t>(plan.ld_k) * 2;
+    plan.kv_stages = kPrefillMmaKvStages;
+    plan.kv_stage_bytes = round_up(tile_bytes, kSharedAlignment);
+    plan.q_offset = layout.add(tile_bytes);
+    plan.k_offset = layout.add(plan.kv_stage_bytes * plan.kv_stages);
+    plan.v_offset = layout.add(plan.kv_stage_bytes * plan.kv_stages);
+  } else if (dtype == DType::bfloat16 && dim % 16 == 0 && dim <= kTensorCoreMaxDim) {
     plan.path = SoftmaxPrefillPath::tensor_core_bf16;
     plan.query_rows = kTensorCoreTile;
     plan.keys_per_tile = kTensorCoreTile;

@@ -97,9 +97,40 @@ std::int64_t softmax_decode_cuda_workspace_bytes_bound(const Cell& cell);
 
 // Prefill: causal tiled online softmax (FlashAttention-2 style); one block per (query tile, head).
 enum class SoftmaxPrefillPath {
-  tensor_core_bf16,  // bf16, head_dim % 16 == 0 and <= 128: wmma 16x16x16, fp32 accumulate
+  // bf16, head_dim 64 or 128 (cuda_prefill_mma.cu): mma.sync m16n8k16 with S, P and O in registers,
+  // K/V tiles double-buffered with cp.async.
+  mma_bf16,
+  tensor_core_bf16,  // other bf16 head_dim % 16 == 0 up to 128: wmma 16x16x16 through shared memory
   simt,              // fp32 (tf32 would miss the 1e-4 tolerance) and other head_dims
 };
+
+// Head sizes the register-resident mma prefill has a kernel instance for.
+inline constexpr bool prefill_mma_takes(std::int64_t dim) { return dim == 64 || dim == 128; }
+// The mma prefill's __launch_bounds__ minimum of resident blocks per SM, which caps its registers
+// at 65536 / (128 x blocks): head_dim 64 holds 3 blocks (<= 168 registers; its 45 KiB of shared
+// memory would allow 4), head_dim 128 2 (<= 255; 85 KiB of shared memory allows 2 as well).
+inline constexpr int prefill_mma_min_blocks(std::int64_t dim) { return dim <= 64 ? 3 : 2; }
+// K/V tiles in flight in the mma prefill: the next tile's cp.async copies overlap this tile's math.
+inline constexpr int kPrefillMmaKvStages = 2;
+
+// The first key tile (of `keys` rows) the query tile at q0 loads: the one holding its first query's
+// oldest key in the band (t - band, t]; tiles wholly before it are outside every query's band.
+inline constexpr std::int64_t prefill_first_key_tile(std::int64_t q0, std::int64_t band, std::int64_t keys) {
+  const std::int64_t first_key = q0 - band + 1;
+  return first_key <= 0 ? 0 : first_key / keys;
+}
+
+// Whether key tile at k0 (`keys` rows) needs the per-element mask for the query tile at q0 (`rows`
+// rows) when query t attends keys (t - band, t] of `tokens`: the diagonal tile (some key after some
+// query; keys past the last token only occur there) and a tile crossing the band's lower edge.
+// Every other tile a block loads is visible to all its queries and skips the mask. constexpr so the
+// kernels (--expt-relaxed-constexpr) and the CPU tests call this one definition.
+inline constexpr bool prefill_key_tile_masked(std::int64_t q0, std::int64_t rows, std::int64_t k0,
+                                              std::int64_t keys, std::int64_t band, std::int64_t tokens) {
+  const bool crosses_diagonal = k0 + keys - 1 > q0;
+  const bool crosses_band = band < tokens && k0 <= q0 + rows - 1 - band;
+  return crosses_diagonal || crosses_band;
+}
 
 inline constexpr int kPrefillThreads = 128;  // 4 warps
 inline constexpr std::size_t kSharedAlignment = 128;
@@ -122,11 +153,15 @@ struct SoftmaxPrefillCudaPlan {
   std::int64_t query_tiles = 0;  // grid.x = ceil(tokens / query_rows); grid.y = batch_heads
 
   // Shared memory layout: leading dimensions in elements, offsets in bytes from the (128-byte
-  // aligned) dynamic shared memory base, every region 128-byte aligned. Tensor core: Q, K, V bf16
+  // aligned) dynamic shared memory base, every region 128-byte aligned. mma: Q bf16 [64][ld_q], then
+  // kv_stages K tiles and kv_stages V tiles bf16 [64][ld_k] (stage s of K at k_offset + s *
+  // kv_stage_bytes, of V at v_offset + s * kv_stage_bytes). Tensor core (wmma): Q, K, V bf16
   // [rows][ld_qkv]; S float [64][ld_s]; P bf16 [64][ld_p]; O float [64][ld_o]. SIMT: Q float
   // [query_rows][ld_q], K float [keys][ld_k] (odd: conflict-free column walks), V float [keys][ld_v].
   int ld_q = 0, ld_k = 0, ld_v = 0, ld_s = 0, ld_p = 0, ld_o = 0;
   std::size_t q_offset = 0, k_offset = 0, v_offset = 0, s_offset = 0, p_offset = 0, o_offset = 0;
+  int kv_stages = 1;
+  std::size_t kv_stage_bytes = 0;
   std::size_t shared_bytes = 0;
 
   // Keys query t attends: (t - band, t]. The whole causal prefix without a window.
@@ -134,8 +169,13 @@ struct SoftmaxPrefillCudaPlan {
   // Key tiles a block of query tile `tile` loads: [first_key_tile, tile]. Tiles wholly before the
   // band of the tile's first query are skipped (the kernels compute the same bound).
   std::int64_t first_key_tile(std::int64_t tile) const {
-    const std::int64_t first_key = tile * query_rows - band() + 1;
-    return first_key <= 0 ? 0 : first_key / keys_per_tile;
+    return prefill_first_key_tile(tile * query_rows, band(), keys_per_tile);
+  }
+
+  // Key tiles query tile `tile` loads are [first_key_tile(tile), tile]; which of them are masked.
+  bool key_tile_masked(std::int64_t tile, std::int64_t key_tile) const {
+    return prefill_key_tile_masked(tile * query_rows, query_rows, key_tile * keys_per_tile, keys_per_tile, band(),
+                                   tokens);
   }
 
   // Whether the kernel needs cudaFuncAttributeMaxDynamicSharedMemorySize set before launch.

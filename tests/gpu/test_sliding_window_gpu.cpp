@@ -31,11 +31,12 @@ Cell window_cell(std::int64_t heads, const Shape& shape, std::int64_t length, Ph
 
 // Windows of one token, shorter than a tile, tile-sized, not a multiple of a tile, and longer than
 // the sequence; contexts shorter than the window (ring not yet wrapped) and longer (wrapped, the
-// new token overwriting the oldest slot); both prefill paths and both decode lane layouts.
+// new token overwriting the oldest slot); the three prefill paths (bf16 mma at head_dim 64 and 128,
+// wmma at 96, SIMT) and both decode lane layouts.
 TEST(SlidingWindowGpu, PreparedCellsMatchTheBandedReferenceAndRepeat) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  for (const Shape& shape : {Shape{DType::bfloat16, 128}, Shape{DType::bfloat16, 40}, Shape{DType::float32, 64},
-                             Shape{DType::float32, 256}}) {
+  for (const Shape& shape : {Shape{DType::bfloat16, 128}, Shape{DType::bfloat16, 64}, Shape{DType::bfloat16, 96},
+                             Shape{DType::bfloat16, 40}, Shape{DType::float32, 64}, Shape{DType::float32, 256}}) {
     for (Phase phase : {Phase::decode, Phase::prefill}) {
       for (std::int64_t window : {1, 7, 64, 100, 5000}) {
         for (std::int64_t length : {1, 100, 1000, 4100}) {

@@ -2,6 +2,8 @@
 // (decode vs prefill, split vs unsplit). Every test skips without a usable CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "mechanisms/registry.hpp"
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/softmax_kv/cuda.hpp"
+#include "mechanisms/softmax_kv/reference.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #endif
@@ -27,7 +30,8 @@ struct Shape {
   std::int64_t head_dim;
 };
 
-// Both prefill paths (tensor-core bf16 for head_dim % 16 == 0 and <= 128, SIMT otherwise) and both
+// The three prefill paths (bf16 mma for head_dim 64 and 128, wmma for other multiples of 16 up to
+// 128, SIMT otherwise) and both
 // decode lane layouts (one and two vectors per lane; idle lanes for non-power-of-two rows).
 const Shape kShapes[] = {{DType::bfloat16, 64}, {DType::bfloat16, 128}, {DType::bfloat16, 96},
                          {DType::bfloat16, 256}, {DType::bfloat16, 40}, {DType::float32, 64},
@@ -67,12 +71,13 @@ TEST(SoftmaxKvGpu, BatchOneLongContextDecodeSplitsAndMatches) {
 }
 
 // Grouped-query and multi-query attention (--kv-heads): a decode block holds the queries of its K/V
-// head's group and streams that head once, the first slice's block appending the new row. Both prefill paths, both decode lane layouts, a
+// head's group and streams that head once, the first slice's block appending the new row. The three prefill paths, both decode lane layouts, a
 // context long enough to split; the CPU cells of the same seed give the same reference error scale.
 TEST(SoftmaxKvGpu, GroupedQueryAttentionMatchesTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const Mechanism* softmax = find_mechanism("softmax_kv");
-  for (const Shape& shape : {Shape{DType::bfloat16, 64}, Shape{DType::bfloat16, 40}, Shape{DType::float32, 128}}) {
+  for (const Shape& shape : {Shape{DType::bfloat16, 64}, Shape{DType::bfloat16, 128}, Shape{DType::bfloat16, 96},
+                             Shape{DType::bfloat16, 40}, Shape{DType::float32, 128}}) {
     for (Phase phase : {Phase::decode, Phase::prefill}) {
       for (std::int64_t kv_heads : {1, 2, 4}) {
         for (std::int64_t length : {1, 100, 4100}) {
@@ -215,6 +220,38 @@ void expect_decode_equals_last_prefill_row(CudaBackend& backend, DType dtype, st
   }
   EXPECT_LT(relative_max_error(decoded, last_rows), tolerance);
   EXPECT_EQ(appended, new_keys);  // the step appended k_new at row L, bit for bit
+}
+
+// The register-resident mma prefill (bf16 head_dim 64 and 128) on every output row, not the cells'
+// spread of 64: one token, a tile less one, one tile, one more, and a partial last tile after many
+// (every warp's rows, the diagonal tile's mask, the zero-filled rows past the last token).
+TEST(SoftmaxKvGpu, MmaPrefillMatchesEveryRowOfTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (std::int64_t dim : {64, 128}) {
+    for (std::int64_t length : {1, 63, 64, 65, 777}) {
+      SCOPED_TRACE(::testing::Message() << "head_dim " << dim << " L=" << length);
+      ASSERT_EQ(plan_softmax_prefill_cuda(3, length, dim, DType::bfloat16).path, SoftmaxPrefillPath::mma_bf16);
+      const AttentionInputs in = make_attention_inputs(small_cell(3, dim, length, DType::bfloat16), length, 29);
+      DeviceAttention<bf16> device(cuda, in);
+      const std::vector<float> out = device.prefill(DType::bfloat16);
+      double max_error = 0.0, max_ref = 0.0;
+      for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+        const MatrixD ref = softmax_attention_reference(in.head_matrix(in.q, h, length),
+                                                        in.head_matrix(in.k, h, length),
+                                                        in.head_matrix(in.v, h, length));
+        for (std::int64_t t = 0; t < length; ++t) {
+          for (std::int64_t c = 0; c < dim; ++c) {
+            const double got = out[static_cast<std::size_t>((h * length + t) * dim + c)];
+            ASSERT_TRUE(std::isfinite(got)) << "head " << h << " row " << t << " channel " << c;
+            max_error = std::max(max_error, std::abs(got - ref(t, c)));
+            max_ref = std::max(max_ref, std::abs(ref(t, c)));
+          }
+        }
+      }
+      EXPECT_LT(max_error / max_ref, dtype_tolerance(DType::bfloat16));
+    }
+  }
 }
 
 TEST(SoftmaxKvGpu, DecodeAtLEqualsLastRowOfPrefillOverLPlusOneTokens) {
