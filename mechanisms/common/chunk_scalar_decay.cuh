@@ -5,6 +5,10 @@
 //   float log_decay(std::int64_t bh, std::int64_t t)        log a_t (<= 0) of head bh, token t
 //   __nv_bfloat16 q_at(bh, t, i), k_at(bh, t, i), v_at(bh, t, j)   the token's operands, i < dk, j < dv
 //   void store(bh, t, j, float o)                           o_t[j] (the mechanism's epilogue)
+// or, instead of store, for an epilogue that needs more than its own column of O:
+//   void store_from_row(bh, t, j, const float* row)         o_t[j] from row t of O (all dv columns);
+//                                                           linear attention divides by its
+//                                                           normaliser column
 // and launches the three kernels below in order on one stream (launch_chunk_scalar_decay). Every
 // index a policy is called with is inside the sequence: a tail chunk is zero-padded in shared
 // memory, never read past L.
@@ -264,7 +268,11 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
 
   for (int e = threadIdx.x; e < rows * plan.dv; e += blockDim.x) {  // rows past the sequence are dropped
     const int i = e / plan.dv, j = e % plan.dv;
-    policy.store(bh, first + i, j, acc_tile[i * plan.ld_acc + j]);
+    if constexpr (requires { policy.store_from_row(bh, first, j, acc_tile); }) {
+      policy.store_from_row(bh, first + i, j, acc_tile + i * plan.ld_acc);
+    } else {
+      policy.store(bh, first + i, j, acc_tile[i * plan.ld_acc + j]);
+    }
   }
 }
 
