@@ -27,7 +27,7 @@ using testing::small_cell;
 using testing::to_bf16;
 
 // How the kernels hold the per-chunk states (chunk_scalar_decay_plan.hpp).
-constexpr ChunkStateStorage kStorage = ChunkStateStorage::fp32;
+constexpr ChunkStateStorage kStorage = ChunkStateStorage::bf16;
 
 // Tokens [first, first + rows) of head bh as the policy loads them: bf16(phi(q)), bf16(phi(k)),
 // [v | 1 | 0 ...] over dv + 16 columns, no decay.
