@@ -50,7 +50,7 @@ TEST(ChunkScalarDecayPlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   EXPECT_EQ(empty.workspace_bytes(), 0);
 }
 
-TEST(ChunkScalarDecayPlan, GridsAreOneBlockPerHeadAndChunkAndOneThreadPerStateElement) {
+TEST(ChunkScalarDecayPlan, GridsAreOneBlockPerHeadAndChunkAndOneThreadPerPairOfStateElements) {
   for (const int dk : {16, 64, 128}) {
     for (const int dv : {16, 48, 64, 128}) {
       const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(16, 300, dk, dv);
@@ -66,8 +66,9 @@ TEST(ChunkScalarDecayPlan, GridsAreOneBlockPerHeadAndChunkAndOneThreadPerStateEl
       }
       for (const int n : seen) EXPECT_EQ(n, 1);
       EXPECT_EQ(plan.prefix_blocks, 16 * plan.prefix_blocks_per_head);
-      EXPECT_GE(plan.prefix_blocks_per_head * plan.threads, dk * dv);
-      EXPECT_LT((plan.prefix_blocks_per_head - 1) * plan.threads, dk * dv) << "no wholly idle block";
+      // The prefix kernel's thread e of a head carries the pair (2e, 2e + 1) of S.
+      EXPECT_GE(plan.prefix_blocks_per_head * plan.threads, dk * dv / 2);
+      EXPECT_LT((plan.prefix_blocks_per_head - 1) * plan.threads, dk * dv / 2) << "no wholly idle block";
     }
   }
 }
@@ -108,7 +109,11 @@ TEST(ChunkScalarDecayPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       EXPECT_GE(plan.ld_p, kC);
       EXPECT_GE(plan.ld_acc, std::max(kC, dv)) << "the scores, then O, share the fp32 tile";
       const auto& s = plan.state_layout;
-      expect_disjoint_aligned({{s.k, kC * plan.ld_k * 2u}, {s.v, kC * plan.ld_v * 2u}, {s.decay, kC * 4u}}, s.bytes);
+      expect_disjoint_aligned({{s.k, kC * plan.ld_k * 2u},
+                               {s.v, kC * plan.ld_v * 2u},
+                               {s.decay, kC * 4u},
+                               {s.u, std::size_t{kWarps} * kF * kF * 4u}},
+                              s.bytes);
       const auto& o = plan.output_layout;
       expect_disjoint_aligned({{o.q, kC * plan.ld_k * 2u},
                                {o.k, kC * plan.ld_k * 2u},
@@ -128,8 +133,10 @@ TEST(ChunkScalarDecayPlan, WorkspaceIsExactlyWhatTheKernelsIndex) {
     for (const int d : {16, 64, 128}) {
       const std::int64_t bh = 3;
       const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(bh, tokens, d, d);
-      // Chunk-state kernel: warp w stores U tiles w, w + 8, ... of a [dk][dv] block per (bh, chunk).
-      std::vector<int> written(static_cast<std::size_t>(plan.workspace_state_elements), 0);
+      // Chunk-state kernel: warp w stores U tiles w, w + 8, ... of a [dk][dv] block per (bh, chunk),
+      // in bf16: the workspace's floats hold two states' elements each.
+      const std::int64_t bf16_elements = 2 * plan.workspace_state_elements;
+      std::vector<int> written(static_cast<std::size_t>(bf16_elements), 0);
       std::vector<int> decays(static_cast<std::size_t>(plan.workspace_decay_elements), 0);
       const int tiles_j = plan.dv / kF, tiles = (plan.dk / kF) * tiles_j;
       for (std::int64_t block = 0; block < plan.state_blocks; ++block) {
@@ -138,12 +145,15 @@ TEST(ChunkScalarDecayPlan, WorkspaceIsExactlyWhatTheKernelsIndex) {
         for (int warp = 0; warp < kWarps; ++warp) {
           for (int tile = warp; tile < tiles; tile += kWarps) {
             const int ti = tile / tiles_j, tj = tile % tiles_j;
-            for (int r = 0; r < kF; ++r) {
-              for (int col = 0; col < kF; ++col) {
-                const std::int64_t e = base + static_cast<std::int64_t>(ti * kF + r) * plan.dv + tj * kF + col;
-                ASSERT_GE(e, 0);
-                ASSERT_LT(e, plan.workspace_state_elements);
-                ++written[static_cast<std::size_t>(e)];
+            // Lane l stores row l / 2, columns 8 (l % 2) .. + 8 as one 16-byte vector.
+            for (int lane = 0; lane < 32; ++lane) {
+              const int r = lane / 2, c0 = (lane % 2) * 8;
+              const std::int64_t first = base + static_cast<std::int64_t>(ti * kF + r) * plan.dv + tj * kF + c0;
+              ASSERT_EQ(first % 8, 0) << "16-byte aligned";
+              for (int col = 0; col < 8; ++col) {
+                ASSERT_GE(first + col, 0);
+                ASSERT_LT(first + col, bf16_elements);
+                ++written[static_cast<std::size_t>(first + col)];
               }
             }
           }
@@ -154,7 +164,26 @@ TEST(ChunkScalarDecayPlan, WorkspaceIsExactlyWhatTheKernelsIndex) {
       }
       for (const int n : written) ASSERT_EQ(n, 1) << "tokens " << tokens << " d " << d;
       for (const int n : decays) ASSERT_EQ(n, 1);
-      EXPECT_EQ(plan.workspace_bytes(), 4 * (bh * plan.chunks * d * d + bh * plan.chunks));
+      // Prefix kernel: thread e of head bh reads and rewrites the pair at offset(bh, c) / 2 + e of
+      // every chunk c; together the threads touch every pair once per chunk.
+      std::vector<int> paired(static_cast<std::size_t>(plan.workspace_state_elements), 0);
+      const std::int64_t pairs = static_cast<std::int64_t>(d) * d / 2;
+      for (std::int64_t block = 0; block < plan.prefix_blocks; ++block) {
+        const std::int64_t b = block / plan.prefix_blocks_per_head;
+        for (int t = 0; t < plan.threads; ++t) {
+          const std::int64_t e = (block % plan.prefix_blocks_per_head) * plan.threads + t;
+          if (e >= pairs) continue;
+          for (std::int64_t c = 0; c < plan.chunks; ++c) {
+            const std::int64_t at = scalar_decay_state_offset(plan, b, 0) / 2 + e + c * pairs;
+            ASSERT_EQ(at, scalar_decay_state_offset(plan, b, c) / 2 + e);
+            ASSERT_LT(at, plan.workspace_state_elements);
+            ++paired[static_cast<std::size_t>(at)];
+          }
+        }
+      }
+      for (const int n : paired) ASSERT_EQ(n, 1);
+      EXPECT_EQ(plan.workspace_bytes(), 4 * (bh * plan.chunks * d * d / 2 + bh * plan.chunks))
+          << "bf16 states, fp32 decays";
       EXPECT_EQ(chunk_scalar_decay_workspace_bytes(bh, tokens, d, d), plan.workspace_bytes());
     }
   }
@@ -212,7 +241,7 @@ TEST(ChunkScalarDecayPlan, RetNetRunsItForBf16PrefillOfSixteenMultipleHeadsOnly)
   EXPECT_EQ(retnet_cuda_workspace_bytes(mechanism_cell("retnet", 8, 64, 1000, DType::float32)), 0);
   const Cell cell = mechanism_cell("retnet", 8, 64, 1000, DType::bfloat16, Phase::prefill, 2);
   EXPECT_FALSE(retnet_cuda_unsupported(cell).has_value());
-  EXPECT_EQ(retnet_cuda_workspace_bytes(cell), 4 * (16 * 16 * 64 * 64 + 16 * 16));
+  EXPECT_EQ(retnet_cuda_workspace_bytes(cell), 2 * 16 * 16 * 64 * 64 + 4 * 16 * 16);  // bf16 states
 }
 
 TEST(ChunkScalarDecayPlan, RetNetPeakPredictionCountsTheChunkWorkspace) {
@@ -242,7 +271,7 @@ TEST(ChunkScalarDecayPlan, Mamba2RunsItForBf16PrefillWithStateAsKeysAndHeadAsVal
   EXPECT_EQ(plan.dk, 128);  // S = H^T [N, P]: k = B_t over N, v = dt x over P
   EXPECT_EQ(plan.dv, 64);
   EXPECT_EQ(plan.batch_heads, 16);
-  EXPECT_EQ(mamba2_cuda_workspace_bytes(cell), 4 * (16 * 16 * 128 * 64 + 16 * 16));
+  EXPECT_EQ(mamba2_cuda_workspace_bytes(cell), 2 * 16 * 16 * 128 * 64 + 4 * 16 * 16);  // bf16 states
   EXPECT_FALSE(mamba2_cuda_unsupported(cell).has_value());
   EXPECT_EQ(mamba2_cuda_workspace_bytes(mamba2_cell(64, 128, DType::float32)), 0);
 }

@@ -112,8 +112,9 @@ TEST(LinearAttentionCudaPlan, SharedMemoryIsTheCommonLayouts) {
 }
 
 TEST(LinearAttentionCudaPlan, WorkspaceHoldsOneStateAndKeySumPerChunk) {
-  // The seed's largest prefill: 8 heads, L = 8192 (128 chunks), head_dim 64.
-  Cell cell = testing::small_cell(8, 64, 8192, DType::bfloat16, Phase::prefill);
+  // The seed's largest prefill: 8 heads, L = 8192 (128 chunks), head_dim 64, on the SIMT kernels
+  // (fp32; the bf16 prefill runs on tensor cores, test_linear_attention_tensor_core_replay.cpp).
+  Cell cell = testing::small_cell(8, 64, 8192, DType::float32, Phase::prefill);
   EXPECT_EQ(linear_attention_cuda_workspace_bytes(cell), 8LL * 128 * (64 * 64 + 64) * 4);
   cell.sequence_length = 65;  // a partial second chunk still needs its own state
   EXPECT_EQ(linear_attention_cuda_workspace_bytes(cell), 8LL * 2 * (64 * 64 + 64) * 4);

@@ -5,14 +5,21 @@
 //   float log_decay(std::int64_t bh, std::int64_t t)        log a_t (<= 0) of head bh, token t
 //   __nv_bfloat16 q_at(bh, t, i), k_at(bh, t, i), v_at(bh, t, j)   the token's operands, i < dk, j < dv
 //   void store(bh, t, j, float o)                           o_t[j] (the mechanism's epilogue)
+// or, instead of store, for an epilogue that needs more than its own column of O:
+//   void store_from_row(bh, t, j, const float* row)         o_t[j] from row t of O (all dv columns);
+//                                                           linear attention divides by its
+//                                                           normaliser column
 // and launches the three kernels below in order on one stream (launch_chunk_scalar_decay). Every
 // index a policy is called with is inside the sequence: a tail chunk is zero-padded in shared
 // memory, never read past L.
 //
 // Products on tensor cores: wmma 16 x 16 x 16, bf16 operands, fp32 accumulators. The operands that
-// are not bf16 already (V scaled by a decay, the masked scores, diag(exp(b)) Q, the fp32 state
-// entering a chunk) are rounded to bf16 once, a relative 2^-9 per element, well inside bf16's 1e-2;
-// the decays, the per-chunk states and the carried state stay fp32.
+// are not bf16 already (V scaled by a decay, the masked scores, diag(exp(b)) Q) are rounded to bf16
+// once, a relative 2^-9 per element, well inside bf16's 1e-2. The per-chunk states go through
+// global memory in bf16 (each chunk's own U_c, then the state entering it, which kernel (3) uses
+// as a bf16 operand anyway): half the bytes of fp32, the traffic that bounds these kernels
+// (chunk_scalar_decay_plan.hpp has the estimate). The decays and the state carried across chunks
+// stay fp32, so U_c's rounding is added once per chunk, not compounded.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -79,11 +86,12 @@ __device__ __forceinline__ HeadChunk head_chunk_of_block(const ChunkScalarDecayP
 }  // namespace scalar_decay_detail
 
 // (1) One block per (head, chunk): U_c = K_c^T diag(exp(b_last - b_j)) V_c into the workspace
-// (fp32, [dk][dv] row-major) and b_last into chunk_log_decay. Warp w computes the 16 x 16 tiles
-// w, w + 8, ... of U (dk/16 x dv/16 of them).
+// (bf16, [dk][dv] row-major) and b_last into chunk_log_decay. Warp w computes the 16 x 16 tiles
+// w, w + 8, ... of U (dk/16 x dv/16 of them), each through its own fp32 staging tile in shared
+// memory (wmma stores fp32 accumulators only), rounded to bf16 on the way out.
 template <class Policy>
 __global__ void __launch_bounds__(kScalarDecayThreads)
-    scalar_decay_chunk_state_kernel(ChunkScalarDecayPlan plan, Policy policy, float* __restrict__ chunk_states,
+    scalar_decay_chunk_state_kernel(ChunkScalarDecayPlan plan, Policy policy, __nv_bfloat16* __restrict__ chunk_states,
                                     float* __restrict__ chunk_log_decay) {
   namespace wmma = nvcuda::wmma;
   using namespace scalar_decay_detail;
@@ -91,6 +99,8 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + plan.state_layout.k);
   auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + plan.state_layout.v);
   auto* b = reinterpret_cast<float*>(shared + plan.state_layout.decay);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  float* u_stage = reinterpret_cast<float*>(shared + plan.state_layout.u) + warp * kF * kF;
 
   const HeadChunk hc = head_chunk_of_block(plan);
   const std::int64_t bh = hc.bh, chunk = hc.chunk;
@@ -107,10 +117,9 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   });
   __syncthreads();
 
-  float* u = chunk_states + scalar_decay_state_offset(plan, bh, chunk);
+  __nv_bfloat16* u = chunk_states + scalar_decay_state_offset(plan, bh, chunk);
   const int tiles_j = plan.dv / kF;
   const int tiles = (plan.dk / kF) * tiles_j;
-  const int warp = static_cast<int>(threadIdx.x / 32);
   for (int tile = warp; tile < tiles; tile += kWarps) {
     const int ti = tile / tiles_j, tj = tile % tiles_j;
     wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
@@ -124,42 +133,56 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
       wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
       wmma::mma_sync(acc, a, v, acc);
     }
-    // Straight to global: the tile starts at a multiple of 16 rows and columns of a [dk][dv] block
-    // whose dv is a multiple of 16, so the pointer is 64-byte aligned and ld = dv a multiple of 4.
-    wmma::store_matrix_sync(u + static_cast<std::int64_t>(ti) * kF * plan.dv + tj * kF, acc, plan.dv,
-                            wmma::mem_row_major);
+    wmma::store_matrix_sync(u_stage, acc, kF, wmma::mem_row_major);
+    __syncwarp();
+    // Lane l rounds row l / 2, columns 8 (l % 2) .. + 8 of the tile and stores them as one 16-byte
+    // vector: the element offset is a multiple of 8 (dk * dv, dv and the tile's column are
+    // multiples of 16), so the address is 16-byte aligned.
+    const int r = lane / 2, c0 = (lane % 2) * 8;
+    alignas(16) __nv_bfloat162 pairs[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) pairs[p] = __floats2bfloat162_rn(u_stage[r * kF + c0 + 2 * p], u_stage[r * kF + c0 + 2 * p + 1]);
+    *reinterpret_cast<uint4*>(u + static_cast<std::int64_t>(ti * kF + r) * plan.dv + tj * kF + c0) =
+        *reinterpret_cast<const uint4*>(pairs);
+    __syncwarp();  // the next tile's store overwrites the staging tile
   }
   if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
 }
 
-// (2) One thread per element e of a head's S: in place over the chunks, U_c becomes the state
-// entering chunk c, S_{c+1} = exp(b_last,c) S_c + U_c, and the state after the last chunk goes to
-// `state` (which holds the state before the first: a prefill continues from it). Loads are issued a
-// batch at a time, so the sequential chain is not one memory latency per chunk.
-// (A template, though nothing varies, so that the header defines it in every .cu that includes it
-// without a duplicate symbol.)
+// (2) One thread per pair of adjacent elements (2e, 2e + 1) of a head's S: in place over the
+// chunks, U_c (bf16) becomes the state entering chunk c (bf16), S_{c+1} = exp(b_last,c) S_c + U_c
+// carried in fp32 registers, and the state after the last chunk goes to `state` (fp32, which holds
+// the state before the first: a prefill continues from it). Loads are issued a batch at a time, so
+// the sequential chain is not one memory latency per chunk. (A template, though nothing varies, so
+// that the header defines it in every .cu that includes it without a duplicate symbol.)
 template <int kBatch = 8>
 __global__ void __launch_bounds__(kScalarDecayThreads)
-    scalar_decay_chunk_prefix_kernel(ChunkScalarDecayPlan plan, float* __restrict__ chunk_states,
+    scalar_decay_chunk_prefix_kernel(ChunkScalarDecayPlan plan, __nv_bfloat162* __restrict__ chunk_states,
                                      const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
   const unsigned per_head = static_cast<unsigned>(plan.prefix_blocks_per_head);
   const std::int64_t bh = blockIdx.x / per_head;
   const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kScalarDecayThreads + threadIdx.x;
-  const std::int64_t elements = static_cast<std::int64_t>(plan.dk) * plan.dv;
-  if (e >= elements) return;
-  float* carried = state + bh * elements + e;
-  float* column = chunk_states + scalar_decay_state_offset(plan, bh, 0) + e;
+  const std::int64_t pairs = static_cast<std::int64_t>(plan.dk) * plan.dv / 2;
+  if (e >= pairs) return;
+  // dk * dv is even, so each head's fp32 state starts 8-byte aligned.
+  float2* carried = reinterpret_cast<float2*>(state + bh * 2 * pairs) + e;
+  __nv_bfloat162* column = chunk_states + scalar_decay_state_offset(plan, bh, 0) / 2 + e;
   const float* decay = chunk_log_decay + bh * plan.chunks;
-  float running = *carried;
+  float2 running = *carried;
   for (std::int64_t c0 = 0; c0 < plan.chunks; c0 += kBatch) {
-    float local[kBatch];
+    __nv_bfloat162 local[kBatch];
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) local[i] = c0 + i < plan.chunks ? column[(c0 + i) * elements] : 0.0f;
+    for (int i = 0; i < kBatch; ++i) {
+      local[i] = c0 + i < plan.chunks ? column[(c0 + i) * pairs] : __floats2bfloat162_rn(0.0f, 0.0f);
+    }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       if (c0 + i < plan.chunks) {
-        column[(c0 + i) * elements] = running;
-        running = fmaf(expf(decay[c0 + i]), running, local[i]);
+        column[(c0 + i) * pairs] = __float22bfloat162_rn(running);
+        const float carry = expf(decay[c0 + i]);
+        const float2 u = __bfloat1622float2(local[i]);
+        running.x = fmaf(carry, running.x, u.x);
+        running.y = fmaf(carry, running.y, u.y);
       }
     }
   }
@@ -174,7 +197,7 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
 template <class Policy>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_output_kernel(ChunkScalarDecayPlan plan, Policy policy,
-                                     const float* __restrict__ chunk_states) {
+                                     const __nv_bfloat16* __restrict__ chunk_states) {
   namespace wmma = nvcuda::wmma;
   using namespace scalar_decay_detail;
   extern __shared__ __align__(128) unsigned char shared[];
@@ -197,10 +220,11 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   stage_operand(q_tile, plan.ld_k, plan.dk, rows, [&](int m, int i) { return policy.q_at(bh, first + m, i); });
   stage_operand(k_tile, plan.ld_k, plan.dk, rows, [&](int m, int i) { return policy.k_at(bh, first + m, i); });
   stage_operand(v_tile, plan.ld_v, plan.dv, rows, [&](int m, int j) { return policy.v_at(bh, first + m, j); });
-  const float* s_in = chunk_states + scalar_decay_state_offset(plan, bh, chunk);
-  for (int e = threadIdx.x; e < plan.dk * plan.dv; e += blockDim.x) {
-    const int i = e / plan.dv, j = e % plan.dv;
-    s_tile[i * plan.ld_v + j] = __float2bfloat16_rn(s_in[e]);
+  // The bf16 state entering the chunk, a pair at a time (dv and ld_v are even: 4-byte aligned).
+  const auto* s_in = reinterpret_cast<const __nv_bfloat162*>(chunk_states + scalar_decay_state_offset(plan, bh, chunk));
+  for (int e = threadIdx.x; e < plan.dk * plan.dv / 2; e += blockDim.x) {
+    const int i = 2 * e / plan.dv, j = 2 * e % plan.dv;
+    *reinterpret_cast<__nv_bfloat162*>(s_tile + i * plan.ld_v + j) = s_in[e];
   }
   __syncthreads();
 
@@ -264,7 +288,11 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
 
   for (int e = threadIdx.x; e < rows * plan.dv; e += blockDim.x) {  // rows past the sequence are dropped
     const int i = e / plan.dv, j = e % plan.dv;
-    policy.store(bh, first + i, j, acc_tile[i * plan.ld_acc + j]);
+    if constexpr (requires { policy.store_from_row(bh, first, j, acc_tile); }) {
+      policy.store_from_row(bh, first + i, j, acc_tile + i * plan.ld_acc);
+    } else {
+      policy.store(bh, first + i, j, acc_tile[i * plan.ld_acc + j]);
+    }
   }
 }
 
@@ -282,21 +310,23 @@ void configure_chunk_scalar_decay(const ChunkScalarDecayPlan& plan) {
 
 // The three kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)
 // holds the state before the first token and receives the state after the last; `chunk_states`
-// and `chunk_log_decay` are the plan's workspace.
+// (plan.workspace_state_elements floats, which hold the bf16 states two to a float) and
+// `chunk_log_decay` are the plan's workspace.
 template <class Policy>
 void launch_chunk_scalar_decay(const ChunkScalarDecayPlan& plan, const Policy& policy, float* state,
                                float* chunk_states, float* chunk_log_decay, CUstream_st* stream) {
   if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; S unchanged
+  auto* states = reinterpret_cast<__nv_bfloat16*>(chunk_states);
   scalar_decay_chunk_state_kernel<Policy>
       <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_layout.bytes, stream>>>(
-          plan, policy, chunk_states, chunk_log_decay);
+          plan, policy, states, chunk_log_decay);
   check_launch("scalar_decay_chunk_state_kernel");
   scalar_decay_chunk_prefix_kernel<><<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
-      plan, chunk_states, chunk_log_decay, state);
+      plan, reinterpret_cast<__nv_bfloat162*>(states), chunk_log_decay, state);
   check_launch("scalar_decay_chunk_prefix_kernel");
   scalar_decay_chunk_output_kernel<Policy>
       <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_layout.bytes, stream>>>(
-          plan, policy, chunk_states);
+          plan, policy, states);
   check_launch("scalar_decay_chunk_output_kernel");
 }
 

@@ -44,7 +44,7 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   plan.chunks = ceil_div(tokens, kScalarDecayChunk);
   plan.state_blocks = checked_product(batch_heads, plan.chunks);
   plan.output_blocks = plan.state_blocks;
-  plan.prefix_blocks_per_head = ceil_div(dk * dv, plan.threads);
+  plan.prefix_blocks_per_head = ceil_div(dk * dv / 2, plan.threads);
   plan.prefix_blocks = checked_product(batch_heads, plan.prefix_blocks_per_head);
   plan.ld_k = plan.dk + kScalarDecayBf16Pad;
   plan.ld_v = plan.dv + kScalarDecayBf16Pad;
@@ -57,6 +57,7 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   plan.state_layout.k = place(end, kRows * ld(plan.ld_k) * kBf16);
   plan.state_layout.v = place(end, kRows * ld(plan.ld_v) * kBf16);
   plan.state_layout.decay = place(end, kRows * kFloat);
+  plan.state_layout.u = place(end, std::size_t{kScalarDecayThreads / 32} * kScalarDecayFragment * kScalarDecayFragment * kFloat);
   plan.state_layout.bytes = end;
 
   end = 0;
@@ -69,7 +70,7 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   plan.output_layout.decay = place(end, kRows * kFloat);
   plan.output_layout.bytes = end;
 
-  plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv);
+  plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv) / 2;  // dk * dv is even
   plan.workspace_decay_elements = plan.state_blocks;
   checked_product(4, checked_add(plan.workspace_state_elements, plan.workspace_decay_elements));
   return plan;
@@ -79,7 +80,7 @@ std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::i
                                                 std::int64_t dv) {
   if (!chunk_scalar_decay_supports(dk, dv) || batch_heads < 0 || tokens < 0) return 0;
   const std::int64_t chunks = ceil_div(tokens, kScalarDecayChunk);
-  return checked_product(4, checked_add(checked_product(batch_heads, chunks, dk, dv), checked_product(batch_heads, chunks)));
+  return checked_product(4, checked_add(checked_product(batch_heads, chunks, dk, dv) / 2, checked_product(batch_heads, chunks)));
 }
 
 }  // namespace arch_bench

@@ -11,7 +11,24 @@
 // of S, S_{c+1} = exp(b_last,c) S_c + U_c, leaving the state entering each chunk in place of U_c and
 // the final state in S; (3) per chunk in parallel, O = ((Q K^T) . M) V + diag(exp(b_i)) Q S_c with
 // M_ij = exp(b_i - b_j) for j <= i, else 0. The products run on tensor cores (wmma bf16 -> fp32);
-// the decays, U and S stay fp32 in global memory and are rounded to bf16 only as operands.
+// the decays and the carried S stay fp32, the per-chunk states U_c and S_c are bf16 in memory.
+//
+// Why bf16 per-chunk states and a separate prefix pass, in bytes moved (the kernels are bound by
+// memory, not by the tensor cores). At B16 H8 d64 L8192 (retnet: dk = dv = 64; 128 heads x 128
+// chunks x 4096 state elements = 67M): q, k, v and the output are 134 MB each in bf16; (1) reads
+// k and v, (3) reads q, k, v and writes the output: 805 MB whatever the states.
+//   fp32 states:  (1) writes 268 MB, (2) reads and rewrites 537, (3) reads 268: 1074 MB; with the
+//                 operands 1879 MB, ~0.39 ms at an H200's ~4.8 TB/s (fla's chunk_simple_gla 0.42)
+//   bf16 states:  134 + 268 + 134 = 537 MB; 1342 MB in all, ~0.28 ms (this)
+//   fused state pass carrying S across chunks in registers (fla's chunk_fwd_h), writing each
+//                 entering state once in bf16: 134 + 134 = 268 MB; 1074 MB, ~0.22 ms
+// At Mamba-2's N = 128, P = 64 (dk = 128, dv = 64: 8192 elements a state) the state bytes double:
+// 2147 MB fp32, 1074 MB bf16, 537 MB fused. The fused pass saves another 0.06 ms at B16 but puts
+// each chunk's U_c product and its 16 KB of K and V loads on a sequential chain per head (or per
+// column tile of S): at batch 1 (8 heads) that is 8-32 blocks on 132 SMs, 128 dependent steps at
+// L8192, where the separate prefix walks the same chain with nothing but 8 loads a step in flight
+// and kernel (1) runs every chunk in parallel. Issue 39 asks linear_attention's prefill not to be
+// slower than today at B1, so the parallel form with bf16 states is the one written.
 #include <cstddef>
 #include <cstdint>
 
@@ -33,6 +50,7 @@ struct ScalarDecayStateLayout {  // kernel (1)
   std::size_t k = 0;             // K_c, bf16 [C][ld_k]
   std::size_t v = 0;             // V_c scaled by exp(b_last - b_j), bf16 [C][ld_v]
   std::size_t decay = 0;         // b, fp32 [C]
+  std::size_t u = 0;             // each warp's 16 x 16 tile of U_c, fp32 [warps][16][16], before bf16
   std::size_t bytes = 0;
 };
 struct ScalarDecayOutputLayout {  // kernel (3)
@@ -55,7 +73,7 @@ struct ChunkScalarDecayPlan {
   int threads = kScalarDecayThreads;
   std::int64_t state_blocks = 0;   // batch_heads * chunks: block = bh * chunks + chunk
   std::int64_t prefix_blocks = 0;  // batch_heads * prefix_blocks_per_head
-  std::int64_t prefix_blocks_per_head = 0;  // ceil(dk * dv / threads): one thread per element of S
+  std::int64_t prefix_blocks_per_head = 0;  // ceil(dk * dv / 2 / threads): one thread per pair of S
   std::int64_t output_blocks = 0;  // batch_heads * chunks
   int ld_k = 0;    // bf16 row stride of Q_c and K_c
   int ld_v = 0;    // bf16 row stride of V_c and S
@@ -63,8 +81,10 @@ struct ChunkScalarDecayPlan {
   int ld_acc = 0;  // fp32 row stride of the scores and of O
   ScalarDecayStateLayout state_layout;
   ScalarDecayOutputLayout output_layout;
-  // Workspace (fp32, from the cell's allocator): U_c, then the state entering chunk c,
-  // [batch_heads][chunks][dk][dv]; and each chunk's total log-decay [batch_heads][chunks].
+  // Workspace (from the cell's allocator, as floats): U_c, then the state entering chunk c, in
+  // bf16 [batch_heads][chunks][dk][dv], two to a float (workspace_state_elements floats, half the
+  // state elements: the launch takes a float pointer, as its callers allocate); and each chunk's
+  // total log-decay, fp32 [batch_heads][chunks].
   std::int64_t workspace_state_elements = 0;
   std::int64_t workspace_decay_elements = 0;
   std::int64_t workspace_bytes() const { return 4 * (workspace_state_elements + workspace_decay_elements); }
@@ -91,7 +111,7 @@ constexpr int scalar_decay_chunk_rows(std::int64_t tokens, std::int64_t chunk) {
   return tokens - chunk * kScalarDecayChunk < kScalarDecayChunk ? static_cast<int>(tokens - chunk * kScalarDecayChunk)
                                                                  : kScalarDecayChunk;
 }
-// Element offset of chunk `chunk` of head bh in the workspace's states.
+// Element (bf16) offset of chunk `chunk` of head bh in the workspace's states.
 constexpr std::int64_t scalar_decay_state_offset(const ChunkScalarDecayPlan& plan, std::int64_t bh,
                                                  std::int64_t chunk) {
   return (bh * plan.chunks + chunk) * plan.dk * plan.dv;

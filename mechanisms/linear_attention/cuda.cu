@@ -8,17 +8,12 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/common/prefix_pass.cuh"
 #include "mechanisms/linear_attention/cuda.hpp"
+#include "mechanisms/linear_attention/cuda_feature_map.cuh"
 #include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-// The same feature maps as feature_maps.hpp; expf (not __expf) keeps fp32 within 1e-4.
-__device__ __forceinline__ float phi(FeatureMap map, float x) {
-  if (map == FeatureMap::relu_plus_one) return fmaxf(x, 0.0f) + 1.0f;
-  return x > 0.0f ? x + 1.0f : expf(x);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Decode: one block per (batch, head). Shared memory (floats, LinearDecodePlan::shared_bytes):

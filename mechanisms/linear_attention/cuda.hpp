@@ -32,6 +32,16 @@ void launch_linear_attention_prefill(const LinearPrefillPlan& plan, FeatureMap m
                                      const T* v, float* state, float* normalizer, T* out, float* chunk_states,
                                      float* chunk_sums, CUstream_st* stream);
 
+// The bf16 prefill on tensor cores (cuda_tensor_core.cu; plan: plan_linear_attention_tensor_core_prefill),
+// same contract as launch_linear_attention_prefill: (S, z) carry in and out. `extended_state`
+// (linear_attention_extended_state_elements floats), `chunk_states` and `chunk_log_decay` (the
+// plan's workspace) are scratch. configure_... once per plan, at prepare time (shared memory past 48 KiB).
+void configure_linear_attention_tensor_core_prefill(const ChunkScalarDecayPlan& plan);
+void launch_linear_attention_tensor_core_prefill(const ChunkScalarDecayPlan& plan, FeatureMap map, const bf16* q,
+                                                 const bf16* k, const bf16* v, float* state, float* normalizer,
+                                                 bf16* out, float* extended_state, float* chunk_states,
+                                                 float* chunk_log_decay, CUstream_st* stream);
+
 // The CUDA decode or prefill cell (cuda_cells.cpp; CUDA builds only). `backend` is the CUDA backend.
 std::unique_ptr<PreparedCell> prepare_linear_attention_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);
 

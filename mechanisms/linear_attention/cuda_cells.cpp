@@ -2,6 +2,8 @@
 // seeded inputs, device buffers from the backend's allocator, run() only enqueues on the backend's
 // stream (no synchronisation, allocation or copy: it is timed with events and captured in graphs),
 // check() downloads the output and compares it with the same fp64 reference.
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "mechanisms/common/inputs.hpp"
@@ -105,9 +107,23 @@ class LinearPrefillCudaCell final : public PreparedCell {
         v_(backend.allocator(), inputs_.v.size()),
         out_(backend.allocator(), inputs_.v.size()),
         state_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim * cell.head_dim)),
-        normalizer_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
-        chunk_states_(backend.allocator(), static_cast<std::size_t>(plan_.workspace_state_elements)),
-        chunk_sums_(backend.allocator(), static_cast<std::size_t>(plan_.workspace_sum_elements)) {
+        normalizer_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)) {
+    // The workspace is the cell's, from the backend's allocator, so the peak counts it
+    // (linear_attention_cuda_workspace_bytes); run() allocates nothing.
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (linear_attention_cuda_prefill_on_tensor_cores(cell)) {
+        tensor_core_ = plan_linear_attention_tensor_core_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim);
+        extended_state_ = Buffer<float>(backend.allocator(),
+                                        static_cast<std::size_t>(linear_attention_extended_state_elements(*tensor_core_)));
+        chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(tensor_core_->workspace_state_elements));
+        chunk_sums_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(tensor_core_->workspace_decay_elements));
+        configure_linear_attention_tensor_core_prefill(*tensor_core_);
+      }
+    }
+    if (!tensor_core_) {
+      chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(plan_.workspace_state_elements));
+      chunk_sums_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(plan_.workspace_sum_elements));
+    }
     upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
     upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
     upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
@@ -118,6 +134,14 @@ class LinearPrefillCudaCell final : public PreparedCell {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
     zero_async(cuda_, state_.data(), state_.bytes());
     zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (tensor_core_) {
+        launch_linear_attention_tensor_core_prefill(*tensor_core_, map_, q_.data(), k_.data(), v_.data(), state_.data(),
+                                                    normalizer_.data(), out_.data(), extended_state_.data(),
+                                                    chunk_states_.data(), chunk_sums_.data(), cuda_.stream());
+        return;
+      }
+    }
     launch_linear_attention_prefill<T>(plan_, map_, q_.data(), k_.data(), v_.data(), state_.data(), normalizer_.data(),
                                        out_.data(), chunk_states_.data(), chunk_sums_.data(), cuda_.stream());
   }
@@ -128,8 +152,11 @@ class LinearPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {q_.byte_span(),     v_.byte_span(),          k_.byte_span(),        out_.byte_span(),
-            state_.byte_span(), normalizer_.byte_span(), chunk_states_.byte_span(), chunk_sums_.byte_span()};
+    std::vector<ByteSpan> spans{q_.byte_span(),     v_.byte_span(),          k_.byte_span(),
+                                out_.byte_span(),   state_.byte_span(),      normalizer_.byte_span(),
+                                chunk_states_.byte_span(), chunk_sums_.byte_span()};
+    if (tensor_core_) spans.push_back(extended_state_.byte_span());
+    return spans;
   }
 
  private:
@@ -139,7 +166,11 @@ class LinearPrefillCudaCell final : public PreparedCell {
   LinearPrefillPlan plan_;
   Buffer<T> q_, k_, v_, out_;
   Buffer<float> state_, normalizer_;
-  Buffer<float> chunk_states_, chunk_sums_;  // the plan's per-chunk workspace
+  // The per-chunk workspace: the SIMT plan's (states, key sums), or on tensor cores the shared
+  // plan's (states, log-decays) and the extended state [S | z | 0].
+  Buffer<float> chunk_states_, chunk_sums_;
+  std::optional<ChunkScalarDecayPlan> tensor_core_;  // set: the bf16 prefill runs on tensor cores
+  Buffer<float> extended_state_;
 };
 
 }  // namespace

@@ -42,8 +42,27 @@ std::int64_t LinearPrefillPlan::workspace_bytes() const {
   return checked_mul(checked_add(workspace_state_elements, workspace_sum_elements), 4);
 }
 
+bool linear_attention_cuda_prefill_on_tensor_cores(const Cell& cell) {
+  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
+         chunk_scalar_decay_supports(cell.head_dim, cell.head_dim + kLinearTensorCoreNormaliserColumns);
+}
+
+ChunkScalarDecayPlan plan_linear_attention_tensor_core_prefill(std::int64_t batch_heads, std::int64_t tokens,
+                                                               std::int64_t head_dim) {
+  return plan_chunk_scalar_decay(batch_heads, tokens, head_dim, linear_attention_extended_value_columns(head_dim));
+}
+
+std::int64_t linear_attention_extended_state_elements(const ChunkScalarDecayPlan& plan) {
+  return checked_product(plan.batch_heads, plan.dk, plan.dv);
+}
+
 std::int64_t linear_attention_cuda_workspace_bytes(const Cell& cell) {
   if (cell.phase == Phase::decode) return 0;
+  if (linear_attention_cuda_prefill_on_tensor_cores(cell)) {
+    const ChunkScalarDecayPlan plan =
+        plan_linear_attention_tensor_core_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim);
+    return checked_add(plan.workspace_bytes(), checked_mul(linear_attention_extended_state_elements(plan), 4));
+  }
   return plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim)
       .workspace_bytes();
 }

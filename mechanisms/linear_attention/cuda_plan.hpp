@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "mechanisms/common/chunk_scalar_decay_plan.hpp"
 #include "mechanisms/common/chunk_tile.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
 #include "core/cell.hpp"
@@ -77,6 +78,27 @@ constexpr int linear_decode_group(const LinearDecodePlan& plan, int thread) { re
 LinearDecodePlan plan_linear_attention_decode(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv);
 LinearPrefillPlan plan_linear_attention_prefill(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
                                                 std::int64_t dv);
+
+// The bf16 prefill on tensor cores (cuda_tensor_core.cu): linear attention is scalar-decay linear
+// attention (common/chunk_scalar_decay_plan.hpp) with a_t = 1, keys phi(k_t), queries phi(q_t), and
+// the normaliser carried as one more value column: V is extended by a column of ones (then zeros
+// to the next multiple of 16), so the extended state holds [S | z | 0] and the extended output row
+// [phi(q)^T S | phi(q)^T z | 0], numerator and denominator from the same bf16-rounded scores and
+// state. A separate reduction for the denominator would reread phi(Q) and phi(K) (a quarter of the
+// chunk kernels' input bytes at d = 64) and round differently from the numerator; the extra column
+// costs 16 / d more products and state bytes (25% at d = 64), all inside kernels that are already
+// reading the operands. It takes head_dim a multiple of 16 with head_dim + 16 <= 128 (16..112);
+// fp32, decode and other head sizes run the SIMT kernels.
+inline constexpr int kLinearTensorCoreNormaliserColumns = kScalarDecayFragment;
+constexpr int linear_attention_extended_value_columns(std::int64_t dv) {
+  return static_cast<int>(dv) + kLinearTensorCoreNormaliserColumns;
+}
+bool linear_attention_cuda_prefill_on_tensor_cores(const Cell& cell);
+// The shared plan with dv + 16 value columns. Its workspace, plus the extended state
+// [batch_heads][dk][dv + 16] fp32 that (S, z) are packed into before and unpacked from after.
+ChunkScalarDecayPlan plan_linear_attention_tensor_core_prefill(std::int64_t batch_heads, std::int64_t tokens,
+                                                               std::int64_t head_dim);
+std::int64_t linear_attention_extended_state_elements(const ChunkScalarDecayPlan& plan);
 
 // Device bytes a CUDA cell holds beyond inputs, outputs and (S, z): the prefill's chunk workspace
 // (zero for decode, whose context is built with staging memory outside the cell's allocator).

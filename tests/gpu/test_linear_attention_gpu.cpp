@@ -146,6 +146,80 @@ TEST(LinearAttentionGpu, PrefillContinuesFromTheStateItIsGiven) {
   EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 100, tail, 60, in.batch_heads, in.dim), all), 1e-5);
 }
 
+// The bf16 prefill on tensor cores (cuda_tensor_core.cu) over tokens [first, first + rows),
+// continuing from `carried`; returns out [bh, rows, dim].
+std::vector<float> tensor_core_prefill(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first,
+                                       std::int64_t rows, FeatureMap map, DeviceState& carried) {
+  const ChunkScalarDecayPlan plan = plan_linear_attention_tensor_core_prefill(in.batch_heads, rows, in.dim);
+  configure_linear_attention_tensor_core_prefill(plan);
+  testing::DeviceTokens<bf16> x(cuda, in, first, rows);
+  Buffer<float> extended(cuda.allocator(), static_cast<std::size_t>(linear_attention_extended_state_elements(plan)));
+  Buffer<float> chunk_states(cuda.allocator(), static_cast<std::size_t>(plan.workspace_state_elements));
+  Buffer<float> chunk_log_decay(cuda.allocator(), static_cast<std::size_t>(plan.workspace_decay_elements));
+  poison(cuda, extended.data(), extended.bytes());  // scratch: the pack must overwrite every element
+  launch_linear_attention_tensor_core_prefill(plan, map, x.q.data(), x.k.data(), x.v.data(), carried.state.data(),
+                                              carried.normalizer.data(), x.out.data(), extended.data(),
+                                              chunk_states.data(), chunk_log_decay.data(), cuda.stream());
+  return x.output(cuda);
+}
+
+std::vector<float> device_floats(CudaBackend& cuda, const Buffer<float>& buffer) {
+  return download<float>(cuda, buffer.data(), static_cast<std::int64_t>(buffer.size()));
+}
+
+TEST(LinearAttentionGpu, TensorCorePrefillEqualsTheSimtPrefillOutputsAndFinalState) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t dim : {16, 64, 112}) {
+    for (const std::int64_t length : {1, 63, 64, 65, 1000}) {
+      for (const FeatureMap map : {FeatureMap::elu_plus_one, FeatureMap::relu_plus_one}) {
+        const AttentionInputs in = make_attention_inputs(small_cell(3, dim, length, DType::bfloat16), length, 41);
+        DeviceState simt(cuda, in), tensor(cuda, in);
+        const std::vector<float> expected = prefill<bf16>(cuda, in, 0, length, map, simt);
+        const std::vector<float> got = tensor_core_prefill(cuda, in, 0, length, map, tensor);
+        const std::string where = feature_map_name(map) + " d=" + std::to_string(dim) + " L=" + std::to_string(length);
+        EXPECT_LT(testing::relative_max_error(got, expected), dtype_tolerance(DType::bfloat16)) << where;
+        EXPECT_LT(testing::relative_max_error(device_floats(cuda, tensor.state), device_floats(cuda, simt.state)),
+                  dtype_tolerance(DType::bfloat16))
+            << where;
+        EXPECT_LT(testing::relative_max_error(device_floats(cuda, tensor.normalizer), device_floats(cuda, simt.normalizer)),
+                  dtype_tolerance(DType::bfloat16))
+            << where;
+      }
+    }
+  }
+}
+
+TEST(LinearAttentionGpu, TensorCorePrefillContinuesFromTheStateItIsGivenAndTheDecodeFromIt) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 161, 43);
+  DeviceState whole(cuda, in);
+  const std::vector<float> all = prefill<bf16>(cuda, in, 0, 161, FeatureMap::elu_plus_one, whole);
+  // Tokens [0, 100) then [100, 160) on tensor cores carrying (S, z), then token 160 by the decode step.
+  DeviceState carried(cuda, in);
+  const std::vector<float> head = tensor_core_prefill(cuda, in, 0, 100, FeatureMap::elu_plus_one, carried);
+  const std::vector<float> tail = tensor_core_prefill(cuda, in, 100, 60, FeatureMap::elu_plus_one, carried);
+  const std::vector<float> step = decode<bf16>(cuda, in, 160, FeatureMap::elu_plus_one, carried);
+  const std::vector<float> first_160 = testing::join_rows(head, 100, tail, 60, in.batch_heads, in.dim);
+  std::vector<float> expected_160;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    expected_160.insert(expected_160.end(), all.begin() + bh * 161 * in.dim, all.begin() + (bh * 161 + 160) * in.dim);
+  }
+  EXPECT_LT(testing::relative_max_error(first_160, expected_160), dtype_tolerance(DType::bfloat16));
+  EXPECT_LT(testing::relative_max_error(step, testing::row_of_every_head(all, in.batch_heads, 161, 160, in.dim)),
+            dtype_tolerance(DType::bfloat16));
+}
+
+TEST(LinearAttentionGpu, TensorCoreWideAndNarrowHeadCellsMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  for (const std::int64_t dim : {16, 112}) {
+    Cell cell = small_cell(2, dim, 300, DType::bfloat16, Phase::prefill);
+    cell.mechanism = "linear_attention";
+    testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, 2 * 300);
+  }
+}
+
 #endif  // ARCH_BENCH_HAVE_CUDA
 
 }  // namespace

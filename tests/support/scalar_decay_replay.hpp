@@ -1,0 +1,110 @@
+#pragma once
+// The arithmetic of the chunkwise tensor-core prefill (mechanisms/common/chunk_scalar_decay.cuh)
+// replayed on the CPU for one head: the same chunks, the same decays in fp32 and the same bf16
+// roundings of the operands (V scaled by its decay, the masked scores, diag(exp(b)) Q, the state
+// entering a chunk, and each chunk's own state where the workspace holds it in bf16). What it
+// cannot replay is the order in which a tensor core adds its fp32 products; it accumulates in
+// fp64 and rounds to fp32, an fp32-level difference far below the bf16 roundings it models. Tests
+// compare it with the fp64 references: the strongest evidence a machine without a GPU gives that
+// the kernels' precision plan meets the bf16 tolerance.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+
+namespace arch_bench::testing {
+
+// How the workspace holds each chunk's own state U_c and the state entering a chunk.
+enum class ChunkStateStorage { fp32, bf16 };
+
+// One head's operands as the kernels see them after the policy's loads: every q, k, v value
+// representable in bf16; log_decay [tokens] <= 0.
+struct ScalarDecayHead {
+  std::int64_t tokens = 0;
+  int dk = 0;
+  int dv = 0;
+  std::vector<float> q, k;  // [tokens][dk]
+  std::vector<float> v;     // [tokens][dv]
+  std::vector<float> log_decay;
+};
+
+struct ScalarDecayReplay {
+  std::vector<float> outputs;  // O [tokens][dv] in fp32, before the mechanism's epilogue
+  std::vector<float> state;    // S after the last token [dk][dv]
+};
+
+inline float to_bf16(float x) { return round_through<bf16>(x); }
+
+// `state` [dk][dv]: S before the first token (a prefill continues from it).
+inline ScalarDecayReplay replay_chunk_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
+                                                   ChunkStateStorage storage) {
+  constexpr int kC = kScalarDecayChunk;
+  const int dk = h.dk, dv = h.dv;
+  const auto stored = [&](float x) { return storage == ChunkStateStorage::bf16 ? to_bf16(x) : x; };
+  ScalarDecayReplay out;
+  out.outputs.assign(static_cast<std::size_t>(h.tokens * dv), 0.0f);
+  const std::int64_t chunks = (h.tokens + kC - 1) / kC;
+  std::vector<float> b(kC), scaled_v(static_cast<std::size_t>(kC * dv)), entering(state.size());
+  std::vector<float> p(static_cast<std::size_t>(kC * kC)), scaled_q(static_cast<std::size_t>(kC * dk));
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t first = c * kC;
+    const int rows = scalar_decay_chunk_rows(h.tokens, c);
+    float sum = 0.0f;  // b: inclusive, flat over the padding
+    for (int m = 0; m < kC; ++m) {
+      if (m < rows) sum += h.log_decay[static_cast<std::size_t>(first + m)];
+      b[static_cast<std::size_t>(m)] = sum;
+    }
+    const float b_last = b[kC - 1];
+    const auto q = [&](int m, int i) { return h.q[static_cast<std::size_t>((first + m) * dk + i)]; };
+    const auto k = [&](int m, int i) { return h.k[static_cast<std::size_t>((first + m) * dk + i)]; };
+    const auto v = [&](int m, int j) { return h.v[static_cast<std::size_t>((first + m) * dv + j)]; };
+
+    // Kernel (1): U_c = K^T bf16(diag(exp(b_last - b)) V). Kernel (2): S_{c+1} = exp(b_last) S_c + U_c,
+    // the state entering chunk c kept as the workspace stores it.
+    for (int m = 0; m < rows; ++m) {
+      for (int j = 0; j < dv; ++j) {
+        scaled_v[static_cast<std::size_t>(m * dv + j)] = to_bf16(v(m, j) * std::exp(b_last - b[static_cast<std::size_t>(m)]));
+      }
+    }
+    const float carry = std::exp(b_last);
+    for (int i = 0; i < dk; ++i) {
+      for (int j = 0; j < dv; ++j) {
+        double u = 0;
+        for (int m = 0; m < rows; ++m) u += double{k(m, i)} * scaled_v[static_cast<std::size_t>(m * dv + j)];
+        const std::size_t e = static_cast<std::size_t>(i * dv + j);
+        entering[e] = stored(state[e]);
+        state[e] = std::fma(carry, state[e], stored(static_cast<float>(u)));
+      }
+    }
+
+    // Kernel (3): O = bf16((Q K^T) . M) V + bf16(diag(exp(b)) Q) bf16(S_c).
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j <= i; ++j) {
+        double a = 0;
+        for (int r = 0; r < dk; ++r) a += double{q(i, r)} * k(j, r);
+        p[static_cast<std::size_t>(i * kC + j)] =
+            to_bf16(static_cast<float>(a) * std::exp(b[static_cast<std::size_t>(i)] - b[static_cast<std::size_t>(j)]));
+      }
+      for (int r = 0; r < dk; ++r) {
+        scaled_q[static_cast<std::size_t>(i * dk + r)] = to_bf16(q(i, r) * std::exp(b[static_cast<std::size_t>(i)]));
+      }
+    }
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < dv; ++j) {
+        double o = 0;
+        for (int m = 0; m <= i; ++m) o += double{p[static_cast<std::size_t>(i * kC + m)]} * v(m, j);
+        for (int r = 0; r < dk; ++r) {
+          o += double{scaled_q[static_cast<std::size_t>(i * dk + r)]} * to_bf16(entering[static_cast<std::size_t>(r * dv + j)]);
+        }
+        out.outputs[static_cast<std::size_t>((first + i) * dv + j)] = static_cast<float>(o);
+      }
+    }
+  }
+  out.state = std::move(state);
+  return out;
+}
+
+}  // namespace arch_bench::testing
