@@ -93,16 +93,16 @@ struct ChunkDeltaRulePlan {
   std::int64_t workspace_score_elements = 0;  // P
   std::int64_t workspace_value_elements = 0;  // U
   std::int64_t workspace_decay_elements = 0;  // b_last (fp32)
-  std::int64_t workspace_bf16_elements() const {
+  constexpr std::int64_t workspace_bf16_elements() const {
     return 3 * workspace_key_elements + workspace_score_elements + workspace_value_elements;
   }
-  std::int64_t workspace_bytes() const { return 2 * workspace_bf16_elements() + 4 * workspace_decay_elements; }
-  // Element offsets of the regions in the bf16 workspace.
-  std::int64_t w_offset() const { return 0; }
-  std::int64_t k_offset() const { return workspace_key_elements; }
-  std::int64_t q_offset() const { return 2 * workspace_key_elements; }
-  std::int64_t p_offset() const { return 3 * workspace_key_elements; }
-  std::int64_t u_offset() const { return 3 * workspace_key_elements + workspace_score_elements; }
+  constexpr std::int64_t workspace_bytes() const { return 2 * workspace_bf16_elements() + 4 * workspace_decay_elements; }
+  // Element offsets of the regions in the bf16 workspace (constexpr: the kernels call them).
+  constexpr std::int64_t w_offset() const { return 0; }
+  constexpr std::int64_t k_offset() const { return workspace_key_elements; }
+  constexpr std::int64_t q_offset() const { return 2 * workspace_key_elements; }
+  constexpr std::int64_t p_offset() const { return 3 * workspace_key_elements; }
+  constexpr std::int64_t u_offset() const { return 3 * workspace_key_elements + workspace_score_elements; }
   std::size_t max_shared_bytes() const {
     return prepare_layout.bytes > pass_layout.bytes ? prepare_layout.bytes : pass_layout.bytes;
   }
