@@ -26,6 +26,16 @@ template <class T>
 void launch_gated_deltanet_recurrence(const ColumnRecurrencePlan& plan, const T* q, const T* k, const T* v,
                                       const float* g, const float* beta, float* state, T* out, CUstream_st* stream);
 
+// The chunkwise tensor-core prefill of bf16 cells whose head sizes it takes
+// (gated_deltanet_cuda_prefill_is_chunked; common/chunk_delta_rule.cuh): `state` carries in and out
+// as above; `workspace` (plan.workspace_bf16_elements()) and `chunk_log_decay`
+// (plan.workspace_decay_elements) are the plan's workspace. configure_... once per plan, at prepare
+// time, before the first launch (it lifts the kernels' shared-memory limit past 48 KiB).
+void configure_gated_deltanet_chunked_prefill(const ChunkDeltaRulePlan& plan);
+void launch_gated_deltanet_chunked_prefill(const ChunkDeltaRulePlan& plan, const bf16* q, const bf16* k, const bf16* v,
+                                           const float* g, const float* beta, float* state, bf16* out,
+                                           bf16* workspace, float* chunk_log_decay, CUstream_st* stream);
+
 // The CUDA decode or prefill cell (cuda_cells.cpp; CUDA builds only). `backend` is the CUDA backend.
 std::unique_ptr<PreparedCell> prepare_gated_deltanet_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);
 

@@ -2,6 +2,8 @@
 // seeded inputs and gates, device buffers from the backend's allocator, run() only enqueues on the
 // backend's stream (no synchronisation, allocation or copy: it is timed with events and captured in
 // graphs), check() downloads the output and compares it with the same fp64 reference.
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/backends/cuda/cuda_backend.hpp"
@@ -127,6 +129,17 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
         g_(backend.allocator(), gates_.g.size()),
         beta_(backend.allocator(), gates_.beta.size()),
         state_(backend.allocator(), state_elements(cell)) {
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (gated_deltanet_cuda_prefill_is_chunked(cell)) {
+        // The workspace is the cell's, from the backend's allocator, so the peak counts it
+        // (gated_deltanet_cuda_workspace_bytes); run() allocates nothing.
+        chunked_ = gated_deltanet_chunked_prefill_plan(cell, cuda_.device().multiprocessors);
+        workspace_ = Buffer<bf16>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_bf16_elements()));
+        chunk_log_decay_ =
+            Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_decay_elements));
+        configure_gated_deltanet_chunked_prefill(*chunked_);
+      }
+    }
     upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
     upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
     upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
@@ -138,6 +151,14 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
   void run() override {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
     zero_async(cuda_, state_.data(), state_.bytes());
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (chunked_) {
+        launch_gated_deltanet_chunked_prefill(*chunked_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(),
+                                              state_.data(), out_.data(), workspace_.data(), chunk_log_decay_.data(),
+                                              cuda_.stream());
+        return;
+      }
+    }
     launch_gated_deltanet_recurrence<T>(plan_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
                                         out_.data(), cuda_.stream());
   }
@@ -148,8 +169,13 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {q_.byte_span(), k_.byte_span(),    v_.byte_span(),    out_.byte_span(),
-            g_.byte_span(), beta_.byte_span(), state_.byte_span()};
+    std::vector<ByteSpan> spans{q_.byte_span(), k_.byte_span(),    v_.byte_span(),    out_.byte_span(),
+                                g_.byte_span(), beta_.byte_span(), state_.byte_span()};
+    if (chunked_) {
+      spans.push_back(workspace_.byte_span());
+      spans.push_back(chunk_log_decay_.byte_span());
+    }
+    return spans;
   }
 
  private:
@@ -159,6 +185,9 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
   ColumnRecurrencePlan plan_;
   Buffer<T> q_, k_, v_, out_;
   Buffer<float> g_, beta_, state_;
+  std::optional<ChunkDeltaRulePlan> chunked_;  // set: the bf16 prefill runs chunkwise on tensor cores
+  Buffer<bf16> workspace_;                     // its per-chunk operands (empty otherwise)
+  Buffer<float> chunk_log_decay_;
 };
 
 }  // namespace

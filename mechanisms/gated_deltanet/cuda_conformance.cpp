@@ -3,6 +3,7 @@
 #include "mechanisms/gated_deltanet/conformance.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/gated_deltanet/cuda.hpp"
@@ -24,8 +25,25 @@ void gated_deltanet_on_cuda(const ConformanceInputs& inputs, DType dtype, Confor
   Buffer<T> prefill = device_output<T>(cuda, x.v.size());
   const std::size_t states = static_cast<std::size_t>(x.bh * x.dk * x.dv);
   Buffer<float> state = device_zeros(cuda, states);
-  launch_gated_deltanet_recurrence<T>(plan_gated_deltanet_cuda(x.bh, x.length, x.dk, x.dv, sms), q.data(), k.data(),
-                                      v.data(), g.data(), beta.data(), state.data(), prefill.data(), cuda.stream());
+  // The prefill as the cells run it: chunkwise on tensor cores for bf16 with head sizes it takes.
+  bool chunked = false;
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (chunk_delta_rule_supports(x.dk, x.dv) && x.length > 0) {
+      const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(x.bh, x.length, x.dk, x.dv, sms);
+      Buffer<bf16> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_bf16_elements()));
+      Buffer<float> chunk_log_decay(cuda.allocator(), static_cast<std::size_t>(plan.workspace_decay_elements));
+      configure_gated_deltanet_chunked_prefill(plan);
+      launch_gated_deltanet_chunked_prefill(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
+                                            prefill.data(), workspace.data(), chunk_log_decay.data(), cuda.stream());
+      cuda.synchronize();  // the workspace is freed on return
+      chunked = true;
+    }
+  }
+  if (!chunked) {
+    launch_gated_deltanet_recurrence<T>(plan_gated_deltanet_cuda(x.bh, x.length, x.dk, x.dv, sms), q.data(),
+                                        k.data(), v.data(), g.data(), beta.data(), state.data(), prefill.data(),
+                                        cuda.stream());
+  }
   replace_values(out.prefill_out, fetch(cuda, prefill));
 
   const Buffer<T> q_t = device_copy<T>(cuda, token_major(x.q, x.bh, x.length, x.dk));

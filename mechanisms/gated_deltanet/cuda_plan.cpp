@@ -10,6 +10,21 @@ ColumnRecurrencePlan plan_gated_deltanet_cuda(std::int64_t batch_heads, std::int
   return plan_column_recurrence(batch_heads, tokens, dk, dv, multiprocessors, kGatedDeltaNetStagedGates);
 }
 
+bool gated_deltanet_cuda_prefill_is_chunked(const Cell& cell) {
+  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
+         chunk_delta_rule_supports(cell.head_dim, cell.head_dim);
+}
+
+ChunkDeltaRulePlan gated_deltanet_chunked_prefill_plan(const Cell& cell, int multiprocessors) {
+  return plan_chunk_delta_rule(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim,
+                               multiprocessors);
+}
+
+std::int64_t gated_deltanet_cuda_workspace_bytes(const Cell& cell) {
+  if (!gated_deltanet_cuda_prefill_is_chunked(cell)) return 0;
+  return chunk_delta_rule_workspace_bytes(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim);
+}
+
 std::optional<std::string> gated_deltanet_cuda_unsupported(const Cell& cell) {
   if (cell.head_dim < 1 || cell.head_dim > kGatedDeltaNetMaxDim) {
     return "the CUDA kernels of gated_deltanet take head_dim 1.." + std::to_string(kGatedDeltaNetMaxDim);
@@ -22,6 +37,17 @@ std::optional<std::string> gated_deltanet_cuda_unsupported(const Cell& cell) {
   if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
   const ColumnRecurrencePlan one_block = plan_gated_deltanet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
   if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
+  if (gated_deltanet_cuda_prefill_is_chunked(cell)) {
+    // One block per value column of a head: the most pass blocks any device's plan has.
+    const ChunkDeltaRulePlan chunked = gated_deltanet_chunked_prefill_plan(cell, 1 << 30);
+    if (chunked.prepare_blocks > kCudaMaxGridX || chunked.pass_blocks > kCudaMaxGridX) {
+      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
+    }
+    // The widest value tile has the largest pass layout.
+    if (gated_deltanet_chunked_prefill_plan(cell, 0).max_shared_bytes() > kDeltaRuleMaxSharedBytes) {
+      return "the chunkwise prefill exceeds 227 KiB of shared memory";
+    }
+  }
   return std::nullopt;
 }
 

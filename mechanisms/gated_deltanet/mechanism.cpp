@@ -165,9 +165,12 @@ class GatedDeltaNet final : public Mechanism {
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     // q, k, v and the output in the storage dtype, g and beta in fp32; the CPU's chunk buffers live
-    // on the threads' stacks and the CUDA kernels keep S in registers (no workspace).
+    // on the threads' stacks and the CUDA recurrence keeps S in registers. The CUDA bf16 prefill's
+    // chunkwise form keeps per-chunk operands (cuda_plan.hpp); counted on every backend so a plan's
+    // prediction does not depend on where it runs (an over-estimate on the CPU).
     const std::int64_t per_token = checked_add(checked_product(4, cell.head_dim, e), 8);
-    return checked_add(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token));
+    return checked_sum(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token),
+                       gated_deltanet_cuda_workspace_bytes(cell));
   }
 
   std::int64_t predicted_process_bytes(const Cell& cell) const override {

@@ -1,0 +1,438 @@
+#pragma once
+// The chunkwise tensor-core prefill of the gated delta rule (the algebra and the geometry:
+// chunk_delta_rule_plan.hpp), written once for Gated DeltaNet (and, with its own operands, for
+// later delta-rule mechanisms). A mechanism supplies an operand policy, a struct of force-inlined
+// device functions:
+//   float log_decay(bh, t), beta_at(bh, t)             log a_t (<= 0) and beta_t of head bh, token t
+//   __nv_bfloat16 q_at(bh, t, i), k_at(bh, t, i), v_at(bh, t, j)   the token's operands, i < dk, j < dv
+//   float query_factor(float sum), key_factor(float sum)  the factor a row is scaled by, given its
+//                                                      sum of squares (Gated DeltaNet: L2 norms)
+//   void store(bh, t, j, float o)                      o_t[j] (the mechanism's epilogue)
+// and launches the two kernels below in order on one stream (launch_chunk_delta_rule). Every index a
+// policy is called with is inside the sequence: a tail chunk is zero-padded, never read past L.
+//
+// Products on tensor cores: wmma 16 x 16 x 16, bf16 operands, fp32 accumulators. Operands are
+// rounded to bf16 once each (the normalised and decayed Q and K, T, W, U, P, V' and S as an
+// operand); the gates, A, the triangular solve and the carried state stay fp32. The same roundings
+// replayed on the CPU meet bf16's tolerance against the fp64 reference
+// (tests/test_chunk_delta_rule_replay.cpp).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cstdint>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_delta_rule_plan.hpp"
+
+namespace arch_bench {
+
+namespace delta_rule_detail {
+
+namespace wmma = nvcuda::wmma;
+
+inline constexpr int kC = kDeltaRuleChunk;
+inline constexpr int kF = kDeltaRuleFragment;
+inline constexpr int kTiles = kC / kF;                       // row tiles of a chunk
+inline constexpr int kLowerTiles = kTiles * (kTiles + 1) / 2;  // tiles of a C x C on or below the diagonal
+inline constexpr int kLdA = kC + kDeltaRuleFloatPad;         // A's row stride (the plan's ld_a)
+inline constexpr int kRowValuesPerLane = kDeltaRuleMaxDim / 32;
+inline constexpr int kSolveSums = 4;  // partial sums per row of the solve
+
+using RowA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
+using ColA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
+using RowB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
+using ColB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
+using Accumulator = wmma::fragment<wmma::accumulator, kF, kF, kF, float>;
+
+// b[0..C): the inclusive cumulative log-decay of the chunk's tokens, and beta[0..C), both 0 past
+// the sequence (b stays flat over the padding, so b[C-1] is the chunk's total; a padded token
+// writes nothing). Warp 0 only: lane l owns tokens 2l, 2l+1 and an inclusive shuffle scan adds the
+// lanes below it.
+template <class Policy>
+__device__ __forceinline__ void chunk_gates(const Policy& policy, float* __restrict__ b, float* __restrict__ beta,
+                                            std::int64_t bh, std::int64_t first, int rows) {
+  if (threadIdx.x >= 32) return;
+  const int lane = static_cast<int>(threadIdx.x);
+  const int m0 = 2 * lane, m1 = 2 * lane + 1;
+  const float x0 = m0 < rows ? policy.log_decay(bh, first + m0) : 0.0f;
+  const float x1 = m1 < rows ? policy.log_decay(bh, first + m1) : 0.0f;
+  float sum = x0 + x1;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const float below = __shfl_up_sync(0xffffffffu, sum, offset);
+    if (lane >= offset) sum += below;
+  }
+  const float below = __shfl_up_sync(0xffffffffu, sum, 1);  // the lane below's inclusive sum: exact
+  b[m0] = (lane > 0 ? below : 0.0f) + x0;
+  b[m1] = sum;
+  beta[m0] = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
+  beta[m1] = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
+}
+
+// rows x width bf16 (width a multiple of 16) from src (row stride src_ld) to dst (row stride ld),
+// 16 bytes at a time: every row start is 16-byte aligned on both sides (the plan's strides).
+__device__ __forceinline__ void copy_rows(__nv_bfloat16* __restrict__ dst, int ld,
+                                          const __nv_bfloat16* __restrict__ src, int src_ld, int rows, int width) {
+  const int vectors = width / 8;
+  for (int e = threadIdx.x; e < rows * vectors; e += blockDim.x) {
+    const int r = e / vectors, c = e % vectors;
+    *reinterpret_cast<uint4*>(dst + r * ld + c * 8) = *reinterpret_cast<const uint4*>(src + r * src_ld + c * 8);
+  }
+}
+
+// Lower tile l (0 <= l < kLowerTiles) of a C x C: (ti, tj) with tj <= ti, row by row.
+__device__ __forceinline__ void lower_tile(int l, int& ti, int& tj) {
+  ti = 0;
+  while (l > ti) {
+    l -= ti + 1;
+    ++ti;
+  }
+  tj = l;
+}
+
+// The (head, chunk) or (head, value tile) of this block: block = bh * per_head + index. The grid is
+// one-dimensional (< 2^31 blocks, the callers check), so 32-bit division suffices.
+struct HeadIndex {
+  std::int64_t bh;
+  std::int64_t index;
+};
+__device__ __forceinline__ HeadIndex head_index_of_block(std::int64_t per_head) {
+  const unsigned n = static_cast<unsigned>(per_head);
+  return {static_cast<std::int64_t>(blockIdx.x / n), static_cast<std::int64_t>(blockIdx.x % n)};
+}
+
+}  // namespace delta_rule_detail
+
+// (1) One block per (head, chunk): everything of the chunk that does not depend on the state
+// entering it, into the workspace (bf16, C rows per chunk whatever its length): W, K~, Q~, P, U,
+// and b_last into chunk_log_decay.
+template <class Policy>
+__global__ void __launch_bounds__(kDeltaRulePrepareThreads)
+    delta_rule_prepare_kernel(ChunkDeltaRulePlan plan, Policy policy, __nv_bfloat16* __restrict__ workspace,
+                              float* __restrict__ chunk_log_decay) {
+  using namespace delta_rule_detail;
+  extern __shared__ __align__(128) unsigned char shared[];
+  const DeltaRulePrepareLayout& at = plan.prepare_layout;
+  auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.q);
+  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.k);
+  auto* k_scaled = reinterpret_cast<__nv_bfloat16*>(shared + at.k_scaled);
+  auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.v);
+  auto* t_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.t);
+  auto* a_tile = reinterpret_cast<float*>(shared + at.a);
+  auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
+  auto* b = reinterpret_cast<float*>(shared + at.decay);
+  auto* beta = reinterpret_cast<float*>(shared + at.beta);
+
+  const HeadIndex hc = head_index_of_block(plan.chunks);
+  const std::int64_t bh = hc.bh, chunk = hc.index;
+  const std::int64_t first = chunk * kC;
+  const int rows = delta_rule_chunk_rows(plan.tokens, chunk);
+  const int dk = plan.dk, dv = plan.dv;
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int warps = static_cast<int>(blockDim.x / 32);
+  __nv_bfloat16* w_out = workspace + plan.w_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk);
+  __nv_bfloat16* k_out = workspace + plan.k_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk);
+  __nv_bfloat16* q_out = workspace + plan.q_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk);
+  __nv_bfloat16* p_out = workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC);
+  __nv_bfloat16* u_out = workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv);
+
+  chunk_gates(policy, b, beta, bh, first, rows);
+  __syncthreads();
+  const float b_last = b[kC - 1];
+
+  // One warp per token: the row's sum of squares by shuffles, then its forms (normalised Q and K
+  // for the scores, diag(exp(b)) K for W, and Q~ and K~ for the pass straight to the workspace).
+  // Rows past the sequence are 0 everywhere.
+  const __nv_bfloat16 zero = __float2bfloat16_rn(0.0f);
+  for (int m = warp; m < kC; m += warps) {
+    if (m < rows) {
+      float qx[kRowValuesPerLane], kx[kRowValuesPerLane];
+      float q_sum = 0.0f, k_sum = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kRowValuesPerLane; ++e) {
+        const int i = lane + 32 * e;
+        qx[e] = i < dk ? __bfloat162float(policy.q_at(bh, first + m, i)) : 0.0f;
+        kx[e] = i < dk ? __bfloat162float(policy.k_at(bh, first + m, i)) : 0.0f;
+        q_sum = fmaf(qx[e], qx[e], q_sum);
+        k_sum = fmaf(kx[e], kx[e], k_sum);
+      }
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        q_sum += __shfl_xor_sync(0xffffffffu, q_sum, offset);
+        k_sum += __shfl_xor_sync(0xffffffffu, k_sum, offset);
+      }
+      const float q_factor = policy.query_factor(q_sum), k_factor = policy.key_factor(k_sum);
+      // expf, not __expf: exp(b) compounds a chunk's gates and the error would grow with them.
+      const float up = expf(b[m]), to_last = expf(b_last - b[m]);
+#pragma unroll
+      for (int e = 0; e < kRowValuesPerLane; ++e) {
+        const int i = lane + 32 * e;
+        if (i >= dk) continue;
+        const float qn = qx[e] * q_factor, kn = kx[e] * k_factor;
+        q_tile[m * plan.ld_k + i] = __float2bfloat16_rn(qn);
+        k_tile[m * plan.ld_k + i] = __float2bfloat16_rn(kn);
+        k_scaled[m * plan.ld_k + i] = __float2bfloat16_rn(kn * up);
+        q_out[m * dk + i] = __float2bfloat16_rn(qn * up);
+        k_out[m * dk + i] = __float2bfloat16_rn(kn * to_last);
+      }
+      for (int j = lane; j < dv; j += 32) v_tile[m * plan.ld_v + j] = policy.v_at(bh, first + m, j);
+    } else {
+      for (int i = lane; i < dk; i += 32) {
+        q_tile[m * plan.ld_k + i] = zero;
+        k_tile[m * plan.ld_k + i] = zero;
+        k_scaled[m * plan.ld_k + i] = zero;
+        q_out[m * dk + i] = zero;
+        k_out[m * dk + i] = zero;
+      }
+      for (int j = lane; j < dv; j += 32) v_tile[m * plan.ld_v + j] = zero;
+    }
+  }
+  __syncthreads();
+
+  // K K^T into a_tile and Q K^T into acc_tile, the tiles on or below the diagonal only (those above
+  // are wholly masked and never read).
+  for (int job = warp; job < 2 * kLowerTiles; job += warps) {
+    const bool keys = job < kLowerTiles;
+    int ti, tj;
+    lower_tile(keys ? job : job - kLowerTiles, ti, tj);
+    const __nv_bfloat16* left = keys ? k_tile : q_tile;
+    Accumulator acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk < dk / kF; ++kk) {
+      RowA a;
+      ColB kt;  // K^T as matrix_b: element (r, n) is K[n][r], at n * ld_k + r: column-major
+      wmma::load_matrix_sync(a, left + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
+      wmma::load_matrix_sync(kt, k_tile + tj * kF * plan.ld_k + kk * kF, plan.ld_k);
+      wmma::mma_sync(acc, a, kt, acc);
+    }
+    if (keys) {
+      wmma::store_matrix_sync(a_tile + ti * kF * kLdA + tj * kF, acc, kLdA, wmma::mem_row_major);
+    } else {
+      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+    }
+  }
+  __syncthreads();
+
+  // A_ij = beta_i (K K^T)_ij exp(b_i - b_j) strictly below the diagonal, else 0; P_ij =
+  // (Q K^T)_ij exp(b_i - b_j) on and below it (<= 1: b falls along the chunk), else 0 (where the
+  // exponent could overflow and the scores were never written).
+  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+    const int i = e / kC, j = e % kC;
+    const float gamma = j <= i ? expf(b[i] - b[j]) : 0.0f;
+    a_tile[i * kLdA + j] = j < i ? beta[i] * a_tile[i * kLdA + j] * gamma : 0.0f;
+    p_out[e] = __float2bfloat16_rn(j <= i ? acc_tile[i * plan.ld_acc + j] * gamma : 0.0f);
+  }
+  __syncthreads();
+
+  // The UT transform: column c of X = (I + A)^-1 by forward substitution, X_ic = [i = c] -
+  // sum_{j<i} A_ij X_jc, in thread c's registers (columns are independent; A's rows are broadcast
+  // reads). Four partial sums per row: the chain of a row is otherwise i dependent FMAs.
+  // T = X diag(beta), rounded to bf16 as the operand of W and U.
+  if (threadIdx.x < kC) {
+    const int c = static_cast<int>(threadIdx.x);
+    const float beta_c = beta[c];
+    float x[kC];
+#pragma unroll
+    for (int i = 0; i < kC; ++i) {
+      float part[kSolveSums] = {i == c ? 1.0f : 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int j = 0; j < i; ++j) part[j % kSolveSums] = fmaf(-a_tile[i * kLdA + j], x[j], part[j % kSolveSums]);
+      x[i] = (part[0] + part[1]) + (part[2] + part[3]);
+      t_tile[i * plan.ld_c + c] = __float2bfloat16_rn(x[i] * beta_c);
+    }
+  }
+  __syncthreads();
+
+  // W = T diag(exp(b)) K, then U = T V, through acc_tile to the workspace. T is lower triangular:
+  // row tile ti sums over key tiles kk <= ti only.
+  for (int product = 0; product < 2; ++product) {
+    const bool keys = product == 0;
+    const int width = keys ? dk : dv, ld = keys ? plan.ld_k : plan.ld_v;
+    const __nv_bfloat16* right = keys ? k_scaled : v_tile;
+    const int tiles_j = width / kF;
+    for (int tile = warp; tile < kTiles * tiles_j; tile += warps) {
+      const int ti = tile / tiles_j, tj = tile % tiles_j;
+      Accumulator acc;
+      wmma::fill_fragment(acc, 0.0f);
+      for (int kk = 0; kk <= ti; ++kk) {
+        RowA t;
+        RowB r;
+        wmma::load_matrix_sync(t, t_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(r, right + kk * kF * ld + tj * kF, ld);
+        wmma::mma_sync(acc, t, r, acc);
+      }
+      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+    }
+    __syncthreads();
+    __nv_bfloat16* out = keys ? w_out : u_out;
+    for (int e = threadIdx.x; e < kC * width; e += blockDim.x) {
+      const int i = e / width, c = e % width;
+      out[e] = __float2bfloat16_rn(acc_tile[i * plan.ld_acc + c]);
+    }
+    __syncthreads();  // acc_tile is read: the next product may overwrite it
+  }
+  if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
+}
+
+// (2) One block per (head, value tile): the block's columns of S (fp32, in shared memory) walk the
+// chunks in order. Per chunk, with S_c rounded to bf16 as the operand:
+//   V' = U - W S_c;  O = Q~ S_c + P V';  S_{c+1} = exp(b_last) S_c + K~^T V'.
+// `state` [batch_heads][dk][dv] holds the state before the first token and receives the state
+// after the last.
+template <class Policy>
+__global__ void __launch_bounds__(kDeltaRulePassThreads)
+    delta_rule_pass_kernel(ChunkDeltaRulePlan plan, Policy policy, const __nv_bfloat16* __restrict__ workspace,
+                           const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
+  using namespace delta_rule_detail;
+  extern __shared__ __align__(128) unsigned char shared[];
+  const DeltaRulePassLayout& at = plan.pass_layout;
+  auto* w_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.w);
+  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.k);
+  auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.q);
+  auto* p_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.p);
+  auto* u_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.u);
+  auto* v_new = reinterpret_cast<__nv_bfloat16*>(shared + at.v_new);
+  auto* s = reinterpret_cast<float*>(shared + at.s);
+  auto* s_operand = reinterpret_cast<__nv_bfloat16*>(shared + at.s_operand);
+  auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
+
+  const HeadIndex ht = head_index_of_block(plan.value_tiles);
+  const std::int64_t bh = ht.bh;
+  const int dk = plan.dk, dv = plan.dv, n = plan.value_tile;
+  const int j0 = static_cast<int>(ht.index) * n;
+  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
+  const int tiles_n = n / kF, tiles_k = dk / kF;
+  float* head_state = state + bh * dk * dv;
+
+  for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
+    const int i = e / n, j = e % n;
+    s[i * plan.ld_s + j] = head_state[i * dv + j0 + j];
+  }
+  __syncthreads();
+
+  for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    copy_rows(w_tile, plan.ld_k, workspace + plan.w_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+    copy_rows(k_tile, plan.ld_k, workspace + plan.k_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+    copy_rows(q_tile, plan.ld_k, workspace + plan.q_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+    copy_rows(p_tile, plan.ld_c, workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+    copy_rows(u_tile, plan.ld_n, workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv) + j0, dv,
+              kC, n);
+    for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
+      const int i = e / n, j = e % n;
+      s_operand[i * plan.ld_n + j] = __float2bfloat16_rn(s[i * plan.ld_s + j]);
+    }
+    const float carry = expf(chunk_log_decay[bh * plan.chunks + chunk]);
+    __syncthreads();
+
+    // W S_c into acc_tile.
+    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
+      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      Accumulator acc;
+      wmma::fill_fragment(acc, 0.0f);
+      for (int kk = 0; kk < tiles_k; ++kk) {
+        RowA w;
+        RowB sb;
+        wmma::load_matrix_sync(w, w_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
+        wmma::load_matrix_sync(sb, s_operand + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
+        wmma::mma_sync(acc, w, sb, acc);
+      }
+      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_s + tj * kF, acc, plan.ld_s, wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    // V' = U - W S_c, in fp32, rounded once as the operand of P V' and K~^T V'.
+    for (int e = threadIdx.x; e < kC * n; e += blockDim.x) {
+      const int i = e / n, j = e % n;
+      v_new[i * plan.ld_n + j] =
+          __float2bfloat16_rn(__bfloat162float(u_tile[i * plan.ld_n + j]) - acc_tile[i * plan.ld_s + j]);
+    }
+    __syncthreads();
+
+    // O = Q~ S_c + P V' into acc_tile (P is lower triangular: row tile ti sums kk <= ti only), and
+    // S_{c+1} = exp(b_last) S_c + K~^T V' in place on the fp32 S (the operands read S_c's bf16 copy).
+    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
+      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      Accumulator acc;
+      wmma::fill_fragment(acc, 0.0f);
+      for (int kk = 0; kk < tiles_k; ++kk) {
+        RowA q;
+        RowB sb;
+        wmma::load_matrix_sync(q, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
+        wmma::load_matrix_sync(sb, s_operand + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
+        wmma::mma_sync(acc, q, sb, acc);
+      }
+      for (int kk = 0; kk <= ti; ++kk) {
+        RowA p;
+        RowB v;
+        wmma::load_matrix_sync(p, p_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(v, v_new + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
+        wmma::mma_sync(acc, p, v, acc);
+      }
+      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_s + tj * kF, acc, plan.ld_s, wmma::mem_row_major);
+    }
+    for (int tile = warp; tile < tiles_k * tiles_n; tile += warps) {
+      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      Accumulator acc;
+      float* s_at = s + ti * kF * plan.ld_s + tj * kF;
+      wmma::load_matrix_sync(acc, s_at, plan.ld_s, wmma::mem_row_major);
+#pragma unroll
+      for (int e = 0; e < acc.num_elements; ++e) acc.x[e] *= carry;  // a uniform scale: any element order
+      for (int kk = 0; kk < kTiles; ++kk) {
+        ColA kt;  // K~^T as matrix_a: element (r, m) is K~[m][r], at m * ld_k + r: column-major
+        RowB v;
+        wmma::load_matrix_sync(kt, k_tile + kk * kF * plan.ld_k + ti * kF, plan.ld_k);
+        wmma::load_matrix_sync(v, v_new + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
+        wmma::mma_sync(acc, kt, v, acc);
+      }
+      wmma::store_matrix_sync(s_at, acc, plan.ld_s, wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    const std::int64_t first = chunk * kC;
+    const int rows = delta_rule_chunk_rows(plan.tokens, chunk);
+    for (int e = threadIdx.x; e < rows * n; e += blockDim.x) {  // rows past the sequence are dropped
+      const int i = e / n, j = e % n;
+      policy.store(bh, first + i, j0 + j, acc_tile[i * plan.ld_s + j]);
+    }
+    // The next chunk's loads overwrite only the operand tiles (read before the barrier above);
+    // acc_tile is next written after the barrier that follows them.
+  }
+
+  for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
+    const int i = e / n, j = e % n;
+    head_state[i * dv + j0 + j] = s[i * plan.ld_s + j];
+  }
+}
+
+// Once per plan, before the first launch (at prepare time: not a stream operation, so not inside
+// run() or a graph capture): lets each kernel take the plan's shared memory past 48 KiB.
+template <class Policy>
+void configure_chunk_delta_rule(const ChunkDeltaRulePlan& plan) {
+  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(delta_rule_prepare_kernel<Policy>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(plan.prepare_layout.bytes)));
+  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(delta_rule_pass_kernel<Policy>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(plan.pass_layout.bytes)));
+}
+
+// The two kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)
+// holds the state before the first token and receives the state after the last; `workspace`
+// (plan.workspace_bf16_elements()) and `chunk_log_decay` (plan.workspace_decay_elements) are the
+// plan's workspace.
+template <class Policy>
+void launch_chunk_delta_rule(const ChunkDeltaRulePlan& plan, const Policy& policy, float* state,
+                             __nv_bfloat16* workspace, float* chunk_log_decay, CUstream_st* stream) {
+  if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; S unchanged
+  delta_rule_prepare_kernel<Policy>
+      <<<static_cast<unsigned>(plan.prepare_blocks), kDeltaRulePrepareThreads, plan.prepare_layout.bytes, stream>>>(
+          plan, policy, workspace, chunk_log_decay);
+  check_launch("delta_rule_prepare_kernel");
+  delta_rule_pass_kernel<Policy>
+      <<<static_cast<unsigned>(plan.pass_blocks), kDeltaRulePassThreads, plan.pass_layout.bytes, stream>>>(
+          plan, policy, workspace, chunk_log_decay, state);
+  check_launch("delta_rule_pass_kernel");
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,166 @@
+// Gated DeltaNet's chunkwise tensor-core bf16 prefill (common/chunk_delta_rule.cuh) on a real
+// device: the registered bf16 prefill cells against the fp64 reference at L around the 64-token
+// chunk (outputs poisoned with NaN at prepare, batch 2, several heads), other head sizes and head
+// counts; and the chunked kernels against the column recurrence: the same outputs and final state,
+// and a prefill that continues from a carried, nonzero state. Skipped without a device.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "mechanisms/gated_deltanet/cuda_plan.hpp"
+#include "mechanisms/registry.hpp"
+#include "support/gpu.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+#if ARCH_BENCH_HAVE_CUDA
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+#include "mechanisms/common/inputs.hpp"
+#include "mechanisms/gated_deltanet/cuda.hpp"
+#include "mechanisms/gated_deltanet/inputs.hpp"
+#endif
+
+namespace arch_bench {
+namespace {
+
+using testing::mechanism_cell;
+
+Accuracy run_cell(Backend& backend, const Cell& cell, std::uint64_t seed) {
+  const Mechanism* gdn = find_mechanism("gated_deltanet");
+  EXPECT_NE(gdn, nullptr);
+  EXPECT_TRUE(gated_deltanet_cuda_prefill_is_chunked(cell));
+  EXPECT_FALSE(gdn->unsupported_on(cell, "cuda"));
+  auto prepared = gdn->prepare(cell, seed, backend);
+  const std::int64_t allocations = backend.allocator().allocation_count();
+  prepared->run();
+  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
+  backend.synchronize();
+  return prepared->check();
+}
+
+class GatedDeltaNetChunkedCells : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(GatedDeltaNetChunkedCells, Bf16PrefillMatchesTheFp64Reference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const std::int64_t length = GetParam();
+  const Accuracy accuracy =
+      run_cell(*backend, mechanism_cell("gated_deltanet", 4, 64, length, DType::bfloat16, Phase::prefill, 2), 23);
+  EXPECT_TRUE(accuracy.output_finite);  // poisoned with NaN at prepare: every row was written
+  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16));
+  EXPECT_EQ(accuracy.rows_checked, 8 * length);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, GatedDeltaNetChunkedCells, ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000),
+                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
+                           return "L" + std::to_string(info.param);
+                         });
+
+TEST(GatedDeltaNetChunkedGpu, HeadSizesAndOddHeadCountsMatchTheReference) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  for (const std::int64_t dim : {16, 48, 128}) {
+    for (const std::int64_t heads : {1, 3, 9}) {
+      const Accuracy accuracy =
+          run_cell(*backend, mechanism_cell("gated_deltanet", heads, dim, 130, DType::bfloat16, Phase::prefill, 2), 29);
+      EXPECT_TRUE(accuracy.output_finite) << dim << " " << heads;
+      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16)) << dim << " " << heads;
+    }
+  }
+}
+
+#if ARCH_BENCH_HAVE_CUDA
+
+constexpr std::int64_t kHeads = 4;
+
+struct PrefillRun {
+  std::vector<float> out;    // [bh, rows, dim]
+  std::vector<float> state;  // [bh, dim, dim], after the run
+};
+
+// Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernels,
+// continuing from `state` (updated in place); out and the workspace poisoned first.
+PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const GatedDeltaNetGates& gates,
+                       std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
+  const std::int64_t count = in.batch_heads * rows * in.dim;
+  Allocator& a = cuda.allocator();
+  Buffer<bf16> q(a, static_cast<std::size_t>(count)), k(a, q.size()), v(a, q.size()), out(a, q.size());
+  upload<bf16>(cuda, in.head_rows(in.q, first, rows).data(), count, q.data());
+  upload<bf16>(cuda, in.head_rows(in.k, first, rows).data(), count, k.data());
+  upload<bf16>(cuda, in.head_rows(in.v, first, rows).data(), count, v.data());
+  std::vector<float> g_rows, beta_rows;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    g_rows.insert(g_rows.end(), gates.g_at(bh, first), gates.g_at(bh, first + rows));
+    beta_rows.insert(beta_rows.end(), gates.beta_at(bh, first), gates.beta_at(bh, first + rows));
+  }
+  Buffer<float> g(a, g_rows.size()), beta(a, beta_rows.size());
+  upload<float>(cuda, g_rows.data(), static_cast<std::int64_t>(g.size()), g.data());
+  upload<float>(cuda, beta_rows.data(), static_cast<std::int64_t>(beta.size()), beta.data());
+  poison(cuda, out.data(), out.bytes());
+  const int sms = cuda.device().multiprocessors;
+  if (chunked) {
+    const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(in.batch_heads, rows, in.dim, in.dim, sms);
+    Buffer<bf16> workspace(a, static_cast<std::size_t>(plan.workspace_bf16_elements()));
+    Buffer<float> chunk_log_decay(a, static_cast<std::size_t>(plan.workspace_decay_elements));
+    poison(cuda, workspace.data(), workspace.bytes());  // every element is written before it is read
+    configure_gated_deltanet_chunked_prefill(plan);
+    launch_gated_deltanet_chunked_prefill(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
+                                          out.data(), workspace.data(), chunk_log_decay.data(), cuda.stream());
+    cuda.synchronize();
+  } else {
+    const ColumnRecurrencePlan plan = plan_gated_deltanet_cuda(in.batch_heads, rows, in.dim, in.dim, sms);
+    launch_gated_deltanet_recurrence<bf16>(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
+                                           out.data(), cuda.stream());
+    cuda.synchronize();
+  }
+  return {download<bf16>(cuda, out.data(), count),
+          download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
+}
+
+Buffer<float> zero_state(CudaBackend& cuda, const AttentionInputs& in) {
+  Buffer<float> state(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * in.dim * in.dim));
+  zero_async(cuda, state.data(), state.bytes());
+  return state;
+}
+
+TEST(GatedDeltaNetChunkedGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {1, 63, 64, 65, 300, 1000}) {
+    const Cell cell = mechanism_cell("gated_deltanet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2);
+    const AttentionInputs in = make_attention_inputs(cell, length, 31);
+    const GatedDeltaNetGates gates = make_gated_deltanet_gates(cell, length, 31);
+    Buffer<float> recurrent_state = zero_state(cuda, in), chunked_state = zero_state(cuda, in);
+    const PrefillRun recurrent = run_prefill(cuda, in, gates, 0, length, recurrent_state, false);
+    const PrefillRun chunked = run_prefill(cuda, in, gates, 0, length, chunked_state, true);
+    const std::string where = "L=" + std::to_string(length);
+    EXPECT_LT(testing::relative_max_error(chunked.out, recurrent.out), dtype_tolerance(DType::bfloat16)) << where;
+    EXPECT_LT(testing::relative_max_error(chunked.state, recurrent.state), dtype_tolerance(DType::bfloat16)) << where;
+  }
+}
+
+TEST(GatedDeltaNetChunkedGpu, ChunkedPrefillContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const Cell cell = mechanism_cell("gated_deltanet", kHeads, 64, 230, DType::bfloat16, Phase::prefill, 2);
+  const AttentionInputs in = make_attention_inputs(cell, 230, 37);
+  const GatedDeltaNetGates gates = make_gated_deltanet_gates(cell, 230, 37);
+  Buffer<float> whole = zero_state(cuda, in);
+  const PrefillRun all = run_prefill(cuda, in, gates, 0, 230, whole, false);
+  // Tokens [0, 100) then [100, 230) chunkwise, carrying S: neither 100 nor 130 is a chunk multiple,
+  // and the second run's W S_c and Q~ S_c terms start from a nonzero state.
+  Buffer<float> carried = zero_state(cuda, in);
+  const PrefillRun head = run_prefill(cuda, in, gates, 0, 100, carried, true);
+  const PrefillRun tail = run_prefill(cuda, in, gates, 100, 130, carried, true);
+  std::vector<float> joined;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    joined.insert(joined.end(), head.out.begin() + bh * 100 * in.dim, head.out.begin() + (bh + 1) * 100 * in.dim);
+    joined.insert(joined.end(), tail.out.begin() + bh * 130 * in.dim, tail.out.begin() + (bh + 1) * 130 * in.dim);
+  }
+  EXPECT_LT(testing::relative_max_error(joined, all.out), dtype_tolerance(DType::bfloat16));
+  EXPECT_LT(testing::relative_max_error(tail.state, all.state), dtype_tolerance(DType::bfloat16));
+}
+
+#endif  // ARCH_BENCH_HAVE_CUDA
+
+}  // namespace
+}  // namespace arch_bench

@@ -1,0 +1,246 @@
+// The chunkwise delta-rule prefill's launch planning (mechanisms/common/chunk_delta_rule_plan.hpp),
+// on the CPU: chunk counts and tail rows; the grids the two kernels decode and the pass's value
+// tile; shared-memory layouts that fit sm_90, do not overlap, keep every wmma tile pointer 32-byte
+// aligned and every 16-byte copy aligned; a workspace exactly as large as the kernels index (the
+// prepare kernel's writes and the pass kernel's reads replayed here); and gated_deltanet's dispatch,
+// workspace and peak prediction.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/gated_deltanet/cuda_plan.hpp"
+#include "mechanisms/registry.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+using testing::mechanism_cell;
+
+constexpr int kC = kDeltaRuleChunk;
+constexpr int kF = kDeltaRuleFragment;
+
+TEST(ChunkDeltaRulePlan, ChunksCoverEveryTokenOnceWithAShortTail) {
+  for (const std::int64_t tokens : {1, 2, 63, 64, 65, 127, 128, 300, 1000, 8192}) {
+    const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(3, tokens, 64, 64, 132);
+    EXPECT_EQ(plan.chunks, (tokens + kC - 1) / kC) << tokens;
+    std::int64_t covered = 0;
+    for (std::int64_t c = 0; c < plan.chunks; ++c) {
+      const int rows = delta_rule_chunk_rows(tokens, c);
+      EXPECT_GE(rows, 1) << tokens << " chunk " << c;
+      EXPECT_LE(rows, kC) << tokens << " chunk " << c;
+      if (c + 1 < plan.chunks) {
+        EXPECT_EQ(rows, kC) << "only the last chunk is short";
+      }
+      covered += rows;
+    }
+    EXPECT_EQ(covered, tokens);
+  }
+  const ChunkDeltaRulePlan empty = plan_chunk_delta_rule(2, 0, 64, 64, 132);
+  EXPECT_EQ(empty.chunks, 0);
+  EXPECT_EQ(empty.prepare_blocks, 0);
+  EXPECT_EQ(empty.workspace_bytes(), 0);
+}
+
+TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndGivesEveryMultiprocessorTwoPassBlocks) {
+  for (int dv = 16; dv <= kDeltaRuleMaxDim; dv += 16) {
+    for (const std::int64_t bh : {1, 8, 128, 1024}) {
+      for (const int sms : {0, 1, 132}) {
+        const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(bh, 300, 64, dv, sms);
+        EXPECT_EQ(plan.value_tile % kF, 0);
+        EXPECT_EQ(dv % plan.value_tile, 0) << dv;
+        EXPECT_EQ(plan.value_tiles * plan.value_tile, dv);
+        EXPECT_EQ(plan.pass_blocks, bh * plan.value_tiles);
+        EXPECT_EQ(plan.prepare_blocks, bh * plan.chunks);
+        if (sms > 0 && plan.value_tile > kF) {
+          EXPECT_GE(plan.pass_blocks, 2 * sms) << "a wider tile only where the grid still fills the device";
+        }
+        // No wider tile dividing dv would also have filled it.
+        for (const int wider : kDeltaRuleValueTiles) {
+          if (wider > plan.value_tile && dv % wider == 0) {
+            EXPECT_TRUE(sms > 0 && bh * (dv / wider) < 2 * sms) << dv << " " << bh << " " << sms;
+          }
+        }
+      }
+    }
+  }
+  // B16 H8 d64 on an H200's 132 SMs: 128 heads, 16-column tiles give 512 pass blocks.
+  EXPECT_EQ(chunk_delta_rule_value_tile(128, 64, 132), 16);
+  EXPECT_EQ(chunk_delta_rule_value_tile(1024, 64, 132), 64);
+  EXPECT_EQ(chunk_delta_rule_value_tile(1, 96, 0), 32);
+}
+
+// Region [offset, offset + bytes) of each layout member, in order.
+struct Region {
+  std::size_t offset;
+  std::size_t bytes;
+};
+void expect_disjoint_aligned(const std::vector<Region>& regions, std::size_t total) {
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    EXPECT_EQ(regions[r].offset % 128, 0u) << "region " << r;
+    const std::size_t end = regions[r].offset + regions[r].bytes;
+    if (r + 1 < regions.size()) {
+      EXPECT_LE(end, regions[r + 1].offset) << "region " << r << " overlaps the next";
+    }
+    EXPECT_LE(end, total) << "region " << r;
+  }
+}
+
+TEST(ChunkDeltaRulePlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
+  for (int dk = 16; dk <= kDeltaRuleMaxDim; dk += 16) {
+    for (int dv = 16; dv <= kDeltaRuleMaxDim; dv += 16) {
+      for (const int sms : {0, 132}) {
+        const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(8, 100, dk, dv, sms);
+        EXPECT_LE(plan.max_shared_bytes(), kDeltaRuleMaxSharedBytes) << dk << " x " << dv;
+        // wmma::load/store_matrix_sync: ldm a multiple of 8 (bf16) or 4 (fp32) elements, and a
+        // tile 16 rows down moves the pointer by a multiple of 32 bytes; copy_rows' 16-byte
+        // vectors need bf16 rows starting on 16 bytes.
+        for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_c, plan.ld_n}) {
+          EXPECT_EQ(ld % 8, 0);
+          EXPECT_EQ((kF * ld * 2) % 32, 0);
+        }
+        for (const int ld : {plan.ld_a, plan.ld_acc, plan.ld_s}) {
+          EXPECT_EQ(ld % 4, 0);
+          EXPECT_EQ((kF * ld * 4) % 32, 0);
+        }
+        EXPECT_EQ(plan.ld_a, kC + kDeltaRuleFloatPad) << "the prepare kernel's compile-time stride of A";
+        EXPECT_GE(plan.ld_k, dk);
+        EXPECT_GE(plan.ld_v, dv);
+        EXPECT_GE(plan.ld_c, kC);
+        EXPECT_GE(plan.ld_acc, std::max({kC, dk, dv})) << "Q K^T, then W, then U share the fp32 tile";
+        EXPECT_GE(plan.ld_n, plan.value_tile);
+        EXPECT_GE(plan.ld_s, plan.value_tile);
+        const auto& p = plan.prepare_layout;
+        expect_disjoint_aligned({{p.q, kC * plan.ld_k * 2u},
+                                 {p.k, kC * plan.ld_k * 2u},
+                                 {p.k_scaled, kC * plan.ld_k * 2u},
+                                 {p.v, kC * plan.ld_v * 2u},
+                                 {p.t, kC * plan.ld_c * 2u},
+                                 {p.a, kC * plan.ld_a * 4u},
+                                 {p.acc, kC * plan.ld_acc * 4u},
+                                 {p.decay, kC * 4u},
+                                 {p.beta, kC * 4u}},
+                                p.bytes);
+        const auto& s = plan.pass_layout;
+        expect_disjoint_aligned({{s.w, kC * plan.ld_k * 2u},
+                                 {s.k, kC * plan.ld_k * 2u},
+                                 {s.q, kC * plan.ld_k * 2u},
+                                 {s.p, kC * plan.ld_c * 2u},
+                                 {s.u, kC * plan.ld_n * 2u},
+                                 {s.v_new, kC * plan.ld_n * 2u},
+                                 {s.s, static_cast<std::size_t>(dk) * plan.ld_s * 4u},
+                                 {s.s_operand, static_cast<std::size_t>(dk) * plan.ld_n * 2u},
+                                 {s.acc, kC * plan.ld_s * 4u}},
+                                s.bytes);
+      }
+    }
+  }
+}
+
+TEST(ChunkDeltaRulePlan, WorkspaceIsExactlyWhatThePrepareKernelWritesAndThePassReads) {
+  for (const std::int64_t tokens : {1, 63, 64, 65, 300}) {
+    for (const int d : {16, 48, 128}) {
+      const std::int64_t bh = 3;
+      const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(bh, tokens, d, d, 132);
+      const std::int64_t total = plan.workspace_bf16_elements();
+      std::vector<int> written(static_cast<std::size_t>(total), 0), read(static_cast<std::size_t>(total), 0);
+      std::vector<int> decays(static_cast<std::size_t>(plan.workspace_decay_elements), 0);
+      struct Part {
+        std::int64_t offset;
+        int width;
+      };
+      const Part parts[] = {{plan.w_offset(), d}, {plan.k_offset(), d}, {plan.q_offset(), d},
+                            {plan.p_offset(), kC}, {plan.u_offset(), d}};
+      // Prepare: block (bh, chunk) writes C x width of every region.
+      for (std::int64_t block = 0; block < plan.prepare_blocks; ++block) {
+        const std::int64_t b = block / plan.chunks, c = block % plan.chunks;
+        for (const Part& part : parts) {
+          const std::int64_t base = part.offset + delta_rule_chunk_offset(plan, b, c, part.width);
+          for (std::int64_t e = 0; e < kC * part.width; ++e) {
+            ASSERT_LT(base + e, total);
+            ++written[static_cast<std::size_t>(base + e)];
+          }
+        }
+        ++decays[static_cast<std::size_t>(b * plan.chunks + c)];
+      }
+      // Pass: block (bh, tile) reads W, K~, Q~, P whole and U's columns [j0, j0 + n) of every chunk.
+      for (std::int64_t block = 0; block < plan.pass_blocks; ++block) {
+        const std::int64_t b = block / plan.value_tiles;
+        const int j0 = static_cast<int>(block % plan.value_tiles) * plan.value_tile;
+        for (std::int64_t c = 0; c < plan.chunks; ++c) {
+          for (int r = 0; r < 4; ++r) {
+            const std::int64_t base = parts[r].offset + delta_rule_chunk_offset(plan, b, c, parts[r].width);
+            for (std::int64_t e = 0; e < kC * parts[r].width; ++e) read[static_cast<std::size_t>(base + e)] = 1;
+          }
+          const std::int64_t base = plan.u_offset() + delta_rule_chunk_offset(plan, b, c, d);
+          for (int m = 0; m < kC; ++m) {
+            for (int j = j0; j < j0 + plan.value_tile; ++j) {
+              const std::int64_t e = base + m * d + j;
+              ASSERT_LT(e, total);
+              ++read[static_cast<std::size_t>(e)];
+            }
+          }
+        }
+      }
+      for (const int n : written) ASSERT_EQ(n, 1) << "tokens " << tokens << " d " << d;
+      for (const int n : read) ASSERT_EQ(n, 1) << "every element is read once (U by exactly one value tile)";
+      for (const int n : decays) ASSERT_EQ(n, 1);
+      const std::int64_t rows = bh * plan.chunks * kC;
+      EXPECT_EQ(plan.workspace_bytes(), 2 * rows * (4 * d + kC) + 4 * bh * plan.chunks);
+      EXPECT_EQ(chunk_delta_rule_workspace_bytes(bh, tokens, d, d), plan.workspace_bytes());
+    }
+  }
+}
+
+TEST(ChunkDeltaRulePlan, RefusesHeadSizesOffTheWmmaGrid) {
+  EXPECT_TRUE(chunk_delta_rule_supports(64, 64));
+  EXPECT_TRUE(chunk_delta_rule_supports(16, 128));
+  for (const std::int64_t d : {0, 1, 8, 17, 49, 100, 144, 256}) {
+    EXPECT_FALSE(chunk_delta_rule_supports(d, 64)) << d;
+    EXPECT_FALSE(chunk_delta_rule_supports(64, d)) << d;
+    EXPECT_THROW(plan_chunk_delta_rule(1, 10, d, 64, 132), std::invalid_argument) << d;
+    EXPECT_EQ(chunk_delta_rule_workspace_bytes(1, 10, d, 64), 0) << d;
+  }
+}
+
+TEST(ChunkDeltaRulePlan, GatedDeltaNetRunsItForBf16PrefillOfSixteenMultipleHeadsOnly) {
+  const auto cell = [](std::int64_t dim, DType dtype, Phase phase = Phase::prefill) {
+    return mechanism_cell("gated_deltanet", 8, dim, 1000, dtype, phase, 2);
+  };
+  EXPECT_TRUE(gated_deltanet_cuda_prefill_is_chunked(cell(64, DType::bfloat16)));
+  EXPECT_TRUE(gated_deltanet_cuda_prefill_is_chunked(cell(128, DType::bfloat16)));
+  EXPECT_TRUE(gated_deltanet_cuda_prefill_is_chunked(cell(16, DType::bfloat16)));
+  EXPECT_FALSE(gated_deltanet_cuda_prefill_is_chunked(cell(64, DType::float32)))
+      << "fp32 keeps the recurrence: bf16 operands would break 1e-4";
+  EXPECT_FALSE(gated_deltanet_cuda_prefill_is_chunked(cell(64, DType::bfloat16, Phase::decode)));
+  EXPECT_FALSE(gated_deltanet_cuda_prefill_is_chunked(cell(40, DType::bfloat16)));
+  EXPECT_FALSE(gated_deltanet_cuda_prefill_is_chunked(cell(256, DType::bfloat16)));
+  EXPECT_EQ(gated_deltanet_cuda_workspace_bytes(cell(64, DType::float32)), 0);
+  EXPECT_EQ(gated_deltanet_cuda_workspace_bytes(cell(40, DType::bfloat16)), 0);
+  for (const std::int64_t dim : {16, 64, 128}) {
+    const Cell chunked = cell(dim, DType::bfloat16);
+    EXPECT_FALSE(gated_deltanet_cuda_unsupported(chunked).has_value()) << dim;
+    // 16 chunks of 64 rows per head, 16 heads: W, K~, Q~, U (dim wide) and P (64 wide) in bf16,
+    // b_last in fp32.
+    EXPECT_EQ(gated_deltanet_cuda_workspace_bytes(chunked), 2 * 16 * 16 * 64 * (4 * dim + 64) + 4 * 16 * 16);
+  }
+}
+
+TEST(ChunkDeltaRulePlan, GatedDeltaNetPeakPredictionCountsTheChunkWorkspace) {
+  const Mechanism* gdn = find_mechanism("gated_deltanet");
+  ASSERT_NE(gdn, nullptr);
+  // q, k, v, out in the storage dtype and g, beta in fp32 per token; S in fp32.
+  const std::int64_t state = 16 * 64 * 64 * 4;
+  const Cell bf16_cell = mechanism_cell("gated_deltanet", 8, 64, 1000, DType::bfloat16, Phase::prefill, 2);
+  EXPECT_EQ(gdn->predicted_peak_bytes(bf16_cell),
+            state + 1000 * 16 * (4 * 64 * 2 + 8) + gated_deltanet_cuda_workspace_bytes(bf16_cell));
+  const Cell fp32_cell = mechanism_cell("gated_deltanet", 8, 64, 1000, DType::float32, Phase::prefill, 2);
+  EXPECT_EQ(gdn->predicted_peak_bytes(fp32_cell), state + 1000 * 16 * (4 * 64 * 4 + 8))
+      << "the recurrence has no workspace";
+}
+
+}  // namespace
+}  // namespace arch_bench
