@@ -5,6 +5,7 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/gated_deltanet/capacity.hpp"
@@ -137,12 +138,7 @@ class GatedDeltaNet final : public Mechanism {
     static const MechanismInfo info{"gated_deltanet",
                                     "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
                                     "L2-normalised, fixed state S",
-                                    StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
+                                    StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -158,16 +154,13 @@ class GatedDeltaNet final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
-    return checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim, 4);
+    return square_fp32_state_bytes(cell);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     // q, k, v and the output in the storage dtype, g and beta in fp32; the CPU's chunk buffers live
     // on the threads' stacks and the CUDA kernels keep S in registers (no workspace).
-    const std::int64_t per_token = checked_add(checked_product(4, cell.head_dim, e), 8);
-    return checked_add(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token));
+    return checked_sum(state_bytes(cell), qkv_out_bytes(cell), checked_product(run_tokens(cell), cell.batch_heads(), 8));
   }
 
   std::int64_t predicted_process_bytes(const Cell& cell) const override {
@@ -180,10 +173,7 @@ class GatedDeltaNet final : public Mechanism {
   }
 
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
-    const double state = static_cast<double>(state_bytes(cell));
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     if (cell.phase == Phase::decode) {
       // Read and write S once (the second pass finds it in cache); q, k, v, g, beta in and the
       // output out. Per element of S: S^T k (2), alpha s + k u (3), q s into the output (2).
@@ -194,7 +184,7 @@ class GatedDeltaNet final : public Mechanism {
     // 2d each) and K K^T over the R(R-1)/2 strict pairs, and the triangular solve (R^3/3).
     const std::int64_t length = cell.sequence_length;
     const std::int64_t full = length / kGatedDeltaNetChunk, rest = length % kGatedDeltaNetChunk;
-    const auto per_chunk = [d](double r) {
+    const auto per_chunk = [d = d](double r) {
       return 6 * r * d * d + r * (r + 1) * 4 * d + r * (r - 1) * d + (r - 1) * r * (r + 1) / 3;
     };
     const double flops =

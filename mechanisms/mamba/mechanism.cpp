@@ -12,6 +12,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/mamba/capacity.hpp"
 #include "mechanisms/mamba/cpu.hpp"
@@ -199,12 +200,7 @@ class Mamba final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "mamba", "Mamba selective scan (S6), fixed d_inner x N fp32 state, d_inner = heads * head_dim",
-        StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -231,7 +227,7 @@ class Mamba final : public Mechanism {
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const MambaShape shape = shape_of(cell);
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    const std::int64_t tokens = run_tokens(cell);
     std::int64_t workspace = 0;
     if (cell.phase == Phase::prefill) {
       const std::int64_t chunk = mamba_prefill_chunk(shape, tokens, omp_get_max_threads());

@@ -9,6 +9,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mamba2/capacity.hpp"
@@ -193,12 +194,7 @@ class Mamba2 final : public Mechanism {
     static const MechanismInfo info{"mamba2",
                                     "Mamba-2 SSD: per head H = a_t H + dt x B^T, a_t = exp(dt A), fixed P x N fp32 "
                                     "state, B/C shared by n_groups",
-                                    StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
+                                    StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -237,7 +233,7 @@ class Mamba2 final : public Mechanism {
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const Mamba2Shape shape = shape_of(cell);
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    const std::int64_t tokens = run_tokens(cell);
     std::int64_t workspace = 0;
     if (cell.phase == Phase::prefill) {
       workspace = checked_product(omp_get_max_threads(), mamba2_chunk_workspace_floats(shape, chunk_of(cell)), 4);

@@ -15,6 +15,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
@@ -182,7 +183,7 @@ template <class Policy>
 std::int64_t rwkv_predicted_peak_bytes(const Cell& cell) {
   const RwkvShape shape = rwkv_shape_of(cell);
   const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-  const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+  const std::int64_t tokens = run_tokens(cell);
   const auto used = rwkv_inputs_used(Policy::version);
   const std::int64_t streams = 1 + std::count(used.begin(), used.end(), true);
   const std::int64_t parameters = (Policy::uses_w ? 1 : 0) + (Policy::uses_u ? 1 : 0);

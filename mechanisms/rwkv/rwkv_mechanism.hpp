@@ -1,13 +1,15 @@
 #pragma once
-// What the three RWKV generations' Mechanisms have in common, written once: the backends they run
-// on, the limits they check, the state and memory they predict and how a cell is prepared. Each
-// generation's mechanism.cpp derives from it with its Policy (the state layout and kernels, cells.hpp)
-// and adds only what differs: its description, its cost, its conformance and its capacity probe.
+// What the three RWKV generations' Mechanisms have in common, written once: the limits they check,
+// the state and memory they predict and how a cell is prepared (their backends are
+// cpu_and_cuda_backends(), mechanisms/common/cost_terms.hpp). Each generation's mechanism.cpp
+// derives from it with its Policy (the state layout and kernels, cells.hpp) and adds only what
+// differs: its description, its cost, its conformance and its capacity probe.
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
@@ -16,15 +18,6 @@
 #endif
 
 namespace arch_bench {
-
-// The backends every RWKV generation has kernels for in this build.
-inline std::vector<std::string> rwkv_backends() {
-#if ARCH_BENCH_HAVE_CUDA
-  return {"cpu", "cuda"};
-#else
-  return {"cpu"};
-#endif
-}
 
 template <class Policy>
 class RwkvMechanism : public Mechanism {

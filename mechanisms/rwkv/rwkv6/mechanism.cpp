@@ -68,7 +68,7 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
         "rwkv6",
         "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (64)",
         StateKind::fixed_state,
-        rwkv_backends()};
+        cpu_and_cuda_backends()};
     return info;
   }
 
@@ -78,11 +78,8 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
   // o = bonus v); prefill as rwkv6_factorised_chunk_flops counts the chunkwise kernel on the path the
   // drawn inputs take (a chunk past 80 nats of decay takes the sub-chunk path, rwkv6_chunk_flops).
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     const double params = static_cast<double>(cell.heads) * d * 4;
-    const double state = static_cast<double>(state_bytes(cell));
     if (cell.phase == Phase::decode) return {2 * state + params + 5 * bh * d * e, bh * (5 * d * d + 7 * d)};
     const std::int64_t length = cell.sequence_length;
     const std::int64_t full = length / kRwkv6Chunk, rest = length % kRwkv6Chunk;

@@ -85,7 +85,7 @@ class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
         "rwkv7",
         "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU)",
         StateKind::fixed_state,
-        rwkv_backends()};
+        cpu_and_cuda_backends()};
     return info;
   }
 
@@ -94,10 +94,7 @@ class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
   // decode per head 8 d for w = exp(-e^-0.5 sigmoid(w_raw)), a and b, and per state element 9:
   // S.a (2), S w + (S.a) b + v k (5), S.r (2); the prefill is that recurrence, token by token.
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
-    const double state = static_cast<double>(state_bytes(cell));
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     if (cell.phase == Phase::decode) return {2 * state + 7 * bh * d * e, bh * (9 * d * d + 8 * d)};
     const double length = static_cast<double>(cell.sequence_length);
     const double flops = length * (9 * d * d + 8 * d);
