@@ -68,15 +68,14 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in S.
   void build_context_state() {
     if (length_ == 0) return;
-    const StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<T> out(context.v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     std::vector<float> g(shape_.batch_heads * length_), beta(g.size());
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       std::copy(gates_.g_at(bh, 0), gates_.g_at(bh, length_), g.begin() + bh * length_);
       std::copy(gates_.beta_at(bh, 0), gates_.beta_at(bh, length_), beta.begin() + bh * length_);
     }
     gated_deltanet_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(), g.data(),
-                                     beta.data(), state_.data(), out.data());
+                                     beta.data(), state_.data(), context.out.data());
   }
 
   GatedDeltaNetShape shape_;

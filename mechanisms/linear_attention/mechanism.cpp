@@ -66,10 +66,9 @@ class LinearDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in (S, z).
   void build_context_state() {
     if (length_ == 0) return;
-    const StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<T> out(context.v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     linear_attention_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(),
-                                       state_.data(), normalizer_.data(), out.data());
+                                       state_.data(), normalizer_.data(), context.out.data());
   }
 
   LinearAttentionShape shape_;

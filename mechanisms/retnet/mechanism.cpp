@@ -59,10 +59,9 @@ class RetNetDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in S.
   void build_context_state() {
     if (length_ == 0) return;
-    const StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<T> out(context.v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     retnet_prefill_chunkwise(shape_, gamma_.data(), length_, context.q.data(), context.k.data(), context.v.data(),
-                             state_.data(), out.data());
+                             state_.data(), context.out.data());
   }
 
   RetNetShape shape_;
