@@ -14,6 +14,7 @@
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/mamba/capacity.hpp"
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/cuda.hpp"
@@ -32,17 +33,7 @@ MambaShape shape_of(const Cell& cell) {
 }
 
 // The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
-struct ParameterBuffers {
-  ParameterBuffers(const MambaInputs& inputs, Allocator& allocator)
-      : A(allocator, inputs.A_log.size()), dt_bias(allocator, inputs.dt_bias.size()), D(allocator, inputs.D.size()) {
-    const std::vector<float> a = inputs.A();
-    std::copy(a.begin(), a.end(), A.data());
-    std::copy(inputs.dt_bias.begin(), inputs.dt_bias.end(), dt_bias.data());
-    std::copy(inputs.D.begin(), inputs.D.end(), D.data());
-  }
-  MambaParameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
-  Buffer<float> A, dt_bias, D;
-};
+using ParameterBuffers = SsmParameterBuffers<MambaParameters>;
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>

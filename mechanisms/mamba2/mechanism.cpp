@@ -12,6 +12,7 @@
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/mamba2/capacity.hpp"
 #include "mechanisms/mamba2/conformance.hpp"
 #include "mechanisms/mamba2/cpu.hpp"
@@ -39,18 +40,8 @@ MatrixD reference_outputs(const Mamba2Inputs& inputs, std::int64_t bh, std::int6
   return mamba2_ssd_scan(inputs.head_sequence(bh, rows), inputs.head_parameters(bh % inputs.heads)).outputs;
 }
 
-// The layer's fp32 parameters in tracked buffers.
-struct ParameterBuffers {
-  ParameterBuffers(const Mamba2Inputs& inputs, Allocator& allocator)
-      : A(allocator, inputs.A_log.size()), dt_bias(allocator, inputs.dt_bias.size()), D(allocator, inputs.D.size()) {
-    const std::vector<float> a = inputs.A();
-    std::copy(a.begin(), a.end(), A.data());
-    std::copy(inputs.dt_bias.begin(), inputs.dt_bias.end(), dt_bias.data());
-    std::copy(inputs.D.begin(), inputs.D.end(), D.data());
-  }
-  Mamba2Parameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
-  Buffer<float> A, dt_bias, D;
-};
+// The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
+using ParameterBuffers = SsmParameterBuffers<Mamba2Parameters>;
 
 // Tokens [first, first + count) of every row, in the kernels' layout and storage type.
 template <class T>
