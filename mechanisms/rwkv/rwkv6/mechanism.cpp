@@ -4,7 +4,6 @@
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
-#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
@@ -16,13 +15,9 @@ namespace arch_bench {
 
 namespace {
 
-struct Rwkv6Policy {
+struct Rwkv6Policy : RwkvMatrixStatePolicy {
   static constexpr RwkvVersion version = RwkvVersion::v6;
   static constexpr bool uses_w = false, uses_u = true;
-  static std::int64_t state_floats(const RwkvShape& shape) {
-    return checked_product(shape.batch_heads, shape.dim, shape.dim);
-  }
-  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
   template <class T>
   static void decode(const RwkvShape& shape, const RwkvParameters& p, const RwkvTokens<T>& x, float* state, T* out) {
     rwkv6_recurrent(shape, p, 1, x, state, out);
@@ -31,9 +26,6 @@ struct Rwkv6Policy {
   static void prefill(const RwkvShape& shape, const RwkvParameters& p, std::int64_t tokens, const RwkvTokens<T>& x,
                       float* state, T* out) {
     rwkv6_prefill_chunkwise(shape, p, tokens, x, state, out);
-  }
-  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 

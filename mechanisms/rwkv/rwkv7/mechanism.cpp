@@ -5,7 +5,6 @@
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
-#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
@@ -17,13 +16,9 @@ namespace arch_bench {
 
 namespace {
 
-struct Rwkv7Policy {
+struct Rwkv7Policy : RwkvMatrixStatePolicy {
   static constexpr RwkvVersion version = RwkvVersion::v7;
   static constexpr bool uses_w = false, uses_u = false;
-  static std::int64_t state_floats(const RwkvShape& shape) {
-    return checked_product(shape.batch_heads, shape.dim, shape.dim);
-  }
-  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
   template <class T>
   static void decode(const RwkvShape& shape, const RwkvParameters&, const RwkvTokens<T>& x, float* state, T* out) {
     rwkv7_recurrent(shape, 1, x, state, out);
@@ -37,9 +32,6 @@ struct Rwkv7Policy {
     } else {
       rwkv7_prefill_chunkwise(shape, tokens, x, state, out);
     }
-  }
-  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 
