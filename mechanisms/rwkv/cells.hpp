@@ -17,6 +17,7 @@
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/rwkv/cell_spans.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
 
@@ -97,10 +98,7 @@ class RwkvDecodeCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    tokens_.add_spans(spans);
-    return spans;
+    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, tokens_);
   }
 
  private:
@@ -163,10 +161,7 @@ class RwkvPrefillCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    tokens_.add_spans(spans);
-    return spans;
+    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, tokens_);
   }
 
  private:

@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/mechanism.hpp"
+#include "mechanisms/rwkv/cell_spans.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
@@ -114,10 +115,7 @@ class RwkvDecodeCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    token_.add_spans(spans);
-    return spans;
+    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, token_);
   }
 
  private:
@@ -171,10 +169,7 @@ class RwkvPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    tokens_.add_spans(spans);
-    return spans;
+    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, tokens_);
   }
 
  private:
