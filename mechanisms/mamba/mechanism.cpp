@@ -16,6 +16,7 @@
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/mamba/capacity.hpp"
+#include "mechanisms/mamba/check.hpp"
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/cuda_plan.hpp"
@@ -28,10 +29,6 @@ namespace arch_bench {
 
 namespace {
 
-MambaShape shape_of(const Cell& cell) {
-  return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
-}
-
 // The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
 using ParameterBuffers = SsmParameterBuffers<MambaParameters>;
 
@@ -40,7 +37,7 @@ template <class T>
 class MambaDecodeCell final : public PreparedCell {
  public:
   MambaDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
-      : shape_(shape_of(cell)),
+      : shape_(mamba_shape_of(cell)),
         length_(cell.sequence_length),
         inputs_(make_mamba_inputs(cell, length_ + 1, seed)),
         params_(inputs_, allocator),
@@ -70,17 +67,7 @@ class MambaDecodeCell final : public PreparedCell {
                       state_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    // The step's output for token L: row L of the reference over L + 1 tokens, per batch element.
-    ErrorAccumulator errors;
-    const MambaParametersD params = inputs_.reference_parameters();
-    for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
-      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, length_ + 1), params);
-      errors.add_row(out_.data() + b * shape_.channels, ref.outputs.row(length_), shape_.channels);
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_mamba_decode(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
     return {state_.byte_span(),  params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(),
@@ -124,7 +111,7 @@ template <class T>
 class MambaPrefillCell final : public PreparedCell {
  public:
   MambaPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
-      : shape_(shape_of(cell)),
+      : shape_(mamba_shape_of(cell)),
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
         chunk_(mamba_prefill_chunk(shape_, inputs_.tokens, omp_get_max_threads())),
         params_(inputs_, allocator),
@@ -151,25 +138,7 @@ class MambaPrefillCell final : public PreparedCell {
                           workspace_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    // Every row: the reference is O(L d_inner N), as cheap as the scan itself.
-    ErrorAccumulator errors;
-    const MambaParametersD params = inputs_.reference_parameters();
-    const std::int64_t tokens = inputs_.tokens;
-    std::vector<T> gathered(static_cast<std::size_t>(shape_.channels));
-    for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
-      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, tokens), params);
-      for (std::int64_t t = 0; t < tokens; ++t) {
-        // Outputs are channel-major; the reference row t holds every channel of token t.
-        for (std::int64_t c = 0; c < shape_.channels; ++c) {
-          gathered[c] = out_[static_cast<std::size_t>((b * shape_.channels + c) * tokens + t)];
-        }
-        errors.add_row(gathered.data(), ref.outputs.row(t), shape_.channels);
-      }
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_mamba_prefill(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
     return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), u_.byte_span(),
@@ -211,12 +180,12 @@ class Mamba final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // h [batch, d_inner, N] in fp32 whatever the storage dtype: fixed, independent of L.
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     return checked_product(shape.batch, shape.channels, shape.state_size, 4);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = run_tokens(cell);
     std::int64_t workspace = 0;
@@ -230,7 +199,7 @@ class Mamba final : public Mechanism {
   }
 
   std::int64_t predicted_process_bytes(const Cell& cell) const override {
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = drawn_tokens(cell), n = shape.state_size;
     // Drawn: u, dt_raw, z per channel and token, B, C per token, fp32.
@@ -259,7 +228,7 @@ class Mamba final : public Mechanism {
   // token (shared by the channels); the fp32 parameters A (d_inner x N), dt_bias, D read once; the
   // fp32 state read and written once per decode step, written once per prefill (it starts at zero).
   Cost cost(const Cell& cell) const override {
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     const double e = static_cast<double>(dtype_bytes(cell.dtype));
     const double rows = static_cast<double>(shape.rows());
     const double n = static_cast<double>(shape.state_size);
