@@ -14,10 +14,10 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/rwkv/cell_spans.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
 
@@ -98,7 +98,7 @@ class RwkvDecodeCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, tokens_);
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
  private:
@@ -161,7 +161,7 @@ class RwkvPrefillCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, tokens_);
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
  private:

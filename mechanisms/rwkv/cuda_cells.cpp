@@ -9,9 +9,9 @@
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/checked_size.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/mechanism.hpp"
-#include "mechanisms/rwkv/cell_spans.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
@@ -115,7 +115,7 @@ class RwkvDecodeCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, token_);
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, token_);
   }
 
  private:
@@ -169,7 +169,7 @@ class RwkvPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return rwkv_cell_spans(state_.byte_span(), out_.byte_span(), params_, tokens_);
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
  private:
