@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/backends/allocator.hpp"
+#include "core/backends/backend.hpp"
 
 namespace arch_bench {
 
@@ -45,6 +46,9 @@ struct SsmParameterBuffers {
     std::copy(inputs.D.begin(), inputs.D.end(), D.data());
   }
   View view() const { return {A.data(), dt_bias.data(), D.data()}; }
+  void add_spans(std::vector<ByteSpan>& spans) const {
+    spans.insert(spans.end(), {A.byte_span(), dt_bias.byte_span(), D.byte_span()});
+  }
   Buffer<float> A, dt_bias, D;
 };
 

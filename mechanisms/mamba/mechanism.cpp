@@ -14,7 +14,9 @@
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/ssm_parameters.hpp"
+#include "mechanisms/common/ssm_token_buffers.hpp"
 #include "mechanisms/mamba/capacity.hpp"
 #include "mechanisms/mamba/check.hpp"
 #include "mechanisms/mamba/cpu.hpp"
@@ -31,6 +33,9 @@ namespace {
 
 // The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
 using ParameterBuffers = SsmParameterBuffers<MambaParameters>;
+// u, dt_raw, z per channel and B, C per batch element, in storage T.
+template <class T>
+using TokenBuffers = SsmTokenBuffers<T, MambaTokens<T>>;
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
@@ -42,37 +47,30 @@ class MambaDecodeCell final : public PreparedCell {
         inputs_(make_mamba_inputs(cell, length_ + 1, seed)),
         params_(inputs_, allocator),
         state_(allocator, shape_.rows() * shape_.state_size),
-        u_(allocator, shape_.rows()),
-        dt_raw_(allocator, shape_.rows()),
-        z_(allocator, shape_.rows()),
-        B_(allocator, shape_.batch * shape_.state_size),
-        C_(allocator, B_.size()),
+        token_(allocator, shape_.rows(), shape_.rows(), shape_.batch * shape_.state_size),
         out_(allocator, shape_.rows()) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
     for (std::int64_t r = 0; r < shape_.rows(); ++r) {
-      store(inputs_.row(inputs_.u, r) + length_, 1, u_.data() + r);
-      store(inputs_.row(inputs_.dt_raw, r) + length_, 1, dt_raw_.data() + r);
-      store(inputs_.row(inputs_.z, r) + length_, 1, z_.data() + r);
+      store(inputs_.row(inputs_.u, r) + length_, 1, token_.x.data() + r);
+      store(inputs_.row(inputs_.dt_raw, r) + length_, 1, token_.dt_raw.data() + r);
+      store(inputs_.row(inputs_.z, r) + length_, 1, token_.z.data() + r);
     }
     const std::int64_t n = shape_.state_size;
     for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      store(inputs_.token(inputs_.B, b, length_), n, B_.data() + b * n);
-      store(inputs_.token(inputs_.C, b, length_), n, C_.data() + b * n);
+      store(inputs_.token(inputs_.B, b, length_), n, token_.B.data() + b * n);
+      store(inputs_.token(inputs_.C, b, length_), n, token_.C.data() + b * n);
     }
   }
 
   void run() override {
-    mamba_decode_step(shape_, params_.view(), {u_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()},
-                      state_.data(), out_.data());
+    mamba_decode_step(shape_, params_.view(), token_.view(), state_.data(), out_.data());
   }
 
   Accuracy check() const override { return check_mamba_decode(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(),  params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(),
-            u_.byte_span(),      dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),
-            C_.byte_span(),      out_.byte_span()};
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, token_);
   }
 
  private:
@@ -104,7 +102,8 @@ class MambaDecodeCell final : public PreparedCell {
   MambaInputs inputs_;
   ParameterBuffers params_;
   Buffer<float> state_;
-  Buffer<T> u_, dt_raw_, z_, B_, C_, out_;
+  TokenBuffers<T> token_;
+  Buffer<T> out_;
 };
 
 template <class T>
@@ -115,35 +114,22 @@ class MambaPrefillCell final : public PreparedCell {
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
         chunk_(mamba_prefill_chunk(shape_, inputs_.tokens, omp_get_max_threads())),
         params_(inputs_, allocator),
-        u_(allocator, inputs_.u.size()),
-        dt_raw_(allocator, inputs_.dt_raw.size()),
-        z_(allocator, inputs_.z.size()),
-        B_(allocator, inputs_.B.size()),
-        C_(allocator, inputs_.C.size()),
+        tokens_(allocator, inputs_.u, inputs_.dt_raw, inputs_.z, inputs_.B, inputs_.C),
         out_(allocator, inputs_.u.size()),
         state_(allocator, shape_.rows() * shape_.state_size),
-        workspace_(allocator, mamba_prefill_workspace_floats(shape_, inputs_.tokens, chunk_)) {
-    store(inputs_.u.data(), inputs_.u.size(), u_.data());
-    store(inputs_.dt_raw.data(), inputs_.dt_raw.size(), dt_raw_.data());
-    store(inputs_.z.data(), inputs_.z.size(), z_.data());
-    store(inputs_.B.data(), inputs_.B.size(), B_.data());
-    store(inputs_.C.data(), inputs_.C.size(), C_.data());
-  }
+        workspace_(allocator, mamba_prefill_workspace_floats(shape_, inputs_.tokens, chunk_)) {}
 
   void run() override {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
-    mamba_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_,
-                          {u_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()}, state_.data(),
+    mamba_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_, tokens_.view(), state_.data(),
                           workspace_.data(), out_.data());
   }
 
   Accuracy check() const override { return check_mamba_prefill(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), u_.byte_span(),
-            dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),        C_.byte_span(),
-            out_.byte_span(),      state_.byte_span(),          workspace_.byte_span()};
+    return cell_spans({out_.byte_span(), state_.byte_span(), workspace_.byte_span()}, params_, tokens_);
   }
 
  private:
@@ -151,7 +137,8 @@ class MambaPrefillCell final : public PreparedCell {
   MambaInputs inputs_;
   std::int64_t chunk_;
   ParameterBuffers params_;
-  Buffer<T> u_, dt_raw_, z_, B_, C_, out_;
+  TokenBuffers<T> tokens_;
+  Buffer<T> out_;
   Buffer<float> state_, workspace_;
 };
 
