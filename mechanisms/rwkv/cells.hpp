@@ -18,6 +18,7 @@
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/rwkv/input_buffers.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
 
@@ -48,23 +49,12 @@ struct RwkvParameterBuffers {
 
 // Per-token inputs in storage T, one buffer per input the generation reads.
 template <class T>
-struct RwkvTokenBuffers {
-  RwkvTokenBuffers(RwkvVersion version, std::size_t count, Allocator& allocator) : used(rwkv_inputs_used(version)) {
+struct RwkvTokenBuffers : RwkvInputBuffers<T> {
+  RwkvTokenBuffers(RwkvVersion version, std::size_t count, Allocator& allocator) : RwkvInputBuffers<T>(version) {
     for (int i = 0; i < kRwkvInputCount; ++i) {
-      if (used[i]) buffers[i] = Buffer<T>(allocator, count);
+      if (this->used[i]) this->buffers[i] = Buffer<T>(allocator, count);
     }
   }
-  RwkvTokens<T> view() const {
-    return {buffers[kRwkvR].data(),     buffers[kRwkvK].data(),     buffers[kRwkvV].data(),
-            buffers[kRwkvDecay].data(), buffers[kRwkvKappa].data(), buffers[kRwkvIclr].data()};
-  }
-  void add_spans(std::vector<ByteSpan>& spans) const {
-    for (int i = 0; i < kRwkvInputCount; ++i) {
-      if (used[i]) spans.push_back(buffers[i].byte_span());
-    }
-  }
-  std::array<bool, kRwkvInputCount> used;
-  std::array<Buffer<T>, kRwkvInputCount> buffers;
 };
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
