@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/cli.hpp"
+#include "cli.hpp"
 
 namespace arch_bench::testing {
 
