@@ -337,15 +337,22 @@ CliResult run_cli_with_env(const char* name, const char* value, const std::strin
   return result;
 }
 
+// The report of a tiny decode and prefill run with `name` set to `value`; null (and a failure
+// recorded) when the run does not succeed.
+nlohmann::json tiny_report_with_env(const char* name, const char* value) {
+  TempFolder folder;
+  const auto output = folder / "report.json";
+  const CliResult result =
+      run_cli_with_env(name, value, "run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return result.exit_code == 0 ? testing::read_json(output) : nlohmann::json();
+}
+
 // Issue 16: every CPU row names the ISA of the kernel it ran; ARCH_BENCH_CPU_ISA=portable takes
 // softmax_kv off its hand-written AVX2 set, and the rows say so.
 TEST(CliRun, EveryCpuRowRecordsItsKernelIsaAndTheOverrideShows) {
-  TempFolder folder;
-  const auto output = folder / "portable.json";
-  const CliResult result = run_cli_with_env("ARCH_BENCH_CPU_ISA", "portable",
-                                            "run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const nlohmann::json report = testing::read_json(output);
+  const nlohmann::json report = tiny_report_with_env("ARCH_BENCH_CPU_ISA", "portable");
+  ASSERT_FALSE(report.is_null());
   EXPECT_EQ(report["hardware"]["cpu_isa"], "portable");
   ASSERT_EQ(report["metrics"]["rows"].size(), 8u);
   for (const auto& row : report["metrics"]["rows"]) {
@@ -382,12 +389,8 @@ TEST(CliRun, TheBf16PrefillTakesTheDotProductsWhereTheyPayAndTheOverrideMovesIt)
 // ARCH_BENCH_KERNEL_VARIANT picks the compiled kernels' ISA variant, and the report says which ran.
 TEST(CliRun, TheKernelVariantOverrideRunsAndIsRecordedPerRow) {
   if (!cpu_runs_kernel_variant(KernelVariant::x86_64_v3)) GTEST_SKIP() << "this CPU cannot run x86-64-v3";
-  TempFolder folder;
-  const auto output = folder / "v3.json";
-  const CliResult result = run_cli_with_env("ARCH_BENCH_KERNEL_VARIANT", "x86-64-v3",
-                                            "run --phase decode,prefill --output '" + output.string() + "'" + kTiny);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const nlohmann::json report = testing::read_json(output);
+  const nlohmann::json report = tiny_report_with_env("ARCH_BENCH_KERNEL_VARIANT", "x86-64-v3");
+  ASSERT_FALSE(report.is_null());
   EXPECT_EQ(report["hardware"]["cpu_kernel_variant"], "x86-64-v3");
   int compiled_rows = 0;
   for (const auto& row : report["metrics"]["rows"]) {

@@ -279,10 +279,8 @@ TEST(CsvExport, AnyTextReadsBackAndNoFieldStartsAFormula) {
 
 TEST(ExportCli, ACsvOfAReportWithFormulasHoldsNoLiveFormula) {
   TempFolder folder;
-  json document = json::parse(testing::read_text(kLinearReport));
-  document["identity"]["workload_id"] = "+cmd|' /C calc'!A0";
-  const auto hostile = folder / "hostile.json";
-  std::ofstream(hostile) << document.dump();
+  const auto hostile = testing::tampered_linear_report(
+      folder, [](json& document) { document["identity"]["workload_id"] = "+cmd|' /C calc'!A0"; });
   const auto result = run_cli(fmt::format("export '{}' --format csv", hostile.string()));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out.find(",+cmd"), std::string::npos);

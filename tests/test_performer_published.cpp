@@ -298,8 +298,12 @@ TEST(PerformerPublished, CliTakesTheOptionRecordsItAndRefusesUnknownOnes) {
   bool performer_row = false;
   for (const auto& row : json["metrics"]["rows"]) {
     // A row records the options its own mechanism declares: the softmax_kv baseline takes none of performer's.
-    if (row["mechanism"] == "performer") EXPECT_EQ(row["options"]["favor_stabilizer"], "published");
-    if (row["mechanism"] == "softmax_kv") EXPECT_FALSE(row["options"].contains("favor_stabilizer"));
+    if (row["mechanism"] == "performer") {
+      EXPECT_EQ(row["options"]["favor_stabilizer"], "published");
+    }
+    if (row["mechanism"] == "softmax_kv") {
+      EXPECT_FALSE(row["options"].contains("favor_stabilizer"));
+    }
     performer_row |= row["mechanism"] == "performer" && row["within_tolerance"].get<bool>();
   }
   EXPECT_TRUE(performer_row);

@@ -256,12 +256,11 @@ TEST(ReportCli, MarkdownToStandardOutputAndToAFileThatIsNeverOverwritten) {
 
 TEST(ReportCli, NotesReasonsAndFailuresOfAValidReportReachTheMarkdownInert) {
   TempFolder folder;
-  json document = json::parse(testing::read_text(kLinearReport));
-  document["notes"].push_back("<script>alert(1)</script>");
-  document["decision"]["reasons"].push_back("[x](javascript:alert(1)) \x1b]0;owned\a");
-  document["identity"]["workload_id"] = "<img src=x onerror=alert(1)>";
-  const auto hostile = folder / "hostile.json";
-  std::ofstream(hostile) << document.dump();
+  const auto hostile = testing::tampered_linear_report(folder, [](json& document) {
+    document["notes"].push_back("<script>alert(1)</script>");
+    document["decision"]["reasons"].push_back("[x](javascript:alert(1)) \x1b]0;owned\a");
+    document["identity"]["workload_id"] = "<img src=x onerror=alert(1)>";
+  });
   const auto result = run_cli(fmt::format("report '{}'", hostile.string()));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out.find("<script"), std::string::npos);

@@ -49,16 +49,18 @@ void store_token(const AttentionInputs& inputs, std::int64_t t, T* q, T* k, T* v
   }
 }
 
-// Tokens [0, length) of every row of q, k, v in storage, [batch_heads, length, dim]: what a decode
-// cell's context prefill reads (staging memory outside the tracked allocator: it is set-up).
+// Tokens [0, length) of every row of q, k, v in storage, [batch_heads, length, dim], and room for
+// their output: what a decode cell's context prefill reads and writes (staging memory outside the
+// tracked allocator: it is set-up).
 template <class T>
 struct StoredContext {
   std::vector<T> q, k, v;
+  std::vector<T> out;  // the context prefill's output, [batch_heads, length, dim]: written, never read
 };
 template <class T>
 StoredContext<T> store_context(const AttentionInputs& inputs, std::int64_t length) {
   const std::int64_t count = inputs.batch_heads * length * inputs.dim;
-  StoredContext<T> context{std::vector<T>(count), std::vector<T>(count), std::vector<T>(count)};
+  StoredContext<T> context{std::vector<T>(count), std::vector<T>(count), std::vector<T>(count), std::vector<T>(count)};
   for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
     const std::int64_t offset = bh * length * inputs.dim;
     store(inputs.q_at(bh, 0), length * inputs.dim, context.q.data() + offset);

@@ -2,6 +2,7 @@
 // the decode step token by token from S = 0, and the fp64 sequential reference.
 #include <fmt/format.h>
 
+#include "mechanisms/common/matrix_state_conformance.hpp"
 #include "mechanisms/gated_deltanet/cpu.hpp"
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
@@ -12,8 +13,6 @@ namespace arch_bench {
 
 namespace {
 
-const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
-const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 const std::vector<std::string> kGateAxes = {"batch", "heads", "length"};
 
 void check_options(const MechanismOptions& options) { require_declared_options(options, "gated_deltanet"); }
@@ -22,45 +21,27 @@ template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, const std::vector<float>& g,
                              const std::vector<float>& beta) {
   const std::int64_t batch = inputs.axis("batch"), heads = inputs.axis("heads"), length = inputs.axis("length");
-  const std::int64_t dk = inputs.axis("dim"), dv = inputs.axis("dv");
-  const GatedDeltaNetShape shape{batch * heads, dk, dv};
+  const GatedDeltaNetShape shape{batch * heads, inputs.axis("dim"), inputs.axis("dv")};
   const std::int64_t bh = shape.batch_heads;
-  const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
-  const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
-                       v = stored_input<T>(inputs, "v", dtype);
 
   ConformanceOutputs out;
-  std::vector<float> state(bh * dk * dv, 0.0f);
-  std::vector<T> prefill(v.storage.size());
-  gated_deltanet_prefill_chunkwise(shape, length, q.storage.data(), k.storage.data(), v.storage.data(), g.data(),
-                                   beta.data(), state.data(), prefill.data());
-  out.prefill_out = storage_array(out_shape, prefill);
-
-  std::vector<float> decode_state(state.size(), 0.0f), g_t(bh), beta_t(bh);
-  out.decode_out = storage_array(
-      out_shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dk, dv,
-                                       [&](std::int64_t t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
-                                         gather_token(g.data(), bh, length, 1, t, g_t.data());
-                                         gather_token(beta.data(), bh, length, 1, t, beta_t.data());
-                                         gated_deltanet_decode_step(shape, q_t, k_t, v_t, g_t.data(), beta_t.data(),
-                                                                    decode_state.data(), o_t);
-                                       }));
-
-  std::vector<double> reference(v.values.size()), reference_state(state.size());
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const std::vector<double> gh(g.begin() + h * length, g.begin() + (h + 1) * length);
-    const std::vector<double> betah(beta.begin() + h * length, beta.begin() + (h + 1) * length);
-    const GatedDeltaNetResult r =
-        gated_deltanet_scan(slice_matrix(q.values, h, length, dk), slice_matrix(k.values, h, length, dk),
-                            slice_matrix(v.values, h, length, dv), gh, betah);
-    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
-    std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * dk * dv);
-  }
-  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
-
-  const std::vector<std::int64_t> state_shape = {batch, heads, dk, dv};
-  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
+  std::vector<float> g_t(bh), beta_t(bh);
+  run_matrix_state_conformance<T>(
+      inputs, dtype,
+      [&](const T* q, const T* k, const T* v, float* state, T* o) {
+        gated_deltanet_prefill_chunkwise(shape, length, q, k, v, g.data(), beta.data(), state, o);
+      },
+      [&](std::int64_t t, const T* q_t, const T* k_t, const T* v_t, float* state, T* o_t) {
+        gather_token(g.data(), bh, length, 1, t, g_t.data());
+        gather_token(beta.data(), bh, length, 1, t, beta_t.data());
+        gated_deltanet_decode_step(shape, q_t, k_t, v_t, g_t.data(), beta_t.data(), state, o_t);
+      },
+      [&](std::int64_t h, const MatrixD& q, const MatrixD& k, const MatrixD& v) {
+        const std::vector<double> gh(g.begin() + h * length, g.begin() + (h + 1) * length);
+        const std::vector<double> betah(beta.begin() + h * length, beta.begin() + (h + 1) * length);
+        return gated_deltanet_scan(q, k, v, gh, betah);
+      },
+      out);
   out.details = {{"prefill_chunk", kGatedDeltaNetChunk}};
   return out;
 }
@@ -71,12 +52,12 @@ class GatedDeltaNetConformance final : public ConformanceAdapter {
     check_options(options);
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dv"};
     ConformanceSpec spec;
-    spec.inputs = {{"q", kQkAxes, "queries (L2-normalised and scaled by dim^-1/2 inside)"},
-                   {"k", kQkAxes, "keys (L2-normalised inside)"},
-                   {"v", kVAxes, "values"},
+    spec.inputs = {{"q", kQueryKeyAxes, "queries (L2-normalised and scaled by dim^-1/2 inside)"},
+                   {"k", kQueryKeyAxes, "keys (L2-normalised inside)"},
+                   {"v", kValueAxes, "values"},
                    {"g", kGateAxes, "log decay g_t <= 0, alpha_t = exp(g_t)", true},
                    {"beta", kGateAxes, "writing strength beta_t, in (0, 1) in a run", true}};
-    spec.outputs = standard_outputs(kVAxes, "o_t = S_t^T q_t");
+    spec.outputs = standard_outputs(kValueAxes, "o_t = S_t^T q_t");
     add_state_outputs(spec.outputs, "final_state", state_axes, "S after the last token, fp32 (from the prefill)",
                       "S from the fp64 reference");
     spec.options = "";

@@ -5,6 +5,7 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/gated_deltanet/capacity.hpp"
@@ -67,15 +68,14 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in S.
   void build_context_state() {
     if (length_ == 0) return;
-    const StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<T> out(context.v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     std::vector<float> g(shape_.batch_heads * length_), beta(g.size());
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       std::copy(gates_.g_at(bh, 0), gates_.g_at(bh, length_), g.begin() + bh * length_);
       std::copy(gates_.beta_at(bh, 0), gates_.beta_at(bh, length_), beta.begin() + bh * length_);
     }
     gated_deltanet_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(), g.data(),
-                                     beta.data(), state_.data(), out.data());
+                                     beta.data(), state_.data(), context.out.data());
   }
 
   GatedDeltaNetShape shape_;
@@ -137,12 +137,7 @@ class GatedDeltaNet final : public Mechanism {
     static const MechanismInfo info{"gated_deltanet",
                                     "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
                                     "L2-normalised, fixed state S",
-                                    StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
+                                    StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -158,19 +153,17 @@ class GatedDeltaNet final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
-    return checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim, 4);
+    return square_fp32_state_bytes(cell);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     // q, k, v and the output in the storage dtype, g and beta in fp32; the CPU's chunk buffers live
     // on the threads' stacks and the CUDA recurrence keeps S in registers. The CUDA bf16 prefill's
     // chunkwise form keeps per-chunk operands (cuda_plan.hpp); counted on every backend so a plan's
     // prediction does not depend on where it runs (an over-estimate on the CPU).
-    const std::int64_t per_token = checked_add(checked_product(4, cell.head_dim, e), 8);
-    return checked_sum(state_bytes(cell), checked_product(tokens, cell.batch_heads(), per_token),
-                       gated_deltanet_cuda_workspace_bytes(cell));
+    return checked_sum(checked_sum(state_bytes(cell), qkv_out_bytes(cell)),
+                       checked_sum(checked_product(run_tokens(cell), cell.batch_heads(), 8),
+                                   gated_deltanet_cuda_workspace_bytes(cell)));
   }
 
   std::int64_t predicted_process_bytes(const Cell& cell) const override {
@@ -183,10 +176,7 @@ class GatedDeltaNet final : public Mechanism {
   }
 
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
-    const double state = static_cast<double>(state_bytes(cell));
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     if (cell.phase == Phase::decode) {
       // Read and write S once (the second pass finds it in cache); q, k, v, g, beta in and the
       // output out. Per element of S: S^T k (2), alpha s + k u (3), q s into the output (2).
@@ -197,7 +187,7 @@ class GatedDeltaNet final : public Mechanism {
     // 2d each) and K K^T over the R(R-1)/2 strict pairs, and the triangular solve (R^3/3).
     const std::int64_t length = cell.sequence_length;
     const std::int64_t full = length / kGatedDeltaNetChunk, rest = length % kGatedDeltaNetChunk;
-    const auto per_chunk = [d](double r) {
+    const auto per_chunk = [d = d](double r) {
       return 6 * r * d * d + r * (r + 1) * 4 * d + r * (r - 1) * d + (r - 1) * r * (r + 1) / 3;
     };
     const double flops =

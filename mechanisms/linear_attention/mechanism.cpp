@@ -7,6 +7,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/linear_attention/check.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/capacity.hpp"
 #include "mechanisms/common/prefill_form.hpp"
@@ -65,10 +66,9 @@ class LinearDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in (S, z).
   void build_context_state() {
     if (length_ == 0) return;
-    const StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<T> out(context.v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     linear_attention_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(),
-                                       state_.data(), normalizer_.data(), out.data());
+                                       state_.data(), normalizer_.data(), context.out.data());
   }
 
   LinearAttentionShape shape_;
@@ -122,12 +122,7 @@ class LinearAttention final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "linear_attention", "causal linear attention, phi = elu+1 (or relu+1), fixed state (S, z)",
-        StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -150,19 +145,13 @@ class LinearAttention final : public Mechanism {
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     // A GPU prefill also keeps one (S, z) per chunk (cuda_plan.hpp); counted on every backend so a
     // plan's prediction does not depend on where it runs (an over-estimate on the CPU).
-    return checked_sum(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e),
-                       linear_attention_cuda_workspace_bytes(cell));
+    return checked_sum(state_bytes(cell), qkv_out_bytes(cell), linear_attention_cuda_workspace_bytes(cell));
   }
 
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
-    const double state = static_cast<double>(state_bytes(cell));
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     if (cell.phase == Phase::decode) {
       // Read and write the state once; q, k, v in and the output out.
       return {2 * state + 4 * bh * d * e, bh * (4 * d * d + 4 * d)};

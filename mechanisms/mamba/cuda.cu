@@ -7,20 +7,13 @@
 #include <cuda_runtime.h>
 
 #include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/common/ssm_activations.cuh"
 #include "mechanisms/mamba/cuda.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-// softplus(x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
-__device__ __forceinline__ float softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
-// silu(z) = z sigmoid(z), the exponent kept <= 0 on both sides of zero.
-__device__ __forceinline__ float silu(float z) {
-  const float e = expf(-fabsf(z));
-  return z * (z >= 0.0f ? 1.0f : e) / (1.0f + e);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Decode: a group of `lanes` threads per row (MambaDecodePlan). Threads past the last row keep

@@ -6,6 +6,7 @@
 #include "core/checked_size.hpp"
 #include "mechanisms/mamba/options.hpp"
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/mamba/check.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
@@ -17,10 +18,6 @@
 namespace arch_bench {
 
 namespace {
-
-MambaShape shape_of(const Cell& cell) {
-  return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
-}
 
 // Tokens [first, first + count) of every row of a channel-major [rows, tokens] tensor.
 std::vector<float> row_tokens(const MambaInputs& in, const std::vector<float>& x, std::int64_t first,
@@ -79,7 +76,7 @@ class MambaDecodeCudaCell final : public PreparedCell {
  public:
   MambaDecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
-        shape_(shape_of(cell)),
+        shape_(mamba_shape_of(cell)),
         length_(cell.sequence_length),
         inputs_(make_mamba_inputs(cell, length_ + 1, seed)),
         plan_(plan_mamba_decode(shape_)),
@@ -98,13 +95,7 @@ class MambaDecodeCudaCell final : public PreparedCell {
 
   Accuracy check() const override {
     const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    ErrorAccumulator errors;
-    const MambaParametersD params = inputs_.reference_parameters();
-    for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, length_ + 1), params);
-      errors.add_row(out.data() + b * shape_.channels, ref.outputs.row(length_), shape_.channels);
-    }
-    return errors.finish();
+    return check_mamba_decode(inputs_, out.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
@@ -142,7 +133,7 @@ class MambaPrefillCudaCell final : public PreparedCell {
  public:
   MambaPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
-        shape_(shape_of(cell)),
+        shape_(mamba_shape_of(cell)),
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
         plan_(plan_mamba_prefill(shape_, cell.sequence_length)),
         params_(cuda_, inputs_),
@@ -160,20 +151,7 @@ class MambaPrefillCudaCell final : public PreparedCell {
 
   Accuracy check() const override {
     const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    ErrorAccumulator errors;
-    const MambaParametersD params = inputs_.reference_parameters();
-    const std::int64_t tokens = inputs_.tokens;
-    std::vector<float> gathered(static_cast<std::size_t>(shape_.channels));
-    for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, tokens), params);
-      for (std::int64_t t = 0; t < tokens; ++t) {
-        for (std::int64_t c = 0; c < shape_.channels; ++c) {
-          gathered[c] = out[static_cast<std::size_t>((b * shape_.channels + c) * tokens + t)];
-        }
-        errors.add_row(gathered.data(), ref.outputs.row(t), shape_.channels);
-      }
-    }
-    return errors.finish();
+    return check_mamba_prefill(inputs_, out.data());
   }
 
   std::vector<ByteSpan> buffers() const override {

@@ -4,34 +4,13 @@
 #include <cmath>
 #include <random>
 
-#include "core/bf16.hpp"
 #include "core/checked_size.hpp"
-#include "core/stop_request.hpp"
+#include "mechanisms/common/normal_draws.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
 
 namespace arch_bench {
 
-namespace {
-void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  out.clear();
-  out.reserve(count);  // not resized: a zero-fill of gigabytes would not see a stop
-  for (std::size_t i = 0; i < count; ++i) {
-    if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's inputs");  // core/stop_request.hpp
-    const float value = normal(rng);
-    out.push_back(dtype == DType::bfloat16 ? round_through<bf16>(value) : value);
-  }
-}
-
-// Mamba's dt initialisation: dt = exp(U(log 1e-3, log 1e-1)), stored as the bias that softplus
-// maps back onto it, dt_bias = dt + log(-expm1(-dt)) (the inverse of softplus).
-float inverse_softplus(double dt) { return static_cast<float>(dt + std::log(-std::expm1(-dt))); }
-}  // namespace
-
-std::vector<float> MambaInputs::A() const {
-  std::vector<float> a(A_log.size());
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = -std::exp(A_log[i]);
-  return a;
-}
+std::vector<float> MambaInputs::A() const { return negated_exp(A_log); }
 
 MambaSequenceD MambaInputs::reference_sequence(std::int64_t b, std::int64_t rows) const {
   MambaSequenceD x{MatrixD(rows, channels), MatrixD(rows, channels), MatrixD(rows, channels),
@@ -85,13 +64,11 @@ MambaInputs make_mamba_inputs(const Cell& cell, std::int64_t tokens, std::uint64
   for (std::int64_t c = 0; c < channels; ++c) {
     for (std::int64_t s = 0; s < n; ++s) inputs.A_log[c * n + s] = std::log(static_cast<float>(s + 1));
   }
-  std::uniform_real_distribution<double> log_dt(std::log(1e-3), std::log(1e-1));
-  std::uniform_real_distribution<float> skip(0.5f, 1.5f);
   inputs.dt_bias.resize(static_cast<std::size_t>(channels));
   inputs.D.resize(static_cast<std::size_t>(channels));
   for (std::int64_t c = 0; c < channels; ++c) {
-    inputs.dt_bias[c] = inverse_softplus(std::exp(log_dt(rng)));
-    inputs.D[c] = skip(rng);
+    inputs.dt_bias[c] = draw_dt_bias(rng);
+    inputs.D[c] = draw_skip_weight(rng);
   }
   return inputs;
 }

@@ -12,8 +12,13 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/cell_spans.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
+#include "mechanisms/common/ssm_token_buffers.hpp"
 #include "mechanisms/mamba/capacity.hpp"
+#include "mechanisms/mamba/check.hpp"
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/cuda_plan.hpp"
@@ -26,74 +31,46 @@ namespace arch_bench {
 
 namespace {
 
-MambaShape shape_of(const Cell& cell) {
-  return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
-}
-
 // The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
-struct ParameterBuffers {
-  ParameterBuffers(const MambaInputs& inputs, Allocator& allocator)
-      : A(allocator, inputs.A_log.size()), dt_bias(allocator, inputs.dt_bias.size()), D(allocator, inputs.D.size()) {
-    const std::vector<float> a = inputs.A();
-    std::copy(a.begin(), a.end(), A.data());
-    std::copy(inputs.dt_bias.begin(), inputs.dt_bias.end(), dt_bias.data());
-    std::copy(inputs.D.begin(), inputs.D.end(), D.data());
-  }
-  MambaParameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
-  Buffer<float> A, dt_bias, D;
-};
+using ParameterBuffers = SsmParameterBuffers<MambaParameters>;
+// u, dt_raw, z per channel and B, C per batch element, in storage T.
+template <class T>
+using TokenBuffers = SsmTokenBuffers<T, MambaTokens<T>>;
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
 class MambaDecodeCell final : public PreparedCell {
  public:
   MambaDecodeCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
-      : shape_(shape_of(cell)),
+      : shape_(mamba_shape_of(cell)),
         length_(cell.sequence_length),
         inputs_(make_mamba_inputs(cell, length_ + 1, seed)),
         params_(inputs_, allocator),
         state_(allocator, shape_.rows() * shape_.state_size),
-        u_(allocator, shape_.rows()),
-        dt_raw_(allocator, shape_.rows()),
-        z_(allocator, shape_.rows()),
-        B_(allocator, shape_.batch * shape_.state_size),
-        C_(allocator, B_.size()),
+        token_(allocator, shape_.rows(), shape_.rows(), shape_.batch * shape_.state_size),
         out_(allocator, shape_.rows()) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
     for (std::int64_t r = 0; r < shape_.rows(); ++r) {
-      store(inputs_.row(inputs_.u, r) + length_, 1, u_.data() + r);
-      store(inputs_.row(inputs_.dt_raw, r) + length_, 1, dt_raw_.data() + r);
-      store(inputs_.row(inputs_.z, r) + length_, 1, z_.data() + r);
+      store(inputs_.row(inputs_.u, r) + length_, 1, token_.x.data() + r);
+      store(inputs_.row(inputs_.dt_raw, r) + length_, 1, token_.dt_raw.data() + r);
+      store(inputs_.row(inputs_.z, r) + length_, 1, token_.z.data() + r);
     }
     const std::int64_t n = shape_.state_size;
     for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      store(inputs_.token(inputs_.B, b, length_), n, B_.data() + b * n);
-      store(inputs_.token(inputs_.C, b, length_), n, C_.data() + b * n);
+      store(inputs_.token(inputs_.B, b, length_), n, token_.B.data() + b * n);
+      store(inputs_.token(inputs_.C, b, length_), n, token_.C.data() + b * n);
     }
   }
 
   void run() override {
-    mamba_decode_step(shape_, params_.view(), {u_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()},
-                      state_.data(), out_.data());
+    mamba_decode_step(shape_, params_.view(), token_.view(), state_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    // The step's output for token L: row L of the reference over L + 1 tokens, per batch element.
-    ErrorAccumulator errors;
-    const MambaParametersD params = inputs_.reference_parameters();
-    for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
-      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, length_ + 1), params);
-      errors.add_row(out_.data() + b * shape_.channels, ref.outputs.row(length_), shape_.channels);
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_mamba_decode(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(),  params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(),
-            u_.byte_span(),      dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),
-            C_.byte_span(),      out_.byte_span()};
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, token_);
   }
 
  private:
@@ -125,64 +102,34 @@ class MambaDecodeCell final : public PreparedCell {
   MambaInputs inputs_;
   ParameterBuffers params_;
   Buffer<float> state_;
-  Buffer<T> u_, dt_raw_, z_, B_, C_, out_;
+  TokenBuffers<T> token_;
+  Buffer<T> out_;
 };
 
 template <class T>
 class MambaPrefillCell final : public PreparedCell {
  public:
   MambaPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
-      : shape_(shape_of(cell)),
+      : shape_(mamba_shape_of(cell)),
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
         chunk_(mamba_prefill_chunk(shape_, inputs_.tokens, omp_get_max_threads())),
         params_(inputs_, allocator),
-        u_(allocator, inputs_.u.size()),
-        dt_raw_(allocator, inputs_.dt_raw.size()),
-        z_(allocator, inputs_.z.size()),
-        B_(allocator, inputs_.B.size()),
-        C_(allocator, inputs_.C.size()),
+        tokens_(allocator, inputs_.u, inputs_.dt_raw, inputs_.z, inputs_.B, inputs_.C),
         out_(allocator, inputs_.u.size()),
         state_(allocator, shape_.rows() * shape_.state_size),
-        workspace_(allocator, mamba_prefill_workspace_floats(shape_, inputs_.tokens, chunk_)) {
-    store(inputs_.u.data(), inputs_.u.size(), u_.data());
-    store(inputs_.dt_raw.data(), inputs_.dt_raw.size(), dt_raw_.data());
-    store(inputs_.z.data(), inputs_.z.size(), z_.data());
-    store(inputs_.B.data(), inputs_.B.size(), B_.data());
-    store(inputs_.C.data(), inputs_.C.size(), C_.data());
-  }
+        workspace_(allocator, mamba_prefill_workspace_floats(shape_, inputs_.tokens, chunk_)) {}
 
   void run() override {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
-    mamba_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_,
-                          {u_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()}, state_.data(),
+    mamba_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_, tokens_.view(), state_.data(),
                           workspace_.data(), out_.data());
   }
 
-  Accuracy check() const override {
-    // Every row: the reference is O(L d_inner N), as cheap as the scan itself.
-    ErrorAccumulator errors;
-    const MambaParametersD params = inputs_.reference_parameters();
-    const std::int64_t tokens = inputs_.tokens;
-    std::vector<T> gathered(static_cast<std::size_t>(shape_.channels));
-    for (std::int64_t b = 0; b < shape_.batch; ++b) {
-      throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
-      const MambaReferenceResult ref = mamba_selective_scan(inputs_.reference_sequence(b, tokens), params);
-      for (std::int64_t t = 0; t < tokens; ++t) {
-        // Outputs are channel-major; the reference row t holds every channel of token t.
-        for (std::int64_t c = 0; c < shape_.channels; ++c) {
-          gathered[c] = out_[static_cast<std::size_t>((b * shape_.channels + c) * tokens + t)];
-        }
-        errors.add_row(gathered.data(), ref.outputs.row(t), shape_.channels);
-      }
-    }
-    return errors.finish();
-  }
+  Accuracy check() const override { return check_mamba_prefill(inputs_, out_.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), u_.byte_span(),
-            dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),        C_.byte_span(),
-            out_.byte_span(),      state_.byte_span(),          workspace_.byte_span()};
+    return cell_spans({out_.byte_span(), state_.byte_span(), workspace_.byte_span()}, params_, tokens_);
   }
 
  private:
@@ -190,7 +137,8 @@ class MambaPrefillCell final : public PreparedCell {
   MambaInputs inputs_;
   std::int64_t chunk_;
   ParameterBuffers params_;
-  Buffer<T> u_, dt_raw_, z_, B_, C_, out_;
+  TokenBuffers<T> tokens_;
+  Buffer<T> out_;
   Buffer<float> state_, workspace_;
 };
 
@@ -199,12 +147,7 @@ class Mamba final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "mamba", "Mamba selective scan (S6), fixed d_inner x N fp32 state, d_inner = heads * head_dim",
-        StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -224,14 +167,14 @@ class Mamba final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // h [batch, d_inner, N] in fp32 whatever the storage dtype: fixed, independent of L.
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     return checked_product(shape.batch, shape.channels, shape.state_size, 4);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    const std::int64_t tokens = run_tokens(cell);
     std::int64_t workspace = 0;
     if (cell.phase == Phase::prefill) {
       const std::int64_t chunk = mamba_prefill_chunk(shape, tokens, omp_get_max_threads());
@@ -243,7 +186,7 @@ class Mamba final : public Mechanism {
   }
 
   std::int64_t predicted_process_bytes(const Cell& cell) const override {
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
     const std::int64_t tokens = drawn_tokens(cell), n = shape.state_size;
     // Drawn: u, dt_raw, z per channel and token, B, C per token, fp32.
@@ -272,7 +215,7 @@ class Mamba final : public Mechanism {
   // token (shared by the channels); the fp32 parameters A (d_inner x N), dt_bias, D read once; the
   // fp32 state read and written once per decode step, written once per prefill (it starts at zero).
   Cost cost(const Cell& cell) const override {
-    const MambaShape shape = shape_of(cell);
+    const MambaShape shape = mamba_shape_of(cell);
     const double e = static_cast<double>(dtype_bytes(cell.dtype));
     const double rows = static_cast<double>(shape.rows());
     const double n = static_cast<double>(shape.state_size);

@@ -1,5 +1,7 @@
 #include "mechanisms/mamba/options.hpp"
 
+#include "core/checked_size.hpp"
+
 namespace arch_bench {
 
 const OptionSpec& mamba_state_size_option() {
@@ -10,6 +12,10 @@ const OptionSpec& mamba_state_size_option() {
                                .minimum = 1.0,
                                .shapes_inputs = true};
   return spec;
+}
+
+MambaShape mamba_shape_of(const Cell& cell) {
+  return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
 }
 
 }  // namespace arch_bench

@@ -8,19 +8,12 @@
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_scalar_decay.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
+#include "mechanisms/common/ssm_activations.cuh"
 #include "mechanisms/mamba2/cuda.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-// softplus(x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
-__device__ __forceinline__ float softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
-// silu(z) = z sigmoid(z), the exponent kept <= 0 on both sides of zero.
-__device__ __forceinline__ float silu(float z) {
-  const float e = expf(-fabsf(z));
-  return z * (z >= 0.0f ? 1.0f : e) / (1.0f + e);
-}
 
 // S = a S + B_t (dt x_t)^T, y = S^T C_t per token; S [N, P] of this block's row stays in global
 // memory (32 KiB at N = 128, P = 64: L2-resident), each thread reading and writing its own column.

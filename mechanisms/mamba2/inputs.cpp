@@ -4,35 +4,15 @@
 #include <random>
 #include <string>
 
-#include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "core/errors.hpp"
-#include "core/stop_request.hpp"
+#include "mechanisms/common/normal_draws.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/mamba2/options.hpp"
 
 namespace arch_bench {
 
-namespace {
-void fill_normal(std::vector<float>& out, std::size_t count, std::mt19937_64& rng, DType dtype) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  out.clear();
-  out.reserve(count);  // not resized: a zero-fill of gigabytes would not see a stop
-  for (std::size_t i = 0; i < count; ++i) {
-    if (i % kStopPollElements == 0) throw_if_stop_requested("drawing the cell's inputs");  // core/stop_request.hpp
-    const float value = normal(rng);
-    out.push_back(dtype == DType::bfloat16 ? round_through<bf16>(value) : value);
-  }
-}
-
-// dt_bias = dt + log(-expm1(-dt)), the inverse of softplus, so that softplus(dt_bias) = dt.
-float inverse_softplus(double dt) { return static_cast<float>(dt + std::log(-std::expm1(-dt))); }
-}  // namespace
-
-std::vector<float> Mamba2Inputs::A() const {
-  std::vector<float> a(A_log.size());
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = -std::exp(A_log[i]);
-  return a;
-}
+std::vector<float> Mamba2Inputs::A() const { return negated_exp(A_log); }
 
 Mamba2HeadSequenceD Mamba2Inputs::head_sequence(std::int64_t bh, std::int64_t rows) const {
   const std::int64_t b = bh / heads, h = bh % heads, g = group_of(h);
@@ -109,16 +89,14 @@ Mamba2Inputs make_mamba2_inputs(const Cell& cell, std::int64_t tokens, std::uint
   fill_normal(in.C, per_group, rng, cell.dtype);
 
   std::uniform_real_distribution<float> a_range(1.0f, 16.0f);
-  std::uniform_real_distribution<double> log_dt(std::log(1e-3), std::log(1e-1));
-  std::uniform_real_distribution<float> skip(0.5f, 1.5f);
   const auto heads = static_cast<std::size_t>(in.heads);
   in.A_log.resize(heads);
   in.dt_bias.resize(heads);
   in.D.resize(heads);
   for (std::size_t h = 0; h < heads; ++h) {
     in.A_log[h] = std::log(a_range(rng));
-    in.dt_bias[h] = inverse_softplus(std::exp(log_dt(rng)));
-    in.D[h] = skip(rng);
+    in.dt_bias[h] = draw_dt_bias(rng);
+    in.D[h] = draw_skip_weight(rng);
   }
   return in;
 }

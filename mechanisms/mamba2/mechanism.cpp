@@ -9,8 +9,12 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/cell_spans.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
+#include "mechanisms/common/ssm_token_buffers.hpp"
 #include "mechanisms/mamba2/capacity.hpp"
 #include "mechanisms/mamba2/conformance.hpp"
 #include "mechanisms/mamba2/cpu.hpp"
@@ -38,18 +42,11 @@ MatrixD reference_outputs(const Mamba2Inputs& inputs, std::int64_t bh, std::int6
   return mamba2_ssd_scan(inputs.head_sequence(bh, rows), inputs.head_parameters(bh % inputs.heads)).outputs;
 }
 
-// The layer's fp32 parameters in tracked buffers.
-struct ParameterBuffers {
-  ParameterBuffers(const Mamba2Inputs& inputs, Allocator& allocator)
-      : A(allocator, inputs.A_log.size()), dt_bias(allocator, inputs.dt_bias.size()), D(allocator, inputs.D.size()) {
-    const std::vector<float> a = inputs.A();
-    std::copy(a.begin(), a.end(), A.data());
-    std::copy(inputs.dt_bias.begin(), inputs.dt_bias.end(), dt_bias.data());
-    std::copy(inputs.D.begin(), inputs.D.end(), D.data());
-  }
-  Mamba2Parameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
-  Buffer<float> A, dt_bias, D;
-};
+// The layer's fp32 parameters in tracked buffers: A = -exp(A_log), dt_bias, D.
+using ParameterBuffers = SsmParameterBuffers<Mamba2Parameters>;
+// x, dt_raw, z per head and B, C per group, in storage T.
+template <class T>
+using TokenBuffers = SsmTokenBuffers<T, Mamba2Tokens<T>>;
 
 // Tokens [first, first + count) of every row, in the kernels' layout and storage type.
 template <class T>
@@ -69,6 +66,13 @@ StagedTokens<T> stage_tokens(const Mamba2Inputs& in, std::int64_t first, std::in
   return {stored(slice.x), stored(slice.dt_raw), stored(slice.z), stored(slice.B), stored(slice.C)};
 }
 
+// Tokens [first, first + count) of every row in tracked buffers (a decode cell's step input).
+template <class T>
+TokenBuffers<T> tracked_tokens(Allocator& allocator, const Mamba2Inputs& in, std::int64_t first, std::int64_t count) {
+  const Mamba2TokenSlice slice = in.slice(first, count);
+  return {allocator, slice.x, slice.dt_raw, slice.z, slice.B, slice.C};
+}
+
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
 class Mamba2DecodeCell final : public PreparedCell {
@@ -80,25 +84,14 @@ class Mamba2DecodeCell final : public PreparedCell {
         inputs_(make_mamba2_inputs(cell, length_ + 1, seed)),
         params_(inputs_, allocator),
         state_(allocator, shape_.rows() * shape_.state_size * shape_.head_dim),
-        x_(allocator, shape_.rows() * shape_.head_dim),
-        dt_raw_(allocator, shape_.rows()),
-        z_(allocator, x_.size()),
-        B_(allocator, shape_.batch * shape_.groups * shape_.state_size),
-        C_(allocator, B_.size()),
-        out_(allocator, x_.size()) {
+        token_(tracked_tokens<T>(allocator, inputs_, length_, 1)),
+        out_(allocator, token_.x.size()) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
-    const StagedTokens<T> token = stage_tokens<T>(inputs_, length_, 1);
-    std::copy(token.x.begin(), token.x.end(), x_.data());
-    std::copy(token.dt_raw.begin(), token.dt_raw.end(), dt_raw_.data());
-    std::copy(token.z.begin(), token.z.end(), z_.data());
-    std::copy(token.B.begin(), token.B.end(), B_.data());
-    std::copy(token.C.begin(), token.C.end(), C_.data());
   }
 
   void run() override {
-    mamba2_decode_step(shape_, params_.view(), {x_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()},
-                       state_.data(), out_.data());
+    mamba2_decode_step(shape_, params_.view(), token_.view(), state_.data(), out_.data());
   }
 
   Accuracy check() const override {
@@ -107,9 +100,7 @@ class Mamba2DecodeCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(),
-            x_.byte_span(),     dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),
-            C_.byte_span(),     out_.byte_span()};
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, token_);
   }
 
  private:
@@ -131,7 +122,8 @@ class Mamba2DecodeCell final : public PreparedCell {
   Mamba2Inputs inputs_;
   ParameterBuffers params_;
   Buffer<float> state_;
-  Buffer<T> x_, dt_raw_, z_, B_, C_, out_;
+  TokenBuffers<T> token_;
+  Buffer<T> out_;
 };
 
 template <class T>
@@ -143,26 +135,15 @@ class Mamba2PrefillCell final : public PreparedCell {
         threads_(omp_get_max_threads()),
         inputs_(make_mamba2_inputs(cell, cell.sequence_length, seed)),
         params_(inputs_, allocator),
-        x_(allocator, inputs_.x.size()),
-        dt_raw_(allocator, inputs_.dt_raw.size()),
-        z_(allocator, inputs_.z.size()),
-        B_(allocator, inputs_.B.size()),
-        C_(allocator, inputs_.C.size()),
+        tokens_(allocator, inputs_.x, inputs_.dt_raw, inputs_.z, inputs_.B, inputs_.C),
         out_(allocator, inputs_.x.size()),
         state_(allocator, shape_.rows() * shape_.state_size * shape_.head_dim),
-        workspace_(allocator, threads_ * mamba2_chunk_workspace_floats(shape_, chunk_)) {
-    store(inputs_.x.data(), inputs_.x.size(), x_.data());
-    store(inputs_.dt_raw.data(), inputs_.dt_raw.size(), dt_raw_.data());
-    store(inputs_.z.data(), inputs_.z.size(), z_.data());
-    store(inputs_.B.data(), inputs_.B.size(), B_.data());
-    store(inputs_.C.data(), inputs_.C.size(), C_.data());
-  }
+        workspace_(allocator, threads_ * mamba2_chunk_workspace_floats(shape_, chunk_)) {}
 
   void run() override {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
-    mamba2_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_,
-                           {x_.data(), dt_raw_.data(), z_.data(), B_.data(), C_.data()}, state_.data(),
+    mamba2_prefill_chunked(shape_, params_.view(), inputs_.tokens, chunk_, tokens_.view(), state_.data(),
                            workspace_.data(), threads_, out_.data());
   }
 
@@ -172,9 +153,7 @@ class Mamba2PrefillCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), x_.byte_span(),
-            dt_raw_.byte_span(),   z_.byte_span(),              B_.byte_span(),        C_.byte_span(),
-            out_.byte_span(),      state_.byte_span(),          workspace_.byte_span()};
+    return cell_spans({out_.byte_span(), state_.byte_span(), workspace_.byte_span()}, params_, tokens_);
   }
 
  private:
@@ -183,7 +162,8 @@ class Mamba2PrefillCell final : public PreparedCell {
   int threads_;
   Mamba2Inputs inputs_;
   ParameterBuffers params_;
-  Buffer<T> x_, dt_raw_, z_, B_, C_, out_;
+  TokenBuffers<T> tokens_;
+  Buffer<T> out_;
   Buffer<float> state_, workspace_;
 };
 
@@ -193,12 +173,7 @@ class Mamba2 final : public Mechanism {
     static const MechanismInfo info{"mamba2",
                                     "Mamba-2 SSD: per head H = a_t H + dt x B^T, a_t = exp(dt A), fixed P x N fp32 "
                                     "state, B/C shared by n_groups",
-                                    StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
+                                    StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -237,7 +212,7 @@ class Mamba2 final : public Mechanism {
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
     const Mamba2Shape shape = shape_of(cell);
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+    const std::int64_t tokens = run_tokens(cell);
     std::int64_t workspace = 0;
     if (cell.phase == Phase::prefill) {
       workspace = checked_product(omp_get_max_threads(), mamba2_chunk_workspace_floats(shape, chunk_of(cell)), 4);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mechanisms/common/qkv_file_axes.hpp"
 #include "mechanisms/performer/cpu.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "mechanisms/performer/conformance.hpp"
@@ -14,9 +15,6 @@
 namespace arch_bench {
 
 namespace {
-
-const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
-const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
 
 PerformerFeatures features_of(const MechanismOptions& options) {
   require_declared_options(options, "performer");
@@ -131,15 +129,15 @@ class PerformerConformance final : public ConformanceAdapter {
     stabilizer_of(options, kind);  // refuses an unknown one (or published with trig) before any file is read
     const std::vector<std::string> state_axes = {"batch", "heads", "m", "dv"};
     ConformanceSpec spec;
-    spec.inputs = {{"q", kQkAxes, "queries"},
-                   {"k", kQkAxes, "keys"},
-                   {"v", kVAxes, "values"},
+    spec.inputs = {{"q", kQueryKeyAxes, "queries"},
+                   {"k", kQueryKeyAxes, "keys"},
+                   {"v", kValueAxes, "values"},
                    {"w", {w_rows_axis(kind), "dim"},
                     kind == PerformerFeatures::trig
                         ? "projection W: row i gives the features sin(w_i.x~) and cos(w_i.x~), x~ = x dim^(-1/4)"
                         : "projection W: feature i is exp(w_i.x~ - |x~|^2/2), x~ = x dim^(-1/4)",
                     /*parameter=*/true}};
-    spec.outputs = standard_outputs(kVAxes, "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)");
+    spec.outputs = standard_outputs(kValueAxes, "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)");
     add_state_outputs(spec.outputs, "final_state", state_axes,
                       "S after the last token relative to exp(M): sum_t exp(c_t - M) f(k_t) v_t^T, fp32",
                       "S from the fp64 reference");

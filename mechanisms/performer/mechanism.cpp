@@ -11,6 +11,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/capacity.hpp"
@@ -216,12 +217,7 @@ class Performer final : public Mechanism {
     static const MechanismInfo info{
         "performer",
         "Performer: m random features (favor+ or trig) on the linear-attention recurrence, fixed state",
-        StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-        {"cpu", "cuda"}};
-#else
-        {"cpu"}};
-#endif
+        StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -266,17 +262,12 @@ class Performer final : public Mechanism {
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const PerformerShape shape = shape_of(cell);
-    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    const std::int64_t cpu_workspace =
-        cell.phase == Phase::decode ? 0 : checked_mul(performer_prefill_workspace_floats(shape, omp_get_max_threads()), 4);
-    // A GPU cell holds its own workspace instead (cuda_plan.hpp: the features of every token, one
-    // (S, z) per chunk); the larger of the two bounds either backend, so the prediction does not
-    // depend on where the cell runs.
-    const std::int64_t workspace = std::max(cpu_workspace, performer_cuda_workspace_bytes(cell));
-    return checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape), 4), workspace,
-                       checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e));
+    // A GPU cell holds its own workspace instead of the CPU's (cuda_plan.hpp: the features of every
+    // token, one (S, z) per chunk); the larger of the two bounds either backend, so the prediction
+    // does not depend on where the cell runs.
+    const std::int64_t workspace =
+        std::max(cpu_workspace_bytes(cell, omp_get_max_threads()), performer_cuda_workspace_bytes(cell));
+    return checked_add(buffer_bytes_but_workspace(cell), workspace);
   }
   std::int64_t predicted_process_bytes(const Cell& cell) const override {
     const PerformerShape shape = shape_of(cell);
@@ -295,13 +286,7 @@ class Performer final : public Mechanism {
     const std::int64_t per_thread = checked_product(threads, tokens, checked_sum(checked_mul(6, d), checked_mul(2, m)), 8);
     // The CPU cell's buffers, not predicted_peak_bytes: that bound takes the GPU prefill's workspace
     // (the features of every token), 3x the process of a CPU prefill at L = 512.
-    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t io_tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
-    const std::int64_t cpu_workspace =
-        cell.phase == Phase::decode ? 0 : checked_mul(performer_prefill_workspace_floats(shape, threads), 4);
-    const std::int64_t cpu_buffers =
-        checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape), 4), cpu_workspace,
-                    checked_product(4, io_tokens, cell.batch_heads(), cell.head_dim, e));
+    const std::int64_t cpu_buffers = checked_add(buffer_bytes_but_workspace(cell), cpu_workspace_bytes(cell, threads));
     return ProcessBytes{cpu_buffers, drawn_attention_bytes(cell, 3), staged,
                         checked_add(all_heads, per_thread)}
         .total();
@@ -310,12 +295,9 @@ class Performer final : public Mechanism {
 
   Cost cost(const Cell& cell) const override {
     const PerformerShape shape = shape_of(cell);
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     const double m = static_cast<double>(shape.features);
     const double rows = static_cast<double>(shape.projection_rows());
-    const double state = static_cast<double>(state_bytes(cell));
     const double projection = static_cast<double>(performer_projection_floats(shape)) * 4;
     // Per token and head: the projections of q and k (2 rows x dk flops each, per projection
     // row), the features (~2 flops each besides the exp), and the state work: rescale + update +
@@ -348,6 +330,20 @@ class Performer final : public Mechanism {
     return &performer_capacity(parse_performer_features(performer_feature_map_option().text(options))
                                    .value_or(PerformerFeatures::favor_plus),
                                performer_features_option().integer(options));
+  }
+
+ private:
+  // What every performer cell holds on either backend: the state, the projection W (fp32), and q,
+  // k, v and the output in the storage dtype.
+  std::int64_t buffer_bytes_but_workspace(const Cell& cell) const {
+    return checked_sum(state_bytes(cell), checked_mul(performer_projection_floats(shape_of(cell)), 4),
+                       qkv_out_bytes(cell));
+  }
+
+  // The CPU prefill's workspace with `threads` threads; a decode step needs none.
+  static std::int64_t cpu_workspace_bytes(const Cell& cell, std::int64_t threads) {
+    if (cell.phase == Phase::decode) return 0;
+    return checked_mul(performer_prefill_workspace_floats(shape_of(cell), static_cast<int>(threads)), 4);
   }
 };
 

@@ -3,6 +3,7 @@
 // gamma_h = 1 - 2^(-5-h), as in a run.
 #include <fmt/format.h>
 
+#include "mechanisms/common/matrix_state_conformance.hpp"
 #include "mechanisms/retnet/cpu.hpp"
 #include "mechanisms/retnet/reference.hpp"
 #include "mechanisms/retnet/conformance.hpp"
@@ -12,50 +13,28 @@ namespace arch_bench {
 
 namespace {
 
-const std::vector<std::string> kQkAxes = {"batch", "heads", "length", "dim"};
-const std::vector<std::string> kVAxes = {"batch", "heads", "length", "dv"};
-
 void check_options(const MechanismOptions& options) { require_declared_options(options, "retnet"); }
 
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   const std::int64_t batch = inputs.axis("batch"), heads = inputs.axis("heads"), length = inputs.axis("length");
-  const std::int64_t dk = inputs.axis("dim"), dv = inputs.axis("dv");
-  const RetNetShape shape{batch * heads, heads, dk, dv};
-  const std::int64_t bh = shape.batch_heads;
+  const RetNetShape shape{batch * heads, heads, inputs.axis("dim"), inputs.axis("dv")};
   std::vector<double> gamma(static_cast<std::size_t>(heads));
   for (std::int64_t h = 0; h < heads; ++h) gamma[h] = retnet_gamma(h);
-  const std::vector<std::int64_t> out_shape = {batch, heads, length, dv};
-  const StoredInput<T> q = stored_input<T>(inputs, "q", dtype), k = stored_input<T>(inputs, "k", dtype),
-                       v = stored_input<T>(inputs, "v", dtype);
 
   ConformanceOutputs out;
-  std::vector<float> state(bh * dk * dv, 0.0f);
-  std::vector<T> prefill(v.storage.size());
-  retnet_prefill_chunkwise(shape, gamma.data(), length, q.storage.data(), k.storage.data(), v.storage.data(),
-                           state.data(), prefill.data());
-  out.prefill_out = storage_array(out_shape, prefill);
-
-  std::vector<float> decode_state(state.size(), 0.0f);
-  out.decode_out = storage_array(
-      out_shape, decode_token_by_token(q.storage, k.storage, v.storage, bh, length, dk, dv,
-                                       [&](std::int64_t, const T* q_t, const T* k_t, const T* v_t, T* o_t) {
-                                         retnet_decode_step(shape, gamma.data(), q_t, k_t, v_t, decode_state.data(),
-                                                            o_t);
-                                       }));
-
-  std::vector<double> reference(v.values.size()), reference_state(state.size());
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const RetNetResult r = retnet_scan(slice_matrix(q.values, h, length, dk), slice_matrix(k.values, h, length, dk),
-                                       slice_matrix(v.values, h, length, dv), gamma[h % heads]);
-    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dv);
-    std::copy(r.state.data.begin(), r.state.data.end(), reference_state.begin() + h * dk * dv);
-  }
-  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
-
-  const std::vector<std::int64_t> state_shape = {batch, heads, dk, dv};
-  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, reference_state));
+  run_matrix_state_conformance<T>(
+      inputs, dtype,
+      [&](const T* q, const T* k, const T* v, float* state, T* o) {
+        retnet_prefill_chunkwise(shape, gamma.data(), length, q, k, v, state, o);
+      },
+      [&](std::int64_t, const T* q_t, const T* k_t, const T* v_t, float* state, T* o_t) {
+        retnet_decode_step(shape, gamma.data(), q_t, k_t, v_t, state, o_t);
+      },
+      [&](std::int64_t h, const MatrixD& q, const MatrixD& k, const MatrixD& v) {
+        return retnet_scan(q, k, v, gamma[h % heads]);
+      },
+      out);
   out.details = {{"gamma", gamma}, {"prefill_chunk", kRetNetChunk}};
   return out;
 }
@@ -66,8 +45,8 @@ class RetNetConformance final : public ConformanceAdapter {
     check_options(options);
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dv"};
     ConformanceSpec spec;
-    spec.inputs = {{"q", kQkAxes, "queries"}, {"k", kQkAxes, "keys"}, {"v", kVAxes, "values"}};
-    spec.outputs = standard_outputs(kVAxes, "o_t = q_t^T S_t");
+    spec.inputs = {{"q", kQueryKeyAxes, "queries"}, {"k", kQueryKeyAxes, "keys"}, {"v", kValueAxes, "values"}};
+    spec.outputs = standard_outputs(kValueAxes, "o_t = q_t^T S_t");
     add_state_outputs(spec.outputs, "final_state", state_axes, "S after the last token, fp32 (from the prefill)",
                       "S from the fp64 reference");
     spec.options = "";

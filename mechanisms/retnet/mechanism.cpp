@@ -5,6 +5,7 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/retnet/capacity.hpp"
@@ -58,10 +59,9 @@ class RetNetDecodeCell final : public PreparedCell {
   // allocator: it is set-up, not part of the decode cell) to leave their state in S.
   void build_context_state() {
     if (length_ == 0) return;
-    const StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<T> out(context.v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     retnet_prefill_chunkwise(shape_, gamma_.data(), length_, context.q.data(), context.k.data(), context.v.data(),
-                             state_.data(), out.data());
+                             state_.data(), context.out.data());
   }
 
   RetNetShape shape_;
@@ -118,12 +118,7 @@ class RetNet final : public Mechanism {
     static const MechanismInfo info{"retnet",
                                     "multi-scale retention (RetNet): S = gamma_h S + k v^T, gamma_h = 1 - 2^(-5-h), "
                                     "fixed state S",
-                                    StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
+                                    StateKind::fixed_state, cpu_and_cuda_backends()};
     return info;
   }
 
@@ -139,25 +134,19 @@ class RetNet final : public Mechanism {
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
-    return checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim, 4);
+    return square_fp32_state_bytes(cell);
   }
 
   std::int64_t predicted_peak_bytes(const Cell& cell) const override {
-    const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-    const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
     // q, k, v and the output; the CPU's chunk buffers live on the threads' stacks and the CUDA
     // recurrence keeps S in registers. The CUDA bf16 prefill's chunkwise form keeps one state per
     // chunk (cuda_plan.hpp); counted on every backend so a plan's prediction does not depend on
     // where it runs (an over-estimate on the CPU).
-    return checked_sum(state_bytes(cell), checked_product(4, tokens, cell.batch_heads(), cell.head_dim, e),
-                       retnet_cuda_workspace_bytes(cell));
+    return checked_sum(state_bytes(cell), qkv_out_bytes(cell), retnet_cuda_workspace_bytes(cell));
   }
 
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
-    const double state = static_cast<double>(state_bytes(cell));
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     if (cell.phase == Phase::decode) {
       // Read and write S once; q, k, v in and the output out. Per element of S: gamma s + k v (3),
       // then q s into the output (2).

@@ -14,8 +14,11 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/rwkv/input_buffers.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
 
@@ -46,23 +49,12 @@ struct RwkvParameterBuffers {
 
 // Per-token inputs in storage T, one buffer per input the generation reads.
 template <class T>
-struct RwkvTokenBuffers {
-  RwkvTokenBuffers(RwkvVersion version, std::size_t count, Allocator& allocator) : used(rwkv_inputs_used(version)) {
+struct RwkvTokenBuffers : RwkvInputBuffers<T> {
+  RwkvTokenBuffers(RwkvVersion version, std::size_t count, Allocator& allocator) : RwkvInputBuffers<T>(version) {
     for (int i = 0; i < kRwkvInputCount; ++i) {
-      if (used[i]) buffers[i] = Buffer<T>(allocator, count);
+      if (this->used[i]) this->buffers[i] = Buffer<T>(allocator, count);
     }
   }
-  RwkvTokens<T> view() const {
-    return {buffers[kRwkvR].data(),     buffers[kRwkvK].data(),     buffers[kRwkvV].data(),
-            buffers[kRwkvDecay].data(), buffers[kRwkvKappa].data(), buffers[kRwkvIclr].data()};
-  }
-  void add_spans(std::vector<ByteSpan>& spans) const {
-    for (int i = 0; i < kRwkvInputCount; ++i) {
-      if (used[i]) spans.push_back(buffers[i].byte_span());
-    }
-  }
-  std::array<bool, kRwkvInputCount> used;
-  std::array<Buffer<T>, kRwkvInputCount> buffers;
 };
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
@@ -96,10 +88,7 @@ class RwkvDecodeCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    tokens_.add_spans(spans);
-    return spans;
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
  private:
@@ -162,10 +151,7 @@ class RwkvPrefillCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    tokens_.add_spans(spans);
-    return spans;
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
  private:
@@ -182,7 +168,7 @@ template <class Policy>
 std::int64_t rwkv_predicted_peak_bytes(const Cell& cell) {
   const RwkvShape shape = rwkv_shape_of(cell);
   const std::int64_t e = static_cast<std::int64_t>(dtype_bytes(cell.dtype));
-  const std::int64_t tokens = cell.phase == Phase::decode ? 1 : cell.sequence_length;
+  const std::int64_t tokens = run_tokens(cell);
   const auto used = rwkv_inputs_used(Policy::version);
   const std::int64_t streams = 1 + std::count(used.begin(), used.end(), true);
   const std::int64_t parameters = (Policy::uses_w ? 1 : 0) + (Policy::uses_u ? 1 : 0);

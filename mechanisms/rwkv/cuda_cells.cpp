@@ -9,9 +9,11 @@
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/checked_size.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/input_buffers.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
 
@@ -55,34 +57,23 @@ struct DeviceParameters {
 // Tokens [first, first + count) of every head of the inputs the generation reads, on the device
 // ([batch_heads, count, dim]; any allocator: the cell's or a staging one).
 template <class T>
-struct DeviceTokens {
+struct DeviceTokens : RwkvInputBuffers<T> {
   DeviceTokens(CudaBackend& cuda, Allocator& allocator, const RwkvInputs& in, std::int64_t first, std::int64_t count)
-      : used(rwkv_inputs_used(in.version)) {
+      : RwkvInputBuffers<T>(in.version) {
     const std::int64_t elements = checked_product(in.batch_heads, count, in.dim);
     std::vector<float> rows;
     for (int i = 0; i < kRwkvInputCount; ++i) {
-      if (!used[i]) continue;
+      if (!this->used[i]) continue;
       rows.clear();
       rows.reserve(checked_count(elements));
       for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
         const float* begin = in.at(static_cast<RwkvInput>(i), bh, first);
         rows.insert(rows.end(), begin, begin + count * in.dim);
       }
-      buffers[i] = Buffer<T>(allocator, checked_count(elements));
-      upload<T>(cuda, rows.data(), elements, buffers[i].data());
+      this->buffers[i] = Buffer<T>(allocator, checked_count(elements));
+      upload<T>(cuda, rows.data(), elements, this->buffers[i].data());
     }
   }
-  RwkvTokens<T> view() const {
-    return {buffers[kRwkvR].data(),     buffers[kRwkvK].data(),     buffers[kRwkvV].data(),
-            buffers[kRwkvDecay].data(), buffers[kRwkvKappa].data(), buffers[kRwkvIclr].data()};
-  }
-  void add_spans(std::vector<ByteSpan>& spans) const {
-    for (int i = 0; i < kRwkvInputCount; ++i) {
-      if (used[i]) spans.push_back(buffers[i].byte_span());
-    }
-  }
-  std::array<bool, kRwkvInputCount> used;
-  std::array<Buffer<T>, kRwkvInputCount> buffers;
 };
 
 // Decode: the state already holds the L context tokens; the step folds in token L and reads it out.
@@ -114,10 +105,7 @@ class RwkvDecodeCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    token_.add_spans(spans);
-    return spans;
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, token_);
   }
 
  private:
@@ -171,10 +159,7 @@ class RwkvPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{state_.byte_span(), out_.byte_span()};
-    params_.add_spans(spans);
-    tokens_.add_spans(spans);
-    return spans;
+    return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
  private:

@@ -1,30 +1,37 @@
 #pragma once
-// What the three RWKV generations' Mechanisms have in common, written once: the backends they run
-// on, the limits they check, the state and memory they predict and how a cell is prepared. Each
-// generation's mechanism.cpp derives from it with its Policy (the state layout and kernels, cells.hpp)
-// and adds only what differs: its description, its cost, its conformance and its capacity probe.
+// What the three RWKV generations' Mechanisms have in common, written once: the limits they check,
+// the state and memory they predict and how a cell is prepared (their backends are
+// cpu_and_cuda_backends(), mechanisms/common/cost_terms.hpp). Each generation's mechanism.cpp
+// derives from it with its Policy (the state layout and kernels, cells.hpp) and adds only what
+// differs: its description, its cost, its conformance and its capacity probe.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
+#include "mechanisms/rwkv/reference_outputs.hpp"
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/rwkv/cuda.hpp"
 #endif
 
 namespace arch_bench {
 
-// The backends every RWKV generation has kernels for in this build.
-inline std::vector<std::string> rwkv_backends() {
-#if ARCH_BENCH_HAVE_CUDA
-  return {"cpu", "cuda"};
-#else
-  return {"cpu"};
-#endif
-}
+// What the policies of RWKV-6 and -7 share: a head_dim x head_dim fp32 state per head that starts at
+// zero, and the fp64 recurrent reference the cells check against (reference_outputs.hpp).
+struct RwkvMatrixStatePolicy {
+  static std::int64_t state_floats(const RwkvShape& shape) {
+    return checked_product(shape.batch_heads, shape.dim, shape.dim);
+  }
+  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
+  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
+    return rwkv_reference_outputs(in, bh, rows);
+  }
+};
 
 template <class Policy>
 class RwkvMechanism : public Mechanism {

@@ -1,6 +1,7 @@
 #include "mechanisms/softmax_kv/mechanism.hpp"
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/grouped_kv.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/kv_heads_option.hpp"
@@ -22,12 +23,7 @@ class SoftmaxKv final : public Mechanism {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{"softmax_kv",
                                     "softmax attention with an explicit K/V cache (grows with L)",
-                                    StateKind::explicit_history,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
+                                    StateKind::explicit_history, cpu_and_cuda_backends()};
     return info;
   }
 

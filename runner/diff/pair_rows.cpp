@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -66,15 +67,16 @@ std::string RowKey::id() const {
 }
 
 RowKey row_key(const nlohmann::json& row, int occurrence) {
+  // The fields are named as the report names them; one a row lacks reads as "" or 0.
+  static constexpr std::pair<const char*, std::string RowKey::*> kTextFields[] = {
+      {"mechanism", &RowKey::mechanism}, {"variant", &RowKey::variant}, {"phase", &RowKey::phase},
+      {"dtype", &RowKey::dtype}};
+  static constexpr std::pair<const char*, std::int64_t RowKey::*> kIntegerFields[] = {
+      {"sequence_length", &RowKey::sequence_length}, {"batch", &RowKey::batch}, {"heads", &RowKey::heads},
+      {"head_dim", &RowKey::head_dim}};
   RowKey key;
-  key.mechanism = string_or_empty(row, "mechanism");
-  key.variant = string_or_empty(row, "variant");
-  key.phase = string_or_empty(row, "phase");
-  key.sequence_length = integer_or_zero(row, "sequence_length");
-  key.batch = integer_or_zero(row, "batch");
-  key.heads = integer_or_zero(row, "heads");
-  key.head_dim = integer_or_zero(row, "head_dim");
-  key.dtype = string_or_empty(row, "dtype");
+  for (const auto& [name, field] : kTextFields) key.*field = string_or_empty(row, name);
+  for (const auto& [name, field] : kIntegerFields) key.*field = integer_or_zero(row, name);
   // Copying and dumping `options` recurse once per level of nesting: read_report refuses documents
   // nested deeper than kMaxJsonDepth (runner/report/json_input.hpp), so this stays shallow.
   if (const auto it = row.find("options"); it != row.end() && it->is_object()) key.options = *it;

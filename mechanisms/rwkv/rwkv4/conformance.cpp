@@ -2,7 +2,7 @@
 // token from a fresh state, and the fp64 running-max reference (equal to seed 002's naive formula).
 #include <cmath>
 
-#include "mechanisms/rwkv/conformance_common.hpp"
+#include "mechanisms/rwkv/conformance_run.hpp"
 #include "mechanisms/rwkv/rwkv4/cpu.hpp"
 #include "mechanisms/rwkv/rwkv4/reference.hpp"
 #include "mechanisms/rwkv/rwkv4/conformance.hpp"
@@ -12,67 +12,11 @@ namespace arch_bench {
 
 namespace {
 
-template <class T>
-ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
-  RwkvInputs in = rwkv_inputs_from_files(files, dtype, RwkvVersion::v4);
-  in.time_decay = to_fp32_values(files.at("time_decay"));
-  in.u = to_fp32_values(files.at("time_first"));
-  in.w.resize(in.time_decay.size());
-  for (std::size_t i = 0; i < in.w.size(); ++i) in.w[i] = std::exp(in.time_decay[i]);  // as draw_rwkv_parameters
-  const RwkvShape shape{in.batch_heads, in.heads, in.dim};
-  const RwkvParameters params{in.w.data(), in.u.data()};
-  const std::int64_t batch = files.axis("batch"), dim = in.dim, length = in.tokens, bh = in.batch_heads;
-  const std::vector<std::int64_t> out_shape = {batch, in.heads, length, dim};
-  const RwkvStorage<T> storage(in);
+struct Rwkv4Generation {
+  static constexpr RwkvVersion version = RwkvVersion::v4;
+  static constexpr const char* id = "rwkv4";
 
-  ConformanceOutputs out;
-  std::vector<float> state(rwkv4_state_floats(shape));
-  rwkv4_reset_state(shape, state.data());
-  std::vector<T> prefill(storage.sequence[kRwkvK].size());
-  rwkv4_prefill(shape, params, length, storage.sequence[kRwkvK].data(), storage.sequence[kRwkvV].data(), state.data(),
-                prefill.data());
-  out.prefill_out = storage_array(out_shape, prefill);
-
-  std::vector<float> decode_state(state.size());
-  rwkv4_reset_state(shape, decode_state.data());
-  out.decode_out = storage_array(out_shape, rwkv_decode_loop(in, storage, [&](const RwkvTokens<T>& x, T* o) {
-                                   rwkv4_decode_step(shape, params, x.k, x.v, decode_state.data(), o);
-                                 }));
-
-  std::vector<double> reference(prefill.size()), ref_state(state.size());
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const Rwkv4ReferenceResult r = rwkv4_wkv_stable(in.head_matrix(kRwkvK, h, length), in.head_matrix(kRwkvV, h, length),
-                                                    in.parameter(in.w, h), in.parameter(in.u, h));
-    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dim);
-    std::copy(r.a.begin(), r.a.end(), ref_state.begin() + h * 3 * dim);
-    std::copy(r.b.begin(), r.b.end(), ref_state.begin() + h * 3 * dim + dim);
-    std::copy(r.p.begin(), r.p.end(), ref_state.begin() + h * 3 * dim + 2 * dim);
-  }
-  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
-
-  // The state [bh, 3, dim] split into its three parts, each [batch, heads, dim].
-  const std::vector<std::int64_t> state_shape = {batch, in.heads, dim};
-  const char* names[] = {"final_num", "final_den", "final_max"};
-  for (int part = 0; part < 3; ++part) {
-    std::vector<float> kernel(bh * dim), decoded(bh * dim);
-    std::vector<double> ref(bh * dim);
-    for (std::int64_t h = 0; h < bh; ++h) {
-      for (std::int64_t j = 0; j < dim; ++j) {
-        kernel[h * dim + j] = state[(h * 3 + part) * dim + j];
-        decoded[h * dim + j] = decode_state[(h * 3 + part) * dim + j];
-        ref[h * dim + j] = ref_state[(h * 3 + part) * dim + j];
-      }
-    }
-    out.states.push_back(kernel_state(names[part], state_shape, kernel, decoded, ref));
-  }
-  return out;
-}
-
-class Rwkv4Conformance final : public ConformanceAdapter {
- public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "rwkv4");
+  static ConformanceSpec spec() {
     const std::vector<std::string> state_axes = {"batch", "heads", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"k", kRwkvTokenAxes, "keys k_t, one per channel (head, j)"},
@@ -97,30 +41,69 @@ class Rwkv4Conformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
-    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
+  template <class T>
+  static ConformanceOutputs run(const ConformanceInputs& files, DType dtype) {
+    RwkvInputs in = rwkv_inputs_from_files(files, dtype, version);
+    in.time_decay = to_fp32_values(files.at("time_decay"));
+    in.u = to_fp32_values(files.at("time_first"));
+    in.w.resize(in.time_decay.size());
+    for (std::size_t i = 0; i < in.w.size(); ++i) in.w[i] = std::exp(in.time_decay[i]);  // as draw_rwkv_parameters
+    const RwkvShape shape{in.batch_heads, in.heads, in.dim};
+    const RwkvParameters params{in.w.data(), in.u.data()};
+    const std::int64_t dim = in.dim, length = in.tokens, bh = in.batch_heads;
+    std::vector<float> fresh(rwkv4_state_floats(shape));
+    rwkv4_reset_state(shape, fresh.data());
+    ConformanceOutputs out;
+    const RwkvRunStates states = run_rwkv_conformance<T>(
+        files, in, fresh,
+        [&](const RwkvStorage<T>& storage, float* state, T* o) {
+          rwkv4_prefill(shape, params, length, storage.sequence[kRwkvK].data(), storage.sequence[kRwkvV].data(), state,
+                        o);
+        },
+        [&](const RwkvTokens<T>& x, float* state, T* o) { rwkv4_decode_step(shape, params, x.k, x.v, state, o); },
+        [&](std::int64_t h, double* outputs, double* state) {
+          const Rwkv4ReferenceResult r = rwkv4_wkv_stable(in.head_matrix(kRwkvK, h, length),
+                                                          in.head_matrix(kRwkvV, h, length), in.parameter(in.w, h),
+                                                          in.parameter(in.u, h));
+          // A head's state [3, dim]: a, b, p.
+          std::copy(r.outputs.data.begin(), r.outputs.data.end(), outputs);
+          std::copy(r.a.begin(), r.a.end(), state);
+          std::copy(r.b.begin(), r.b.end(), state + dim);
+          std::copy(r.p.begin(), r.p.end(), state + 2 * dim);
+        },
+        out);
+
+    // The state [bh, 3, dim] split into its three parts, each [batch, heads, dim].
+    const std::vector<std::int64_t> state_shape = {files.axis("batch"), in.heads, dim};
+    const char* names[] = {"final_num", "final_den", "final_max"};
+    for (int part = 0; part < 3; ++part) {
+      std::vector<float> kernel(bh * dim), decoded(bh * dim);
+      std::vector<double> ref(bh * dim);
+      for (std::int64_t h = 0; h < bh; ++h) {
+        for (std::int64_t j = 0; j < dim; ++j) {
+          kernel[h * dim + j] = states.prefill[(h * 3 + part) * dim + j];
+          decoded[h * dim + j] = states.decode[(h * 3 + part) * dim + j];
+          ref[h * dim + j] = states.reference[(h * 3 + part) * dim + j];
+        }
+      }
+      out.states.push_back(kernel_state(names[part], state_shape, kernel, decoded, ref));
+    }
+    return out;
+  }
+
+  static std::vector<RwkvParameterFile> parameter_files(const RwkvInputs& drawn) {
+    return {{"time_decay", &drawn.time_decay}, {"time_first", &drawn.u}};
   }
 
 #if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return rwkv4_conformance_on_cuda; }
+  static CudaConformanceRun cuda_kernels() { return rwkv4_conformance_on_cuda; }
 #endif
-
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
-    const RwkvInputs drawn = make_rwkv_inputs(generated_cell(shape, options, dtype), shape.length, seed, RwkvVersion::v4);
-    std::map<std::string, NpyArray> files = rwkv_generated_files(drawn, shape.batch);
-    files.emplace("time_decay", make_array({drawn.heads, drawn.dim}, drawn.time_decay, NpyDtype::float32));
-    files.emplace("time_first", make_array({drawn.heads, drawn.dim}, drawn.u, NpyDtype::float32));
-    return files;
-  }
 };
 
 }  // namespace
 
 const ConformanceAdapter& rwkv4_conformance() {
-  static const Rwkv4Conformance adapter;
+  static const RwkvConformance<Rwkv4Generation> adapter;
   return adapter;
 }
 

@@ -79,7 +79,7 @@ class Rwkv4 final : public RwkvMechanism<Rwkv4Policy> {
         "RWKV-4 WKV (seed 002), per-channel stable state (a, b, p), prefill sequential in time, vectorised over "
         "channels",
         StateKind::fixed_state,
-        rwkv_backends()};
+        cpu_and_cuda_backends()};
     return info;
   }
 

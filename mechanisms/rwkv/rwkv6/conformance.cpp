@@ -1,6 +1,6 @@
 // rwkv6 on inputs from .npy files (`arch-bench conformance`): the chunkwise prefill, the decode step
 // token by token from S = 0, and the fp64 recurrent reference.
-#include "mechanisms/rwkv/conformance_common.hpp"
+#include "mechanisms/rwkv/conformance_run.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
 #include "mechanisms/rwkv/rwkv6/conformance.hpp"
@@ -10,47 +10,11 @@ namespace arch_bench {
 
 namespace {
 
-template <class T>
-ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
-  RwkvInputs in = rwkv_inputs_from_files(files, dtype, RwkvVersion::v6);
-  in.u = to_fp32_values(files.at("time_faaaa"));
-  const RwkvShape shape{in.batch_heads, in.heads, in.dim};
-  const RwkvParameters params{nullptr, in.u.data()};
-  const std::int64_t batch = files.axis("batch"), dim = in.dim, length = in.tokens, bh = in.batch_heads;
-  const std::vector<std::int64_t> out_shape = {batch, in.heads, length, dim};
-  const RwkvStorage<T> storage(in);
+struct Rwkv6Generation {
+  static constexpr RwkvVersion version = RwkvVersion::v6;
+  static constexpr const char* id = "rwkv6";
 
-  ConformanceOutputs out;
-  std::vector<float> state(rwkv6_state_floats(shape), 0.0f);
-  std::vector<T> prefill(storage.sequence[kRwkvK].size());
-  rwkv6_prefill_chunkwise(shape, params, length, storage.view(), state.data(), prefill.data());
-  out.prefill_out = storage_array(out_shape, prefill);
-
-  std::vector<float> decode_state(state.size(), 0.0f);
-  out.decode_out = storage_array(out_shape, rwkv_decode_loop(in, storage, [&](const RwkvTokens<T>& x, T* o) {
-                                   rwkv6_recurrent(shape, params, 1, x, decode_state.data(), o);
-                                 }));
-
-  std::vector<double> reference(prefill.size()), ref_state(state.size());
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const RwkvMatrixResult r = rwkv6_reference(in.head_matrix(kRwkvR, h, length), in.head_matrix(kRwkvK, h, length),
-                                               in.head_matrix(kRwkvV, h, length),
-                                               in.head_matrix(kRwkvDecay, h, length), in.parameter(in.u, h));
-    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dim);
-    std::copy(r.state.data.begin(), r.state.data.end(), ref_state.begin() + h * dim * dim);
-  }
-  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
-  const std::vector<std::int64_t> state_shape = {batch, in.heads, dim, dim};
-  out.states.push_back(kernel_state("final_state", state_shape, state, decode_state, ref_state));
-  out.details = {{"prefill_chunk", kRwkv6Chunk}, {"prefill_sub_chunk", kRwkv6SubChunk}};
-  return out;
-}
-
-class Rwkv6Conformance final : public ConformanceAdapter {
- public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "rwkv6");
+  static ConformanceSpec spec() {
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"r", kRwkvTokenAxes, "receptance r_t (the query's role)"},
@@ -69,30 +33,44 @@ class Rwkv6Conformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
-    require_axis_at_most(inputs, "dim", kRwkvMaxDim, "rwkv6");
-    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
+  template <class T>
+  static ConformanceOutputs run(const ConformanceInputs& files, DType dtype) {
+    RwkvInputs in = rwkv_inputs_from_files(files, dtype, version);
+    in.u = to_fp32_values(files.at("time_faaaa"));
+    const RwkvShape shape{in.batch_heads, in.heads, in.dim};
+    const RwkvParameters params{nullptr, in.u.data()};
+    const std::int64_t length = in.tokens;
+    ConformanceOutputs out;
+    const RwkvRunStates states = run_rwkv_conformance<T>(
+        files, in, std::vector<float>(rwkv6_state_floats(shape), 0.0f),
+        [&](const RwkvStorage<T>& storage, float* state, T* o) {
+          rwkv6_prefill_chunkwise(shape, params, length, storage.view(), state, o);
+        },
+        [&](const RwkvTokens<T>& x, float* state, T* o) { rwkv6_recurrent(shape, params, 1, x, state, o); },
+        [&](std::int64_t h, double* outputs, double* state) {
+          copy_matrix_result(rwkv6_reference(in.head_matrix(kRwkvR, h, length), in.head_matrix(kRwkvK, h, length),
+                                             in.head_matrix(kRwkvV, h, length), in.head_matrix(kRwkvDecay, h, length),
+                                             in.parameter(in.u, h)),
+                             outputs, state);
+        },
+        out);
+    out.states.push_back(
+        kernel_state("final_state", rwkv_matrix_state_shape(files, in), states.prefill, states.decode, states.reference));
+    out.details = {{"prefill_chunk", kRwkv6Chunk}, {"prefill_sub_chunk", kRwkv6SubChunk}};
+    return out;
   }
+
+  static std::vector<RwkvParameterFile> parameter_files(const RwkvInputs& drawn) { return {{"time_faaaa", &drawn.u}}; }
 
 #if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return rwkv6_conformance_on_cuda; }
+  static CudaConformanceRun cuda_kernels() { return rwkv6_conformance_on_cuda; }
 #endif
-
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
-    const RwkvInputs drawn = make_rwkv_inputs(generated_cell(shape, options, dtype), shape.length, seed, RwkvVersion::v6);
-    std::map<std::string, NpyArray> files = rwkv_generated_files(drawn, shape.batch);
-    files.emplace("time_faaaa", make_array({drawn.heads, drawn.dim}, drawn.u, NpyDtype::float32));
-    return files;
-  }
 };
 
 }  // namespace
 
 const ConformanceAdapter& rwkv6_conformance() {
-  static const Rwkv6Conformance adapter;
+  static const RwkvConformance<Rwkv6Generation> adapter;
   return adapter;
 }
 

@@ -4,7 +4,6 @@
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
-#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv6/cpu.hpp"
@@ -16,13 +15,9 @@ namespace arch_bench {
 
 namespace {
 
-struct Rwkv6Policy {
+struct Rwkv6Policy : RwkvMatrixStatePolicy {
   static constexpr RwkvVersion version = RwkvVersion::v6;
   static constexpr bool uses_w = false, uses_u = true;
-  static std::int64_t state_floats(const RwkvShape& shape) {
-    return checked_product(shape.batch_heads, shape.dim, shape.dim);
-  }
-  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
   template <class T>
   static void decode(const RwkvShape& shape, const RwkvParameters& p, const RwkvTokens<T>& x, float* state, T* out) {
     rwkv6_recurrent(shape, p, 1, x, state, out);
@@ -31,9 +26,6 @@ struct Rwkv6Policy {
   static void prefill(const RwkvShape& shape, const RwkvParameters& p, std::int64_t tokens, const RwkvTokens<T>& x,
                       float* state, T* out) {
     rwkv6_prefill_chunkwise(shape, p, tokens, x, state, out);
-  }
-  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 
@@ -68,7 +60,7 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
         "rwkv6",
         "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (64)",
         StateKind::fixed_state,
-        rwkv_backends()};
+        cpu_and_cuda_backends()};
     return info;
   }
 
@@ -78,11 +70,8 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
   // o = bonus v); prefill as rwkv6_factorised_chunk_flops counts the chunkwise kernel on the path the
   // drawn inputs take (a chunk past 80 nats of decay takes the sub-chunk path, rwkv6_chunk_flops).
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     const double params = static_cast<double>(cell.heads) * d * 4;
-    const double state = static_cast<double>(state_bytes(cell));
     if (cell.phase == Phase::decode) return {2 * state + params + 5 * bh * d * e, bh * (5 * d * d + 7 * d)};
     const std::int64_t length = cell.sequence_length;
     const std::int64_t full = length / kRwkv6Chunk, rest = length % kRwkv6Chunk;

@@ -1,6 +1,6 @@
 // rwkv7 on inputs from .npy files (`arch-bench conformance`): the chunkwise prefill, the decode step
 // token by token from S = 0, and the fp64 recurrent reference.
-#include "mechanisms/rwkv/conformance_common.hpp"
+#include "mechanisms/rwkv/conformance_run.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
 #include "mechanisms/rwkv/rwkv7/conformance.hpp"
@@ -10,46 +10,11 @@ namespace arch_bench {
 
 namespace {
 
-template <class T>
-ConformanceOutputs run_typed(const ConformanceInputs& files, DType dtype) {
-  const RwkvInputs in = rwkv_inputs_from_files(files, dtype, RwkvVersion::v7);
-  const RwkvShape shape{in.batch_heads, in.heads, in.dim};
-  const std::int64_t batch = files.axis("batch"), dim = in.dim, length = in.tokens, bh = in.batch_heads;
-  const std::vector<std::int64_t> out_shape = {batch, in.heads, length, dim};
-  const RwkvStorage<T> storage(in);
+struct Rwkv7Generation {
+  static constexpr RwkvVersion version = RwkvVersion::v7;
+  static constexpr const char* id = "rwkv7";
 
-  ConformanceOutputs out;
-  std::vector<float> state(rwkv7_state_floats(shape), 0.0f);
-  std::vector<T> prefill(storage.sequence[kRwkvK].size());
-  rwkv7_prefill_chunkwise(shape, length, storage.view(), state.data(), prefill.data());
-  out.prefill_out = storage_array(out_shape, prefill);
-
-  std::vector<float> decode_state(state.size(), 0.0f);
-  out.decode_out = storage_array(out_shape, rwkv_decode_loop(in, storage, [&](const RwkvTokens<T>& x, T* o) {
-                                   rwkv7_recurrent(shape, 1, x, decode_state.data(), o);
-                                 }));
-
-  std::vector<double> reference(prefill.size()), ref_state(state.size());
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const RwkvMatrixResult r = rwkv7_reference(
-        in.head_matrix(kRwkvR, h, length), in.head_matrix(kRwkvDecay, h, length), in.head_matrix(kRwkvK, h, length),
-        in.head_matrix(kRwkvV, h, length), in.head_matrix(kRwkvKappa, h, length), in.head_matrix(kRwkvIclr, h, length));
-    std::copy(r.outputs.data.begin(), r.outputs.data.end(), reference.begin() + h * length * dim);
-    std::copy(r.state.data.begin(), r.state.data.end(), ref_state.begin() + h * dim * dim);
-  }
-  out.reference_out = make_array(out_shape, reference, NpyDtype::float64);
-  const std::vector<std::int64_t> state_shape = {batch, in.heads, dim, dim};
-  // The kernels hold H = S^T; the files hold the reference's S [value, key].
-  out.states.push_back(kernel_state("final_state", state_shape, rwkv7_state_value_key(shape, state),
-                                    rwkv7_state_value_key(shape, decode_state), ref_state));
-  return out;
-}
-
-class Rwkv7Conformance final : public ConformanceAdapter {
- public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "rwkv7");
+  static ConformanceSpec spec() {
     const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dim"};
     ConformanceSpec spec;
     spec.inputs = {{"r", kRwkvTokenAxes, "receptance r_t (the query's role)"},
@@ -70,28 +35,43 @@ class Rwkv7Conformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
-    require_axis_at_most(inputs, "dim", kRwkvMaxDim, "rwkv7");
-    return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
+  template <class T>
+  static ConformanceOutputs run(const ConformanceInputs& files, DType dtype) {
+    const RwkvInputs in = rwkv_inputs_from_files(files, dtype, version);
+    const RwkvShape shape{in.batch_heads, in.heads, in.dim};
+    const std::int64_t length = in.tokens;
+    ConformanceOutputs out;
+    const RwkvRunStates states = run_rwkv_conformance<T>(
+        files, in, std::vector<float>(rwkv7_state_floats(shape), 0.0f),
+        [&](const RwkvStorage<T>& storage, float* state, T* o) {
+          rwkv7_prefill_chunkwise(shape, length, storage.view(), state, o);
+        },
+        [&](const RwkvTokens<T>& x, float* state, T* o) { rwkv7_recurrent(shape, 1, x, state, o); },
+        [&](std::int64_t h, double* outputs, double* state) {
+          copy_matrix_result(rwkv7_reference(in.head_matrix(kRwkvR, h, length), in.head_matrix(kRwkvDecay, h, length),
+                                             in.head_matrix(kRwkvK, h, length), in.head_matrix(kRwkvV, h, length),
+                                             in.head_matrix(kRwkvKappa, h, length), in.head_matrix(kRwkvIclr, h, length)),
+                             outputs, state);
+        },
+        out);
+    // The kernels hold H = S^T; the files hold the reference's S [value, key].
+    out.states.push_back(kernel_state("final_state", rwkv_matrix_state_shape(files, in),
+                                      rwkv7_state_value_key(shape, states.prefill),
+                                      rwkv7_state_value_key(shape, states.decode), states.reference));
+    return out;
   }
+
+  static std::vector<RwkvParameterFile> parameter_files(const RwkvInputs&) { return {}; }
 
 #if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return rwkv7_conformance_on_cuda; }
+  static CudaConformanceRun cuda_kernels() { return rwkv7_conformance_on_cuda; }
 #endif
-
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
-    const RwkvInputs drawn = make_rwkv_inputs(generated_cell(shape, options, dtype), shape.length, seed, RwkvVersion::v7);
-    return rwkv_generated_files(drawn, shape.batch);
-  }
 };
 
 }  // namespace
 
 const ConformanceAdapter& rwkv7_conformance() {
-  static const Rwkv7Conformance adapter;
+  static const RwkvConformance<Rwkv7Generation> adapter;
   return adapter;
 }
 

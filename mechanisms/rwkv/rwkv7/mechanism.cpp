@@ -5,7 +5,6 @@
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
-#include "mechanisms/rwkv/reference_outputs.hpp"
 #include "mechanisms/rwkv/mechanism.hpp"
 #include "mechanisms/rwkv/rwkv_mechanism.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
@@ -17,13 +16,9 @@ namespace arch_bench {
 
 namespace {
 
-struct Rwkv7Policy {
+struct Rwkv7Policy : RwkvMatrixStatePolicy {
   static constexpr RwkvVersion version = RwkvVersion::v7;
   static constexpr bool uses_w = false, uses_u = false;
-  static std::int64_t state_floats(const RwkvShape& shape) {
-    return checked_product(shape.batch_heads, shape.dim, shape.dim);
-  }
-  static void reset(const RwkvShape& shape, float* state) { std::fill(state, state + state_floats(shape), 0.0f); }
   template <class T>
   static void decode(const RwkvShape& shape, const RwkvParameters&, const RwkvTokens<T>& x, float* state, T* out) {
     rwkv7_recurrent(shape, 1, x, state, out);
@@ -37,9 +32,6 @@ struct Rwkv7Policy {
     } else {
       rwkv7_prefill_chunkwise(shape, tokens, x, state, out);
     }
-  }
-  static MatrixD reference(const RwkvInputs& in, std::int64_t bh, std::int64_t rows) {
-    return rwkv_reference_outputs(in, bh, rows);
   }
 };
 
@@ -85,7 +77,7 @@ class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
         "rwkv7",
         "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU)",
         StateKind::fixed_state,
-        rwkv_backends()};
+        cpu_and_cuda_backends()};
     return info;
   }
 
@@ -94,10 +86,7 @@ class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
   // decode per head 8 d for w = exp(-e^-0.5 sigmoid(w_raw)), a and b, and per state element 9:
   // S.a (2), S w + (S.a) b + v k (5), S.r (2); the prefill is that recurrence, token by token.
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double d = static_cast<double>(cell.head_dim);
-    const double state = static_cast<double>(state_bytes(cell));
+    const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     if (cell.phase == Phase::decode) return {2 * state + 7 * bh * d * e, bh * (9 * d * d + 8 * d)};
     const double length = static_cast<double>(cell.sequence_length);
     const double flops = length * (9 * d * d + 8 * d);
