@@ -115,6 +115,31 @@ TEST(CeilingsStopped, AStopRequestCutsEveryProbeToOnePass) {
   EXPECT_NE(stopped.method.find("best of 1"), std::string::npos) << stopped.method;
 }
 
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+TEST(CeilingsStreamArrays, SmallCachesGetFourTimesTheirSizeAboveTheFloor) {
+  EXPECT_EQ(stream_array_bytes(32 * kMiB, 64 * kGiB), 128 * kMiB);  // 4 x 32 MiB is the floor
+  EXPECT_EQ(stream_array_bytes(96 * kMiB, 64 * kGiB), 384 * kMiB);
+  EXPECT_EQ(stream_array_bytes(0, 64 * kGiB), 128 * kMiB);  // unknown LLC: the floor
+}
+
+TEST(CeilingsStreamArrays, LargeCachesAreCappedButTheSweepStaysThreeTimesTheCache) {
+  for (const std::int64_t llc : {160 * kMiB, 480 * kMiB, 1 * kGiB, 2 * kGiB}) {
+    const std::int64_t bytes = stream_array_bytes(llc, 256 * kGiB);
+    EXPECT_LE(bytes, std::max(512 * kMiB, llc)) << llc;
+    EXPECT_GE(3 * bytes, 3 * llc) << llc;  // every array at least one LLC
+  }
+  EXPECT_EQ(stream_array_bytes(480 * kMiB, 256 * kGiB), 512 * kMiB);
+  EXPECT_EQ(stream_array_bytes(2 * kGiB, 256 * kGiB), 2 * kGiB);
+}
+
+TEST(CeilingsStreamArrays, TheThreeArraysTakeAtMostAQuarterOfMemoryAboveTheFloor) {
+  EXPECT_EQ(stream_array_bytes(480 * kMiB, 4 * kGiB), 4 * kGiB / 12);
+  EXPECT_EQ(stream_array_bytes(480 * kMiB, 1 * kGiB), 128 * kMiB);  // never below the floor
+  EXPECT_EQ(stream_array_bytes(480 * kMiB, 0), 512 * kMiB);         // unknown memory: no cap
+}
+
 TEST(CeilingsArguments, RejectsZeroThreads) {
   EXPECT_THROW(measure_ceilings(0), std::invalid_argument);
 }

@@ -1,6 +1,7 @@
 #include "runner/measure/ceilings.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,8 @@ constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 // tens of milliseconds.
 constexpr std::int64_t kReadFloorBytes = 256 * kMiB;
 constexpr std::int64_t kTriadArrayFloorBytes = 128 * kMiB;
+// Past this, arrays grow only with an LLC larger than it (see stream_array_bytes).
+constexpr std::int64_t kStreamArrayCapBytes = 512 * kMiB;
 constexpr int kBandwidthPasses = 5;
 constexpr int kFmaPasses = 3;
 constexpr std::int64_t kFmaIterations = std::int64_t{1} << 23;  // ~15-30 ms per pass per thread
@@ -107,6 +110,19 @@ constexpr int kReadStreams = 4;
 
 std::size_t read_granule_floats() { return kGranule; }
 
+std::int64_t stream_array_bytes(std::int64_t llc_bytes, std::int64_t memory_bytes) {
+  // 4x the LLC per array (12x over the three) where that stays within kStreamArrayCapBytes; a
+  // larger LLC gets arrays of one LLC each. A 2-vCPU guest on a host with a 480 MiB L3 had 1.9 GB
+  // arrays, 14 s a reading, for no surer a number: 3 x LLC of sweep already leaves no LRU-like
+  // cache a line to reuse, and even a policy that shields old lines perfectly at most a third.
+  const std::int64_t llc = std::max<std::int64_t>(llc_bytes, 0);
+  std::int64_t bytes = std::max({std::min(4 * llc, std::max(kStreamArrayCapBytes, llc)),
+                                 kTriadArrayFloorBytes, (kReadFloorBytes + 2) / 3});
+  // The three arrays take at most a quarter of the memory, never less than the floor.
+  if (memory_bytes > 0) bytes = std::min(bytes, std::max(memory_bytes / 12, kTriadArrayFloorBytes));
+  return bytes;
+}
+
 float streaming_read_sum(const float* data, std::size_t begin, std::size_t end) {
   Vec acc[kReadStreams] = {};
   const std::size_t part = (end - begin) / kGranule / kReadStreams * kGranule;
@@ -127,17 +143,19 @@ float streaming_read_sum(const float* data, std::size_t begin, std::size_t end) 
 
 namespace {
 
-// Three arrays (a, b, c), each at least 4x the LLC, so that no pass is served from cache.
+// Three arrays (a, b, c) sized by stream_array_bytes(), so that no pass is served from cache.
 struct StreamArrays {
   std::size_t floats;
   FloatArray a, b, c;
 };
 
+std::int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
+}
+
 StreamArrays make_stream_arrays(int threads) {
-  const std::int64_t four_llc = 4 * last_level_cache_bytes();
-  // The read sweeps all three arrays, so it covers max(4 x LLC, 256 MiB) with room to spare.
-  const std::int64_t array_bytes =
-      std::max({four_llc, kTriadArrayFloorBytes, (kReadFloorBytes + 2) / 3});
+  const std::int64_t array_bytes = stream_array_bytes(last_level_cache_bytes(), physical_memory_bytes());
   const std::size_t floats =
       static_cast<std::size_t>(array_bytes) / sizeof(float) / kGranule * kGranule;
   StreamArrays arrays{floats, allocate_stream(floats), allocate_stream(floats),

@@ -2,6 +2,7 @@
 // The machine's ceilings, measured in the same run as the cells so that "fraction of peak" is
 // against this machine in this state (governor, neighbours, thread count), not a datasheet.
 #include <cstddef>
+#include <cstdint>
 
 #include "runner/pipeline/run_result.hpp"
 
@@ -16,6 +17,11 @@ Ceilings measure_ceilings(int threads);
 // end are multiples of read_granule_floats(), read as a few streams walked in lockstep.
 float streaming_read_sum(const float* data, std::size_t begin, std::size_t end);
 std::size_t read_granule_floats();
+
+// Bytes of each of the three stream arrays for a host whose largest cache is llc_bytes (0:
+// unknown) and whose memory is memory_bytes (0: unknown): 4 x LLC up to 512 MiB, at least one LLC,
+// at least 128 MiB, and the three at most a quarter of the memory (never below the 128 MiB floor).
+std::int64_t stream_array_bytes(std::int64_t llc_bytes, std::int64_t memory_bytes);
 
 // A CPU run whose cells took at least this long reads its ceilings a second time after them. The
 // reading costs about a second; on a shared host, a steal or a neighbour's burst during the only
