@@ -10,7 +10,7 @@ namespace arch_bench {
 class NamesGpuKernel {
  public:
   virtual ~NamesGpuKernel() = default;
-  // e.g. "cudnn_sdpa (cuDNN 9.19.0)", "hand", "hand (auto: <why not cuDNN>)".
+  // e.g. "cudnn_sdpa (cuDNN 9.19.0)", "hand: prefill mma_bf16", "hand: decode simt (auto: <why not cuDNN>)".
   virtual std::string gpu_kernel() const = 0;
 };
 

@@ -118,7 +118,7 @@ for path in sorted(glob.glob(sys.argv[1] + "/*cudnn-b*.json")):
     for (b, length), impl in sorted(by.items()):
         if "hand" in impl and "cudnn" in impl:
             h, c = impl["hand"]["median_step_ms"], impl["cudnn"]["median_step_ms"]
-            print(f"softmax_kv prefill B{b} L{length}: hand {h:.4f} ms, {impl['cudnn']['gpu_kernel']} {c:.4f} ms, "
+            print(f"softmax_kv prefill B{b} L{length}: {impl['hand']['gpu_kernel']} {h:.4f} ms, {impl['cudnn']['gpu_kernel']} {c:.4f} ms, "
                   f"hand/cudnn time ratio {h / c:.2f}")
 PY
 

@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/cudnn_library.hpp"
 #include "mechanisms/registry.hpp"
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
 #include "mechanisms/softmax_kv/softmax_impl.hpp"
 #include "runner/modes/mode.hpp"
 #include "runner/report/report.hpp"
@@ -220,6 +221,25 @@ TEST(GpuKernelField, WrittenValidatedAndReadBack) {
   EXPECT_TRUE(schema_errors(document, "result").empty());
   document["metrics"]["rows"][1]["gpu_kernel"] = 5;
   EXPECT_FALSE(schema_errors(document, "result").empty());
+}
+
+// `gpu_kernel` names the hand kernel that ran, as the prefill plan chooses it, not just "hand".
+TEST(SoftmaxHandKernelName, NamesThePrefillPathThePlanTakesAndTheDecodeKernel) {
+  struct Case {
+    DType dtype;
+    std::int64_t dim;
+    const char* prefill;
+  };
+  for (const Case& c : {Case{DType::bfloat16, 64, "hand: prefill mma_bf16"}, Case{DType::bfloat16, 128, "hand: prefill mma_bf16"},
+                        Case{DType::bfloat16, 96, "hand: prefill wmma_bf16"}, Case{DType::bfloat16, 40, "hand: prefill simt"},
+                        Case{DType::float32, 64, "hand: prefill simt"}}) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(c.dtype) << " d" << c.dim);
+    EXPECT_EQ(softmax_hand_kernel_name(Phase::prefill, c.dtype, c.dim), c.prefill);
+    EXPECT_EQ(std::string("hand: prefill ") + softmax_prefill_path_name(plan_softmax_prefill_cuda(8, 256, c.dim, c.dtype).path),
+              c.prefill);
+    EXPECT_EQ(softmax_hand_kernel_name(Phase::decode, c.dtype, c.dim), "hand: decode simt");
+    EXPECT_EQ(softmax_hand_conformance_kernels(c.dtype, c.dim), std::string(c.prefill) + ", decode simt");
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
 #include "mechanisms/softmax_kv/cudnn_sdpa.hpp"
 #include "mechanisms/softmax_kv/softmax_impl.hpp"
 
@@ -43,7 +44,9 @@ bool ran_on_cudnn(const Cell& cell, const AttentionValues& x, std::int64_t kv_he
     fallback = "this build has no cuDNN variant";
 #endif
   }
-  out.details["softmax_impl"] = fallback.empty() ? "hand" : "hand (auto: " + fallback + ")";
+  std::string ran = softmax_hand_conformance_kernels(cell.dtype, cell.head_dim);
+  if (!fallback.empty()) ran += " (auto: " + fallback + ")";
+  out.details["softmax_impl"] = ran;
   return false;
 }
 

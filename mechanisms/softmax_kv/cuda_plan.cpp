@@ -106,6 +106,30 @@ SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::
   return plan;
 }
 
+SoftmaxPrefillPath softmax_prefill_path(DType dtype, std::int64_t dim) {
+  if (dtype == DType::bfloat16 && prefill_mma_takes(dim)) return SoftmaxPrefillPath::mma_bf16;
+  if (dtype == DType::bfloat16 && dim % 16 == 0 && dim <= kTensorCoreMaxDim) return SoftmaxPrefillPath::tensor_core_bf16;
+  return SoftmaxPrefillPath::simt;
+}
+
+const char* softmax_prefill_path_name(SoftmaxPrefillPath path) {
+  switch (path) {
+    case SoftmaxPrefillPath::mma_bf16: return "mma_bf16";
+    case SoftmaxPrefillPath::tensor_core_bf16: return "wmma_bf16";
+    case SoftmaxPrefillPath::simt: return "simt";
+  }
+  return "unknown";
+}
+
+std::string softmax_hand_kernel_name(Phase phase, DType dtype, std::int64_t dim) {
+  if (phase == Phase::decode) return "hand: decode simt";
+  return std::string("hand: prefill ") + softmax_prefill_path_name(softmax_prefill_path(dtype, dim));
+}
+
+std::string softmax_hand_conformance_kernels(DType dtype, std::int64_t dim) {
+  return softmax_hand_kernel_name(Phase::prefill, dtype, dim) + ", decode simt";
+}
+
 SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::int64_t tokens,
                                                  std::int64_t dim, DType dtype) {
   if (batch_heads < 1 || dim < 1 || tokens < 0) {
@@ -117,8 +141,8 @@ SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::
   plan.dim = dim;
   const int d = static_cast<int>(dim);
   SharedLayout layout;
-  if (dtype == DType::bfloat16 && prefill_mma_takes(dim)) {
-    plan.path = SoftmaxPrefillPath::mma_bf16;
+  plan.path = softmax_prefill_path(dtype, dim);
+  if (plan.path == SoftmaxPrefillPath::mma_bf16) {
     plan.query_rows = kTensorCoreTile;  // 4 warps x 16 rows
     plan.keys_per_tile = kTensorCoreTile;
     // Rows padded by 16 bytes: a pitch of (dim + 8) * 2 bytes is 4 banks past a multiple of 128
@@ -130,8 +154,7 @@ SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::
     plan.q_offset = layout.add(tile_bytes);
     plan.k_offset = layout.add(plan.kv_stage_bytes * plan.kv_stages);
     plan.v_offset = layout.add(plan.kv_stage_bytes * plan.kv_stages);
-  } else if (dtype == DType::bfloat16 && dim % 16 == 0 && dim <= kTensorCoreMaxDim) {
-    plan.path = SoftmaxPrefillPath::tensor_core_bf16;
+  } else if (plan.path == SoftmaxPrefillPath::tensor_core_bf16) {
     plan.query_rows = kTensorCoreTile;
     plan.keys_per_tile = kTensorCoreTile;
     // Row pitches padded by 16 bytes so consecutive rows start in different banks; they stay
@@ -148,7 +171,6 @@ SoftmaxPrefillCudaPlan plan_softmax_prefill_cuda(std::int64_t batch_heads, std::
     plan.p_offset = layout.add(std::size_t{kTensorCoreTile} * plan.ld_p * bf16_bytes);
     plan.o_offset = layout.add(std::size_t{kTensorCoreTile} * plan.ld_o * sizeof(float));
   } else {
-    plan.path = SoftmaxPrefillPath::simt;
     plan.query_rows = kSimtTile;
     plan.keys_per_tile = kSimtTile;
     plan.ld_q = d;

@@ -106,6 +106,17 @@ enum class SoftmaxPrefillPath {
 
 // Head sizes the register-resident mma prefill has a kernel instance for.
 inline constexpr bool prefill_mma_takes(std::int64_t dim) { return dim == 64 || dim == 128; }
+
+// The prefill kernel plan_softmax_prefill_cuda chooses for a dtype and head size.
+SoftmaxPrefillPath softmax_prefill_path(DType dtype, std::int64_t dim);
+// Its name in `gpu_kernel`: "mma_bf16", "wmma_bf16" or "simt".
+const char* softmax_prefill_path_name(SoftmaxPrefillPath path);
+// What the hand kernels' rows record as `gpu_kernel`: "hand: prefill <path>" for a prefill cell,
+// "hand: decode simt" for a decode step (its context fill is not timed), and conformance, which
+// runs both, "hand: prefill <path>, decode simt". The decode kernel is one SIMT kernel (16-byte
+// loads, split along the context) for every dtype.
+std::string softmax_hand_kernel_name(Phase phase, DType dtype, std::int64_t dim);
+std::string softmax_hand_conformance_kernels(DType dtype, std::int64_t dim);
 // The mma prefill's __launch_bounds__ minimum of resident blocks per SM, which caps its registers
 // at 65536 / (128 x blocks): head_dim 64 holds 3 blocks (<= 168 registers; its 45 KiB of shared
 // memory would allow 4), head_dim 128 2 (<= 255; 85 KiB of shared memory allows 2 as well).

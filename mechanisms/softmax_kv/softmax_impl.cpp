@@ -8,6 +8,7 @@
 #include "mechanisms/common/cudnn_library.hpp"
 #include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
+#include "mechanisms/softmax_kv/cuda_plan.hpp"
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/softmax_kv/cuda.hpp"
 #endif
@@ -82,7 +83,8 @@ std::optional<std::string> softmax_impl_problem(const Cell& cell, const std::str
 #if ARCH_BENCH_HAVE_CUDA
 namespace {
 
-// The hand kernels' cell, with the name the row records: "hand", or why auto did not take cuDNN.
+// The hand kernels' cell, with the name the row records: "hand: <phase> <kernel>" (and why auto did
+// not take cuDNN, where it chose).
 class NamedHandCell final : public PreparedCell, public NamesGpuKernel {
  public:
   NamedHandCell(std::unique_ptr<PreparedCell> cell, std::string name) : cell_(std::move(cell)), name_(std::move(name)) {}
@@ -98,8 +100,9 @@ class NamedHandCell final : public PreparedCell, public NamesGpuKernel {
 
 std::unique_ptr<PreparedCell> hand_cell(const Cell& cell, std::uint64_t seed, Backend& backend,
                                         const std::string& fallback_reason) {
-  return std::make_unique<NamedHandCell>(prepare_softmax_kv_cuda(cell, seed, backend),
-                                         fallback_reason.empty() ? "hand" : "hand (auto: " + fallback_reason + ")");
+  std::string name = softmax_hand_kernel_name(cell.phase, cell.dtype, cell.head_dim);
+  if (!fallback_reason.empty()) name += " (auto: " + fallback_reason + ")";
+  return std::make_unique<NamedHandCell>(prepare_softmax_kv_cuda(cell, seed, backend), std::move(name));
 }
 
 }  // namespace

@@ -65,8 +65,8 @@ TEST(ConformanceGpu, SoftmaxKvThroughCudnnAndTheHandKernelsPassesAndSaysWhichRan
     DType dtype;
     const char* ran;  // how details.softmax_impl begins
   };
-  for (const Case& c : {Case{"cudnn", DType::bfloat16, "cudnn_sdpa (cuDNN 9."}, Case{"hand", DType::bfloat16, "hand"},
-                        Case{"auto", DType::bfloat16, "cudnn_sdpa (cuDNN 9."}, Case{"auto", DType::float32, "hand (auto: "}}) {
+  for (const Case& c : {Case{"cudnn", DType::bfloat16, "cudnn_sdpa (cuDNN 9."}, Case{"hand", DType::bfloat16, "hand: prefill mma_bf16, decode simt"},
+                        Case{"auto", DType::bfloat16, "cudnn_sdpa (cuDNN 9."}, Case{"auto", DType::float32, "hand: prefill simt, decode simt (auto: "}}) {
     SCOPED_TRACE(::testing::Message() << c.impl << " " << dtype_name(c.dtype));
     const Scratch scratch;
     const fs::path& folder = scratch.path;

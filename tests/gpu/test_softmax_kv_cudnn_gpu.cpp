@@ -77,7 +77,7 @@ TEST(SoftmaxKvCudnnGpu, AutoPicksCudnnForBf16AndHandForFp32) {
     if (dtype == DType::bfloat16) {
       EXPECT_EQ(kernel.rfind("cudnn_sdpa", 0), 0u) << kernel;
     } else {
-      EXPECT_EQ(kernel.rfind("hand (auto: ", 0), 0u) << kernel;
+      EXPECT_EQ(kernel.rfind("hand: prefill simt (auto: ", 0), 0u) << kernel;
       EXPECT_NE(kernel.find("bfloat16"), std::string::npos) << kernel;
     }
     prepared->run();
