@@ -1,6 +1,7 @@
 // mamba CUDA launch planning, on the CPU: the decode groups cover every (row, state entry) once and
-// never straddle a warp, the scan blocks cover every (batch, channel) and every token of a chunk
-// once, the shared tiles are conflict-free for a warp's reads and fit without opt-in.
+// never straddle a warp, the scan's warps cover every (batch, channel) and its lanes every token of
+// a chunk once, the shared tiles are whole aligned vectors, conflict-free to stage, and fit without
+// opt-in; the least bytes of a prefill count every tensor once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "mechanisms/mamba/cuda_plan.hpp"
+#include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/mechanism_fixtures.hpp"
 
@@ -45,30 +47,31 @@ TEST(MambaCudaPlan, DecodeGroupsCoverEveryStateEntryOnceWithinOneWarp) {
 }
 
 TEST(MambaCudaPlan, ScanBlocksCoverEveryRowAndEveryTokenOnce) {
-  for (const std::int64_t channels : {1, 2, 3, 512}) {
-    for (const std::int64_t tokens : {1, 1023, 1024, 1025, 3000}) {
+  for (const std::int64_t channels : {1, 2, 7, 8, 9, 512}) {
+    for (const std::int64_t tokens : {1, 255, 256, 257, 3000}) {
       const MambaShape shape{3, channels, 16};
       const MambaPrefillPlan plan = plan_mamba_prefill(shape, tokens);
       EXPECT_EQ(plan.chunks, (tokens + kMambaScanChunk - 1) / kMambaScanChunk);
+      EXPECT_EQ(plan.threads, 32 * kMambaScanWarps);
       std::vector<int> rows(static_cast<std::size_t>(shape.rows()), 0);
       for (std::int64_t block = 0; block < plan.blocks; ++block) {
         const MambaScanRun run = mamba_scan_run(block, plan.channel_groups);
         ASSERT_LT(run.batch, shape.batch);
-        for (int ch = 0; ch < kMambaScanChannels; ++ch) {
-          if (run.first_channel + ch < channels) ++rows[static_cast<std::size_t>(run.batch * channels + run.first_channel + ch)];
+        for (int warp = 0; warp < kMambaScanWarps; ++warp) {
+          if (run.first_channel + warp < channels) ++rows[static_cast<std::size_t>(run.batch * channels + run.first_channel + warp)];
         }
       }
       EXPECT_TRUE(all_once(rows)) << channels << " " << tokens;
     }
   }
-  // Items of a thread are consecutive tokens (the thread composes them in order before the block
-  // scan), threads in order, and a chunk holds every token once.
+  // A lane's items are consecutive tokens (the lane folds them in order before the warp scan),
+  // lanes in order, and a chunk holds every token once.
   std::vector<int> tokens(kMambaScanChunk, 0);
-  for (int t = 0; t < kMambaScanThreads; ++t) {
+  for (int lane = 0; lane < 32; ++lane) {
     for (int i = 0; i < kMambaScanItems; ++i) {
-      const int token = mamba_scan_token(t, i);
+      const int token = mamba_scan_token(lane, i);
       if (i > 0) {
-        EXPECT_EQ(token, mamba_scan_token(t, i - 1) + 1);
+        EXPECT_EQ(token, mamba_scan_token(lane, i - 1) + 1);
       }
       ++tokens[static_cast<std::size_t>(token)];
     }
@@ -76,28 +79,70 @@ TEST(MambaCudaPlan, ScanBlocksCoverEveryRowAndEveryTokenOnce) {
   EXPECT_TRUE(all_once(tokens));
 }
 
-TEST(MambaCudaPlan, TileReadsOfAWarpHitThirtyTwoBanks) {
-  for (int g = 0; g < kMambaScanStateGroup; ++g) {
-    for (int i = 0; i < kMambaScanItems; ++i) {
-      for (int warp = 0; warp < kMambaScanThreads / 32; ++warp) {
-        std::set<int> banks;
-        for (int lane = 0; lane < 32; ++lane) banks.insert(mamba_tile_index(g, mamba_scan_token(warp * 32 + lane, i)) % 32);
-        EXPECT_EQ(banks.size(), 32u) << g << " " << i << " " << warp;
+// The tile map of both storage dtypes: a bijection onto whole rows, a lane's items are whole
+// 16-byte vectors at the offsets the kernel reads (vector j of lane l at (32 j + l) v), every row
+// starts 16-byte aligned, and the staging writes of 32 consecutive threads hit each bank in one
+// 32-bit word at most.
+TEST(MambaCudaPlan, TileMapIsABijectionOfAlignedVectorsWithConflictFreeWrites) {
+  for (const int bytes : {4, 2}) {
+    const int v = mamba_tile_vector(bytes), stride = mamba_tile_stride(bytes);
+    EXPECT_EQ(kMambaScanItems % v, 0) << bytes;
+    EXPECT_EQ(stride * bytes % 16, 0) << bytes;
+    std::vector<int> touched(static_cast<std::size_t>(kMambaScanStateGroup * stride), 0);
+    for (int g = 0; g < kMambaScanStateGroup; ++g) {
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int i = 0; i < kMambaScanItems; ++i) {
+          const int at = mamba_tile_index(bytes, g, mamba_scan_token(lane, i));
+          ASSERT_GE(at, g * stride);
+          ASSERT_LT(at, g * stride + kMambaScanChunk);  // the row's padding stays unused
+          EXPECT_EQ(at, g * stride + ((i / v) * 32 + lane) * v + i % v) << bytes << " " << g << " " << lane << " " << i;
+          ++touched[static_cast<std::size_t>(at)];
+        }
       }
     }
+    int used = 0;
+    for (const int t : touched) {
+      EXPECT_LE(t, 1);
+      used += t;
+    }
+    EXPECT_EQ(used, kMambaScanStateGroup * kMambaScanChunk);
+    for (int first = 0; first < kMambaScanChunk * kMambaScanStateGroup; first += 32) {
+      std::vector<std::set<int>> words(32);
+      for (int e = first; e < first + 32; ++e) {
+        const int word = mamba_tile_index(bytes, e % kMambaScanStateGroup, e / kMambaScanStateGroup) * bytes / 4;
+        words[static_cast<std::size_t>(word % 32)].insert(word);
+      }
+      for (const auto& w : words) EXPECT_LE(w.size(), 1u) << "bytes " << bytes << " threads from " << first;
+    }
   }
-  // Tiles of different entries never overlap.
-  EXPECT_LT(mamba_tile_index(0, kMambaScanChunk - 1), mamba_tile_index(1, 0));
 }
 
-TEST(MambaCudaPlan, SharedMemoryFitsForEveryStateSize) {
+TEST(MambaCudaPlan, SharedMemoryFitsForEveryStateSizeAndDtype) {
   for (const std::int64_t n : {1, 16, 256}) {
     const MambaPrefillPlan plan = plan_mamba_prefill({1, 8, n}, 100);
-    EXPECT_EQ(plan.shared_bytes, sizeof(float) * static_cast<std::size_t>(mamba_scan_shared_floats(static_cast<int>(n))));
-    EXPECT_LE(plan.shared_bytes + 1024, kSharedWithoutOptIn) << n;
+    EXPECT_EQ(plan.shared_bytes, mamba_scan_shared_bytes(4, static_cast<int>(n)));
+    EXPECT_GE(plan.shared_bytes, mamba_scan_shared_bytes(2, static_cast<int>(n)));  // bf16 tiles are smaller
+    EXPECT_LE(plan.shared_bytes, kSharedWithoutOptIn) << n;
+    EXPECT_GE(plan.shared_bytes, 2 * kMambaScanStateGroup * kMambaScanChunk * 4 + kMambaScanWarps * n * 4);
   }
   const MambaPrefillPlan empty = plan_mamba_prefill({1, 8, 16}, 0);
   EXPECT_EQ(empty.chunks, 0);
+}
+
+// The least bytes a prefill moves, against the sizes of the tensors a layer's inputs hold.
+TEST(MambaCudaPlan, MinimumBytesCountEveryTensorOnce) {
+  for (const DType dtype : {DType::float32, DType::bfloat16}) {
+    Cell cell = testing::mechanism_cell("mamba", 2, 8, 300, dtype, Phase::prefill, 3);
+    cell.options.set("state_size", std::int64_t{5});
+    const MambaInputs in = make_mamba_inputs(cell, 300, 1);
+    const std::int64_t e = dtype == DType::bfloat16 ? 2 : 4;
+    // u, dt_raw, z read, out (the size of u) written; B and C read.
+    const auto tensors = static_cast<std::int64_t>(4 * in.u.size() + in.B.size() + in.C.size());
+    const auto params = static_cast<std::int64_t>(4 * (in.A_log.size() + in.dt_bias.size() + in.D.size()));
+    const std::int64_t state = 2 * 4 * in.rows() * in.state_size;
+    EXPECT_EQ(mamba_prefill_min_bytes({in.batch, in.channels, in.state_size}, 300, static_cast<int>(e)),
+              e * tensors + params + state);
+  }
 }
 
 TEST(MambaCudaPlan, UnsupportedCells) {

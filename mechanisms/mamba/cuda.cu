@@ -1,8 +1,9 @@
-// CUDA kernels of Mamba's selective scan: a fused decode step and a one-kernel prefill that scans
-// each channel's recurrence with cub::BlockScan over (a, b) pairs, chunk after chunk, carrying h in
-// shared memory (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and log1pf (not
-// the __ intrinsics) keep fp32 within 1e-4 of the fp64 reference.
-#include <cub/block/block_scan.cuh>
+// CUDA kernels of Mamba's selective scan: a fused decode step and a one-kernel prefill in which a
+// warp scans one channel's recurrence, chunk after chunk, with a shuffle scan over (a, b) pairs and
+// h carried between chunks (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and
+// log1pf keep softplus and silu within 1e-4 of the fp64 reference, and exp(dt A) is one ex2.approx.
+#include <cstdint>
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -50,125 +51,195 @@ __global__ void __launch_bounds__(kMambaDecodeThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Prefill: the selective scan.
+// Prefill: the warp-level chunked selective scan (MambaPrefillPlan in cuda_plan.hpp; its CPU replay,
+// operation for operation, is cuda_replay.cpp).
 
-// ScanElement's combine (cpu.hpp) on (a, b) = float2: "first, then second".
-struct Compose {
-  __device__ __forceinline__ float2 operator()(float2 first, float2 second) const {
-    return make_float2(second.x * first.x, fmaf(second.x, first.y, second.y));
+constexpr int kItems = kMambaScanItems;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// 2^x on the MUFU unit (within 2 ulp; flushes results below 2^-126 to zero, where h's terms are
+// negligible against the fp32 tolerance). One per (token, channel, state entry): the scan's floor.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// A lane's kItems consecutive values starting at p (count of them inside the sequence, 0 past it):
+// 16-byte vector loads when all are inside and p is aligned, else one by one.
+__device__ __forceinline__ void load_items(const float* p, int count, float (&v)[kItems]) {
+  if (count >= kItems && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    const float4 lo = reinterpret_cast<const float4*>(p)[0], hi = reinterpret_cast<const float4*>(p)[1];
+    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+    return;
   }
-};
-
-// Carries h_s of one channel across chunks: CUB calls it from the first warp with the chunk's
-// aggregate, and lane 0's return is the chunk's prefix (h entering the chunk, as the element
-// (1, h)). Only lane 0 writes, and the next scan that reads the slot is behind a barrier.
-struct CarryPrefix {
-  float* carry;
-  __device__ float2 operator()(float2 aggregate) {
-    const float entering = *carry;
-    if (threadIdx.x == 0) *carry = fmaf(aggregate.x, entering, aggregate.y);
-    return make_float2(1.0f, entering);
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) v[i] = i < count ? p[i] : 0.0f;
+}
+// bf16 pairs in a 32-bit word, first element in the low half: widening is a shift or a mask.
+__device__ __forceinline__ float bf16_low(unsigned word) { return __uint_as_float(word << 16); }
+__device__ __forceinline__ float bf16_high(unsigned word) { return __uint_as_float(word & 0xffff0000u); }
+__device__ __forceinline__ void unpack_bf16x8(uint4 raw, float (&v)[kItems]) {
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) v[2 * k] = bf16_low(words[k]), v[2 * k + 1] = bf16_high(words[k]);
+}
+__device__ __forceinline__ void load_items(const __nv_bfloat16* p, int count, float (&v)[kItems]) {
+  if (count >= kItems && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    unpack_bf16x8(*reinterpret_cast<const uint4*>(p), v);
+    return;
   }
-};
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) v[i] = i < count ? __bfloat162float(p[i]) : 0.0f;
+}
 
-template <class T>
-__global__ void __launch_bounds__(kMambaScanThreads)
-    mamba_scan_kernel(const float* __restrict__ A, const float* __restrict__ dt_bias, const float* __restrict__ D,
-                      const T* __restrict__ u, const T* __restrict__ dt_raw, const T* __restrict__ z,
-                      const T* __restrict__ B, const T* __restrict__ C, float* __restrict__ state,
-                      T* __restrict__ out, std::int64_t tokens, int channels, int n, std::int64_t channel_groups) {
-  constexpr int kItems = kMambaScanItems, kChannels = kMambaScanChannels, kGroup = kMambaScanStateGroup;
-  using Scan = cub::BlockScan<float2, kMambaScanThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  extern __shared__ float shared[];
-  float* b_tile = shared;                                // [kGroup][stride]
-  float* c_tile = b_tile + kGroup * kMambaScanTileStride;  // [kGroup][stride]
-  float* carry = c_tile + kGroup * kMambaScanTileStride;   // [kChannels][n]
+__device__ __forceinline__ void store_items(float* p, int count, const float (&v)[kItems]) {
+  if (count >= kItems && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    if (i < count) p[i] = v[i];
+  }
+}
+__device__ __forceinline__ unsigned pack_bf16x2(float first, float second) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(first, second);  // .x (first) in the low half
+  return *reinterpret_cast<const unsigned*>(&pair);
+}
+__device__ __forceinline__ void store_items(__nv_bfloat16* p, int count, const float (&v)[kItems]) {
+  if (count >= kItems && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    *reinterpret_cast<uint4*>(p) =
+        make_uint4(pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]), pack_bf16x2(v[4], v[5]), pack_bf16x2(v[6], v[7]));
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    if (i < count) p[i] = __float2bfloat16_rn(v[i]);
+  }
+}
+
+// A lane's kItems values of one tile row (mamba_tile_index: vector j of lane l at (32 j + l) v).
+__device__ __forceinline__ void tile_items(const float* row, int lane, float (&v)[kItems]) {
+  const float4 lo = reinterpret_cast<const float4*>(row)[lane], hi = reinterpret_cast<const float4*>(row)[32 + lane];
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+__device__ __forceinline__ void tile_items(const __nv_bfloat16* row, int lane, float (&v)[kItems]) {
+  unpack_bf16x8(reinterpret_cast<const uint4*>(row)[lane], v);
+}
+
+template <class S>
+__global__ void __launch_bounds__(kMambaScanThreads, kMambaScanMinBlocksPerSm)
+    mamba_warp_scan_kernel(const float* __restrict__ A, const float* __restrict__ dt_bias,
+                           const float* __restrict__ D, const S* __restrict__ u, const S* __restrict__ dt_raw,
+                           const S* __restrict__ z, const S* __restrict__ B, const S* __restrict__ C,
+                           float* __restrict__ state, S* __restrict__ out, std::int64_t tokens, int channels, int n,
+                           std::int64_t channel_groups) {
+  constexpr int kBytes = static_cast<int>(sizeof(S)), kGroup = kMambaScanStateGroup;
+  constexpr int kStride = mamba_tile_stride(kBytes);
+  static_assert(kItems == 8, "load_items, store_items and tile_items move 8 items: 2 fp32 or 1 bf16 vector");
+  extern __shared__ __align__(16) unsigned char shared[];
+  S* b_tile = reinterpret_cast<S*>(shared);                                // [kGroup][kStride]
+  S* c_tile = b_tile + kGroup * kStride;                                   // [kGroup][kStride]
+  float* carry = reinterpret_cast<float*>(c_tile + kGroup * kStride);      // [warps][n]
 
   const MambaScanRun run = mamba_scan_run(blockIdx.x, channel_groups);
-  const int t = threadIdx.x;
-  for (int e = t; e < kChannels * n; e += blockDim.x) {
-    const int ch = e / n, c = run.first_channel + ch;
-    carry[e] = c < channels ? state[(run.batch * channels + c) * static_cast<std::int64_t>(n) + e % n] : 0.0f;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int c = run.first_channel + warp;
+  const bool active = c < channels;  // uniform over the warp; an idle warp still meets the barriers
+  const std::int64_t row = run.batch * channels + (active ? c : 0);
+  float* h = carry + warp * n;
+  if (active) {
+    for (int s = lane; s < n; s += 32) h[s] = state[row * n + s];
   }
-  const T* b_rows = B + run.batch * tokens * n;
-  const T* c_rows = C + run.batch * tokens * n;
+  __syncwarp();
+  const float bias = active ? dt_bias[c] : 0.0f, skip = active ? D[c] : 0.0f;
+  const float* a_row = A + static_cast<std::int64_t>(active ? c : 0) * n;
+  const S* b_rows = B + run.batch * tokens * n;
+  const S* c_rows = C + run.batch * tokens * n;
 
   for (std::int64_t first = 0; first < tokens; first += kMambaScanChunk) {
-    // Per channel and item: dt and dt * u (0 past the sequence or the channels: the identity step).
-    float dt[kChannels][kItems], du[kChannels][kItems], y[kChannels][kItems];
+    const std::int64_t token0 = first + mamba_scan_token(lane, 0);
+    const std::int64_t left = tokens - token0;
+    const int count = !active || left <= 0 ? 0 : left >= kItems ? kItems : static_cast<int>(left);
+    // Per item: u, dt and dt u; past the sequence dt = 0 makes the identity step (a, b) = (1, 0).
+    float x[kItems] = {}, dt[kItems] = {}, du[kItems], y[kItems];
+    if (count > 0) {
+      load_items(u + row * tokens + token0, count, x);
+      load_items(dt_raw + row * tokens + token0, count, dt);
+    }
 #pragma unroll
-    for (int ch = 0; ch < kChannels; ++ch) {
-      const int c = run.first_channel + ch;
-      const std::int64_t row = run.batch * channels + c;
-      const float bias = c < channels ? dt_bias[c] : 0.0f;
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        const std::int64_t token = first + mamba_scan_token(t, i);
-        const bool inside = c < channels && token < tokens;
-        const float step = inside ? softplus(load_float(dt_raw[row * tokens + token]) + bias) : 0.0f;
-        dt[ch][i] = step;
-        du[ch][i] = inside ? step * load_float(u[row * tokens + token]) : 0.0f;
-        y[ch][i] = 0.0f;
-      }
+    for (int i = 0; i < kItems; ++i) {
+      dt[i] = i < count ? softplus(dt[i] + bias) : 0.0f;
+      du[i] = dt[i] * x[i];
+      y[i] = 0.0f;
     }
     for (int s0 = 0; s0 < n; s0 += kGroup) {
-      __syncthreads();  // the previous group's tiles are consumed
-      for (int e = t; e < kMambaScanChunk * kGroup; e += blockDim.x) {
+      __syncthreads();  // every warp is done with the previous group's tiles
+      for (int e = threadIdx.x; e < kMambaScanChunk * kGroup; e += kMambaScanThreads) {
         const int token = e / kGroup, g = e % kGroup;  // consecutive threads: consecutive entries of a token
         const std::int64_t at = first + token;
         const bool inside = at < tokens && s0 + g < n;
-        b_tile[mamba_tile_index(g, token)] = inside ? load_float(b_rows[at * n + s0 + g]) : 0.0f;
-        c_tile[mamba_tile_index(g, token)] = inside ? load_float(c_rows[at * n + s0 + g]) : 0.0f;
+        const int to = mamba_tile_index(kBytes, g, token);
+        b_tile[to] = inside ? b_rows[at * n + s0 + g] : S(0.0f);
+        c_tile[to] = inside ? c_rows[at * n + s0 + g] : S(0.0f);
       }
       __syncthreads();
-      const int group_size = n - s0 < kGroup ? n - s0 : kGroup;
+      if (!active) continue;
+      const int group_size = min(kGroup, n - s0);
       for (int g = 0; g < group_size; ++g) {
         const int s = s0 + g;
+        const float a2 = a_row[s] * kMambaLog2e;
+        float b_in[kItems], a[kItems], b[kItems];
+        tile_items(b_tile + g * kStride, lane, b_in);
+        // The lane's fold of its steps: (fold_a, fold_b) maps h entering the lane to h leaving it.
+        float fold_a = 1.0f, fold_b = 0.0f;
 #pragma unroll
-        for (int ch = 0; ch < kChannels; ++ch) {
-          const int c = run.first_channel + ch;
-          const float a_s = c < channels ? A[static_cast<std::int64_t>(c) * n + s] : 0.0f;
-          float2 steps[kItems];
-          float2 aggregate = make_float2(1.0f, 0.0f);
-#pragma unroll
-          for (int i = 0; i < kItems; ++i) {
-            steps[i] = make_float2(expf(dt[ch][i] * a_s), du[ch][i] * b_tile[mamba_tile_index(g, mamba_scan_token(t, i))]);
-            aggregate = Compose{}(aggregate, steps[i]);
-          }
-          float2 entering;
-          CarryPrefix prefix{carry + ch * n + s};
-          Scan(temp).ExclusiveScan(aggregate, entering, Compose{}, prefix);
-          float h = entering.y;
-#pragma unroll
-          for (int i = 0; i < kItems; ++i) {
-            h = fmaf(steps[i].x, h, steps[i].y);
-            y[ch][i] = fmaf(c_tile[mamba_tile_index(g, mamba_scan_token(t, i))], h, y[ch][i]);
-          }
-          __syncthreads();  // temp storage is reused by the next scan
+        for (int i = 0; i < kItems; ++i) {
+          a[i] = exp2_approx(dt[i] * a2);
+          b[i] = du[i] * b_in[i];
+          fold_b = fmaf(a[i], fold_b, b[i]);
+          fold_a = fold_a * a[i];
         }
+        // Inclusive scan over the lanes (ScanElement's combine: lower lanes first).
+#pragma unroll
+        for (int offset = 1; offset < 32; offset *= 2) {
+          const float prev_a = __shfl_up_sync(kFullWarp, fold_a, offset);
+          const float prev_b = __shfl_up_sync(kFullWarp, fold_b, offset);
+          if (lane >= offset) {
+            fold_b = fmaf(fold_a, prev_b, fold_b);
+            fold_a = fold_a * prev_a;
+          }
+        }
+        const float entering = h[s];
+        const float exit = fmaf(fold_a, entering, fold_b);  // h after this lane's last token
+        float state_s = __shfl_up_sync(kFullWarp, exit, 1);
+        if (lane == 0) state_s = entering;
+        const float leaving = __shfl_sync(kFullWarp, exit, 31);
+        float c_in[kItems];
+        tile_items(c_tile + g * kStride, lane, c_in);
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          state_s = fmaf(a[i], state_s, b[i]);
+          y[i] = fmaf(c_in[i], state_s, y[i]);
+        }
+        __syncwarp();  // every lane has read h[s]
+        if (lane == 0) h[s] = leaving;
       }
     }
-    // out = (y + D u) silu(z)
+    if (count > 0) {
+      // out = (y + D u) silu(z)
+      float gate[kItems];
+      load_items(z + row * tokens + token0, count, gate);
 #pragma unroll
-    for (int ch = 0; ch < kChannels; ++ch) {
-      const int c = run.first_channel + ch;
-      if (c >= channels) continue;
-      const std::int64_t row = run.batch * channels + c;
-      const float skip = D[c];
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        const std::int64_t token = first + mamba_scan_token(t, i);
-        if (token >= tokens) continue;
-        const std::int64_t at = row * tokens + token;
-        store_float(out + at, (y[ch][i] + skip * load_float(u[at])) * silu(load_float(z[at])));
-      }
+      for (int i = 0; i < kItems; ++i) y[i] = fmaf(skip, x[i], y[i]) * silu(gate[i]);
+      store_items(out + row * tokens + token0, count, y);
     }
   }
-  __syncthreads();  // the last prefix callback's write of `carry`
-  for (int e = t; e < kChannels * n; e += blockDim.x) {
-    const int ch = e / n, c = run.first_channel + ch;
-    if (c < channels) state[(run.batch * channels + c) * static_cast<std::int64_t>(n) + e % n] = carry[e];
+  __syncwarp();  // lane 0's last writes of h
+  if (active) {
+    for (int s = lane; s < n; s += 32) state[row * n + s] = h[s];
   }
 }
 
@@ -191,11 +262,11 @@ void launch_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& p
                           float* state, T* out, CUstream_st* stream) {
   using S = typename DeviceStorage<T>::type;
   if (plan.tokens == 0 || plan.blocks == 0) return;  // h unchanged
-  mamba_scan_kernel<S><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+  mamba_warp_scan_kernel<S><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
       params.A, params.dt_bias, params.D, reinterpret_cast<const S*>(x.u), reinterpret_cast<const S*>(x.dt_raw),
       reinterpret_cast<const S*>(x.z), reinterpret_cast<const S*>(x.B), reinterpret_cast<const S*>(x.C), state,
       reinterpret_cast<S*>(out), plan.tokens, plan.channels, plan.state_size, plan.channel_groups);
-  check_launch("mamba_scan_kernel");
+  check_launch("mamba_warp_scan_kernel");
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                          \

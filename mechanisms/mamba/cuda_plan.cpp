@@ -28,11 +28,18 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
   plan.channels = static_cast<int>(shape.channels);
   plan.state_size = static_cast<int>(shape.state_size);
   plan.tokens = tokens;
-  plan.channel_groups = ceil_div(shape.channels, kMambaScanChannels);
+  plan.channel_groups = ceil_div(shape.channels, kMambaScanWarps);
   plan.chunks = ceil_div(tokens, kMambaScanChunk);
   plan.blocks = checked_mul(shape.batch, plan.channel_groups);
-  plan.shared_bytes = sizeof(float) * static_cast<std::size_t>(mamba_scan_shared_floats(plan.state_size));
+  plan.shared_bytes = mamba_scan_shared_bytes(static_cast<int>(sizeof(float)), plan.state_size);
   return plan;
+}
+
+std::int64_t mamba_prefill_min_bytes(const MambaShape& shape, std::int64_t tokens, int element_bytes) {
+  const std::int64_t e = element_bytes, f = static_cast<std::int64_t>(sizeof(float));
+  return checked_sum(checked_product(4, shape.rows(), tokens, e), checked_product(2, shape.batch, tokens, shape.state_size, e),
+                     checked_product(2, shape.rows(), shape.state_size, f),
+                     checked_product(f, shape.channels, shape.state_size + 2));
 }
 
 std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
@@ -47,8 +54,7 @@ std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
   const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length);
   if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
-  // CUB's temp storage (a few hundred bytes) comes on top of the dynamic part.
-  if (prefill.shared_bytes + 1024 > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
+  if (prefill.shared_bytes > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
   return std::nullopt;
 }
 

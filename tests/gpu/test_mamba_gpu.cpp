@@ -1,5 +1,5 @@
 // mamba CUDA kernels on a real device: the registered mechanism's CUDA cells against the fp64
-// reference (decode and prefill, bf16 and fp32, L around the scan's 1024-token chunks, odd channel
+// reference (decode and prefill, bf16 and fp32, L around the scan's 256-token chunks, odd channel
 // counts and state sizes), and the kernels against each other: a decode step after a prefill over L
 // tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
 // the h it is given. Every output is poisoned with NaN before the run. Skipped without a device.
@@ -16,6 +16,7 @@
 
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/mamba/cuda.hpp"
+#include "mechanisms/mamba/cuda_replay.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -46,7 +47,7 @@ TEST_P(MambaGpuCells, RunOnceAndMatchTheFp64Reference) {
 INSTANTIATE_TEST_SUITE_P(Cells, MambaGpuCells,
                          ::testing::Combine(::testing::Values(Phase::decode, Phase::prefill),
                                             ::testing::Values(DType::float32, DType::bfloat16),
-                                            ::testing::Values<std::int64_t>(1, 100, 1023, 1024, 1025, 2500)),
+                                            ::testing::Values<std::int64_t>(1, 100, 255, 256, 257, 1025, 2500)),
                          [](const ::testing::TestParamInfo<CellCase>& info) {
                            return phase_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param)) +
                                   "_L" + std::to_string(std::get<2>(info.param));
@@ -157,7 +158,7 @@ void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::
 TEST(MambaGpu, DecodeAfterPrefillEqualsLastRowOfPrefillOverLPlusOneTokens) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
-  for (const std::int64_t length : {0, 1, 1023, 1024, 1500}) {
+  for (const std::int64_t length : {0, 1, 255, 256, 1500}) {
     expect_decode_equals_last_prefill_row<float>(cuda, DType::float32, length);
     expect_decode_equals_last_prefill_row<bf16>(cuda, DType::bfloat16, length);
   }
@@ -178,6 +179,41 @@ TEST(MambaGpu, PrefillContinuesFromTheStateItIsGiven) {
   EXPECT_LT(testing::relative_max_error(download<float>(cuda, carried.state.data(), states),
                                         download<float>(cuda, whole.state.data(), states)),
             1e-5);
+}
+
+// The kernel against its CPU replay (cuda_replay.cpp, the same operations in the same order but
+// exp2f for ex2.approx): nearly equal outputs and final h, at 9 channels (a block with one active
+// warp), lengths off and across the chunk edge, from a non-zero h.
+TEST(MambaGpu, PrefillEqualsItsCpuReplay) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {257, 1300}) {
+    const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, length + 100, DType::float32, 1, 9), length + 100, 53);
+    DeviceLayer layer(cuda, in);
+    prefill<float>(cuda, in, 0, 100, layer);  // h after 100 tokens: the replay starts from it too
+    std::vector<float> state = download<float>(cuda, layer.state.data(), static_cast<std::int64_t>(layer.state.size()));
+    const std::vector<float> device = prefill<float>(cuda, in, 100, length, layer);
+    std::vector<float> u, dt_raw, z, B, C;
+    for (std::int64_t r = 0; r < in.rows(); ++r) {
+      for (auto [from, to] : {std::pair{&in.u, &u}, {&in.dt_raw, &dt_raw}, {&in.z, &z}}) {
+        to->insert(to->end(), in.row(*from, r) + 100, in.row(*from, r) + 100 + length);
+      }
+    }
+    for (std::int64_t b = 0; b < in.batch; ++b) {
+      B.insert(B.end(), in.token(in.B, b, 100), in.token(in.B, b, 100) + length * in.state_size);
+      C.insert(C.end(), in.token(in.C, b, 100), in.token(in.C, b, 100) + length * in.state_size);
+    }
+    const std::vector<float> A = in.A();
+    std::vector<float> replayed(device.size());
+    replay_mamba_prefill<float>(plan_mamba_prefill({in.batch, in.channels, in.state_size}, length),
+                                {A.data(), in.dt_bias.data(), in.D.data()},
+                                {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}, state.data(), replayed.data());
+    EXPECT_LT(testing::relative_max_error(device, replayed), 1e-5) << "L " << length;
+    EXPECT_LT(testing::relative_max_error(
+                  download<float>(cuda, layer.state.data(), static_cast<std::int64_t>(layer.state.size())), state),
+              1e-5)
+        << "L " << length;
+  }
 }
 
 #endif  // ARCH_BENCH_HAVE_CUDA

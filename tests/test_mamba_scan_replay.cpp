@@ -1,0 +1,167 @@
+// The CUDA prefill's algorithm on the CPU: replay_mamba_prefill (cuda_replay.cpp) runs the warp
+// scan kernel's chunking, tiles, lane folds, shuffle scan and carries in the same fp32 operations,
+// and is held here to the fp64 reference over lengths around and across the 256-token chunks,
+// continuing from a carried state, in fp32 and bf16; a replay that skips the carry must fail.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "mechanisms/mamba/check.hpp"
+#include "mechanisms/mamba/cuda_replay.hpp"
+#include "mechanisms/mamba/inputs.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+Cell replay_cell(DType dtype, std::int64_t channels, std::int64_t n, std::int64_t batch, std::int64_t length) {
+  Cell cell = testing::mechanism_cell("mamba", 1, channels, length, dtype, Phase::prefill, batch);
+  cell.options.set("state_size", n);
+  return cell;
+}
+
+// Tokens [first, first + count) of the inputs, in storage T and the kernels' layouts.
+template <class T>
+struct StoredTokens {
+  StoredTokens(const MambaInputs& in, std::int64_t first, std::int64_t count) {
+    for (std::int64_t r = 0; r < in.rows(); ++r) {
+      for (std::int64_t t = first; t < first + count; ++t) {
+        u.push_back(from_float<T>(in.row(in.u, r)[t]));
+        dt_raw.push_back(from_float<T>(in.row(in.dt_raw, r)[t]));
+        z.push_back(from_float<T>(in.row(in.z, r)[t]));
+      }
+    }
+    for (std::int64_t b = 0; b < in.batch; ++b) {
+      for (std::int64_t k = 0; k < count * in.state_size; ++k) {
+        B.push_back(from_float<T>(in.token(in.B, b, first)[k]));
+        C.push_back(from_float<T>(in.token(in.C, b, first)[k]));
+      }
+    }
+  }
+  MambaTokens<T> view() const { return {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  std::vector<T> u, dt_raw, z, B, C;
+};
+
+// Replays tokens [first, first + count) from `state`; returns out [rows, count].
+template <class T>
+std::vector<T> replay(const MambaInputs& in, std::int64_t first, std::int64_t count, std::vector<float>& state,
+                      MambaReplayFault fault = MambaReplayFault::none) {
+  const StoredTokens<T> x(in, first, count);
+  const std::vector<float> A = in.A();
+  const MambaParameters params{A.data(), in.dt_bias.data(), in.D.data()};
+  std::vector<T> out(static_cast<std::size_t>(in.rows() * count), from_float<T>(std::nanf("")));
+  replay_mamba_prefill<T>(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), params, x.view(),
+                          state.data(), out.data(), fault);
+  return out;
+}
+
+// fp32: the replay (exp2f) is held closer than the kernel's 1e-4 (dtype_tolerance), as tight as the
+// CPU chunked scan (test_mamba.cpp), so that a small slip in the algorithm shows.
+constexpr double kReplayFp32Tolerance = 2e-6;
+
+template <class T>
+Accuracy replay_against_reference(const MambaInputs& in, MambaReplayFault fault = MambaReplayFault::none) {
+  std::vector<float> state(static_cast<std::size_t>(in.rows() * in.state_size), 0.0f);
+  return check_mamba_prefill<T>(in, replay<T>(in, 0, in.tokens, state, fault).data());
+}
+
+// 9 channels: one full block of warps and one with a single active warp; lengths inside one chunk,
+// at and around its edge, across several chunks with a partial last one.
+TEST(MambaScanReplay, MatchesTheFp64ReferenceAtEveryLengthFp32) {
+  for (const std::int64_t length : {1, 7, 255, 256, 257, 1000, 5000}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(DType::float32, 9, 16, 2, length), length, 31);
+    const Accuracy a = replay_against_reference<float>(in);
+    EXPECT_TRUE(a.output_finite) << length;
+    EXPECT_EQ(a.rows_checked, 2 * length);
+    EXPECT_LT(a.max_rel_error, kReplayFp32Tolerance) << "L " << length;
+    std::printf("fp32 L %5ld: max_rel_error %.3g\n", static_cast<long>(length), a.max_rel_error);
+  }
+}
+
+TEST(MambaScanReplay, MatchesTheFp64ReferenceAtEveryLengthBf16) {
+  for (const std::int64_t length : {1, 255, 257, 1000, 5000}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(DType::bfloat16, 9, 16, 2, length), length, 37);
+    const Accuracy a = replay_against_reference<bf16>(in);
+    EXPECT_TRUE(a.output_finite) << length;
+    EXPECT_LT(a.max_rel_error, dtype_tolerance(DType::bfloat16)) << "L " << length;
+    std::printf("bf16 L %5ld: max_rel_error %.3g\n", static_cast<long>(length), a.max_rel_error);
+  }
+}
+
+// N 1 and 5 (one partial state group), 17 (a full group and a partial one), 256 (the largest).
+TEST(MambaScanReplay, MatchesTheFp64ReferenceForOddStateSizes) {
+  for (const std::int64_t n : {1, 5, 17, 256}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(DType::float32, 3, n, 1, 600), 600, 41);
+    const Accuracy a = replay_against_reference<float>(in);
+    EXPECT_TRUE(a.output_finite) << n;
+    EXPECT_LT(a.max_rel_error, kReplayFp32Tolerance) << "N " << n;
+  }
+}
+
+// Two calls with h carried between them give the outputs and final h of one call over the whole
+// sequence, and both match the fp64 reference.
+template <class T>
+void expect_continues_from_a_carried_state(DType dtype) {
+  const std::int64_t length = 1300, split = 517;
+  const MambaInputs in = make_mamba_inputs(replay_cell(dtype, 9, 16, 2, length), length, 43);
+  const std::size_t states = static_cast<std::size_t>(in.rows() * in.state_size);
+  std::vector<float> whole_state(states, 0.0f), state(states, 0.0f);
+  const std::vector<T> whole = replay<T>(in, 0, length, whole_state);
+  const std::vector<T> head = replay<T>(in, 0, split, state);
+  const std::vector<T> tail = replay<T>(in, split, length - split, state);
+  std::vector<T> joined;
+  for (std::int64_t r = 0; r < in.rows(); ++r) {
+    joined.insert(joined.end(), head.begin() + r * split, head.begin() + (r + 1) * split);
+    joined.insert(joined.end(), tail.begin() + r * (length - split), tail.begin() + (r + 1) * (length - split));
+  }
+  const double tolerance = dtype == DType::float32 ? kReplayFp32Tolerance : dtype_tolerance(dtype);
+  EXPECT_LT(check_mamba_prefill<T>(in, joined.data()).max_rel_error, tolerance) << dtype_name(dtype);
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < joined.size(); ++i) {
+    diff = std::fmax(diff, std::fabs(to_float(joined[i]) - to_float(whole[i])));
+    scale = std::fmax(scale, std::fabs(to_float(whole[i])));
+  }
+  EXPECT_LT(diff, tolerance * scale) << dtype_name(dtype);
+  // The final h against the reference's.
+  const MambaParametersD params = in.reference_parameters();
+  double state_diff = 0, state_scale = 0;
+  for (std::int64_t b = 0; b < in.batch; ++b) {
+    const MambaReferenceResult ref = mamba_selective_scan(in.reference_sequence(b, length), params);
+    for (std::int64_t c = 0; c < in.channels; ++c) {
+      for (std::int64_t s = 0; s < in.state_size; ++s) {
+        const double expected = ref.state(c, s);
+        state_diff = std::fmax(state_diff, std::fabs(state[((b * in.channels + c) * in.state_size + s)] - expected));
+        state_scale = std::fmax(state_scale, std::fabs(expected));
+      }
+    }
+  }
+  EXPECT_GT(state_scale, 0.0);
+  EXPECT_LT(state_diff, tolerance * state_scale) << dtype_name(dtype);
+}
+
+TEST(MambaScanReplay, ContinuesFromACarriedState) {
+  expect_continues_from_a_carried_state<float>(DType::float32);
+  expect_continues_from_a_carried_state<bf16>(DType::bfloat16);
+}
+
+// The check can fail: without the carry between chunks the outputs past the first chunk are wrong,
+// while a sequence of one chunk (from h = 0) is unaffected.
+TEST(MambaScanReplay, SkippingTheCarryFailsTheCheckAcrossChunks) {
+  const MambaInputs one_chunk = make_mamba_inputs(replay_cell(DType::float32, 9, 16, 1, 256), 256, 47);
+  EXPECT_LT(replay_against_reference<float>(one_chunk, MambaReplayFault::carry_skipped).max_rel_error,
+            kReplayFp32Tolerance);
+  for (const DType dtype : {DType::float32, DType::bfloat16}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(dtype, 9, 16, 1, 1000), 1000, 47);
+    const Accuracy faulty = dtype == DType::float32 ? replay_against_reference<float>(in, MambaReplayFault::carry_skipped)
+                                                    : replay_against_reference<bf16>(in, MambaReplayFault::carry_skipped);
+    EXPECT_GT(faulty.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype);
+    std::printf("%s without the carry: max_rel_error %.3g\n", dtype_name(dtype).c_str(), faulty.max_rel_error);
+  }
+}
+
+}  // namespace
+}  // namespace arch_bench
