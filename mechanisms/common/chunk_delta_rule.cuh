@@ -24,6 +24,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/common/dynamic_shared_memory.cuh"
 
 namespace arch_bench {
 
@@ -405,16 +406,12 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
   }
 }
 
-// Once per plan, before the first launch (at prepare time: not a stream operation, so not inside
-// run() or a graph capture): lets each kernel take the plan's shared memory past 48 KiB.
+// Once per plan, before the first launch (dynamic_shared_memory.cuh): lets each kernel take the
+// plan's shared memory past 48 KiB.
 template <class Policy>
 void configure_chunk_delta_rule(const ChunkDeltaRulePlan& plan) {
-  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(delta_rule_prepare_kernel<Policy>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(plan.prepare_layout.bytes)));
-  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(delta_rule_pass_kernel<Policy>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(plan.pass_layout.bytes)));
+  allow_dynamic_shared_memory(delta_rule_prepare_kernel<Policy>, plan.prepare_layout.bytes);
+  allow_dynamic_shared_memory(delta_rule_pass_kernel<Policy>, plan.pass_layout.bytes);
 }
 
 // The two kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)
