@@ -13,11 +13,15 @@
 #include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
+#include "support/chunk_layout_checks.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
 namespace {
 
+using testing::expect_disjoint_aligned;
+using testing::expect_wmma_bf16_stride;
+using testing::expect_wmma_float_stride;
 using testing::mechanism_cell;
 
 constexpr int kC = kScalarDecayChunk;
@@ -73,22 +77,6 @@ TEST(ChunkScalarDecayPlan, GridsAreOneBlockPerHeadAndChunkAndOneThreadPerPairOfS
   }
 }
 
-// Region [offset, offset + bytes) of each layout member, in order.
-struct Region {
-  std::size_t offset;
-  std::size_t bytes;
-};
-void expect_disjoint_aligned(const std::vector<Region>& regions, std::size_t total) {
-  for (std::size_t r = 0; r < regions.size(); ++r) {
-    EXPECT_EQ(regions[r].offset % 128, 0u) << "region " << r;
-    const std::size_t end = regions[r].offset + regions[r].bytes;
-    if (r + 1 < regions.size()) {
-      EXPECT_LE(end, regions[r + 1].offset) << "region " << r << " overlaps the next";
-    }
-    EXPECT_LE(end, total) << "region " << r;
-  }
-}
-
 TEST(ChunkScalarDecayPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
   std::size_t widest = 0;
   for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) {
@@ -96,14 +84,8 @@ TEST(ChunkScalarDecayPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 100, dk, dv);
       EXPECT_LE(plan.max_shared_bytes(), kScalarDecayMaxSharedBytes) << dk << " x " << dv;
       widest = std::max(widest, plan.max_shared_bytes());
-      // wmma::load/store_matrix_sync: ldm a multiple of 8 (bf16) or 4 (fp32) elements, and a tile
-      // 16 rows down (or 16 columns across) moves the pointer by a multiple of 32 bytes.
-      for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_p}) {
-        EXPECT_EQ(ld % 8, 0);
-        EXPECT_EQ((kF * ld * 2) % 32, 0);
-      }
-      EXPECT_EQ(plan.ld_acc % 4, 0);
-      EXPECT_EQ((kF * plan.ld_acc * 4) % 32, 0);
+      for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_p}) expect_wmma_bf16_stride(ld);
+      expect_wmma_float_stride(plan.ld_acc);
       EXPECT_GE(plan.ld_k, dk);
       EXPECT_GE(plan.ld_v, dv);
       EXPECT_GE(plan.ld_p, kC);
