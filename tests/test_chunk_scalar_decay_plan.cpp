@@ -2,7 +2,8 @@
 // on the CPU: chunk counts and tail rows for L not a multiple of C, L < C and L = 1; the grids the
 // three kernels decode; shared-memory layouts that fit sm_90, do not overlap and keep every wmma
 // tile pointer 32-byte aligned; a workspace exactly as large as the kernels index (the tile loops
-// of the chunk-state and output kernels replayed here); and retnet's dispatch and peak prediction.
+// of the chunk-state and output kernels replayed here); plans refused past the grid or the
+// shared-memory opt-in; and retnet's and mamba2's dispatch and peak prediction.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
@@ -210,6 +212,21 @@ TEST(ChunkScalarDecayPlan, RefusesHeadSizesOffTheWmmaGrid) {
     EXPECT_THROW(plan_chunk_scalar_decay(1, 10, d, 64), std::invalid_argument) << d;
     EXPECT_EQ(chunk_scalar_decay_workspace_bytes(1, 10, d, 64), 0) << d;
   }
+}
+
+TEST(ChunkScalarDecayPlan, RefusesToLaunchPastTheGridOrTheSharedMemoryOptIn) {
+  EXPECT_FALSE(chunk_scalar_decay_unlaunchable(plan_chunk_scalar_decay(16, 1000, 128, 128)).has_value());
+  // 2^10 heads of 2^27 tokens: 2^31 chunk blocks, one past the grid's limit.
+  const ChunkScalarDecayPlan wide = plan_chunk_scalar_decay(1 << 10, std::int64_t{1} << 27, 16, 16);
+  ASSERT_GT(wide.state_blocks, kCudaMaxGridX);
+  EXPECT_TRUE(chunk_scalar_decay_unlaunchable(wide).has_value());
+  const ChunkScalarDecayPlan just_fits = plan_chunk_scalar_decay(1 << 9, std::int64_t{1} << 27, 16, 16);
+  ASSERT_LE(just_fits.state_blocks, kCudaMaxGridX);
+  EXPECT_FALSE(chunk_scalar_decay_unlaunchable(just_fits).has_value());
+  // Every supported head size fits (the test above); a layout past the opt-in is refused.
+  ChunkScalarDecayPlan crowded = plan_chunk_scalar_decay(1, 64, 16, 16);
+  crowded.output_layout.bytes = kScalarDecayMaxSharedBytes + 1;
+  EXPECT_TRUE(chunk_scalar_decay_unlaunchable(crowded).has_value());
 }
 
 TEST(ChunkScalarDecayPlan, RetNetRunsItForBf16PrefillOfSixteenMultipleHeadsOnly) {

@@ -65,6 +65,16 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   return plan;
 }
 
+std::optional<std::string> chunk_scalar_decay_unlaunchable(const ChunkScalarDecayPlan& plan) {
+  if (plan.state_blocks > kCudaMaxGridX || plan.prefix_blocks > kCudaMaxGridX) {
+    return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  }
+  if (plan.max_shared_bytes() > kScalarDecayMaxSharedBytes) {
+    return "the chunkwise prefill exceeds 227 KiB of shared memory";
+  }
+  return std::nullopt;
+}
+
 std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
                                                 std::int64_t dv) {
   if (!chunk_scalar_decay_supports(dk, dv) || batch_heads < 0 || tokens < 0) return 0;

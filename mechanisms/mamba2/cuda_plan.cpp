@@ -59,13 +59,7 @@ std::optional<std::string> mamba2_cuda_unsupported(const Cell& cell) {
   if (plan_mamba2_cuda(shape, 1).blocks > kCudaMaxGridX) {
     return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
   }
-  if (mamba2_cuda_prefill_is_chunked(cell)) {
-    const ChunkScalarDecayPlan chunked = mamba2_chunked_prefill_plan(cell);
-    if (chunked.state_blocks > kCudaMaxGridX || chunked.prefix_blocks > kCudaMaxGridX) {
-      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
-    }
-    if (chunked.max_shared_bytes() > kScalarDecayMaxSharedBytes) return "the chunked prefill exceeds 227 KiB of shared memory";
-  }
+  if (mamba2_cuda_prefill_is_chunked(cell)) return chunk_scalar_decay_unlaunchable(mamba2_chunked_prefill_plan(cell));
   return std::nullopt;
 }
 

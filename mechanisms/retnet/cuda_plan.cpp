@@ -35,13 +35,7 @@ std::optional<std::string> retnet_cuda_unsupported(const Cell& cell) {
   if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
   const ColumnRecurrencePlan one_block = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
   if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
-  if (retnet_cuda_prefill_is_chunked(cell)) {
-    const ChunkScalarDecayPlan chunked = retnet_chunked_prefill_plan(cell);
-    if (chunked.state_blocks > kCudaMaxGridX || chunked.prefix_blocks > kCudaMaxGridX) {
-      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
-    }
-    if (chunked.max_shared_bytes() > kScalarDecayMaxSharedBytes) return "the chunkwise prefill exceeds 227 KiB of shared memory";
-  }
+  if (retnet_cuda_prefill_is_chunked(cell)) return chunk_scalar_decay_unlaunchable(retnet_chunked_prefill_plan(cell));
   return std::nullopt;
 }
 
