@@ -3,14 +3,16 @@
 // three kernels decode; shared-memory layouts that fit sm_90, do not overlap and keep every wmma
 // tile pointer 32-byte aligned; a workspace exactly as large as the kernels index (the tile loops
 // of the chunk-state and output kernels replayed here); plans refused past the grid or the
-// shared-memory opt-in; and retnet's and mamba2's dispatch and peak prediction.
+// shared-memory opt-in; a cell's workspace; and retnet's and mamba2's dispatch and peak prediction.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
@@ -227,6 +229,26 @@ TEST(ChunkScalarDecayPlan, RefusesToLaunchPastTheGridOrTheSharedMemoryOptIn) {
   ChunkScalarDecayPlan crowded = plan_chunk_scalar_decay(1, 64, 16, 16);
   crowded.output_layout.bytes = kScalarDecayMaxSharedBytes + 1;
   EXPECT_TRUE(chunk_scalar_decay_unlaunchable(crowded).has_value());
+}
+
+TEST(ChunkScalarDecayPlan, CellWorkspaceIsThePlansFromTheCellsAllocatorAndListedOnlyWhenSet) {
+  HostAllocator allocator;
+  std::vector<ByteSpan> spans;
+  const ChunkScalarDecayWorkspace recurrence;  // a prefill without the chunked form
+  recurrence.add_spans(spans);
+  EXPECT_TRUE(spans.empty());
+  const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(3, 300, 64, 32);
+  {
+    const ChunkScalarDecayWorkspace chunked(plan, allocator);
+    ASSERT_TRUE(chunked.plan.has_value());
+    EXPECT_EQ(chunked.plan->chunks, plan.chunks);
+    EXPECT_EQ(allocator.current_bytes(), plan.workspace_bytes()) << "the peak prediction counts exactly this";
+    chunked.add_spans(spans);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(spans[0].size(), static_cast<std::size_t>(4 * plan.workspace_state_elements));
+    EXPECT_EQ(spans[1].size(), static_cast<std::size_t>(4 * plan.workspace_decay_elements));
+  }
+  EXPECT_EQ(allocator.current_bytes(), 0);
 }
 
 TEST(ChunkScalarDecayPlan, RetNetRunsItForBf16PrefillOfSixteenMultipleHeadsOnly) {
