@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
+#include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
@@ -41,9 +42,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
         out_(backend.allocator(), q_.size()) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
   }
 
@@ -73,9 +72,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
     const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
     Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
         out(staging, q.size());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
+    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
     launch_retnet_recurrence<T>(plan, heads_, q.data(), k.data(), v.data(), state_.data(), out.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
   }
