@@ -83,11 +83,8 @@ PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const Gated
                        std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
   Allocator& a = cuda.allocator();
   testing::DeviceTokens<bf16> x(cuda, in, first, rows);  // out poisoned
-  std::vector<float> g_rows, beta_rows;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    g_rows.insert(g_rows.end(), gates.g_at(bh, first), gates.g_at(bh, first + rows));
-    beta_rows.insert(beta_rows.end(), gates.beta_at(bh, first), gates.beta_at(bh, first + rows));
-  }
+  const std::vector<float> g_rows = gates.head_rows(gates.g, first, rows);
+  const std::vector<float> beta_rows = gates.head_rows(gates.beta, first, rows);
   Buffer<float> g(a, g_rows.size()), beta(a, beta_rows.size());
   upload<float>(cuda, g_rows.data(), static_cast<std::int64_t>(g.size()), g.data());
   upload<float>(cuda, beta_rows.data(), static_cast<std::int64_t>(beta.size()), beta.data());
