@@ -19,6 +19,7 @@
 namespace arch_bench {
 namespace {
 
+using testing::expect_chunks_cover_tokens;
 using testing::expect_disjoint_aligned;
 using testing::expect_wmma_bf16_stride;
 using testing::expect_wmma_float_stride;
@@ -30,18 +31,7 @@ constexpr int kF = kDeltaRuleFragment;
 TEST(ChunkDeltaRulePlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   for (const std::int64_t tokens : {1, 2, 63, 64, 65, 127, 128, 300, 1000, 8192}) {
     const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(3, tokens, 64, 64, 132);
-    EXPECT_EQ(plan.chunks, (tokens + kC - 1) / kC) << tokens;
-    std::int64_t covered = 0;
-    for (std::int64_t c = 0; c < plan.chunks; ++c) {
-      const int rows = delta_rule_chunk_rows(tokens, c);
-      EXPECT_GE(rows, 1) << tokens << " chunk " << c;
-      EXPECT_LE(rows, kC) << tokens << " chunk " << c;
-      if (c + 1 < plan.chunks) {
-        EXPECT_EQ(rows, kC) << "only the last chunk is short";
-      }
-      covered += rows;
-    }
-    EXPECT_EQ(covered, tokens);
+    expect_chunks_cover_tokens(tokens, plan.chunks, kC, delta_rule_chunk_rows);
   }
   const ChunkDeltaRulePlan empty = plan_chunk_delta_rule(2, 0, 64, 64, 132);
   EXPECT_EQ(empty.chunks, 0);

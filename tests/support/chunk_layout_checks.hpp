@@ -1,15 +1,34 @@
 #pragma once
 // What the chunkwise tensor-core kernels (mechanisms/common/chunk_delta_rule.cuh,
-// chunk_scalar_decay.cuh) need of a plan's shared-memory layout, asserted once for both plan tests:
-// regions in the order placed, 128-byte aligned, disjoint and inside the layout's bytes; and row
-// strides wmma::load/store_matrix_sync accept (ldm a multiple of 8 bf16 or 4 fp32 elements, and a
-// tile 16 rows down moving the pointer by a multiple of 32 bytes).
+// chunk_scalar_decay.cuh) need of a plan, asserted once for both plan tests: chunks that cover the
+// tokens once each; shared-memory regions in the order placed, 128-byte aligned, disjoint and inside
+// the layout's bytes; and row strides wmma::load/store_matrix_sync accept (ldm a multiple of 8 bf16
+// or 4 fp32 elements, and a tile 16 rows down moving the pointer by a multiple of 32 bytes).
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace arch_bench::testing {
+
+// `chunks` chunks of up to `chunk` tokens cover [0, tokens) once each, only the last one short;
+// rows(c) is chunk c's token count as the kernels compute it.
+template <class Rows>
+void expect_chunks_cover_tokens(std::int64_t tokens, std::int64_t chunks, int chunk, Rows rows) {
+  EXPECT_EQ(chunks, (tokens + chunk - 1) / chunk) << tokens;
+  std::int64_t covered = 0;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const int n = rows(tokens, c);
+    EXPECT_GE(n, 1) << tokens << " chunk " << c;
+    EXPECT_LE(n, chunk) << tokens << " chunk " << c;
+    if (c + 1 < chunks) {
+      EXPECT_EQ(n, chunk) << "only the last chunk is short";
+    }
+    covered += n;
+  }
+  EXPECT_EQ(covered, tokens);
+}
 
 // Region [offset, offset + bytes) of a layout member.
 struct SharedRegion {
