@@ -13,11 +13,16 @@
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
+#include "support/chunk_layout_checks.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
 namespace {
 
+using testing::expect_chunks_cover_tokens;
+using testing::expect_disjoint_aligned;
+using testing::expect_wmma_bf16_stride;
+using testing::expect_wmma_float_stride;
 using testing::mechanism_cell;
 
 constexpr int kC = kDeltaRuleChunk;
@@ -26,18 +31,7 @@ constexpr int kF = kDeltaRuleFragment;
 TEST(ChunkDeltaRulePlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   for (const std::int64_t tokens : {1, 2, 63, 64, 65, 127, 128, 300, 1000, 8192}) {
     const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(3, tokens, 64, 64, 132);
-    EXPECT_EQ(plan.chunks, (tokens + kC - 1) / kC) << tokens;
-    std::int64_t covered = 0;
-    for (std::int64_t c = 0; c < plan.chunks; ++c) {
-      const int rows = delta_rule_chunk_rows(tokens, c);
-      EXPECT_GE(rows, 1) << tokens << " chunk " << c;
-      EXPECT_LE(rows, kC) << tokens << " chunk " << c;
-      if (c + 1 < plan.chunks) {
-        EXPECT_EQ(rows, kC) << "only the last chunk is short";
-      }
-      covered += rows;
-    }
-    EXPECT_EQ(covered, tokens);
+    expect_chunks_cover_tokens(tokens, plan.chunks, kC, delta_rule_chunk_rows);
   }
   const ChunkDeltaRulePlan empty = plan_chunk_delta_rule(2, 0, 64, 64, 132);
   EXPECT_EQ(empty.chunks, 0);
@@ -73,39 +67,16 @@ TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndGivesEveryMultiprocessorTwoPa
   EXPECT_EQ(chunk_delta_rule_value_tile(1, 96, 0), 32);
 }
 
-// Region [offset, offset + bytes) of each layout member, in order.
-struct Region {
-  std::size_t offset;
-  std::size_t bytes;
-};
-void expect_disjoint_aligned(const std::vector<Region>& regions, std::size_t total) {
-  for (std::size_t r = 0; r < regions.size(); ++r) {
-    EXPECT_EQ(regions[r].offset % 128, 0u) << "region " << r;
-    const std::size_t end = regions[r].offset + regions[r].bytes;
-    if (r + 1 < regions.size()) {
-      EXPECT_LE(end, regions[r + 1].offset) << "region " << r << " overlaps the next";
-    }
-    EXPECT_LE(end, total) << "region " << r;
-  }
-}
-
 TEST(ChunkDeltaRulePlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
   for (int dk = 16; dk <= kDeltaRuleMaxDim; dk += 16) {
     for (int dv = 16; dv <= kDeltaRuleMaxDim; dv += 16) {
       for (const int sms : {0, 132}) {
         const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(8, 100, dk, dv, sms);
         EXPECT_LE(plan.max_shared_bytes(), kDeltaRuleMaxSharedBytes) << dk << " x " << dv;
-        // wmma::load/store_matrix_sync: ldm a multiple of 8 (bf16) or 4 (fp32) elements, and a
-        // tile 16 rows down moves the pointer by a multiple of 32 bytes; copy_rows' 16-byte
-        // vectors need bf16 rows starting on 16 bytes.
-        for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_c, plan.ld_n}) {
-          EXPECT_EQ(ld % 8, 0);
-          EXPECT_EQ((kF * ld * 2) % 32, 0);
-        }
-        for (const int ld : {plan.ld_a, plan.ld_acc, plan.ld_s}) {
-          EXPECT_EQ(ld % 4, 0);
-          EXPECT_EQ((kF * ld * 4) % 32, 0);
-        }
+        // copy_rows' 16-byte vectors need bf16 rows starting on 16 bytes: the bf16 strides'
+        // multiple of 8 elements.
+        for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_c, plan.ld_n}) expect_wmma_bf16_stride(ld);
+        for (const int ld : {plan.ld_a, plan.ld_acc, plan.ld_s}) expect_wmma_float_stride(ld);
         EXPECT_EQ(plan.ld_a, kC + kDeltaRuleFloatPad) << "the prepare kernel's compile-time stride of A";
         EXPECT_GE(plan.ld_k, dk);
         EXPECT_GE(plan.ld_v, dv);

@@ -2,22 +2,31 @@
 // on the CPU: chunk counts and tail rows for L not a multiple of C, L < C and L = 1; the grids the
 // three kernels decode; shared-memory layouts that fit sm_90, do not overlap and keep every wmma
 // tile pointer 32-byte aligned; a workspace exactly as large as the kernels index (the tile loops
-// of the chunk-state and output kernels replayed here); and retnet's dispatch and peak prediction.
+// of the chunk-state and output kernels replayed here); plans refused past the grid or the
+// shared-memory opt-in; a cell's workspace; and retnet's and mamba2's dispatch and peak prediction.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+#include "core/backends/cpu/cpu_backend.hpp"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
+#include "support/chunk_layout_checks.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
 namespace {
 
+using testing::expect_chunks_cover_tokens;
+using testing::expect_disjoint_aligned;
+using testing::expect_wmma_bf16_stride;
+using testing::expect_wmma_float_stride;
 using testing::mechanism_cell;
 
 constexpr int kC = kScalarDecayChunk;
@@ -27,18 +36,7 @@ constexpr int kWarps = kScalarDecayThreads / 32;
 TEST(ChunkScalarDecayPlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   for (const std::int64_t tokens : {1, 2, 63, 64, 65, 127, 128, 300, 1000, 8192}) {
     const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(3, tokens, 64, 64);
-    EXPECT_EQ(plan.chunks, (tokens + kC - 1) / kC) << tokens;
-    std::int64_t covered = 0;
-    for (std::int64_t c = 0; c < plan.chunks; ++c) {
-      const int rows = scalar_decay_chunk_rows(tokens, c);
-      EXPECT_GE(rows, 1) << tokens << " chunk " << c;
-      EXPECT_LE(rows, kC) << tokens << " chunk " << c;
-      if (c + 1 < plan.chunks) {
-        EXPECT_EQ(rows, kC) << "only the last chunk is short";
-      }
-      covered += rows;
-    }
-    EXPECT_EQ(covered, tokens);
+    expect_chunks_cover_tokens(tokens, plan.chunks, kC, scalar_decay_chunk_rows);
   }
   EXPECT_EQ(plan_chunk_scalar_decay(2, 1, 64, 64).chunks, 1);
   EXPECT_EQ(scalar_decay_chunk_rows(1, 0), 1);
@@ -73,22 +71,6 @@ TEST(ChunkScalarDecayPlan, GridsAreOneBlockPerHeadAndChunkAndOneThreadPerPairOfS
   }
 }
 
-// Region [offset, offset + bytes) of each layout member, in order.
-struct Region {
-  std::size_t offset;
-  std::size_t bytes;
-};
-void expect_disjoint_aligned(const std::vector<Region>& regions, std::size_t total) {
-  for (std::size_t r = 0; r < regions.size(); ++r) {
-    EXPECT_EQ(regions[r].offset % 128, 0u) << "region " << r;
-    const std::size_t end = regions[r].offset + regions[r].bytes;
-    if (r + 1 < regions.size()) {
-      EXPECT_LE(end, regions[r + 1].offset) << "region " << r << " overlaps the next";
-    }
-    EXPECT_LE(end, total) << "region " << r;
-  }
-}
-
 TEST(ChunkScalarDecayPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
   std::size_t widest = 0;
   for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) {
@@ -96,14 +78,8 @@ TEST(ChunkScalarDecayPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 100, dk, dv);
       EXPECT_LE(plan.max_shared_bytes(), kScalarDecayMaxSharedBytes) << dk << " x " << dv;
       widest = std::max(widest, plan.max_shared_bytes());
-      // wmma::load/store_matrix_sync: ldm a multiple of 8 (bf16) or 4 (fp32) elements, and a tile
-      // 16 rows down (or 16 columns across) moves the pointer by a multiple of 32 bytes.
-      for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_p}) {
-        EXPECT_EQ(ld % 8, 0);
-        EXPECT_EQ((kF * ld * 2) % 32, 0);
-      }
-      EXPECT_EQ(plan.ld_acc % 4, 0);
-      EXPECT_EQ((kF * plan.ld_acc * 4) % 32, 0);
+      for (const int ld : {plan.ld_k, plan.ld_v, plan.ld_p}) expect_wmma_bf16_stride(ld);
+      expect_wmma_float_stride(plan.ld_acc);
       EXPECT_GE(plan.ld_k, dk);
       EXPECT_GE(plan.ld_v, dv);
       EXPECT_GE(plan.ld_p, kC);
@@ -228,6 +204,41 @@ TEST(ChunkScalarDecayPlan, RefusesHeadSizesOffTheWmmaGrid) {
     EXPECT_THROW(plan_chunk_scalar_decay(1, 10, d, 64), std::invalid_argument) << d;
     EXPECT_EQ(chunk_scalar_decay_workspace_bytes(1, 10, d, 64), 0) << d;
   }
+}
+
+TEST(ChunkScalarDecayPlan, RefusesToLaunchPastTheGridOrTheSharedMemoryOptIn) {
+  EXPECT_FALSE(chunk_scalar_decay_unlaunchable(plan_chunk_scalar_decay(16, 1000, 128, 128)).has_value());
+  // 2^10 heads of 2^27 tokens: 2^31 chunk blocks, one past the grid's limit.
+  const ChunkScalarDecayPlan wide = plan_chunk_scalar_decay(1 << 10, std::int64_t{1} << 27, 16, 16);
+  ASSERT_GT(wide.state_blocks, kCudaMaxGridX);
+  EXPECT_TRUE(chunk_scalar_decay_unlaunchable(wide).has_value());
+  const ChunkScalarDecayPlan just_fits = plan_chunk_scalar_decay(1 << 9, std::int64_t{1} << 27, 16, 16);
+  ASSERT_LE(just_fits.state_blocks, kCudaMaxGridX);
+  EXPECT_FALSE(chunk_scalar_decay_unlaunchable(just_fits).has_value());
+  // Every supported head size fits (the test above); a layout past the opt-in is refused.
+  ChunkScalarDecayPlan crowded = plan_chunk_scalar_decay(1, 64, 16, 16);
+  crowded.output_layout.bytes = kScalarDecayMaxSharedBytes + 1;
+  EXPECT_TRUE(chunk_scalar_decay_unlaunchable(crowded).has_value());
+}
+
+TEST(ChunkScalarDecayPlan, CellWorkspaceIsThePlansFromTheCellsAllocatorAndListedOnlyWhenSet) {
+  HostAllocator allocator;
+  std::vector<ByteSpan> spans;
+  const ChunkScalarDecayWorkspace recurrence;  // a prefill without the chunked form
+  recurrence.add_spans(spans);
+  EXPECT_TRUE(spans.empty());
+  const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(3, 300, 64, 32);
+  {
+    const ChunkScalarDecayWorkspace chunked(plan, allocator);
+    ASSERT_TRUE(chunked.plan.has_value());
+    EXPECT_EQ(chunked.plan->chunks, plan.chunks);
+    EXPECT_EQ(allocator.current_bytes(), plan.workspace_bytes()) << "the peak prediction counts exactly this";
+    chunked.add_spans(spans);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(spans[0].size(), static_cast<std::size_t>(4 * plan.workspace_state_elements));
+    EXPECT_EQ(spans[1].size(), static_cast<std::size_t>(4 * plan.workspace_decay_elements));
+  }
+  EXPECT_EQ(allocator.current_bytes(), 0);
 }
 
 TEST(ChunkScalarDecayPlan, RetNetRunsItForBf16PrefillOfSixteenMultipleHeadsOnly) {

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "mechanisms/capacity.hpp"
 #include "mechanisms/gated_deltanet/cpu.hpp"
@@ -85,6 +87,22 @@ TEST(GatedDeltaNet, DrawnGatesAreDecaysAndWritingStrengthsInTheirRanges) {
   EXPECT_LT(mean_alpha, 0.995);
   // Same seed and shape, same gates.
   EXPECT_EQ(make_gated_deltanet_gates(small_cell(8, 64, 0, DType::bfloat16), 4096, 3).g, gates.g);
+}
+
+TEST(GatedDeltaNet, GateHeadRowsAreEachHeadsTokensInKernelLayout) {
+  const GatedDeltaNetGates gates = make_gated_deltanet_gates(small_cell(3, 16, 0, DType::float32), 10, 5);
+  for (const auto& [first, rows] : {std::pair<std::int64_t, std::int64_t>{0, 10}, {4, 3}, {9, 1}, {2, 0}}) {
+    for (const std::vector<float>* x : {&gates.g, &gates.beta}) {
+      const std::vector<float> picked = gates.head_rows(*x, first, rows);
+      ASSERT_EQ(static_cast<std::int64_t>(picked.size()), gates.batch_heads * rows);
+      for (std::int64_t bh = 0; bh < gates.batch_heads; ++bh) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::size_t drawn = static_cast<std::size_t>(bh * gates.tokens + first + r);
+          EXPECT_EQ(picked[static_cast<std::size_t>(bh * rows + r)], (*x)[drawn]) << bh << " " << first + r;
+        }
+      }
+    }
+  }
 }
 
 TEST(GatedDeltaNet, SameKeyWrittenTwiceReturnsTheSecondValueNotTheSum) {

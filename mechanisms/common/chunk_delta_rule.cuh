@@ -20,10 +20,12 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/common/dynamic_shared_memory.cuh"
 
 namespace arch_bench {
 
@@ -102,6 +104,15 @@ __device__ __forceinline__ HeadIndex head_index_of_block(std::int64_t per_head) 
   return {static_cast<std::int64_t>(blockIdx.x / n), static_cast<std::int64_t>(blockIdx.x % n)};
 }
 
+// Region `offset` of the block's dynamic shared memory as T*: the offsets are the plan's layouts
+// (128-byte aligned, smem_layout.hpp), and every extern __shared__ array of a kernel is the same
+// memory, so this names no more than the kernel's own declaration would.
+template <class T>
+__device__ __forceinline__ T* shared_region(std::size_t offset) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  return reinterpret_cast<T*>(shared + offset);
+}
+
 }  // namespace delta_rule_detail
 
 // (1) One block per (head, chunk): everything of the chunk that does not depend on the state
@@ -112,17 +123,16 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
     delta_rule_prepare_kernel(ChunkDeltaRulePlan plan, Policy policy, __nv_bfloat16* __restrict__ workspace,
                               float* __restrict__ chunk_log_decay) {
   using namespace delta_rule_detail;
-  extern __shared__ __align__(128) unsigned char shared[];
   const DeltaRulePrepareLayout& at = plan.prepare_layout;
-  auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.q);
-  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.k);
-  auto* k_scaled = reinterpret_cast<__nv_bfloat16*>(shared + at.k_scaled);
-  auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.v);
-  auto* t_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.t);
-  auto* a_tile = reinterpret_cast<float*>(shared + at.a);
-  auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
-  auto* b = reinterpret_cast<float*>(shared + at.decay);
-  auto* beta = reinterpret_cast<float*>(shared + at.beta);
+  auto* q_tile = shared_region<__nv_bfloat16>(at.q);
+  auto* k_tile = shared_region<__nv_bfloat16>(at.k);
+  auto* k_scaled = shared_region<__nv_bfloat16>(at.k_scaled);
+  auto* v_tile = shared_region<__nv_bfloat16>(at.v);
+  auto* t_tile = shared_region<__nv_bfloat16>(at.t);
+  auto* a_tile = shared_region<float>(at.a);
+  auto* acc_tile = shared_region<float>(at.acc);
+  auto* b = shared_region<float>(at.decay);
+  auto* beta = shared_region<float>(at.beta);
 
   const HeadIndex hc = head_index_of_block(plan.chunks);
   const std::int64_t bh = hc.bh, chunk = hc.index;
@@ -285,17 +295,16 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
     delta_rule_pass_kernel(ChunkDeltaRulePlan plan, Policy policy, const __nv_bfloat16* __restrict__ workspace,
                            const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
   using namespace delta_rule_detail;
-  extern __shared__ __align__(128) unsigned char shared[];
   const DeltaRulePassLayout& at = plan.pass_layout;
-  auto* w_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.w);
-  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.k);
-  auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.q);
-  auto* p_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.p);
-  auto* u_tile = reinterpret_cast<__nv_bfloat16*>(shared + at.u);
-  auto* v_new = reinterpret_cast<__nv_bfloat16*>(shared + at.v_new);
-  auto* s = reinterpret_cast<float*>(shared + at.s);
-  auto* s_operand = reinterpret_cast<__nv_bfloat16*>(shared + at.s_operand);
-  auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
+  auto* w_tile = shared_region<__nv_bfloat16>(at.w);
+  auto* k_tile = shared_region<__nv_bfloat16>(at.k);
+  auto* q_tile = shared_region<__nv_bfloat16>(at.q);
+  auto* p_tile = shared_region<__nv_bfloat16>(at.p);
+  auto* u_tile = shared_region<__nv_bfloat16>(at.u);
+  auto* v_new = shared_region<__nv_bfloat16>(at.v_new);
+  auto* s = shared_region<float>(at.s);
+  auto* s_operand = shared_region<__nv_bfloat16>(at.s_operand);
+  auto* acc_tile = shared_region<float>(at.acc);
 
   const HeadIndex ht = head_index_of_block(plan.value_tiles);
   const std::int64_t bh = ht.bh;
@@ -405,16 +414,12 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
   }
 }
 
-// Once per plan, before the first launch (at prepare time: not a stream operation, so not inside
-// run() or a graph capture): lets each kernel take the plan's shared memory past 48 KiB.
+// Once per plan, before the first launch (dynamic_shared_memory.cuh): lets each kernel take the
+// plan's shared memory past 48 KiB.
 template <class Policy>
 void configure_chunk_delta_rule(const ChunkDeltaRulePlan& plan) {
-  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(delta_rule_prepare_kernel<Policy>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(plan.prepare_layout.bytes)));
-  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(delta_rule_pass_kernel<Policy>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(plan.pass_layout.bytes)));
+  allow_dynamic_shared_memory(delta_rule_prepare_kernel<Policy>, plan.prepare_layout.bytes);
+  allow_dynamic_shared_memory(delta_rule_pass_kernel<Policy>, plan.pass_layout.bytes);
 }
 
 // The two kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)

@@ -6,19 +6,11 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/smem_layout.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-constexpr std::size_t kRegionAlign = 128;
-
-// Places a region of `bytes` at the next aligned offset of `end` and returns its offset.
-std::size_t place(std::size_t& end, std::size_t bytes) {
-  const std::size_t at = (end + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
-  end = at + bytes;
-  return at;
-}
 
 bool fits(std::int64_t d) { return d >= kDeltaRuleFragment && d <= kDeltaRuleMaxDim && d % kDeltaRuleFragment == 0; }
 
@@ -67,28 +59,28 @@ ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t 
   const auto ld = [](int x) { return static_cast<std::size_t>(x); };
   std::size_t end = 0;
   DeltaRulePrepareLayout& prepare = plan.prepare_layout;
-  prepare.q = place(end, kRows * ld(plan.ld_k) * kBf16);
-  prepare.k = place(end, kRows * ld(plan.ld_k) * kBf16);
-  prepare.k_scaled = place(end, kRows * ld(plan.ld_k) * kBf16);
-  prepare.v = place(end, kRows * ld(plan.ld_v) * kBf16);
-  prepare.t = place(end, kRows * ld(plan.ld_c) * kBf16);
-  prepare.a = place(end, kRows * ld(plan.ld_a) * kFloat);
-  prepare.acc = place(end, kRows * ld(plan.ld_acc) * kFloat);
-  prepare.decay = place(end, kRows * kFloat);
-  prepare.beta = place(end, kRows * kFloat);
+  prepare.q = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  prepare.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  prepare.k_scaled = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  prepare.v = place_shared_region(end, kRows * ld(plan.ld_v) * kBf16);
+  prepare.t = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
+  prepare.a = place_shared_region(end, kRows * ld(plan.ld_a) * kFloat);
+  prepare.acc = place_shared_region(end, kRows * ld(plan.ld_acc) * kFloat);
+  prepare.decay = place_shared_region(end, kRows * kFloat);
+  prepare.beta = place_shared_region(end, kRows * kFloat);
   prepare.bytes = end;
 
   end = 0;
   DeltaRulePassLayout& pass = plan.pass_layout;
-  pass.w = place(end, kRows * ld(plan.ld_k) * kBf16);
-  pass.k = place(end, kRows * ld(plan.ld_k) * kBf16);
-  pass.q = place(end, kRows * ld(plan.ld_k) * kBf16);
-  pass.p = place(end, kRows * ld(plan.ld_c) * kBf16);
-  pass.u = place(end, kRows * ld(plan.ld_n) * kBf16);
-  pass.v_new = place(end, kRows * ld(plan.ld_n) * kBf16);
-  pass.s = place(end, ld(plan.dk) * ld(plan.ld_s) * kFloat);
-  pass.s_operand = place(end, ld(plan.dk) * ld(plan.ld_n) * kBf16);
-  pass.acc = place(end, kRows * ld(plan.ld_s) * kFloat);
+  pass.w = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  pass.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  pass.q = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  pass.p = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
+  pass.u = place_shared_region(end, kRows * ld(plan.ld_n) * kBf16);
+  pass.v_new = place_shared_region(end, kRows * ld(plan.ld_n) * kBf16);
+  pass.s = place_shared_region(end, ld(plan.dk) * ld(plan.ld_s) * kFloat);
+  pass.s_operand = place_shared_region(end, ld(plan.dk) * ld(plan.ld_n) * kBf16);
+  pass.acc = place_shared_region(end, kRows * ld(plan.ld_s) * kFloat);
   pass.bytes = end;
 
   const std::int64_t rows = checked_product(plan.prepare_blocks, kC);

@@ -28,6 +28,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/dynamic_shared_memory.cuh"
 
 namespace arch_bench {
 
@@ -296,16 +297,12 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   }
 }
 
-// Once per plan, before the first launch (at prepare time: not a stream operation, so not inside
-// run() or a graph capture): lets each kernel take the plan's shared memory past 48 KiB.
+// Once per plan, before the first launch (dynamic_shared_memory.cuh): lets each kernel take the
+// plan's shared memory past 48 KiB.
 template <class Policy>
 void configure_chunk_scalar_decay(const ChunkScalarDecayPlan& plan) {
-  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(scalar_decay_chunk_state_kernel<Policy>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(plan.state_layout.bytes)));
-  ARCH_BENCH_CUDA_CHECK(cudaFuncSetAttribute(scalar_decay_chunk_output_kernel<Policy>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(plan.output_layout.bytes)));
+  allow_dynamic_shared_memory(scalar_decay_chunk_state_kernel<Policy>, plan.state_layout.bytes);
+  allow_dynamic_shared_memory(scalar_decay_chunk_output_kernel<Policy>, plan.output_layout.bytes);
 }
 
 // The three kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)

@@ -5,21 +5,9 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/smem_layout.hpp"
 
 namespace arch_bench {
-
-namespace {
-
-constexpr std::size_t kRegionAlign = 128;
-
-// Places a region of `bytes` at the next aligned offset of `end` and returns its offset.
-std::size_t place(std::size_t& end, std::size_t bytes) {
-  const std::size_t at = (end + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
-  end = at + bytes;
-  return at;
-}
-
-}  // namespace
 
 bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv) {
   const auto fits = [](std::int64_t d) {
@@ -54,26 +42,37 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kScalarDecayChunk;
   const auto ld = [](int x) { return static_cast<std::size_t>(x); };
   std::size_t end = 0;
-  plan.state_layout.k = place(end, kRows * ld(plan.ld_k) * kBf16);
-  plan.state_layout.v = place(end, kRows * ld(plan.ld_v) * kBf16);
-  plan.state_layout.decay = place(end, kRows * kFloat);
-  plan.state_layout.u = place(end, std::size_t{kScalarDecayThreads / 32} * kScalarDecayFragment * kScalarDecayFragment * kFloat);
+  plan.state_layout.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.state_layout.v = place_shared_region(end, kRows * ld(plan.ld_v) * kBf16);
+  plan.state_layout.decay = place_shared_region(end, kRows * kFloat);
+  plan.state_layout.u =
+      place_shared_region(end, std::size_t{kScalarDecayThreads / 32} * kScalarDecayFragment * kScalarDecayFragment * kFloat);
   plan.state_layout.bytes = end;
 
   end = 0;
-  plan.output_layout.q = place(end, kRows * ld(plan.ld_k) * kBf16);
-  plan.output_layout.k = place(end, kRows * ld(plan.ld_k) * kBf16);
-  plan.output_layout.v = place(end, kRows * ld(plan.ld_v) * kBf16);
-  plan.output_layout.s = place(end, ld(plan.dk) * ld(plan.ld_v) * kBf16);
-  plan.output_layout.p = place(end, kRows * ld(plan.ld_p) * kBf16);
-  plan.output_layout.acc = place(end, kRows * ld(plan.ld_acc) * kFloat);
-  plan.output_layout.decay = place(end, kRows * kFloat);
+  plan.output_layout.q = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.output_layout.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.output_layout.v = place_shared_region(end, kRows * ld(plan.ld_v) * kBf16);
+  plan.output_layout.s = place_shared_region(end, ld(plan.dk) * ld(plan.ld_v) * kBf16);
+  plan.output_layout.p = place_shared_region(end, kRows * ld(plan.ld_p) * kBf16);
+  plan.output_layout.acc = place_shared_region(end, kRows * ld(plan.ld_acc) * kFloat);
+  plan.output_layout.decay = place_shared_region(end, kRows * kFloat);
   plan.output_layout.bytes = end;
 
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv) / 2;  // dk * dv is even
   plan.workspace_decay_elements = plan.state_blocks;
   checked_product(4, checked_add(plan.workspace_state_elements, plan.workspace_decay_elements));
   return plan;
+}
+
+std::optional<std::string> chunk_scalar_decay_unlaunchable(const ChunkScalarDecayPlan& plan) {
+  if (plan.state_blocks > kCudaMaxGridX || plan.prefix_blocks > kCudaMaxGridX) {
+    return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
+  }
+  if (plan.max_shared_bytes() > kScalarDecayMaxSharedBytes) {
+    return "the chunkwise prefill exceeds 227 KiB of shared memory";
+  }
+  return std::nullopt;
 }
 
 std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,

@@ -31,6 +31,8 @@
 // slower than today at B1, so the parallel form with bf16 states is the one written.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace arch_bench {
 
@@ -100,6 +102,10 @@ bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv);
 // chunk_scalar_decay_supports refuses, SizeOverflow where a count does not fit.
 ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
                                              std::int64_t dv);
+
+// Why `plan` cannot launch on any device, or nullopt: a grid past 2^31 - 1 blocks, or shared memory
+// past kScalarDecayMaxSharedBytes (cell-level messages: the plan is a cell's prefill).
+std::optional<std::string> chunk_scalar_decay_unlaunchable(const ChunkScalarDecayPlan& plan);
 
 // The workspace bytes of that plan without building it (0 where the head sizes are not supported).
 std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,

@@ -7,6 +7,7 @@
 #include "core/bf16.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/chunk_state_fold.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/state_pass.hpp"
 #include "mechanisms/common/float8.hpp"
@@ -158,21 +159,12 @@ void prefill_one_head(std::int64_t dk, std::int64_t dv, std::int64_t tokens, con
     }
     chunk_matmul(rows, dv, dk, w.q, dk, state, dv, w.outputs, dv);
     chunk_matmul(rows, dv, rows, w.scores, kChunk, w.u, dv, w.outputs, dv, {.accumulate = true, .lower_a = true});
-    for (std::int64_t r = 0; r < rows; ++r) {
-      T* o = out + (begin + r) * dv;
-      for (std::int64_t j = 0; j < dv; ++j) o[j] = from_float<T>(w.outputs[r * dv + j]);
-    }
+    store_chunk_outputs(out, begin, rows, dv, w.outputs);
 
     // Fold the chunk into the state: S = exp(G_last) S_0 + (diag(exp(G_last - G_j)) K)^T U.
     const double last = w.decay[rows - 1];
-    const float carry = static_cast<float>(std::exp(last));
-    for (std::int64_t e = 0; e < dk * dv; ++e) state[e] *= carry;
     const float* to_last = w.gap + (rows - 1) * kChunk;  // exp(G_last - G_j)
-    for (std::int64_t i = 0; i < dk; ++i) {
-#pragma omp simd
-      for (std::int64_t c = 0; c < rows; ++c) w.keys_t[i * kChunk + c] *= to_last[c];
-    }
-    chunk_matmul(dk, dv, rows, w.keys_t, kChunk, w.u, dv, state, dv, {.accumulate = true});
+    fold_chunk_into_state(dk, dv, rows, static_cast<float>(std::exp(last)), to_last, w.keys_t, kChunk, w.u, state);
   }
 }
 }  // namespace

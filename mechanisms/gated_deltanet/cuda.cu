@@ -9,6 +9,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_delta_rule.cuh"
+#include "mechanisms/common/chunk_token_operands.cuh"
 #include "mechanisms/common/column_recurrence.cuh"
 #include "mechanisms/gated_deltanet/cpu.hpp"
 #include "mechanisms/gated_deltanet/cuda.hpp"
@@ -105,37 +106,18 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   store_column_rows(s, head_state, plan, at);
 }
 
-// Gated DeltaNet's operands for the chunkwise prefill: q/k [bh, L, dk], v/out [bh, L, dv], bf16; g
-// and beta [bh, L] fp32. q and k are L2-normalised in fp32 as the recurrence normalises them (the
-// factor first; q also scaled by dk^-1/2).
-struct GatedDeltaNetChunkOperands {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
+// Gated DeltaNet's operands for the chunkwise prefill: the tokens' q, k, v as they come
+// (ChunkTokenOperands); g and beta [bh, L] fp32. q and k are L2-normalised in fp32 as the
+// recurrence normalises them (the factor first; q also scaled by dk^-1/2).
+struct GatedDeltaNetChunkOperands : ChunkTokenOperands {
   const float* g;
   const float* beta;
-  __nv_bfloat16* out;
-  std::int64_t tokens;
-  int dk;
-  int dv;
   float query_scale;
 
   __device__ __forceinline__ float log_decay(std::int64_t bh, std::int64_t t) const { return g[bh * tokens + t]; }
   __device__ __forceinline__ float beta_at(std::int64_t bh, std::int64_t t) const { return beta[bh * tokens + t]; }
-  __device__ __forceinline__ __nv_bfloat16 q_at(std::int64_t bh, std::int64_t t, int i) const {
-    return q[(bh * tokens + t) * dk + i];
-  }
-  __device__ __forceinline__ __nv_bfloat16 k_at(std::int64_t bh, std::int64_t t, int i) const {
-    return k[(bh * tokens + t) * dk + i];
-  }
-  __device__ __forceinline__ __nv_bfloat16 v_at(std::int64_t bh, std::int64_t t, int j) const {
-    return v[(bh * tokens + t) * dv + j];
-  }
   __device__ __forceinline__ float query_factor(float sum) const { return query_scale / sqrtf(sum + kNormEps); }
   __device__ __forceinline__ float key_factor(float sum) const { return 1.0f / sqrtf(sum + kNormEps); }
-  __device__ __forceinline__ void store(std::int64_t bh, std::int64_t t, int j, float o) const {
-    out[(bh * tokens + t) * dv + j] = __float2bfloat16_rn(o);
-  }
 };
 
 }  // namespace
@@ -147,15 +129,12 @@ void configure_gated_deltanet_chunked_prefill(const ChunkDeltaRulePlan& plan) {
 void launch_gated_deltanet_chunked_prefill(const ChunkDeltaRulePlan& plan, const bf16* q, const bf16* k, const bf16* v,
                                            const float* g, const float* beta, float* state, bf16* out,
                                            bf16* workspace, float* chunk_log_decay, CUstream_st* stream) {
-  const GatedDeltaNetChunkOperands operands{reinterpret_cast<const __nv_bfloat16*>(q),
-                                            reinterpret_cast<const __nv_bfloat16*>(k),
-                                            reinterpret_cast<const __nv_bfloat16*>(v),
+  const GatedDeltaNetChunkOperands operands{{reinterpret_cast<const __nv_bfloat16*>(q),
+                                             reinterpret_cast<const __nv_bfloat16*>(k),
+                                             reinterpret_cast<const __nv_bfloat16*>(v),
+                                             reinterpret_cast<__nv_bfloat16*>(out), plan.tokens, plan.dk, plan.dv},
                                             g,
                                             beta,
-                                            reinterpret_cast<__nv_bfloat16*>(out),
-                                            plan.tokens,
-                                            plan.dk,
-                                            plan.dv,
                                             1.0f / sqrtf(static_cast<float>(plan.dk))};
   launch_chunk_delta_rule(plan, operands, state, reinterpret_cast<__nv_bfloat16*>(workspace), chunk_log_decay, stream);
 }

@@ -5,18 +5,10 @@
 // fp32; q and k L2-normalised inside (q also scaled by dk^-1/2), in fp32, as the CPU kernels do.
 // Launchers only enqueue on `stream`; each launch is checked.
 // No CUDA headers here: T = bf16 is arch_bench::bf16 (bit-identical to __nv_bfloat16).
-#include <cstdint>
-#include <memory>
-
-#include "core/bf16.hpp"
+#include "mechanisms/common/cuda_declarations.hpp"
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 
-struct CUstream_st;
-
 namespace arch_bench {
-
-class Backend;
-class PreparedCell;
 
 // plan.tokens steps of S = alpha_t (I - beta_t k_t k_t^T) S + beta_t k_t v_t^T, o_t = S^T q_t
 // (alpha_t = exp(g_t)), in place on `state` (one kernel, S read and written once). A decode step is

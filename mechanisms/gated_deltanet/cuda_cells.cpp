@@ -9,6 +9,7 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/gated_deltanet/check.hpp"
@@ -22,18 +23,6 @@ namespace {
 
 std::size_t state_elements(const Cell& cell) {
   return static_cast<std::size_t>(checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim));
-}
-
-// Tokens [first, first + rows) of every head of a gate [batch_heads, tokens].
-std::vector<float> gate_rows(const GatedDeltaNetGates& gates, const std::vector<float>& x, std::int64_t first,
-                             std::int64_t rows) {
-  std::vector<float> out;
-  out.reserve(static_cast<std::size_t>(gates.batch_heads * rows));
-  for (std::int64_t bh = 0; bh < gates.batch_heads; ++bh) {
-    const float* begin = x.data() + bh * gates.tokens + first;
-    out.insert(out.end(), begin, begin + rows);
-  }
-  return out;
 }
 
 // Decode: S already holds the L context tokens; the step folds in token L and reads it out.
@@ -56,11 +45,10 @@ class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
         out_(backend.allocator(), q_.size()) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
-    upload<float>(cuda_, gate_rows(gates_, gates_.g, length_, 1).data(), static_cast<std::int64_t>(g_.size()), g_.data());
-    upload<float>(cuda_, gate_rows(gates_, gates_.beta, length_, 1).data(), static_cast<std::int64_t>(beta_.size()),
+    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
+    upload<float>(cuda_, gates_.head_rows(gates_.g, length_, 1).data(), static_cast<std::int64_t>(g_.size()),
+                  g_.data());
+    upload<float>(cuda_, gates_.head_rows(gates_.beta, length_, 1).data(), static_cast<std::int64_t>(beta_.size()),
                   beta_.data());
     poison(cuda_, out_.data(), out_.bytes());
   }
@@ -94,11 +82,9 @@ class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
     Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
         out(staging, q.size());
     Buffer<float> g(staging, static_cast<std::size_t>(gate_count)), beta(staging, g.size());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
-    upload<float>(cuda_, gate_rows(gates_, gates_.g, 0, length_).data(), gate_count, g.data());
-    upload<float>(cuda_, gate_rows(gates_, gates_.beta, 0, length_).data(), gate_count, beta.data());
+    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
+    upload<float>(cuda_, gates_.head_rows(gates_.g, 0, length_).data(), gate_count, g.data());
+    upload<float>(cuda_, gates_.head_rows(gates_.beta, 0, length_).data(), gate_count, beta.data());
     launch_gated_deltanet_recurrence<T>(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state_.data(),
                                         out.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return

@@ -1,6 +1,7 @@
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/tensor_core_prefill.hpp"
 #include "mechanisms/gated_deltanet/cpu.hpp"
 
 namespace arch_bench {
@@ -11,8 +12,7 @@ ColumnRecurrencePlan plan_gated_deltanet_cuda(std::int64_t batch_heads, std::int
 }
 
 bool gated_deltanet_cuda_prefill_is_chunked(const Cell& cell) {
-  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
-         chunk_delta_rule_supports(cell.head_dim, cell.head_dim);
+  return prefill_runs_on_tensor_cores(cell, chunk_delta_rule_supports(cell.head_dim, cell.head_dim));
 }
 
 ChunkDeltaRulePlan gated_deltanet_chunked_prefill_plan(const Cell& cell, int multiprocessors) {

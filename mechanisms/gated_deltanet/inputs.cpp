@@ -9,6 +9,17 @@
 
 namespace arch_bench {
 
+std::vector<float> GatedDeltaNetGates::head_rows(const std::vector<float>& x, std::int64_t first,
+                                                 std::int64_t rows) const {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(checked_product(batch_heads, rows)));
+  for (std::int64_t bh = 0; bh < batch_heads; ++bh) {
+    const float* begin = x.data() + bh * tokens + first;
+    out.insert(out.end(), begin, begin + rows);
+  }
+  return out;
+}
+
 std::vector<double> GatedDeltaNetGates::head_vector(const std::vector<float>& x, std::int64_t bh,
                                                     std::int64_t rows) const {
   const float* base = x.data() + bh * tokens;

@@ -21,6 +21,9 @@ struct GatedDeltaNetGates {
 
   const float* g_at(std::int64_t bh, std::int64_t t) const { return g.data() + bh * tokens + t; }
   const float* beta_at(std::int64_t bh, std::int64_t t) const { return beta.data() + bh * tokens + t; }
+  // Tokens [first, first + rows) of every head of x (g or beta), [batch_heads, rows]: what a kernel
+  // is handed for those tokens (AttentionInputs::head_rows is the same for q, k, v).
+  std::vector<float> head_rows(const std::vector<float>& x, std::int64_t first, std::int64_t rows) const;
   // One head's values for tokens [0, rows), widened to fp64 for the reference.
   std::vector<double> head_vector(const std::vector<float>& x, std::int64_t bh, std::int64_t rows) const;
 };

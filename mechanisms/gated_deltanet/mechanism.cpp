@@ -69,11 +69,8 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   void build_context_state() {
     if (length_ == 0) return;
     StoredContext<T> context = store_context<T>(inputs_, length_);
-    std::vector<float> g(shape_.batch_heads * length_), beta(g.size());
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      std::copy(gates_.g_at(bh, 0), gates_.g_at(bh, length_), g.begin() + bh * length_);
-      std::copy(gates_.beta_at(bh, 0), gates_.beta_at(bh, length_), beta.begin() + bh * length_);
-    }
+    const std::vector<float> g = gates_.head_rows(gates_.g, 0, length_);
+    const std::vector<float> beta = gates_.head_rows(gates_.beta, 0, length_);
     gated_deltanet_prefill_chunkwise(shape_, length_, context.q.data(), context.k.data(), context.v.data(), g.data(),
                                      beta.data(), state_.data(), context.out.data());
   }

@@ -4,19 +4,11 @@
 // in storage T (float or bf16); S [batch_heads, dk, dv] and z [batch_heads, dk] in fp32; fp32
 // accumulation everywhere. Launchers only enqueue on `stream`; each launch is checked.
 // No CUDA headers here: T = bf16 is arch_bench::bf16 (bit-identical to __nv_bfloat16).
-#include <cstdint>
-#include <memory>
-
-#include "core/bf16.hpp"
+#include "mechanisms/common/cuda_declarations.hpp"
 #include "mechanisms/common/feature_maps.hpp"
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 
-struct CUstream_st;
-
 namespace arch_bench {
-
-class Backend;
-class PreparedCell;
 
 // One decode step in place (one fused kernel): S += phi(k) v^T, z += phi(k),
 // out = phi(q)^T S / phi(q)^T z. q/k/v/out hold one token per head.

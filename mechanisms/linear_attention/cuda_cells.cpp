@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/options.hpp"
 #include "mechanisms/linear_attention/check.hpp"
@@ -43,9 +44,7 @@ class LinearDecodeCudaCell final : public PreparedCell {
     zero_async(cuda_, state_.data(), state_.bytes());
     zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
     build_context_state();
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
   }
 
@@ -77,9 +76,7 @@ class LinearDecodeCudaCell final : public PreparedCell {
         out(staging, q.size());
     Buffer<float> chunk_states(staging, static_cast<std::size_t>(plan.workspace_state_elements));
     Buffer<float> chunk_sums(staging, static_cast<std::size_t>(plan.workspace_sum_elements));
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
+    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
     launch_linear_attention_prefill<T>(plan, map_, q.data(), k.data(), v.data(), state_.data(), normalizer_.data(),
                                        out.data(), chunk_states.data(), chunk_sums.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return

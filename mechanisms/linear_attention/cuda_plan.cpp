@@ -4,6 +4,7 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/tensor_core_prefill.hpp"
 
 namespace arch_bench {
 
@@ -43,8 +44,8 @@ std::int64_t LinearPrefillPlan::workspace_bytes() const {
 }
 
 bool linear_attention_cuda_prefill_on_tensor_cores(const Cell& cell) {
-  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
-         chunk_scalar_decay_supports(cell.head_dim, cell.head_dim + kLinearTensorCoreNormaliserColumns);
+  return prefill_runs_on_tensor_cores(
+      cell, chunk_scalar_decay_supports(cell.head_dim, cell.head_dim + kLinearTensorCoreNormaliserColumns));
 }
 
 ChunkScalarDecayPlan plan_linear_attention_tensor_core_prefill(std::int64_t batch_heads, std::int64_t tokens,

@@ -10,6 +10,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_scalar_decay.cuh"
+#include "mechanisms/common/chunk_token_operands.cuh"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/linear_attention/cuda_feature_map.cuh"
 
@@ -17,29 +18,23 @@ namespace arch_bench {
 
 namespace {
 
-// q/k [bh, L, dk], v/out [bh, L, dv] in bf16; dv is the head's, the plan's is dv + 16.
-struct LinearAttentionChunkOperands {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
-  __nv_bfloat16* out;
-  std::int64_t tokens;
-  int dk;
-  int dv;
+// The tokens' q/k/v/out (ChunkTokenOperands); dv is the head's, the plan's is dv + 16. The policy
+// stores from the whole row of O (store_from_row), never the base's store.
+struct LinearAttentionChunkOperands : ChunkTokenOperands {
   FeatureMap map;
 
   // No decay: b stays 0 and every exp(b_i - b_j) is exactly 1.
   __device__ __forceinline__ float log_decay(std::int64_t, std::int64_t) const { return 0.0f; }
   // phi in fp32, rounded once to the bf16 operand (2^-9 relative).
   __device__ __forceinline__ __nv_bfloat16 q_at(std::int64_t bh, std::int64_t t, int i) const {
-    return __float2bfloat16_rn(phi(map, __bfloat162float(q[(bh * tokens + t) * dk + i])));
+    return __float2bfloat16_rn(phi(map, __bfloat162float(ChunkTokenOperands::q_at(bh, t, i))));
   }
   __device__ __forceinline__ __nv_bfloat16 k_at(std::int64_t bh, std::int64_t t, int i) const {
-    return __float2bfloat16_rn(phi(map, __bfloat162float(k[(bh * tokens + t) * dk + i])));
+    return __float2bfloat16_rn(phi(map, __bfloat162float(ChunkTokenOperands::k_at(bh, t, i))));
   }
   // [v_t | 1 | 0 ...]: column dv of the state accumulates z, of the output phi(q)^T z.
   __device__ __forceinline__ __nv_bfloat16 v_at(std::int64_t bh, std::int64_t t, int j) const {
-    if (j < dv) return v[(bh * tokens + t) * dv + j];
+    if (j < dv) return ChunkTokenOperands::v_at(bh, t, j);
     return __float2bfloat16_rn(j == dv ? 1.0f : 0.0f);
   }
   // o_t[j] = (phi(q)^T S)_j / phi(q)^T z; the padding columns are not outputs.
@@ -103,13 +98,10 @@ void launch_linear_attention_tensor_core_prefill(const ChunkScalarDecayPlan& pla
   linear_attention_pack_state_kernel<<<blocks, kScalarDecayThreads, 0, stream>>>(state, normalizer, extended_state,
                                                                                   rows, dv);
   check_launch("linear_attention_pack_state_kernel");
-  const LinearAttentionChunkOperands operands{reinterpret_cast<const __nv_bfloat16*>(q),
-                                              reinterpret_cast<const __nv_bfloat16*>(k),
-                                              reinterpret_cast<const __nv_bfloat16*>(v),
-                                              reinterpret_cast<__nv_bfloat16*>(out),
-                                              plan.tokens,
-                                              plan.dk,
-                                              dv,
+  const LinearAttentionChunkOperands operands{{reinterpret_cast<const __nv_bfloat16*>(q),
+                                               reinterpret_cast<const __nv_bfloat16*>(k),
+                                               reinterpret_cast<const __nv_bfloat16*>(v),
+                                               reinterpret_cast<__nv_bfloat16*>(out), plan.tokens, plan.dk, dv},
                                               map};
   launch_chunk_scalar_decay(plan, operands, extended_state, chunk_states, chunk_log_decay, stream);
   linear_attention_unpack_state_kernel<<<blocks, kScalarDecayThreads, 0, stream>>>(extended_state, state, normalizer,

@@ -8,6 +8,7 @@
 #include "core/bf16.hpp"
 #include "mechanisms/common/bit_select.hpp"
 #include "mechanisms/common/chunk_matmul.hpp"
+#include "mechanisms/common/chunk_state_fold.hpp"
 #include "mechanisms/common/fast_math.hpp"
 #include "mechanisms/common/kernel_variant.hpp"
 #include "mechanisms/common/parallel_policy.hpp"
@@ -122,19 +123,11 @@ void prefill_one_head(std::int64_t n, std::int64_t width, std::int64_t chunk, fl
     }
     // State passing: S = exp(c_{R-1}) S + (diag(exp(c_{R-1} - c_c)) B)^T (dt x).
     const double total = cum[rows - 1];
-    const float carry = static_cast<float>(std::exp(total));
-#pragma omp simd
-    for (std::int64_t e = 0; e < n * width; ++e) state[e] *= carry;
 #pragma omp simd
     for (std::int64_t c = 0; c < rows; ++c) w.decay[c] = static_cast<float>(total - cum[c]);
 #pragma omp simd
     for (std::int64_t c = 0; c < rows; ++c) w.decay[c] = exp_nonpositive(w.decay[c]);
-    for (std::int64_t s = 0; s < n; ++s) {
-      float* b_row = w.b_t + s * chunk;
-#pragma omp simd
-      for (std::int64_t c = 0; c < rows; ++c) b_row[c] *= w.decay[c];
-    }
-    chunk_matmul(n, width, rows, w.b_t, chunk, w.dt_x, width, state, width, {.accumulate = true});
+    fold_chunk_into_state(n, width, rows, static_cast<float>(std::exp(total)), w.decay, w.b_t, chunk, w.dt_x, state);
   }
 }
 }  // namespace

@@ -2,13 +2,13 @@
 // and parameters, device buffers from the backend's allocator, run() only enqueues on the backend's
 // stream, check() downloads the output and compares it with the same fp64 reference. Compiled, not
 // yet run on a GPU.
-#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mamba2/cuda.hpp"
@@ -133,14 +133,9 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
         out_(backend.allocator(), inputs_.x.size()),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)) {
     if constexpr (std::is_same_v<T, bf16>) {
-      if (mamba2_cuda_prefill_is_chunked(cell)) {
-        // The workspace is the cell's, from the backend's allocator, so the peak counts it
-        // (mamba2_cuda_workspace_bytes); run() allocates nothing.
-        chunked_ = mamba2_chunked_prefill_plan(cell);
-        chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_state_elements));
-        chunk_log_decay_ =
-            Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_decay_elements));
-        configure_mamba2_chunked_prefill(*chunked_);
+      if (mamba2_cuda_prefill_is_chunked(cell)) {  // mamba2_cuda_workspace_bytes counts the workspace
+        chunked_ = ChunkScalarDecayWorkspace(mamba2_chunked_prefill_plan(cell), backend.allocator());
+        configure_mamba2_chunked_prefill(*chunked_.plan);
       }
     }
     poison(cuda_, out_.data(), out_.bytes());
@@ -150,9 +145,10 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
     zero_async(cuda_, state_.data(), state_.bytes());
     if constexpr (std::is_same_v<T, bf16>) {
-      if (chunked_) {
-        launch_mamba2_chunked_prefill(*chunked_, plan_, params_.view(), tokens_.view(), state_.data(), out_.data(),
-                                      chunk_states_.data(), chunk_log_decay_.data(), cuda_.stream());
+      if (chunked_.plan) {
+        launch_mamba2_chunked_prefill(*chunked_.plan, plan_, params_.view(), tokens_.view(), state_.data(),
+                                      out_.data(), chunked_.chunk_states.data(), chunked_.chunk_log_decay.data(),
+                                      cuda_.stream());
         return;
       }
     }
@@ -170,10 +166,7 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
                                 tokens_.x.byte_span(),  tokens_.dt_raw.byte_span(),  tokens_.z.byte_span(),
                                 tokens_.B.byte_span(),  tokens_.C.byte_span(),       out_.byte_span(),
                                 state_.byte_span()};
-    if (chunked_) {
-      spans.push_back(chunk_states_.byte_span());
-      spans.push_back(chunk_log_decay_.byte_span());
-    }
+    chunked_.add_spans(spans);
     return spans;
   }
 
@@ -186,8 +179,7 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
   DeviceTokens<T> tokens_;
   Buffer<T> out_;
   Buffer<float> state_;
-  std::optional<ChunkScalarDecayPlan> chunked_;   // set: the bf16 prefill runs the chunked SSD on tensor cores
-  Buffer<float> chunk_states_, chunk_log_decay_;  // its workspace (empty otherwise)
+  ChunkScalarDecayWorkspace chunked_;  // the chunked SSD's, for a bf16 prefill on tensor cores
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/tensor_core_prefill.hpp"
 #include "mechanisms/mamba2/options.hpp"
 
 namespace arch_bench {
@@ -24,8 +25,8 @@ Mamba2CudaPlan plan_mamba2_cuda(const Mamba2Shape& shape, std::int64_t tokens) {
 }
 
 bool mamba2_cuda_prefill_is_chunked(const Cell& cell) {
-  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
-         chunk_scalar_decay_supports(mamba2_state_size_option().integer(cell.options), cell.head_dim);
+  return prefill_runs_on_tensor_cores(
+      cell, chunk_scalar_decay_supports(mamba2_state_size_option().integer(cell.options), cell.head_dim));
 }
 
 ChunkScalarDecayPlan mamba2_chunked_prefill_plan(const Cell& cell) {
@@ -58,13 +59,7 @@ std::optional<std::string> mamba2_cuda_unsupported(const Cell& cell) {
   if (plan_mamba2_cuda(shape, 1).blocks > kCudaMaxGridX) {
     return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
   }
-  if (mamba2_cuda_prefill_is_chunked(cell)) {
-    const ChunkScalarDecayPlan chunked = mamba2_chunked_prefill_plan(cell);
-    if (chunked.state_blocks > kCudaMaxGridX || chunked.prefix_blocks > kCudaMaxGridX) {
-      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
-    }
-    if (chunked.max_shared_bytes() > kScalarDecayMaxSharedBytes) return "the chunked prefill exceeds 227 KiB of shared memory";
-  }
+  if (mamba2_cuda_prefill_is_chunked(cell)) return chunk_scalar_decay_unlaunchable(mamba2_chunked_prefill_plan(cell));
   return std::nullopt;
 }
 

@@ -4,18 +4,10 @@
 // storage T (float or bf16); the packed projection [dk, rows] (pack_performer_projection), S
 // [batch_heads, m, dv], z [batch_heads, m] and M [batch_heads] in fp32; fp32 accumulation everywhere.
 // Launchers only enqueue on `stream`; each launch is checked. No CUDA headers here.
-#include <cstdint>
-#include <memory>
-
-#include "core/bf16.hpp"
+#include "mechanisms/common/cuda_declarations.hpp"
 #include "mechanisms/performer/cuda_plan.hpp"
 
-struct CUstream_st;
-
 namespace arch_bench {
-
-class Backend;
-class PreparedCell;
 
 // S = 0, z = 0, M = -inf for every head (performer_reset_state on the device).
 void launch_performer_reset_state(std::int64_t batch_heads, std::int64_t features, std::int64_t dv, float* state,

@@ -7,6 +7,7 @@
 
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/performer/options.hpp"
+#include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
@@ -88,9 +89,7 @@ class PerformerDecodeCudaCell final : public PreparedCell {
     launch_performer_reset_state(shape_.batch_heads, shape_.features, shape_.dv, state_.data(), normalizer_.data(),
                                  running_max_.data(), cuda_.stream());
     build_context_state();
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
     poison(cuda_, denominators_.data(), denominators_.bytes());
   }
@@ -133,9 +132,7 @@ class PerformerDecodeCudaCell final : public PreparedCell {
     Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
         out(staging, q.size());
     Buffer<float> workspace(staging, static_cast<std::size_t>(plan.workspace.floats));
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
+    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
     launch_performer_prefill<T>(plan, projection_.packed.data(), q.data(), k.data(), v.data(), state_.data(),
                                 normalizer_.data(), running_max_.data(), out.data(), workspace.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return

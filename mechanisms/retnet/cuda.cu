@@ -7,6 +7,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_scalar_decay.cuh"
+#include "mechanisms/common/chunk_token_operands.cuh"
 #include "mechanisms/common/column_recurrence.cuh"
 #include "mechanisms/retnet/cuda.hpp"
 
@@ -66,34 +67,15 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   store_column_rows(s, head_state, plan, at);
 }
 
-// retnet's operands for the chunkwise prefill: q/k [bh, L, dk], v/out [bh, L, dv], bf16; the decay
-// is gamma_h for every token, log gamma_h = log1p(-2^(-5-h)) (accurate where gamma is near 1; an
-// underflowing 2^(-5-h) gives 0, gamma = 1, as the fp32 recurrence's 1 - 0 does).
-struct RetNetChunkOperands {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
-  __nv_bfloat16* out;
-  std::int64_t tokens;
-  int dk;
-  int dv;
+// retnet's operands for the chunkwise prefill: the tokens' q, k, v as they come (ChunkTokenOperands);
+// the decay is gamma_h for every token, log gamma_h = log1p(-2^(-5-h)) (accurate where gamma is
+// near 1; an underflowing 2^(-5-h) gives 0, gamma = 1, as the fp32 recurrence's 1 - 0 does).
+struct RetNetChunkOperands : ChunkTokenOperands {
   int heads;
 
   __device__ __forceinline__ float log_decay(std::int64_t bh, std::int64_t) const {
     const int h = static_cast<int>(static_cast<unsigned>(bh) % static_cast<unsigned>(heads));
     return log1pf(-ldexpf(1.0f, -5 - h));
-  }
-  __device__ __forceinline__ __nv_bfloat16 q_at(std::int64_t bh, std::int64_t t, int i) const {
-    return q[(bh * tokens + t) * dk + i];
-  }
-  __device__ __forceinline__ __nv_bfloat16 k_at(std::int64_t bh, std::int64_t t, int i) const {
-    return k[(bh * tokens + t) * dk + i];
-  }
-  __device__ __forceinline__ __nv_bfloat16 v_at(std::int64_t bh, std::int64_t t, int j) const {
-    return v[(bh * tokens + t) * dv + j];
-  }
-  __device__ __forceinline__ void store(std::int64_t bh, std::int64_t t, int j, float o) const {
-    out[(bh * tokens + t) * dv + j] = __float2bfloat16_rn(o);
   }
 };
 
@@ -106,13 +88,10 @@ void configure_retnet_chunked_prefill(const ChunkScalarDecayPlan& plan) {
 void launch_retnet_chunked_prefill(const ChunkScalarDecayPlan& plan, std::int64_t heads, const bf16* q, const bf16* k,
                                    const bf16* v, float* state, bf16* out, float* chunk_states,
                                    float* chunk_log_decay, CUstream_st* stream) {
-  const RetNetChunkOperands operands{reinterpret_cast<const __nv_bfloat16*>(q),
-                                     reinterpret_cast<const __nv_bfloat16*>(k),
-                                     reinterpret_cast<const __nv_bfloat16*>(v),
-                                     reinterpret_cast<__nv_bfloat16*>(out),
-                                     plan.tokens,
-                                     plan.dk,
-                                     plan.dv,
+  const RetNetChunkOperands operands{{reinterpret_cast<const __nv_bfloat16*>(q),
+                                      reinterpret_cast<const __nv_bfloat16*>(k),
+                                      reinterpret_cast<const __nv_bfloat16*>(v),
+                                      reinterpret_cast<__nv_bfloat16*>(out), plan.tokens, plan.dk, plan.dv},
                                      static_cast<int>(heads)};
   launch_chunk_scalar_decay(plan, operands, state, chunk_states, chunk_log_decay, stream);
 }

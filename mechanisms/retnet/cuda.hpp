@@ -5,18 +5,10 @@
 // h (row bh, h = bh % heads) decays by gamma_h = 1 - 2^(-5-h), as retnet_gamma(h) rounded to fp32
 // (what the CPU decode step uses). Launchers only enqueue on `stream`; each launch is checked.
 // No CUDA headers here: T = bf16 is arch_bench::bf16 (bit-identical to __nv_bfloat16).
-#include <cstdint>
-#include <memory>
-
-#include "core/bf16.hpp"
+#include "mechanisms/common/cuda_declarations.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
 
-struct CUstream_st;
-
 namespace arch_bench {
-
-class Backend;
-class PreparedCell;
 
 // plan.tokens steps of S = gamma_h S + k_t v_t^T, o_t = S^T q_t, in place on `state` (one kernel,
 // S read and written once). A decode step is plan.tokens = 1 (q/k/v/out one token per head); the

@@ -2,13 +2,15 @@
 // inputs, device buffers from the backend's allocator, run() only enqueues on the backend's stream
 // (no synchronisation, allocation or copy: it is timed with events and captured in graphs), check()
 // downloads the output and compares it with the same fp64 reference.
-#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/cell_spans.hpp"
+#include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
+#include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
@@ -40,9 +42,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
         out_(backend.allocator(), q_.size()) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, length_, 1).data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, length_, 1).data(), static_cast<std::int64_t>(v_.size()), v_.data());
+    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
   }
 
@@ -72,9 +72,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
     const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
     Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
         out(staging, q.size());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.q, 0, length_).data(), count, q.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.k, 0, length_).data(), count, k.data());
-    upload<T>(cuda_, inputs_.head_rows(inputs_.v, 0, length_).data(), count, v.data());
+    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
     launch_retnet_recurrence<T>(plan, heads_, q.data(), k.data(), v.data(), state_.data(), out.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
   }
@@ -103,14 +101,9 @@ class RetNetPrefillCudaCell final : public PreparedCell {
         out_(backend.allocator(), inputs_.v.size()),
         state_(backend.allocator(), state_elements(cell)) {
     if constexpr (std::is_same_v<T, bf16>) {
-      if (retnet_cuda_prefill_is_chunked(cell)) {
-        // The workspace is the cell's, from the backend's allocator, so the peak counts it
-        // (retnet_cuda_workspace_bytes); run() allocates nothing.
-        chunked_ = retnet_chunked_prefill_plan(cell);
-        chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_state_elements));
-        chunk_log_decay_ =
-            Buffer<float>(backend.allocator(), static_cast<std::size_t>(chunked_->workspace_decay_elements));
-        configure_retnet_chunked_prefill(*chunked_);
+      if (retnet_cuda_prefill_is_chunked(cell)) {  // retnet_cuda_workspace_bytes counts the workspace
+        chunked_ = ChunkScalarDecayWorkspace(retnet_chunked_prefill_plan(cell), backend.allocator());
+        configure_retnet_chunked_prefill(*chunked_.plan);
       }
     }
     upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
@@ -123,9 +116,10 @@ class RetNetPrefillCudaCell final : public PreparedCell {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
     zero_async(cuda_, state_.data(), state_.bytes());
     if constexpr (std::is_same_v<T, bf16>) {
-      if (chunked_) {
-        launch_retnet_chunked_prefill(*chunked_, heads_, q_.data(), k_.data(), v_.data(), state_.data(), out_.data(),
-                                      chunk_states_.data(), chunk_log_decay_.data(), cuda_.stream());
+      if (chunked_.plan) {
+        launch_retnet_chunked_prefill(*chunked_.plan, heads_, q_.data(), k_.data(), v_.data(), state_.data(),
+                                      out_.data(), chunked_.chunk_states.data(), chunked_.chunk_log_decay.data(),
+                                      cuda_.stream());
         return;
       }
     }
@@ -139,12 +133,7 @@ class RetNetPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span(), state_.byte_span()};
-    if (chunked_) {
-      spans.push_back(chunk_states_.byte_span());
-      spans.push_back(chunk_log_decay_.byte_span());
-    }
-    return spans;
+    return cell_spans({q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span(), state_.byte_span()}, chunked_);
   }
 
  private:
@@ -154,8 +143,7 @@ class RetNetPrefillCudaCell final : public PreparedCell {
   ColumnRecurrencePlan plan_;
   Buffer<T> q_, k_, v_, out_;
   Buffer<float> state_;
-  std::optional<ChunkScalarDecayPlan> chunked_;   // set: the bf16 prefill runs chunkwise on tensor cores
-  Buffer<float> chunk_states_, chunk_log_decay_;  // its workspace (empty otherwise)
+  ChunkScalarDecayWorkspace chunked_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "mechanisms/retnet/cuda_plan.hpp"
 
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/tensor_core_prefill.hpp"
 #include "mechanisms/retnet/cpu.hpp"
 
 namespace arch_bench {
@@ -11,8 +12,7 @@ ColumnRecurrencePlan plan_retnet_cuda(std::int64_t batch_heads, std::int64_t tok
 }
 
 bool retnet_cuda_prefill_is_chunked(const Cell& cell) {
-  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 &&
-         chunk_scalar_decay_supports(cell.head_dim, cell.head_dim);
+  return prefill_runs_on_tensor_cores(cell, chunk_scalar_decay_supports(cell.head_dim, cell.head_dim));
 }
 
 ChunkScalarDecayPlan retnet_chunked_prefill_plan(const Cell& cell) {
@@ -35,13 +35,7 @@ std::optional<std::string> retnet_cuda_unsupported(const Cell& cell) {
   if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
   const ColumnRecurrencePlan one_block = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
   if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
-  if (retnet_cuda_prefill_is_chunked(cell)) {
-    const ChunkScalarDecayPlan chunked = retnet_chunked_prefill_plan(cell);
-    if (chunked.state_blocks > kCudaMaxGridX || chunked.prefix_blocks > kCudaMaxGridX) {
-      return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
-    }
-    if (chunked.max_shared_bytes() > kScalarDecayMaxSharedBytes) return "the chunkwise prefill exceeds 227 KiB of shared memory";
-  }
+  if (retnet_cuda_prefill_is_chunked(cell)) return chunk_scalar_decay_unlaunchable(retnet_chunked_prefill_plan(cell));
   return std::nullopt;
 }
 

@@ -18,6 +18,8 @@
 #if ARCH_BENCH_HAVE_CUDA
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
+#include "gpu/chunk_prefill_checks.hpp"
+#include "gpu/device_tokens.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/mamba2/cuda.hpp"
 #include "mechanisms/mamba2/inputs.hpp"
@@ -28,6 +30,9 @@ namespace arch_bench {
 namespace {
 
 using testing::mechanism_cell;
+#if ARCH_BENCH_HAVE_CUDA
+using testing::PrefillRun;
+#endif
 
 class ChunkScalarDecayRetNetCells : public ::testing::TestWithParam<std::int64_t> {};
 
@@ -124,45 +129,34 @@ TEST(ChunkScalarDecayGpu, Mamba2HeadAndStateSizesAndGroupsMatchTheReference) {
 
 constexpr std::int64_t kHeads = 4;
 
-struct PrefillRun {
-  std::vector<float> out;    // [bh, rows, dim]
-  std::vector<float> state;  // [bh, dim, dim], after the run
-};
-
 // Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernel,
 // continuing from `state` (updated in place); out poisoned first.
 PrefillRun run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
                Buffer<float>& state, bool chunked) {
-  const std::int64_t count = in.batch_heads * rows * in.dim;
-  Buffer<bf16> q(cuda.allocator(), static_cast<std::size_t>(count)), k(cuda.allocator(), q.size()),
-      v(cuda.allocator(), q.size()), out(cuda.allocator(), q.size());
-  upload<bf16>(cuda, in.head_rows(in.q, first, rows).data(), count, q.data());
-  upload<bf16>(cuda, in.head_rows(in.k, first, rows).data(), count, k.data());
-  upload<bf16>(cuda, in.head_rows(in.v, first, rows).data(), count, v.data());
-  poison(cuda, out.data(), out.bytes());
+  testing::DeviceTokens<bf16> x(cuda, in, first, rows);  // out poisoned
   if (chunked) {
     const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(in.batch_heads, rows, in.dim, in.dim);
     Buffer<float> chunk_states(cuda.allocator(), static_cast<std::size_t>(plan.workspace_state_elements));
     Buffer<float> chunk_log_decay(cuda.allocator(), static_cast<std::size_t>(plan.workspace_decay_elements));
     poison(cuda, chunk_states.data(), chunk_states.bytes());  // every element is written before it is read
     configure_retnet_chunked_prefill(plan);
-    launch_retnet_chunked_prefill(plan, kHeads, q.data(), k.data(), v.data(), state.data(), out.data(),
+    launch_retnet_chunked_prefill(plan, kHeads, x.q.data(), x.k.data(), x.v.data(), state.data(), x.out.data(),
                                   chunk_states.data(), chunk_log_decay.data(), cuda.stream());
     cuda.synchronize();
   } else {
     const ColumnRecurrencePlan plan = plan_retnet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
-    launch_retnet_recurrence<bf16>(plan, kHeads, q.data(), k.data(), v.data(), state.data(), out.data(),
+    launch_retnet_recurrence<bf16>(plan, kHeads, x.q.data(), x.k.data(), x.v.data(), state.data(), x.out.data(),
                                    cuda.stream());
     cuda.synchronize();
   }
-  return {download<bf16>(cuda, out.data(), count),
-          download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
+  return {x.output(cuda), download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
 }
 
-Buffer<float> zero_state(CudaBackend& cuda, const AttentionInputs& in) {
-  Buffer<float> state(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * in.dim * in.dim));
-  zero_async(cuda, state.data(), state.bytes());
-  return state;
+// run_retnet as the checks' `run` (chunk_prefill_checks.hpp).
+auto retnet_runs(CudaBackend& cuda, const AttentionInputs& in) {
+  return [&cuda, &in](std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
+    return run_retnet(cuda, in, first, rows, state, chunked);
+  };
 }
 
 TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {
@@ -172,12 +166,7 @@ TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState)
     const AttentionInputs in =
         make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2),
                               length, 31);
-    Buffer<float> recurrent_state = zero_state(cuda, in), chunked_state = zero_state(cuda, in);
-    const PrefillRun recurrent = run_retnet(cuda, in, 0, length, recurrent_state, false);
-    const PrefillRun chunked = run_retnet(cuda, in, 0, length, chunked_state, true);
-    const std::string where = "L=" + std::to_string(length);
-    EXPECT_LT(testing::relative_max_error(chunked.out, recurrent.out), dtype_tolerance(DType::bfloat16)) << where;
-    EXPECT_LT(testing::relative_max_error(chunked.state, recurrent.state), dtype_tolerance(DType::bfloat16)) << where;
+    testing::expect_chunked_prefill_equals_recurrence(cuda, in, length, retnet_runs(cuda, in));
   }
 }
 
@@ -186,20 +175,7 @@ TEST(ChunkScalarDecayGpu, ChunkedPrefillContinuesFromTheStateItIsGiven) {
   CudaBackend& cuda = cuda_backend_of(*backend);
   const AttentionInputs in =
       make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 37);
-  Buffer<float> whole = zero_state(cuda, in);
-  const PrefillRun all = run_retnet(cuda, in, 0, 230, whole, false);
-  // Tokens [0, 100) then [100, 230) chunkwise, carrying S: neither 100 nor 130 is a chunk multiple,
-  // and the second run's inter-chunk term starts from a nonzero state.
-  Buffer<float> carried = zero_state(cuda, in);
-  const PrefillRun head = run_retnet(cuda, in, 0, 100, carried, true);
-  const PrefillRun tail = run_retnet(cuda, in, 100, 130, carried, true);
-  std::vector<float> joined;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    joined.insert(joined.end(), head.out.begin() + bh * 100 * in.dim, head.out.begin() + (bh + 1) * 100 * in.dim);
-    joined.insert(joined.end(), tail.out.begin() + bh * 130 * in.dim, tail.out.begin() + (bh + 1) * 130 * in.dim);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all.out), dtype_tolerance(DType::bfloat16));
-  EXPECT_LT(testing::relative_max_error(tail.state, all.state), dtype_tolerance(DType::bfloat16));
+  testing::expect_chunked_prefill_continues_from_its_state(cuda, in, retnet_runs(cuda, in));
 }
 
 // mamba2: the chunked SSD and the recurrence over the same bf16 tokens from a zero state.

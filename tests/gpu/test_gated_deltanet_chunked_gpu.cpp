@@ -16,6 +16,8 @@
 #if ARCH_BENCH_HAVE_CUDA
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
+#include "gpu/chunk_prefill_checks.hpp"
+#include "gpu/device_tokens.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/gated_deltanet/cuda.hpp"
 #include "mechanisms/gated_deltanet/inputs.hpp"
@@ -25,6 +27,9 @@ namespace arch_bench {
 namespace {
 
 using testing::mechanism_cell;
+#if ARCH_BENCH_HAVE_CUDA
+using testing::PrefillRun;
+#endif
 
 Accuracy run_cell(Backend& backend, const Cell& cell, std::uint64_t seed) {
   const Mechanism* gdn = find_mechanism("gated_deltanet");
@@ -72,30 +77,17 @@ TEST(GatedDeltaNetChunkedGpu, HeadSizesAndOddHeadCountsMatchTheReference) {
 
 constexpr std::int64_t kHeads = 4;
 
-struct PrefillRun {
-  std::vector<float> out;    // [bh, rows, dim]
-  std::vector<float> state;  // [bh, dim, dim], after the run
-};
-
 // Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernels,
 // continuing from `state` (updated in place); out and the workspace poisoned first.
 PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const GatedDeltaNetGates& gates,
                        std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
-  const std::int64_t count = in.batch_heads * rows * in.dim;
   Allocator& a = cuda.allocator();
-  Buffer<bf16> q(a, static_cast<std::size_t>(count)), k(a, q.size()), v(a, q.size()), out(a, q.size());
-  upload<bf16>(cuda, in.head_rows(in.q, first, rows).data(), count, q.data());
-  upload<bf16>(cuda, in.head_rows(in.k, first, rows).data(), count, k.data());
-  upload<bf16>(cuda, in.head_rows(in.v, first, rows).data(), count, v.data());
-  std::vector<float> g_rows, beta_rows;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    g_rows.insert(g_rows.end(), gates.g_at(bh, first), gates.g_at(bh, first + rows));
-    beta_rows.insert(beta_rows.end(), gates.beta_at(bh, first), gates.beta_at(bh, first + rows));
-  }
+  testing::DeviceTokens<bf16> x(cuda, in, first, rows);  // out poisoned
+  const std::vector<float> g_rows = gates.head_rows(gates.g, first, rows);
+  const std::vector<float> beta_rows = gates.head_rows(gates.beta, first, rows);
   Buffer<float> g(a, g_rows.size()), beta(a, beta_rows.size());
   upload<float>(cuda, g_rows.data(), static_cast<std::int64_t>(g.size()), g.data());
   upload<float>(cuda, beta_rows.data(), static_cast<std::int64_t>(beta.size()), beta.data());
-  poison(cuda, out.data(), out.bytes());
   const int sms = cuda.device().multiprocessors;
   if (chunked) {
     const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(in.batch_heads, rows, in.dim, in.dim, sms);
@@ -103,23 +95,24 @@ PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const Gated
     Buffer<float> chunk_log_decay(a, static_cast<std::size_t>(plan.workspace_decay_elements));
     poison(cuda, workspace.data(), workspace.bytes());  // every element is written before it is read
     configure_gated_deltanet_chunked_prefill(plan);
-    launch_gated_deltanet_chunked_prefill(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
-                                          out.data(), workspace.data(), chunk_log_decay.data(), cuda.stream());
+    launch_gated_deltanet_chunked_prefill(plan, x.q.data(), x.k.data(), x.v.data(), g.data(), beta.data(),
+                                          state.data(), x.out.data(), workspace.data(), chunk_log_decay.data(),
+                                          cuda.stream());
     cuda.synchronize();
   } else {
     const ColumnRecurrencePlan plan = plan_gated_deltanet_cuda(in.batch_heads, rows, in.dim, in.dim, sms);
-    launch_gated_deltanet_recurrence<bf16>(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
-                                           out.data(), cuda.stream());
+    launch_gated_deltanet_recurrence<bf16>(plan, x.q.data(), x.k.data(), x.v.data(), g.data(), beta.data(),
+                                           state.data(), x.out.data(), cuda.stream());
     cuda.synchronize();
   }
-  return {download<bf16>(cuda, out.data(), count),
-          download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
+  return {x.output(cuda), download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
 }
 
-Buffer<float> zero_state(CudaBackend& cuda, const AttentionInputs& in) {
-  Buffer<float> state(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * in.dim * in.dim));
-  zero_async(cuda, state.data(), state.bytes());
-  return state;
+// run_prefill as the checks' `run` (chunk_prefill_checks.hpp).
+auto prefill_runs(CudaBackend& cuda, const AttentionInputs& in, const GatedDeltaNetGates& gates) {
+  return [&cuda, &in, &gates](std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
+    return run_prefill(cuda, in, gates, first, rows, state, chunked);
+  };
 }
 
 TEST(GatedDeltaNetChunkedGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {
@@ -129,12 +122,7 @@ TEST(GatedDeltaNetChunkedGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalSt
     const Cell cell = mechanism_cell("gated_deltanet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2);
     const AttentionInputs in = make_attention_inputs(cell, length, 31);
     const GatedDeltaNetGates gates = make_gated_deltanet_gates(cell, length, 31);
-    Buffer<float> recurrent_state = zero_state(cuda, in), chunked_state = zero_state(cuda, in);
-    const PrefillRun recurrent = run_prefill(cuda, in, gates, 0, length, recurrent_state, false);
-    const PrefillRun chunked = run_prefill(cuda, in, gates, 0, length, chunked_state, true);
-    const std::string where = "L=" + std::to_string(length);
-    EXPECT_LT(testing::relative_max_error(chunked.out, recurrent.out), dtype_tolerance(DType::bfloat16)) << where;
-    EXPECT_LT(testing::relative_max_error(chunked.state, recurrent.state), dtype_tolerance(DType::bfloat16)) << where;
+    testing::expect_chunked_prefill_equals_recurrence(cuda, in, length, prefill_runs(cuda, in, gates));
   }
 }
 
@@ -144,20 +132,7 @@ TEST(GatedDeltaNetChunkedGpu, ChunkedPrefillContinuesFromTheStateItIsGiven) {
   const Cell cell = mechanism_cell("gated_deltanet", kHeads, 64, 230, DType::bfloat16, Phase::prefill, 2);
   const AttentionInputs in = make_attention_inputs(cell, 230, 37);
   const GatedDeltaNetGates gates = make_gated_deltanet_gates(cell, 230, 37);
-  Buffer<float> whole = zero_state(cuda, in);
-  const PrefillRun all = run_prefill(cuda, in, gates, 0, 230, whole, false);
-  // Tokens [0, 100) then [100, 230) chunkwise, carrying S: neither 100 nor 130 is a chunk multiple,
-  // and the second run's W S_c and Q~ S_c terms start from a nonzero state.
-  Buffer<float> carried = zero_state(cuda, in);
-  const PrefillRun head = run_prefill(cuda, in, gates, 0, 100, carried, true);
-  const PrefillRun tail = run_prefill(cuda, in, gates, 100, 130, carried, true);
-  std::vector<float> joined;
-  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-    joined.insert(joined.end(), head.out.begin() + bh * 100 * in.dim, head.out.begin() + (bh + 1) * 100 * in.dim);
-    joined.insert(joined.end(), tail.out.begin() + bh * 130 * in.dim, tail.out.begin() + (bh + 1) * 130 * in.dim);
-  }
-  EXPECT_LT(testing::relative_max_error(joined, all.out), dtype_tolerance(DType::bfloat16));
-  EXPECT_LT(testing::relative_max_error(tail.state, all.state), dtype_tolerance(DType::bfloat16));
+  testing::expect_chunked_prefill_continues_from_its_state(cuda, in, prefill_runs(cuda, in, gates));
 }
 
 #endif  // ARCH_BENCH_HAVE_CUDA

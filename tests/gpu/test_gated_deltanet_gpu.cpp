@@ -33,11 +33,8 @@ struct GatedDeltaNetKernel {
         plan_gated_deltanet_cuda(in.batch_heads, rows, in.dim, in.dim, cuda.device().multiprocessors);
     Buffer<float> g(cuda.allocator(), static_cast<std::size_t>(in.batch_heads * rows)),
         beta(cuda.allocator(), g.size());
-    std::vector<float> g_rows, beta_rows;
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      g_rows.insert(g_rows.end(), gates.g_at(bh, first), gates.g_at(bh, first + rows));
-      beta_rows.insert(beta_rows.end(), gates.beta_at(bh, first), gates.beta_at(bh, first + rows));
-    }
+    const std::vector<float> g_rows = gates.head_rows(gates.g, first, rows);
+    const std::vector<float> beta_rows = gates.head_rows(gates.beta, first, rows);
     upload<float>(cuda, g_rows.data(), static_cast<std::int64_t>(g.size()), g.data());
     upload<float>(cuda, beta_rows.data(), static_cast<std::int64_t>(beta.size()), beta.data());
     return testing::run_column_recurrence<T>(cuda, in, first, rows, [&](testing::DeviceTokens<T>& x) {
