@@ -12,6 +12,7 @@
 #include "core/bf16.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
 #include "mechanisms/rwkv/layout.hpp"
+#include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
 
 struct CUstream_st;
 
@@ -29,6 +30,11 @@ void launch_rwkv4_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
 template <class T>
 void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, const RwkvTokens<T>& x, float* state,
                        T* out, CUstream_st* stream);
+// rwkv6's chunkwise tensor-core prefill (rwkv6/chunk_cuda.cu; bf16 only, head_dim a multiple of 16
+// up to 128: rwkv6/chunk_plan.hpp), the bf16 prefill's path: the same inputs as the scan, continuing
+// from `state` as it does; `workspace` holds plan.workspace_floats() floats (the cell's allocator).
+void launch_rwkv6_chunked(const Rwkv6ChunkPlan& plan, const RwkvParameters& params, const RwkvTokens<bf16>& x,
+                          float* state, float* workspace, bf16* out, CUstream_st* stream);
 // rwkv7: reads r, k, v, decay (w_raw), kappa, iclr. A fresh state is zero.
 template <class T>
 void launch_rwkv7_scan(const RwkvScanPlan& plan, const RwkvParameters& params, const RwkvTokens<T>& x, float* state,

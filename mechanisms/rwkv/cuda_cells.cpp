@@ -3,6 +3,8 @@
 // enqueues on the backend's stream (no synchronisation, allocation or copy), check() downloads the
 // output and compares it with the same fp64 reference.
 #include <array>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/backends/cuda/cuda_backend.hpp"
@@ -143,12 +145,27 @@ class RwkvPrefillCudaCell final : public PreparedCell {
         tokens_(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens),
         out_(backend.allocator(), inputs_.sequence[kRwkvK].size()),
         state_(backend.allocator(), checked_count(state_floats(version, cell.batch_heads(), cell.head_dim))) {
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (version == RwkvVersion::v6 && rwkv6_cuda_prefill_is_chunked(cell)) {
+        // The workspace is the cell's, from the backend's allocator, so the peak counts it
+        // (rwkv6_cuda_workspace_bytes); run() allocates nothing.
+        chunked_ = plan_rwkv6_chunk(cell.batch_heads(), cell.heads, cell.sequence_length, cell.head_dim);
+        workspace_ = Buffer<float>(backend.allocator(), checked_count(chunked_->workspace_floats()));
+      }
+    }
     poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
     // A prefill starts a fresh sequence: resetting the state is part of the timed work.
     reset_state(cuda_, plan_, state_);
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (chunked_) {
+        launch_rwkv6_chunked(*chunked_, params_.view(), tokens_.view(), state_.data(), workspace_.data(), out_.data(),
+                             cuda_.stream());
+        return;
+      }
+    }
     launch_rwkv_scan<T>(plan_, params_.view(), tokens_.view(), state_.data(), out_.data(), cuda_.stream());
   }
 
@@ -159,6 +176,7 @@ class RwkvPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
+    if (chunked_) return cell_spans({state_.byte_span(), out_.byte_span(), workspace_.byte_span()}, params_, tokens_);
     return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
@@ -170,6 +188,8 @@ class RwkvPrefillCudaCell final : public PreparedCell {
   DeviceTokens<T> tokens_;
   Buffer<T> out_;
   Buffer<float> state_;
+  std::optional<Rwkv6ChunkPlan> chunked_;  // set: rwkv6's bf16 prefill runs chunkwise on tensor cores
+  Buffer<float> workspace_;                // its workspace (empty otherwise)
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // same inputs, parameters and state files as the CPU adapters (rwkv4: the state split into a, b, p;
 // rwkv7: H transposed to the reference's S [value, key]). Built with CUDA only.
 #include <cmath>
+#include <type_traits>
 
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/rwkv/conformance_common.hpp"
@@ -104,7 +105,19 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
   const DeviceSequence<T> sequence(cuda, in, false);
   Buffer<T> prefill = device_output<T>(cuda, static_cast<std::size_t>(bh * length * dim));
   Buffer<float> state = fresh_state(cuda, plan);
-  launch_rwkv_scan<T>(plan, params, sequence.view(), state.data(), prefill.data(), cuda.stream());
+  bool chunked = false;
+  if constexpr (std::is_same_v<T, bf16>) {
+    // rwkv6's bf16 prefill runs chunkwise on tensor cores, as its prefill cells do.
+    if (version == RwkvVersion::v6 && rwkv6_chunk_supports(dim) && length > 0) {
+      const Rwkv6ChunkPlan chunks = plan_rwkv6_chunk(bh, in.heads, length, dim);
+      Buffer<float> workspace = device_zeros(cuda, static_cast<std::size_t>(chunks.workspace_floats()));
+      launch_rwkv6_chunked(chunks, params, sequence.view(), state.data(), workspace.data(), prefill.data(),
+                           cuda.stream());
+      cuda.synchronize();  // the workspace is freed on return
+      chunked = true;
+    }
+  }
+  if (!chunked) launch_rwkv_scan<T>(plan, params, sequence.view(), state.data(), prefill.data(), cuda.stream());
   replace_values(out.prefill_out, fetch(cuda, prefill));
 
   // Decode steps token by token from a fresh state: token t of every head is one [bh, dim] block.

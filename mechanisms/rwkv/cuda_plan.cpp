@@ -4,6 +4,7 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
 
 namespace arch_bench {
 
@@ -63,6 +64,12 @@ std::optional<std::string> rwkv_cuda_unsupported(RwkvVersion version, const Cell
     return "batch * heads * head_dim exceeds the CUDA grid limit of " + name + "'s kernels (2^31 - 1 blocks)";
   }
   if (plan.shared_bytes > kCudaDefaultSharedBytes) return name + ": staged tokens exceed 48 KiB of shared memory";
+  // RWKV-6's bf16 prefill runs chunkwise: one block per (head, chunk of 16 tokens).
+  if (version == RwkvVersion::v6 && rwkv6_cuda_prefill_is_chunked(cell) &&
+      ceil_div(cell.sequence_length, kRwkv6ChunkTokens) > kCudaMaxGridX / cell.batch_heads()) {
+    return "batch * heads * ceil(sequence_length / 16) exceeds the CUDA grid limit of rwkv6's chunkwise prefill "
+           "(2^31 - 1 blocks)";
+  }
   return std::nullopt;
 }
 

@@ -1,0 +1,90 @@
+#include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+constexpr std::size_t kRegionAlign = 128;
+
+// Places a region of `bytes` at the next aligned offset of `end` and returns its offset.
+std::size_t place(std::size_t& end, std::size_t bytes) {
+  const std::size_t at = (end + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
+  end = at + bytes;
+  return at;
+}
+
+}  // namespace
+
+bool rwkv6_chunk_supports(std::int64_t dim) {
+  return dim >= kRwkv6ChunkFragment && dim <= kRwkv6ChunkMaxDim && dim % kRwkv6ChunkFragment == 0;
+}
+
+bool rwkv6_cuda_prefill_is_chunked(const Cell& cell) {
+  return cell.phase == Phase::prefill && cell.dtype == DType::bfloat16 && rwkv6_chunk_supports(cell.head_dim);
+}
+
+Rwkv6ChunkPlan plan_rwkv6_chunk(std::int64_t batch_heads, std::int64_t heads, std::int64_t tokens, std::int64_t dim) {
+  if (!rwkv6_chunk_supports(dim)) {
+    throw std::invalid_argument("rwkv6's chunkwise prefill takes head_dim a multiple of 16 up to " +
+                                std::to_string(kRwkv6ChunkMaxDim) + ", not " + std::to_string(dim));
+  }
+  if (batch_heads < 0 || heads < 1 || tokens < 0) {
+    throw std::invalid_argument("rwkv6's chunkwise prefill needs batch_heads >= 0, heads >= 1, tokens >= 0");
+  }
+  Rwkv6ChunkPlan plan;
+  plan.batch_heads = batch_heads;
+  plan.heads = heads;
+  plan.tokens = tokens;
+  plan.dim = static_cast<int>(dim);
+  plan.chunks = ceil_div(tokens, kRwkv6ChunkTokens);
+  plan.state_blocks = checked_product(batch_heads, plan.chunks);
+  plan.output_blocks = plan.state_blocks;
+  plan.prefix_blocks_per_head = ceil_div(dim * dim / 2, plan.threads);
+  plan.prefix_blocks = checked_product(batch_heads, plan.prefix_blocks_per_head);
+  plan.ld_bf16 = plan.dim + kRwkv6ChunkBf16Pad;
+  plan.ld_scalar = plan.dim + kRwkv6ChunkScalarPad;
+  plan.ld_p = kRwkv6ChunkTokens + kRwkv6ChunkBf16Pad;
+  plan.ld_o = plan.dim + kRwkv6ChunkFloatPad;
+
+  constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kRwkv6ChunkTokens;
+  constexpr std::size_t kWarps = kRwkv6ChunkThreads / 32, kTile = kRwkv6ChunkFragment * kRwkv6ChunkFragment;
+  const auto n = [](int x) { return static_cast<std::size_t>(x); };
+  std::size_t end = 0;
+  plan.state_layout.b = place(end, kRows * n(plan.dim) * kFloat);
+  plan.state_layout.k = place(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.state_layout.v = place(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.state_layout.u = place(end, kWarps * kTile * kFloat);
+  plan.state_layout.bytes = end;
+
+  end = 0;
+  plan.output_layout.r = place(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.k = place(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.b = place(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.u = place(end, n(plan.dim) * kFloat);
+  plan.output_layout.r_decayed = place(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.output_layout.v = place(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.output_layout.p = place(end, kRows * n(plan.ld_p) * kBf16);
+  plan.output_layout.o = place(end, kRows * n(plan.ld_o) * kFloat);
+  plan.output_layout.bytes = end;
+
+  plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dim, dim) / 2;  // dim^2 is even
+  plan.workspace_decay_elements = checked_product(batch_heads, plan.chunks, dim);
+  checked_product(4, checked_add(plan.workspace_state_elements, plan.workspace_decay_elements));
+  return plan;
+}
+
+std::int64_t rwkv6_cuda_workspace_bytes(const Cell& cell) {
+  const std::int64_t bh = cell.batch_heads(), dim = cell.head_dim;
+  if (!rwkv6_cuda_prefill_is_chunked(cell) || bh < 0 || cell.sequence_length < 0) return 0;
+  // As plan_rwkv6_chunk's workspace_bytes(), without a plan (which refuses cells with no heads).
+  const std::int64_t chunks = ceil_div(cell.sequence_length, kRwkv6ChunkTokens);
+  return checked_product(4, checked_add(checked_product(bh, chunks, dim, dim) / 2, checked_product(bh, chunks, dim)));
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,275 @@
+// RWKV-6's chunkwise tensor-core prefill on the CPU (no GPU here): the launch plan
+// (rwkv6/chunk_plan.hpp: which cells take it, shared memory, workspace, grids and index maps) and
+// the replay of the kernels' arithmetic (rwkv6/chunk_replay.hpp: the same chunks and bf16
+// roundings) against the fp64 recurrent reference, with deliberately faulty replays that must fail.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "mechanisms/registry.hpp"
+#include "mechanisms/rwkv/inputs.hpp"
+#include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
+#include "mechanisms/rwkv/rwkv6/chunk_replay.hpp"
+#include "mechanisms/rwkv/rwkv6/reference.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+constexpr std::size_t kSharedWithoutOptIn = 48 * 1024;
+const double kBf16Tolerance = dtype_tolerance(DType::bfloat16);
+
+Cell rwkv6_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType dtype = DType::bfloat16,
+                Phase phase = Phase::prefill) {
+  return testing::mechanism_cell("rwkv6", heads, dim, length, dtype, phase);
+}
+
+TEST(Rwkv6ChunkPlan, TakesHeadDimsThatAreMultiplesOf16UpTo128) {
+  for (std::int64_t dim = 0; dim <= 300; ++dim) {
+    EXPECT_EQ(rwkv6_chunk_supports(dim), dim >= 16 && dim <= 128 && dim % 16 == 0) << dim;
+  }
+  EXPECT_THROW(plan_rwkv6_chunk(1, 1, 10, 100), std::invalid_argument);
+  EXPECT_THROW(plan_rwkv6_chunk(-1, 1, 10, 64), std::invalid_argument);
+  EXPECT_THROW(plan_rwkv6_chunk(1, 1, -1, 64), std::invalid_argument);
+}
+
+TEST(Rwkv6ChunkPlan, OnlyBf16PrefillCellsRunChunkwise) {
+  EXPECT_TRUE(rwkv6_cuda_prefill_is_chunked(rwkv6_cell(4, 64, 100)));
+  EXPECT_FALSE(rwkv6_cuda_prefill_is_chunked(rwkv6_cell(4, 64, 100, DType::float32)));
+  EXPECT_FALSE(rwkv6_cuda_prefill_is_chunked(rwkv6_cell(4, 64, 100, DType::bfloat16, Phase::decode)));
+  EXPECT_FALSE(rwkv6_cuda_prefill_is_chunked(rwkv6_cell(4, 100, 100)));  // the recurrence takes odd heads
+  EXPECT_FALSE(rwkv6_cuda_prefill_is_chunked(rwkv6_cell(4, 256, 100)));
+  EXPECT_EQ(rwkv6_cuda_workspace_bytes(rwkv6_cell(4, 64, 100, DType::float32)), 0);
+  EXPECT_EQ(rwkv6_cuda_workspace_bytes(rwkv6_cell(4, 64, 100, DType::bfloat16, Phase::decode)), 0);
+}
+
+TEST(Rwkv6ChunkPlan, SharedMemoryRegionsAreAlignedDisjointAndFitWithoutOptIn) {
+  for (std::int64_t dim = 16; dim <= kRwkv6ChunkMaxDim; dim += 16) {
+    const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(3, 3, 100, dim);
+    EXPECT_LE(plan.max_shared_bytes(), kSharedWithoutOptIn) << dim;
+    const std::size_t C = kRwkv6ChunkTokens, D = static_cast<std::size_t>(dim);
+    const auto& s = plan.state_layout;
+    const auto& o = plan.output_layout;
+    // (offset, bytes) of every region in layout order; each must start 128-aligned past the last.
+    const std::vector<std::vector<std::pair<std::size_t, std::size_t>>> layouts = {
+        {{s.b, C * D * 4}, {s.k, C * plan.ld_bf16 * 2}, {s.v, C * plan.ld_bf16 * 2}, {s.u, 8 * 256 * 4}},
+        {{o.r, C * plan.ld_scalar * 4},
+         {o.k, C * plan.ld_scalar * 4},
+         {o.b, C * plan.ld_scalar * 4},
+         {o.u, D * 4},
+         {o.r_decayed, C * plan.ld_bf16 * 2},
+         {o.v, C * plan.ld_bf16 * 2},
+         {o.p, C * plan.ld_p * 2},
+         {o.o, C * plan.ld_o * 4}}};
+    const std::size_t totals[] = {s.bytes, o.bytes};
+    for (std::size_t l = 0; l < layouts.size(); ++l) {
+      std::size_t end = 0;
+      for (const auto& [offset, bytes] : layouts[l]) {
+        EXPECT_EQ(offset % 128, 0u) << dim;
+        EXPECT_GE(offset, end) << dim;
+        end = offset + bytes;
+      }
+      EXPECT_EQ(totals[l], end) << dim;
+    }
+    // wmma: leading dimensions a multiple of 8 (bf16: K~, V, R~, P and the states in global memory,
+    // whose rows are dim long) or 4 (fp32: O) elements.
+    EXPECT_EQ(plan.ld_bf16 % 8, 0);
+    EXPECT_EQ(plan.ld_p % 8, 0);
+    EXPECT_EQ(plan.ld_o % 4, 0);
+    EXPECT_EQ(plan.dim % 8, 0);
+    // The pairwise scores read k and b of 16 tokens at one channel: 16 different banks.
+    std::set<int> banks;
+    for (int token = 0; token < kRwkv6ChunkTokens; ++token) banks.insert(token * plan.ld_scalar % 32);
+    EXPECT_EQ(banks.size(), 16u) << dim;
+  }
+}
+
+TEST(Rwkv6ChunkPlan, GridsAndWorkspaceCoverEveryHeadAndChunk) {
+  for (const std::int64_t tokens : {0, 1, 15, 16, 17, 1000, 8192}) {
+    for (const std::int64_t dim : {16, 64, 128}) {
+      const std::int64_t bh = 6;
+      const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(bh, 3, tokens, dim);
+      EXPECT_EQ(plan.chunks, (tokens + 15) / 16);
+      EXPECT_EQ(plan.state_blocks, bh * plan.chunks);
+      EXPECT_EQ(plan.output_blocks, bh * plan.chunks);
+      EXPECT_GE(plan.prefix_blocks_per_head * plan.threads * 2, dim * dim);  // one thread per pair of S
+      EXPECT_LT((plan.prefix_blocks_per_head - 1) * plan.threads * 2, dim * dim);
+      EXPECT_EQ(plan.prefix_blocks, bh * plan.prefix_blocks_per_head);
+      EXPECT_EQ(plan.workspace_state_elements * 2, bh * plan.chunks * dim * dim);
+      EXPECT_EQ(plan.workspace_decay_elements, bh * plan.chunks * dim);
+      EXPECT_EQ(plan.workspace_bytes(), 4 * plan.workspace_floats());
+      // The chunks' rows cover the tokens once; every (head, chunk) has its own state and decay slot.
+      std::int64_t covered = 0;
+      for (std::int64_t c = 0; c < plan.chunks; ++c) {
+        const int rows = rwkv6_chunk_rows(tokens, c);
+        EXPECT_GE(rows, 1);
+        EXPECT_LE(rows, kRwkv6ChunkTokens);
+        covered += rows;
+      }
+      EXPECT_EQ(covered, tokens);
+      for (std::int64_t h = 0; h < bh; ++h) {
+        for (std::int64_t c = 0; c < plan.chunks; ++c) {
+          EXPECT_EQ(rwkv6_chunk_state_offset(plan, h, c), (h * plan.chunks + c) * dim * dim);
+          EXPECT_EQ(rwkv6_chunk_decay_offset(plan, h, c), (h * plan.chunks + c) * dim);
+        }
+      }
+      if (plan.chunks > 0) {
+        EXPECT_EQ(rwkv6_chunk_state_offset(plan, bh - 1, plan.chunks - 1) + dim * dim,
+                  2 * plan.workspace_state_elements);
+      }
+    }
+  }
+}
+
+TEST(Rwkv6ChunkPlan, MechanismCountsTheWorkspaceAndRefusesOversizedGrids) {
+  const Mechanism* rwkv6 = find_mechanism("rwkv6");
+  ASSERT_NE(rwkv6, nullptr);
+  const Cell bf16_cell = rwkv6_cell(8, 64, 1000), fp32_cell = rwkv6_cell(8, 64, 1000, DType::float32);
+  const std::int64_t workspace = rwkv6_cuda_workspace_bytes(bf16_cell);
+  EXPECT_EQ(workspace, plan_rwkv6_chunk(8, 8, 1000, 64).workspace_bytes());
+  EXPECT_GT(workspace, 0);
+  EXPECT_EQ(rwkv6->predicted_peak_bytes(bf16_cell) - workspace,
+            rwkv6->predicted_peak_bytes(fp32_cell) - 5 * 8 * 1000 * 64 * 2) << "bf16 streams are half of fp32's";
+  Cell huge = bf16_cell;
+  huge.sequence_length = std::int64_t{1} << 33;  // 2^29 chunks x 8 heads: past gridDim.x
+  const auto why = rwkv6->unsupported_on(huge, "cuda");
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("grid"), std::string::npos) << *why;
+  huge.dtype = DType::float32;  // the recurrence's grid does not grow with L
+  EXPECT_FALSE(rwkv6->unsupported_on(huge, "cuda"));
+}
+
+// One problem: bf16-representable inputs of every head, the fp64 reference and the replay.
+struct ChunkProblem {
+  ChunkProblem(std::int64_t heads, std::int64_t dim, std::int64_t tokens, std::uint64_t seed = 7)
+      : in(make_rwkv_inputs(rwkv6_cell(heads, dim, tokens), tokens, seed, RwkvVersion::v6)) {}
+
+  // d of every token and channel replaced by draws of `spread` (rounded to bf16, as the kernel reads it).
+  template <class Draw>
+  void redraw_decays(Draw draw) {
+    for (float& d : in.sequence[kRwkvDecay]) d = round_through<bf16>(draw());
+  }
+
+  RwkvMatrixResult reference(std::int64_t bh) const {
+    return rwkv6_reference(in.head_matrix(kRwkvR, bh, in.tokens), in.head_matrix(kRwkvK, bh, in.tokens),
+                           in.head_matrix(kRwkvV, bh, in.tokens), in.head_matrix(kRwkvDecay, bh, in.tokens),
+                           in.parameter(in.u, bh));
+  }
+
+  // The replay over tokens [first, first + count) of head bh from `state`; returns out [count][dim].
+  std::vector<float> replay(std::int64_t bh, std::int64_t first, std::int64_t count, std::vector<float>& state,
+                            Rwkv6ChunkFault fault = Rwkv6ChunkFault::none) const {
+    std::vector<float> out(static_cast<std::size_t>(count * in.dim));
+    auto at = [&](RwkvInput input) { return in.at(input, bh, first); };
+    rwkv6_chunk_replay(static_cast<int>(in.dim), count, at(kRwkvR), at(kRwkvK), at(kRwkvV), at(kRwkvDecay),
+                       in.u.data() + (bh % in.heads) * in.dim, state.data(), out.data(), fault);
+    return out;
+  }
+
+  struct Errors {
+    double output = 0, state = 0;
+  };
+  // max |replay - ref| / max |ref| over every head's outputs, and the same over the final states,
+  // the tokens replayed in pieces cut at `cuts` (each piece continuing from the state of the last).
+  Errors against_reference(Rwkv6ChunkFault fault = Rwkv6ChunkFault::none, std::vector<std::int64_t> cuts = {}) const {
+    double out_diff = 0, out_scale = 0, state_diff = 0, state_scale = 0;
+    cuts.push_back(in.tokens);
+    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+      const RwkvMatrixResult ref = reference(bh);
+      std::vector<float> state(static_cast<std::size_t>(in.dim * in.dim), 0.0f), out;
+      std::int64_t first = 0;
+      for (const std::int64_t cut : cuts) {
+        const std::vector<float> piece = replay(bh, first, cut - first, state, fault);
+        out.insert(out.end(), piece.begin(), piece.end());
+        first = cut;
+      }
+      EXPECT_TRUE(std::ranges::all_of(out, [](float x) { return std::isfinite(x); }));
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out_diff = std::fmax(out_diff, std::fabs(out[i] - ref.outputs.data[i]));
+        out_scale = std::fmax(out_scale, std::fabs(ref.outputs.data[i]));
+      }
+      for (std::size_t i = 0; i < state.size(); ++i) {
+        state_diff = std::fmax(state_diff, std::fabs(state[i] - ref.state.data[i]));
+        state_scale = std::fmax(state_scale, std::fabs(ref.state.data[i]));
+      }
+    }
+    return {out_diff / out_scale, state_diff / state_scale};
+  }
+
+  RwkvInputs in;
+};
+
+TEST(Rwkv6ChunkReplay, MatchesTheFp64ReferenceOverHeadSizesAndLengths) {
+  for (const std::int64_t dim : {16, 32, 64, 128}) {
+    for (const std::int64_t tokens : {1, 15, 16, 17, 100, 1000}) {
+      if (dim == 128 && tokens == 1000) continue;  // the largest case below, once
+      const ChunkProblem p(2, dim, tokens);
+      const auto e = p.against_reference();
+      EXPECT_LT(e.output, kBf16Tolerance) << "d " << dim << " L " << tokens;
+      EXPECT_LT(e.state, kBf16Tolerance) << "d " << dim << " L " << tokens;
+    }
+  }
+  const ChunkProblem p(1, 128, 1000);
+  const auto e = p.against_reference();
+  EXPECT_LT(e.output, kBf16Tolerance);
+  EXPECT_LT(e.state, kBf16Tolerance);
+  std::printf("d 128 L 1000: replay vs fp64 outputs %.3g, state %.3g\n", e.output, e.state);
+}
+
+TEST(Rwkv6ChunkReplay, StaysFiniteAndAccurateWithStrongAndWeakDecays) {
+  // Strong: d up to 6, log w = -e^6 = -403 clamped at -100, so a chunk's cumulative log-decay reaches
+  // -1600 (exp(-b) would overflow past 88); weak: d = -12, w = 1 - 6e-6, the state barely decays and
+  // grows with L; mixed: both in one chunk, channel by channel.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> strong(2.0f, 6.0f), mixed(-12.0f, 6.0f);
+  for (const std::int64_t dim : {16, 64}) {
+    ChunkProblem p(2, dim, 333);
+    p.redraw_decays([&] { return strong(rng); });
+    auto e = p.against_reference();
+    EXPECT_LT(e.output, kBf16Tolerance) << "strong, d " << dim;
+    EXPECT_LT(e.state, kBf16Tolerance) << "strong, d " << dim;
+    p.redraw_decays([] { return -12.0f; });
+    e = p.against_reference();
+    EXPECT_LT(e.output, kBf16Tolerance) << "weak, d " << dim;
+    EXPECT_LT(e.state, kBf16Tolerance) << "weak, d " << dim;
+    p.redraw_decays([&] { return mixed(rng); });
+    e = p.against_reference();
+    EXPECT_LT(e.output, kBf16Tolerance) << "mixed, d " << dim;
+    EXPECT_LT(e.state, kBf16Tolerance) << "mixed, d " << dim;
+  }
+}
+
+TEST(Rwkv6ChunkReplay, ContinuesFromACarriedState) {
+  // Cuts inside a chunk and at chunk boundaries: each piece starts from the state the last left, so
+  // the chunks of a piece are aligned to its own first token, not to the sequence's.
+  const ChunkProblem p(2, 64, 300);
+  const auto e = p.against_reference(Rwkv6ChunkFault::none, {7, 16, 70, 71, 200});
+  EXPECT_LT(e.output, kBf16Tolerance);
+  EXPECT_LT(e.state, kBf16Tolerance);
+}
+
+TEST(Rwkv6ChunkReplay, FaultyReplaysFail) {
+  // The comparison must catch each mistake: the bonus term dropped, and the decay applied one token
+  // early (exp(b_t - b_s) for exp(b_{t-1} - b_s)). Moderate decays (w around 0.6), where both change
+  // the output by far more than bf16's rounding.
+  ChunkProblem p(2, 32, 100);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> moderate(-1.5f, 0.0f);
+  p.redraw_decays([&] { return moderate(rng); });
+  EXPECT_LT(p.against_reference().output, kBf16Tolerance) << "the correct replay passes on these inputs";
+  const double bonus = p.against_reference(Rwkv6ChunkFault::bonus_dropped).output;
+  const double shifted = p.against_reference(Rwkv6ChunkFault::decay_off_by_one).output;
+  // Each fails the tolerance the correct replay meets, by a margin (bonus dropped: ~0.1 here).
+  EXPECT_GT(bonus, 3 * kBf16Tolerance);
+  EXPECT_GT(shifted, 3 * kBf16Tolerance);
+  std::printf("faulty replays: bonus dropped %.3g, decay off by one %.3g\n", bonus, shifted);
+}
+
+}  // namespace
+}  // namespace arch_bench
