@@ -18,12 +18,8 @@
 #include "support/usage_error.hpp"
 #include "runner/conformance/npy_files.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-using testing::CliResult;
-using testing::read_json;
-using testing::run_cli;
-using testing::TempFolder;
 namespace fs = std::filesystem;
 
 // Small but past one prefill chunk (64 tokens), with more than one batch element and head.
@@ -624,4 +620,4 @@ TEST(ConformanceCli, DescribePrintsTheLayout) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

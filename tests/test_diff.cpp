@@ -3,14 +3,12 @@
 // report code itself (to_json of a RunReport), so they have exactly the shape `arch-bench run`
 // writes; each test changes the samples or fields it is about.
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,12 +21,15 @@
 #include "runner/measure/statistics.hpp"
 #include "runner/report/report.hpp"
 #include "runner/report/schema_validation.hpp"
+#include "support/cli.hpp"
 
 namespace arch_bench {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::CliResult;
+using testing::run_cli;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -129,57 +130,25 @@ DiffResult diff_of(const json& old_report, const json& new_report, DiffSettings 
   return compare_reports({"old.json", old_report}, {"new.json", new_report}, settings);
 }
 
-// A unique folder under the system temp folder, removed with everything in it.
-class TempFolder {
- public:
-  TempFolder() {
-    std::string pattern = (fs::temp_directory_path() / "arch-bench-diff-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
+// All four rows of make_report()'s pairs are UNSURE (which fails nothing), each for a reason that says `cause`.
+void expect_every_row_unsure_because(const DiffResult& diff, const std::string& cause) {
+  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
+  EXPECT_EQ(diff.summary.exit_code, 0);
+  for (const RowDiff& row : diff.rows) EXPECT_NE(row.reason.find(cause), std::string::npos) << row.reason;
+}
 
+// support/cli.hpp's TempFolder that also writes the reports a test compares; paths come back as
+// strings for the command line.
+class ReportFolder : public testing::TempFolder {
+ public:
   std::string write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
+    const fs::path file = *this / name;
     std::ofstream(file) << text;
     return file.string();
   }
   std::string write(const std::string& name, const json& document) const { return write(name, document.dump(1)); }
-  std::string path(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+  std::string file(const std::string& name) const { return (*this / name).string(); }
 };
-
-std::string read_text(const std::string& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs the real executable with `args` (already shell-quoted where needed).
-CommandResult run_cli(const TempFolder& folder, const std::string& args) {
-  const std::string out = folder.path("stdout.txt");
-  const std::string err = folder.path("stderr.txt");
-  const std::string command = fmt::format("'{}' {} > '{}' 2> '{}'", ARCH_BENCH_EXECUTABLE, args, out, err);
-  const int status = std::system(command.c_str());
-  CommandResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = read_text(out);
-  result.err = read_text(err);
-  return result;
-}
 
 std::string quoted(const std::string& path) { return "'" + path + "'"; }
 
@@ -443,9 +412,7 @@ TEST(DiffCompare, ASlowdownUnderDifferentHostContentionIsUnsureNotSlower) {
   scale_samples(contended, 1.5);
   for (json& row : rows_of(contended)) row["host_contention"] = 1.5;
   const DiffResult diff = diff_of(old_report, contended);
-  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
-  EXPECT_EQ(diff.summary.exit_code, 0);
-  for (const RowDiff& row : diff.rows) EXPECT_NE(row.reason.find("host contended the core"), std::string::npos) << row.reason;
+  expect_every_row_unsure_because(diff, "host contended the core");
 
   json same_host = contended;
   for (json& row : rows_of(same_host)) row["host_contention"] = 1.1;
@@ -509,9 +476,7 @@ TEST(DiffCompare, ASlowdownWithMoreTeamStallsIsUnsureNotSlower) {
   scale_samples(stalled, 1.5);
   set_stalls(stalled, 0.5);
   const DiffResult diff = diff_of(old_report, stalled);
-  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
-  EXPECT_EQ(diff.summary.exit_code, 0);
-  for (const RowDiff& row : diff.rows) EXPECT_NE(row.reason.find("did not answer after 0 of"), std::string::npos) << row.reason;
+  expect_every_row_unsure_because(diff, "did not answer after 0 of");
 
   json few = stalled;
   set_stalls(few, 0.05);
@@ -596,13 +561,9 @@ TEST(DiffCompare, AMemoryBoundSlowdownTheBandwidthProbeExplainsIsUnsureNotSlower
   scale_samples(slower_host, 1.2);
   for (json& row : rows_of(slower_host)) row["host_memory_gbps"] = 20.0;
   const DiffResult diff = diff_of(old_report, slower_host);
-  EXPECT_EQ(diff.summary.verdicts.at(Verdict::unsure), 4);
-  EXPECT_EQ(diff.summary.exit_code, 0);
-  for (const RowDiff& row : diff.rows) {
-    EXPECT_NE(row.reason.find("memory read 24.0 vs 20.0 GB/s"), std::string::npos) << row.reason;
-    // 1.2 x 20 / 24 = 1: nothing left at equal bandwidth (+0.0% or -0.0% by rounding)
-    EXPECT_NE(row.reason.find("0.0%: the machine changed"), std::string::npos) << row.reason;
-  }
+  expect_every_row_unsure_because(diff, "memory read 24.0 vs 20.0 GB/s");
+  // 1.2 x 20 / 24 = 1: nothing left at equal bandwidth (+0.0% or -0.0% by rounding)
+  expect_every_row_unsure_because(diff, "0.0%: the machine changed");
 
   json compute_bound = slower_host;
   for (json& row : rows_of(compute_bound)) row["fraction_of_memory_bandwidth"] = 0.1;
@@ -656,18 +617,18 @@ TEST(DiffCompare, FixtureIsAValidResultReport) {
 
 class DiffCli : public ::testing::Test {
  protected:
-  TempFolder folder;
+  ReportFolder folder;
   json base = make_report();
 
-  CommandResult diff(const json& old_report, const json& new_report, const std::string& extra = "") {
+  CliResult diff(const json& old_report, const json& new_report, const std::string& extra = "") {
     const std::string a = folder.write("old.json", old_report);
     const std::string b = folder.write("new.json", new_report);
-    return run_cli(folder, fmt::format("diff {} {} {}", quoted(a), quoted(b), extra));
+    return run_cli(fmt::format("diff {} {} {}", quoted(a), quoted(b), extra));
   }
 };
 
 TEST_F(DiffCli, IdenticalFilesAreAllSameExitZero) {
-  const CommandResult r = diff(base, base);
+  const CliResult r = diff(base, base);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verdicts: 4 SAME\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("geomean new/old median ratio 1.000"), std::string::npos) << r.out;
@@ -681,8 +642,8 @@ TEST_F(DiffCli, ADifferentOpenMpSpinIsNotedAndTheSameSpinIsNot) {
   busy["workload"]["omp_wait_policy"] = "bounded spin: 2 other runnable task(s) on 2 CPU(s) at the start (GOMP_SPINCOUNT=4000)";
   measuring["workload"]["omp_wait_policy"] =
       "spin while measuring: no other runnable task at the start (GOMP_SPINCOUNT=50000000)";
-  const CommandResult same = diff(bounded, busy);
-  const CommandResult changed = diff(bounded, measuring);
+  const CliResult same = diff(bounded, busy);
+  const CliResult changed = diff(bounded, measuring);
   EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
   EXPECT_EQ(same.out.find("wait policy"), std::string::npos) << same.out;
   EXPECT_EQ(changed.exit_code, 0) << changed.out << changed.err;
@@ -697,8 +658,8 @@ TEST_F(DiffCli, ADifferentTeamTrialIsNoted) {
   json tried = base, untried = base;
   tried["workload"]["team_trial"] = true;
   untried["workload"]["team_trial"] = false;
-  const CommandResult changed = diff(untried, tried);
-  const CommandResult same = diff(tried, tried);
+  const CliResult changed = diff(untried, tried);
+  const CliResult same = diff(tried, tried);
   EXPECT_EQ(changed.exit_code, 0) << changed.out << changed.err;
   EXPECT_NE(changed.out.find("note: the team trial differs (off or older than it vs on)"), std::string::npos)
       << changed.out;
@@ -708,7 +669,7 @@ TEST_F(DiffCli, ADifferentTeamTrialIsNoted) {
 TEST_F(DiffCli, TwiceSlowerIsSlowerExitOneUnlessFailOnNever) {
   json slower = base;
   scale_samples(slower, 2.0);
-  CommandResult r = diff(base, slower);
+  CliResult r = diff(base, slower);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("verdicts: 4 SLOWER"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("+100.0%"), std::string::npos) << r.out;
@@ -720,7 +681,7 @@ TEST_F(DiffCli, TwiceSlowerIsSlowerExitOneUnlessFailOnNever) {
 TEST_F(DiffCli, TwiceFasterIsFasterExitZero) {
   json faster = base;
   scale_samples(faster, 0.5);
-  const CommandResult r = diff(base, faster);
+  const CliResult r = diff(base, faster);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verdicts: 4 FASTER"), std::string::npos) << r.out;
 }
@@ -729,7 +690,7 @@ TEST_F(DiffCli, OnePercentJitterIsSameOrUnsureExitZero) {
   for (unsigned seed = 1; seed <= 5; ++seed) {
     json jittered = base;
     jitter_samples(jittered, 0.01, seed);
-    const CommandResult r = diff(base, jittered, "--format json");
+    const CliResult r = diff(base, jittered, "--format json");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const json document = json::parse(r.out);
     for (const json& row : document["rows"]) {
@@ -741,7 +702,7 @@ TEST_F(DiffCli, OnePercentJitterIsSameOrUnsureExitZero) {
 TEST_F(DiffCli, ChangedStateBytesIsAStructuralRegressionEvenWithFailOnNever) {
   json changed = base;
   rows_of(changed)[1]["state_bytes"] = 2 * rows_of(changed)[1]["state_bytes"].get<std::int64_t>();
-  const CommandResult r = diff(base, changed, "--fail-on never");
+  const CliResult r = diff(base, changed, "--fail-on never");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("state_bytes grew (regression)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 structural regression(s)"), std::string::npos) << r.out;
@@ -751,7 +712,7 @@ TEST_F(DiffCli, NonFiniteOutputIsAStructuralRegression) {
   json broken = base;
   rows_of(broken)[3]["output_finite"] = false;
   rows_of(broken)[3]["within_tolerance"] = false;
-  const CommandResult r = diff(base, broken);
+  const CliResult r = diff(base, broken);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("output_finite true -> false (regression)"), std::string::npos) << r.out;
 }
@@ -760,7 +721,7 @@ TEST_F(DiffCli, NonFiniteOutputIsAStructuralRegression) {
 TEST_F(DiffCli, RemovedRowFailsUnlessAllowed) {
   json fewer = base;
   rows_of(fewer).erase(3);
-  CommandResult r = diff(base, fewer);
+  CliResult r = diff(base, fewer);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("REMOVED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result: REGRESSION (exit 1): 1 REMOVED row(s)"), std::string::npos) << r.out;
@@ -782,7 +743,7 @@ TEST_F(DiffCli, InterruptedReportWithNoRowsFailsTheGate) {
   json interrupted = base;
   rows_of(interrupted) = json::array();
   interrupted["failure"] = {{"kind", "interrupted"}, {"message", "interrupted by SIGTERM before the first cell"}};
-  CommandResult r = diff(base, interrupted, "--fail-on never");
+  CliResult r = diff(base, interrupted, "--fail-on never");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("4 REMOVED row(s)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("the new report failed (interrupted: interrupted by SIGTERM before the first cell)"),
@@ -805,7 +766,7 @@ TEST_F(DiffCli, InterruptedReportWithNoRowsFailsTheGate) {
 TEST_F(DiffCli, NewReportWithAFailureFailsEvenWithEveryRow) {
   json failed = base;
   failed["failure"] = {{"kind", "mechanism_error"}, {"message", "decode step threw"}};
-  CommandResult r = diff(base, failed);
+  CliResult r = diff(base, failed);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("the new report failed (mechanism_error: decode step threw)"), std::string::npos) << r.out;
   // The old report failing is not the new one's regression.
@@ -816,7 +777,7 @@ TEST_F(DiffCli, NewReportWithAFailureFailsEvenWithEveryRow) {
 TEST_F(DiffCli, LowerEvidenceLevelFailsUnlessAllowed) {
   json gpu = base;
   gpu["evidence_level"] = "gpu_measured";
-  CommandResult r = diff(gpu, base);
+  CliResult r = diff(gpu, base);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("evidence level gpu_measured -> cpu_measured"), std::string::npos) << r.out;
   r = diff(gpu, base, "--allow-evidence-drop");
@@ -829,7 +790,7 @@ TEST_F(DiffCli, LowerEvidenceLevelFailsUnlessAllowed) {
 TEST_F(DiffCli, MalformedJsonIsExitTwoNamingTheFile) {
   const std::string good = folder.write("good.json", base);
   const std::string bad = folder.write("bad.json", std::string("{\"schema_version\": \"1.0.0\", "));
-  const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(bad)));
+  const CliResult r = run_cli(fmt::format("diff {} {}", quoted(good), quoted(bad)));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(bad + ": not valid JSON"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -838,7 +799,7 @@ TEST_F(DiffCli, MalformedJsonIsExitTwoNamingTheFile) {
 TEST_F(DiffCli, MissingRequiredFieldIsExitTwoNamingFileAndField) {
   json incomplete = base;
   rows_of(incomplete)[0].erase("state_bytes");
-  const CommandResult r = diff(base, incomplete);
+  const CliResult r = diff(base, incomplete);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("new.json: not a valid arch-bench result report"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("state_bytes"), std::string::npos) << r.err;
@@ -846,8 +807,8 @@ TEST_F(DiffCli, MissingRequiredFieldIsExitTwoNamingFileAndField) {
 
 TEST_F(DiffCli, UnreadableFileIsExitTwo) {
   const std::string good = folder.write("good.json", base);
-  const std::string missing = folder.path("missing.json");
-  const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(missing)));
+  const std::string missing = folder.file("missing.json");
+  const CliResult r = run_cli(fmt::format("diff {} {}", quoted(good), quoted(missing)));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(missing + ": cannot be read"), std::string::npos) << r.err;
 }
@@ -866,7 +827,7 @@ TEST_F(DiffCli, DeeplyNestedOptionsAreExitTwoNotACrash) {
   for (const std::string& args : {fmt::format("diff {} {}", quoted(good), quoted(deep)),
                                   fmt::format("diff {} {}", quoted(deep), quoted(good)),
                                   fmt::format("validate {}", quoted(deep))}) {
-    const CommandResult r = run_cli(folder, args);
+    const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(deep + ": not a usable JSON document: arrays and objects nest more than 64 levels"),
               std::string::npos)
@@ -880,10 +841,10 @@ TEST_F(DiffCli, HugeNumbersFifosAndDevicesAreExitTwo) {
   std::string text = base.dump();
   text.replace(text.find("\"repeats\":") + 10, 0, "1e400,\"x\":");
   const std::string huge = folder.write("huge.json", text);
-  const std::string fifo = folder.path("pipe.json");
+  const std::string fifo = folder.file("pipe.json");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   for (const std::string& bad : {huge, fifo, std::string("/dev/zero")}) {
-    const CommandResult r = run_cli(folder, fmt::format("diff {} {}", quoted(good), quoted(bad)));
+    const CliResult r = run_cli(fmt::format("diff {} {}", quoted(good), quoted(bad)));
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(bad + ": "), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
@@ -893,7 +854,7 @@ TEST_F(DiffCli, HugeNumbersFifosAndDevicesAreExitTwo) {
 TEST_F(DiffCli, DifferentWorkloadIsRefusedUnlessAllowed) {
   json other = base;
   other["identity"]["workload_id"] = "another-workload";
-  CommandResult r = diff(base, other);
+  CliResult r = diff(base, other);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("arch-linear-recurrence-v2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("another-workload"), std::string::npos) << r.err;
@@ -913,7 +874,7 @@ TEST_F(DiffCli, DifferentHardwareIsRefusedNamingBothSides) {
   cuda["hardware"]["backend"] = "cuda";
   h100["hardware"]["gpu"] = {{"name", "NVIDIA H100 80GB HBM3"}};
   a100["hardware"]["gpu"] = json::array({{{"name", "NVIDIA A100-SXM4-40GB"}}});
-  CommandResult r = diff(amd, intel);
+  CliResult r = diff(amd, intel);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   for (const char* expected : {"different hardware", "hardware.host.cpu_model", "AMD EPYC 9454", "old.json",
                                "Intel(R) Xeon(R) Platinum 8480+", "new.json", "--allow-hardware-change"}) {
@@ -940,7 +901,7 @@ TEST_F(DiffCli, AllowedHardwareChangeIsSaidFirstInEveryFormat) {
   json amd = base, intel = base;
   amd["hardware"]["host"]["cpu_model"] = "AMD EPYC 9454";
   intel["hardware"]["host"]["cpu_model"] = "Intel Xeon";
-  CommandResult r = diff(amd, intel, "--allow-hardware-change");
+  CliResult r = diff(amd, intel, "--allow-hardware-change");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("arch-bench diff\nWARNING: hardware.host.cpu_model differs: 'AMD EPYC 9454' in "), 0u) << r.out;
   EXPECT_NE(r.out.find("compared because of --allow-hardware-change"), std::string::npos) << r.out;
@@ -962,8 +923,8 @@ TEST_F(DiffCli, AllowedHardwareChangeIsSaidFirstInEveryFormat) {
   EXPECT_EQ(r.out.find("\"allowed_differences\""), r.out.find('"')) << "the first key of the document";
   // Written to a file, the one line on standard output says it too.
   const std::string a = folder.write("amd.json", amd), b = folder.write("intel.json", intel);
-  r = run_cli(folder, fmt::format("diff {} {} --allow-hardware-change --output {}", quoted(a), quoted(b),
-                                  quoted(folder.path("hardware.txt"))));
+  r = run_cli(fmt::format("diff {} {} --allow-hardware-change --output {}", quoted(a), quoted(b),
+                                  quoted(folder.file("hardware.txt"))));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("WARNING: hardware.host.cpu_model differs"), 0u) << r.out;
 }
@@ -972,7 +933,7 @@ TEST_F(DiffCli, AllowedHardwareChangeIsSaidFirstInEveryFormat) {
 TEST_F(DiffCli, DifferentModeIsRefusedUnlessAllowed) {
   json performer = base;
   performer["identity"]["mode"] = "performer";
-  CommandResult r = diff(base, performer);
+  CliResult r = diff(base, performer);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   for (const char* expected : {"different modes", "'linear_recurrence' in", "'performer' in", "--allow-mode-change"}) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << expected << " in " << r.err;
@@ -987,7 +948,7 @@ TEST_F(DiffCli, SeveralRefusalsAreNamedTogether) {
   json other = base;
   other["identity"]["mode"] = "performer";
   other["hardware"]["host"]["cpu_model"] = "Some Other CPU";
-  const CommandResult r = diff(base, other, "--allow-mode-change");
+  const CliResult r = diff(base, other, "--allow-mode-change");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(r.err.find("--allow-mode-change"), std::string::npos) << "allowed, so not refused: " << r.err;
   EXPECT_NE(r.err.find("--allow-hardware-change"), std::string::npos) << r.err;
@@ -998,7 +959,7 @@ TEST_F(DiffCli, ADifferentDtypeIsNamedAsTheReasonRowsDoNotPair) {
   json fp32 = base;
   fp32["workload"]["dtype"] = "float32";
   for (json& row : rows_of(fp32)) row["dtype"] = "float32";
-  CommandResult r = diff(base, fp32);
+  CliResult r = diff(base, fp32);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("note: 4 row(s) did not pair because the workload changed (dtype bfloat16 -> float32)"),
             std::string::npos)
@@ -1017,7 +978,7 @@ TEST_F(DiffCli, ADifferentDtypeIsNamedAsTheReasonRowsDoNotPair) {
 TEST_F(DiffCli, DifferentSchemaMajorIsRefused) {
   json future = base;
   future["schema_version"] = "2.0.0";
-  const CommandResult r = diff(base, future);
+  const CliResult r = diff(base, future);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(base["schema_version"].get<std::string>()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2.0.0"), std::string::npos) << r.err;
@@ -1042,7 +1003,7 @@ TEST_F(DiffCli, JsonFormatValidatesAgainstTheDiffSchema) {
   json slower = base;
   scale_samples(slower, 2.0);
   rows_of(slower)[0]["state_bytes"] = 1;
-  const CommandResult r = diff(base, slower, "--format json");
+  const CliResult r = diff(base, slower, "--format json");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const json document = json::parse(r.out);
   const std::vector<std::string> errors = schema_errors(document, "diff");
@@ -1053,7 +1014,7 @@ TEST_F(DiffCli, JsonFormatValidatesAgainstTheDiffSchema) {
 }
 
 TEST_F(DiffCli, MarkdownHasATableHeader) {
-  const CommandResult r = diff(base, base, "--format markdown");
+  const CliResult r = diff(base, base, "--format markdown");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| row | old median ms | new median ms | change | p | verdict | notes |\n"
                        "|---|---:|---:|---:|---:|---|---|\n"),
@@ -1067,7 +1028,7 @@ TEST_F(DiffCli, MarkdownHasATableHeader) {
 TEST_F(DiffCli, MarkdownShowsHostileTextFromTheReportsInert) {
   json hostile = base;
   hostile["failure"] = {{"kind", "interrupted"}, {"message", "[x](javascript:alert(1)) <script>\x1b[2J"}};
-  const CommandResult r = diff(base, hostile, "--allow-failure --format markdown");
+  const CliResult r = diff(base, hostile, "--allow-failure --format markdown");
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(r.out.find("<script"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("[x](javascript:"), std::string::npos) << r.out;
@@ -1078,19 +1039,19 @@ TEST_F(DiffCli, MarkdownShowsHostileTextFromTheReportsInert) {
 
 TEST_F(DiffCli, OutputIsWrittenOnceAndNeverOverwritten) {
   const std::string a = folder.write("a.json", base);
-  const std::string target = folder.path("diff.json");
-  CommandResult r = run_cli(folder, fmt::format("diff {} {} --format json --output {}", quoted(a), quoted(a),
+  const std::string target = folder.file("diff.json");
+  CliResult r = run_cli(fmt::format("diff {} {} --format json --output {}", quoted(a), quoted(a),
                                                 quoted(target)));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_TRUE(schema_errors(json::parse(read_text(target)), "diff").empty());
+  EXPECT_TRUE(schema_errors(json::parse(testing::read_text(target)), "diff").empty());
   EXPECT_NE(r.out.find("wrote " + target), std::string::npos) << r.out;
-  r = run_cli(folder, fmt::format("diff {} {} --output {}", quoted(a), quoted(a), quoted(target)));
+  r = run_cli(fmt::format("diff {} {} --output {}", quoted(a), quoted(a), quoted(target)));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
 TEST_F(DiffCli, HelpDocumentsTheExitCodes) {
-  const CommandResult r = run_cli(folder, "diff --help");
+  const CliResult r = run_cli("diff --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* option : {"--allow-hardware-change", "--allow-mode-change", "--allow-removed", "--allow-failure",
                              "--allow-evidence-drop"}) {
@@ -1103,11 +1064,11 @@ TEST_F(DiffCli, HelpDocumentsTheExitCodes) {
 
 TEST_F(DiffCli, RealRunReportAgainstItself) {
   // A report from the real `arch-bench run`, so the diff keeps reading what the runner writes.
-  const std::string report = folder.path("run.json");
-  CommandResult r = run_cli(folder, fmt::format("run --sequence-lengths 64 --repeats 8 --warmup 1 -q --output {}",
+  const std::string report = folder.file("run.json");
+  CliResult r = run_cli(fmt::format("run --sequence-lengths 64 --repeats 8 --warmup 1 -q --output {}",
                                                 quoted(report)));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  r = run_cli(folder, fmt::format("diff {} {}", quoted(report), quoted(report)));
+  r = run_cli(fmt::format("diff {} {}", quoted(report), quoted(report)));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("SAME"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("UNSURE"), std::string::npos) << r.out;

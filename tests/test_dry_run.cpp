@@ -9,13 +9,8 @@
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-
-using testing::CliResult;
-using testing::read_json;
-using testing::run_cli;
-using testing::TempFolder;
 
 const std::string& kTiny = testing::kTinyRun;
 
@@ -137,4 +132,4 @@ TEST(DryRun, DryRunUnderAPassingProfileRecordsItsSettings) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

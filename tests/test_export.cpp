@@ -19,16 +19,10 @@
 #include "support/cli.hpp"
 #include "support/stored_reports.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-
 namespace fs = std::filesystem;
 using nlohmann::json;
-using testing::run_cli;
-using testing::TempFolder;
-using testing::kLinearReport;
-using testing::kPerformerReport;
-using testing::kResults;
 constexpr const char* kCompareScript = "/usr/share/benchmark/compare.py";
 
 // RFC 4180 reader for the test: fields of every line, quotes undone.
@@ -357,4 +351,4 @@ print(frame.groupby(["mechanism", "variant", "phase"], dropna=False)["median_ste
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

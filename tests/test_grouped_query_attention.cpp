@@ -16,14 +16,8 @@
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-using testing::relative_max_error;
-using testing::small_cell;
-using testing::attention_prefill;
-using testing::attention_reference;
-using testing::row_of_every_head;
-using testing::runnable_isas;
 
 constexpr std::int64_t kQueryHeads = 8;
 
@@ -261,4 +255,4 @@ TEST(GroupedQueryAttention, ConformanceGeneratesAndRunsGroupedFiles) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

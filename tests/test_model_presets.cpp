@@ -15,14 +15,8 @@
 #include "support/cli.hpp"
 #include "support/usage_error.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-
-using testing::CliResult;
-using testing::read_json;
-using testing::run_cli;
-using testing::TempFolder;
-using testing::usage_error_message;
 
 constexpr std::int64_t kKiB = 1024, kMiB = 1024 * kKiB, kGiB = 1024 * kMiB;
 
@@ -381,4 +375,4 @@ TEST(ModelListCli, ListsEveryPresetWithBytesAndBatchOrWhatItLacks) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

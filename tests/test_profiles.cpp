@@ -12,13 +12,8 @@
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-
-using testing::CliResult;
-using testing::read_json;
-using testing::run_cli;
-using testing::TempFolder;
 
 const std::string& kTiny = testing::kTinyRun;
 const std::filesystem::path kProfiles = std::filesystem::path(ARCH_BENCH_SOURCE_DIR) / "profiles";
@@ -241,4 +236,4 @@ TEST(ProfileLabel, HelpExplainsProfileVersusProfileId) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

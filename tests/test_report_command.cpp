@@ -17,16 +17,10 @@
 #include "support/cli.hpp"
 #include "support/stored_reports.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-
 namespace fs = std::filesystem;
 using nlohmann::json;
-using testing::run_cli;
-using testing::TempFolder;
-using testing::kLinearReport;
-using testing::kPerformerReport;
-using testing::kResults;
 const std::string kPerformerQkReport = (kResults / "performer_favor_cpp-kernels-2core-qk0.3.json").string();
 const std::string kLandscapeReport = (kResults / "landscape_cpp-kernels-2core.json").string();
 
@@ -342,4 +336,4 @@ TEST(ReportCli, PlottingUnavailableIsExitTwoNamingThePackage) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

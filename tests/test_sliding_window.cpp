@@ -16,14 +16,8 @@
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
-using testing::relative_max_error;
-using testing::small_cell;
-using testing::attention_prefill;
-using testing::attention_reference;
-using testing::row_of_every_head;
-using testing::runnable_isas;
 
 Cell window_cell(std::int64_t window, Phase phase, std::int64_t length, DType dtype = DType::bfloat16,
                  std::int64_t kv_heads = 0) {
@@ -182,14 +176,22 @@ TEST(SlidingWindow, BadWindowAndKvHeadsAreRefused) {
   }
 }
 
+// A quick decode landscape with sliding_window (window W) as its one candidate; its report.
+nlohmann::json landscape_with_window(const TempFolder& folder, int window, const std::string& lengths) {
+  const auto result = run_cli("run --mode landscape --candidates sliding_window --window " + std::to_string(window) +
+                              " --sequence-lengths " + lengths +
+                              " --phase decode --warmup 0 --repeats 2 --threads 1 --quiet --results-dir '" +
+                              folder.path().string() + "' --run-label t");
+  EXPECT_EQ(result.exit_code, 0) << result.err;  // the caller stops on it (HasFailure)
+  if (result.exit_code != 0) return {};
+  return read_json(folder / "landscape_t.json");
+}
+
 // The landscape takes it as a candidate with the given window; its state is fixed once L >= W.
 TEST(SlidingWindow, LandscapeCandidateRecordsItsWindow) {
-  testing::TempFolder folder;
-  const auto result = testing::run_cli("run --mode landscape --candidates sliding_window --window 16 "
-                                       "--sequence-lengths 32,64 --phase decode --warmup 0 --repeats 2 --threads 1 "
-                                       "--quiet --results-dir '" + folder.path().string() + "' --run-label t");
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto report = testing::read_json(folder / "landscape_t.json");
+  TempFolder folder;
+  const auto report = landscape_with_window(folder, 16, "32,64");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   EXPECT_EQ(report["decision"]["details"]["candidates"]["sliding_window"]["verdict"], "accept_fixed_state");
   for (const auto& row : report["metrics"]["rows"]) {
     if (row["mechanism"] != "sliding_window") continue;
@@ -202,12 +204,9 @@ TEST(SlidingWindow, LandscapeCandidateRecordsItsWindow) {
 // reached its bound by the longest (64 >= W = 32), so the landscape accepts it as bounded, saying
 // so, while a KV cache's doubling state stays rejected (test_decision.cpp).
 TEST(SlidingWindow, LandscapeAcceptsAStateThatReachedItsBound) {
-  testing::TempFolder folder;
-  const auto result = testing::run_cli("run --mode landscape --candidates sliding_window --window 32 "
-                                       "--sequence-lengths 16,64 --phase decode --warmup 0 --repeats 2 --threads 1 "
-                                       "--quiet --results-dir '" + folder.path().string() + "' --run-label t");
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto report = testing::read_json(folder / "landscape_t.json");
+  TempFolder folder;
+  const auto report = landscape_with_window(folder, 32, "16,64");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const auto& verdict = report["decision"]["details"]["candidates"]["sliding_window"];
   EXPECT_EQ(verdict["verdict"], "accept_fixed_state") << verdict.dump();
   EXPECT_NE(verdict["reasons"].dump().find("up to a bound"), std::string::npos) << verdict.dump();
@@ -220,9 +219,9 @@ TEST(SlidingWindow, LandscapeAcceptsAStateThatReachedItsBound) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing
 
-namespace arch_bench {
+namespace arch_bench::testing {
 namespace {
 
 // One fp64 softmax for both mechanisms: sliding_window's reference is softmax_kv's with the window,
@@ -243,4 +242,4 @@ TEST(SlidingWindow, ReferenceIsSoftmaxKvsWithTheWindow) {
 }
 
 }  // namespace
-}  // namespace arch_bench
+}  // namespace arch_bench::testing

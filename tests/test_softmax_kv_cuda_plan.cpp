@@ -307,15 +307,20 @@ void expect_region(std::size_t offset, std::size_t next, std::size_t rows, int l
   EXPECT_GE(next - offset, rows * static_cast<std::size_t>(ld) * elem_bytes);
 }
 
+// Both tensor-core prefills: 64 query rows against 64-key tiles, one warp per 16 query rows.
+void expect_prefill_tiles_of_64(const SoftmaxPrefillCudaPlan& plan) {
+  EXPECT_EQ(plan.query_rows, 64);
+  EXPECT_EQ(plan.keys_per_tile, 64);
+  EXPECT_EQ(plan.threads / 32 * 16, plan.query_rows);
+}
+
 TEST(SoftmaxKvCudaPlan, PrefillTensorCoreLayoutMeetsWmmaAlignment) {
   for (std::int64_t dim = 16; dim <= 128; dim += 16) {
     if (prefill_mma_takes(dim)) continue;  // the mma path's layout: PrefillMmaLayout... below
     SCOPED_TRACE(::testing::Message() << "head_dim " << dim);
     const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 1000, dim, DType::bfloat16);
     ASSERT_EQ(plan.path, SoftmaxPrefillPath::tensor_core_bf16);
-    EXPECT_EQ(plan.query_rows, 64);
-    EXPECT_EQ(plan.keys_per_tile, 64);
-    EXPECT_EQ(plan.threads / 32 * 16, plan.query_rows);  // one warp per 16 query rows
+    expect_prefill_tiles_of_64(plan);
     expect_region(plan.q_offset, plan.k_offset, 64, plan.ld_q, 2);
     expect_region(plan.k_offset, plan.v_offset, 64, plan.ld_k, 2);
     expect_region(plan.v_offset, plan.s_offset, 64, plan.ld_v, 2);
@@ -357,9 +362,7 @@ TEST(SoftmaxKvCudaPlan, PrefillMmaLayoutMeetsCpAsyncAndLdmatrix) {
     SCOPED_TRACE(::testing::Message() << "head_dim " << dim);
     const SoftmaxPrefillCudaPlan plan = plan_softmax_prefill_cuda(8, 1000, dim, DType::bfloat16);
     ASSERT_EQ(plan.path, SoftmaxPrefillPath::mma_bf16);
-    EXPECT_EQ(plan.query_rows, 64);
-    EXPECT_EQ(plan.keys_per_tile, 64);
-    EXPECT_EQ(plan.threads / 32 * 16, plan.query_rows);  // one warp per 16 query rows
+    expect_prefill_tiles_of_64(plan);
     EXPECT_EQ(plan.kv_stages, kPrefillMmaKvStages);
     EXPECT_GE(plan.kv_stages, 2);  // the next tile's copy overlaps this tile's math
     EXPECT_EQ(plan.ld_k, plan.ld_q);

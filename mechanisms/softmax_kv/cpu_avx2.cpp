@@ -2,13 +2,8 @@
 // (not the whole file), so the inline library code this file instantiates keeps the build's
 // baseline ISA and the linker can never hand an AVX2 copy to code that runs on another CPU.
 //
-// Prefill is FlashAttention-2 on the CPU: for each 64-query block, every 64-key block does
-//   S^T = K_blk Q_blk^T (register-tiled: 6 keys x 16 queries, 12 ymm accumulators),
-//   an online softmax across the key rows of S^T (vectorised across queries, so the running
-//   max/sum of 8 queries live in one register),
-//   O = diag(correction) O + P V_blk (register-tiled: 6 queries x 16 channels).
-// S^T (keys x queries) rather than S is what lets the softmax state vectorise without a
-// transpose; bf16 tiles are widened to fp32 once per block, so the microkernels only see fp32.
+// Prefill is FlashAttention-2 on the CPU: cpu_simd_prefill.hpp's microkernels on 8-lane ymm vectors
+// (Avx2Vector below), 6 keys x 16 queries a score tile in 12 ymm accumulators.
 #include "mechanisms/softmax_kv/cpu_avx2.hpp"
 
 #if defined(ARCH_BENCH_SOFTMAX_AVX2)
@@ -22,19 +17,17 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
+#include "mechanisms/softmax_kv/cpu_decode_split.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 
 #define ARCH_BENCH_AVX2 __attribute__((target("avx2,fma")))
+#define ARCH_BENCH_SIMD_TARGET ARCH_BENCH_AVX2
+#include "mechanisms/softmax_kv/cpu_simd_prefill.hpp"
 
 namespace arch_bench {
 
 namespace {
-
-using prefill_blocks::kBlock;   // queries per query block = keys per key block
-using prefill_blocks::kMaxDim;  // Mechanism::unsupported() rejects wider heads
-constexpr int kTileRows = 6;           // 6 x 2 accumulators + 2 operands + 1 broadcast = 15 ymm
-constexpr std::int64_t kTileCols = 16;
 
 // e^x for x <= 0, the same range reduction and Cephes polynomial as fast_math.hpp's
 // exp_nonpositive (relative error < 2e-7), eight lanes at a time.
@@ -86,149 +79,40 @@ ARCH_BENCH_AVX2 inline __m256 sum_each(const __m256 a[8]) {
 
 // ---- prefill -------------------------------------------------------------------------------
 
-// st[i][0..16) = sum_c keys[i][c] qt[c][0..16) for R key rows (qt and st have row stride kBlock).
-template <int R>
-ARCH_BENCH_AVX2 inline void scores_tile(const float* keys, std::int64_t key_stride, const float* qt,
-                                        std::int64_t depth, float* st) {
-  __m256 acc[R][2];
-  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (std::int64_t c = 0; c < depth; ++c) {
-    const __m256 b0 = _mm256_loadu_ps(qt + c * kBlock);
-    const __m256 b1 = _mm256_loadu_ps(qt + c * kBlock + 8);
-    for (int i = 0; i < R; ++i) {
-      const __m256 a = _mm256_broadcast_ss(keys + i * key_stride + c);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
-    }
-  }
-  for (int i = 0; i < R; ++i) {
-    _mm256_storeu_ps(st + i * kBlock, acc[i][0]);
-    _mm256_storeu_ps(st + i * kBlock + 8, acc[i][1]);
-  }
-}
+// cpu_simd_prefill.hpp's vector on AVX2: eight fp32 lanes a ymm register, masks as all-ones lanes.
+struct Avx2Vector {
+  using Float = __m256;
+  using Mask = __m256;
+  using Int = __m256i;
+  using Band = __m256i;  // window - 1: AVX2 compares only with >
+  static constexpr int kLanes = 8;
+  static constexpr int kMaxTileVectors = 2;  // 16 columns: 6 x 2 accumulators fill the 16 ymm
 
-// o[i][0..16) = correction[i] o[i][0..16) + sum_j pt[j][i] values[j][0..16) for R query rows.
-template <int R>
-ARCH_BENCH_AVX2 inline void values_tile(const float* pt, const float* values, std::int64_t value_stride,
-                                        std::int64_t count, const float* correction, float* o,
-                                        std::int64_t o_stride) {
-  __m256 acc[R][2];
-  for (int i = 0; i < R; ++i) {
-    const __m256 scale = _mm256_broadcast_ss(correction + i);
-    acc[i][0] = _mm256_mul_ps(_mm256_loadu_ps(o + i * o_stride), scale);
-    acc[i][1] = _mm256_mul_ps(_mm256_loadu_ps(o + i * o_stride + 8), scale);
-  }
-  for (std::int64_t j = 0; j < count; ++j) {
-    const __m256 b0 = _mm256_loadu_ps(values + j * value_stride);
-    const __m256 b1 = _mm256_loadu_ps(values + j * value_stride + 8);
-    for (int i = 0; i < R; ++i) {
-      const __m256 a = _mm256_broadcast_ss(pt + j * kBlock + i);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
-    }
-  }
-  for (int i = 0; i < R; ++i) {
-    _mm256_storeu_ps(o + i * o_stride, acc[i][0]);
-    _mm256_storeu_ps(o + i * o_stride + 8, acc[i][1]);
-  }
-}
+  ARCH_BENCH_AVX2 static Float zero() { return _mm256_setzero_ps(); }
+  ARCH_BENCH_AVX2 static Float set1(float x) { return _mm256_set1_ps(x); }
+  ARCH_BENCH_AVX2 static Float broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  ARCH_BENCH_AVX2 static Float load(const float* p) { return load8(p); }
+  ARCH_BENCH_AVX2 static Float load(const bf16* p) { return load8(p); }
+  ARCH_BENCH_AVX2 static void store(float* p, Float v) { _mm256_storeu_ps(p, v); }
+  ARCH_BENCH_AVX2 static Float fmadd(Float a, Float b, Float c) { return _mm256_fmadd_ps(a, b, c); }
+  ARCH_BENCH_AVX2 static Float mul(Float a, Float b) { return _mm256_mul_ps(a, b); }
+  ARCH_BENCH_AVX2 static Float add(Float a, Float b) { return _mm256_add_ps(a, b); }
+  ARCH_BENCH_AVX2 static Float sub(Float a, Float b) { return _mm256_sub_ps(a, b); }
+  ARCH_BENCH_AVX2 static Float max(Float a, Float b) { return _mm256_max_ps(a, b); }
+  ARCH_BENCH_AVX2 static Float exp_nonpositive(Float x) { return exp_nonpositive8(x); }
 
-// Runs `tile.template operator()<R>(offset)` over [0, rows) in tiles of kTileRows and one tail.
-template <class Tile>
-ARCH_BENCH_AVX2 inline void over_row_tiles(std::int64_t rows, Tile&& tile) {
-  std::int64_t i = 0;
-  for (; i + kTileRows <= rows; i += kTileRows) tile.template operator()<kTileRows>(i);
-  switch (rows - i) {
-    case 5: tile.template operator()<5>(i); break;
-    case 4: tile.template operator()<4>(i); break;
-    case 3: tile.template operator()<3>(i); break;
-    case 2: tile.template operator()<2>(i); break;
-    case 1: tile.template operator()<1>(i); break;
-    default: break;
+  ARCH_BENCH_AVX2 static Band band(std::int64_t window) { return _mm256_set1_epi32(static_cast<int>(window - 1)); }
+  ARCH_BENCH_AVX2 static Int lane_distances(std::int64_t first) {
+    return _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(first)));
   }
-}
-
-// S^T for `count` keys and `cols` (a multiple of 16) queries.
-ARCH_BENCH_AVX2 void scores_block(const float* keys, std::int64_t key_stride, const float* qt,
-                                  std::int64_t depth, std::int64_t count, std::int64_t cols, float* st) {
-  for (std::int64_t col = 0; col < cols; col += kTileCols) {
-    over_row_tiles(count, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX2 {
-      scores_tile<R>(keys + i * key_stride, key_stride, qt + col, depth, st + i * kBlock + col);
-    });
+  ARCH_BENCH_AVX2 static Mask outside(Int distance, std::int64_t j, Band band) {
+    const __m256i d = _mm256_sub_epi32(distance, _mm256_set1_epi32(static_cast<int>(j)));
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), d),
+                                               _mm256_cmpgt_epi32(d, band)));
   }
-}
-
-ARCH_BENCH_AVX2 void values_block(const float* pt, const float* values, std::int64_t value_stride,
-                                  std::int64_t count, std::int64_t rows, std::int64_t width,
-                                  const float* correction, float* o) {
-  for (std::int64_t col = 0; col < width; col += kTileCols) {
-    over_row_tiles(rows, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX2 {
-      values_tile<R>(pt + i, values + col, value_stride, count, correction + i, o + i * width + col, width);
-    });
-  }
-}
-
-// Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
-// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. A masked block
-// (prefill_blocks.hpp: the diagonal, or a band's edge) hides key j from query q outside the mask's
-// distance range. A query that sees no key yet (a band's first block) keeps m = -inf: its exponents
-// are taken against 0 instead, and all of them are masked to 0.
-ARCH_BENCH_AVX2 void softmax_block(float* st, std::int64_t count, std::int64_t cols,
-                                   const prefill_blocks::BlockMask& mask, float* m, float* l, float* correction) {
-  const __m256 minus_inf = _mm256_set1_ps(-INFINITY);
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i reach_minus_one = _mm256_set1_epi32(static_cast<int>(mask.window - 1));
-  for (std::int64_t q = 0; q < cols; q += 8) {
-    // Distance from key 0 of the block to each query: key j is at distance - j.
-    const __m256i distance = _mm256_add_epi32(lanes, _mm256_set1_epi32(static_cast<int>(q + mask.offset)));
-    auto hidden = [&](std::int64_t j) ARCH_BENCH_AVX2 {
-      const __m256i d = _mm256_sub_epi32(distance, _mm256_set1_epi32(static_cast<int>(j)));
-      return _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), d),
-                                                 _mm256_cmpgt_epi32(d, reach_minus_one)));
-    };
-    const __m256 old_max = _mm256_loadu_ps(m + q);
-    __m256 new_max = old_max;
-    for (std::int64_t j = 0; j < count; ++j) {
-      __m256 s = _mm256_loadu_ps(st + j * kBlock + q);
-      if (mask.masked) s = _mm256_blendv_ps(s, minus_inf, hidden(j));
-      new_max = _mm256_max_ps(new_max, s);
-    }
-    const __m256 shift = _mm256_blendv_ps(new_max, _mm256_setzero_ps(), _mm256_cmp_ps(new_max, minus_inf, _CMP_EQ_OQ));
-    const __m256 scale = exp_nonpositive8(_mm256_sub_ps(old_max, shift));
-    __m256 sum = _mm256_setzero_ps();
-    for (std::int64_t j = 0; j < count; ++j) {
-      __m256 p = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(st + j * kBlock + q), shift));
-      if (mask.masked) p = _mm256_andnot_ps(hidden(j), p);  // exactly 0, not e^-87
-      _mm256_storeu_ps(st + j * kBlock + q, p);
-      sum = _mm256_add_ps(sum, p);
-    }
-    _mm256_storeu_ps(l + q, _mm256_fmadd_ps(_mm256_loadu_ps(l + q), scale, sum));
-    _mm256_storeu_ps(m + q, new_max);
-    _mm256_storeu_ps(correction + q, scale);
-  }
-}
-
-// Widens `count` rows of `dim` values to fp32 rows of `width` (>= dim) floats, zero-padded.
-template <class T>
-ARCH_BENCH_AVX2 void widen_rows(const T* src, std::int64_t count, std::int64_t dim, std::int64_t width,
-                                float* dst) {
-  for (std::int64_t j = 0; j < count; ++j) {
-    const T* row = src + j * dim;
-    float* out = dst + j * width;
-    std::int64_t c = 0;
-    for (; c + 8 <= dim; c += 8) _mm256_storeu_ps(out + c, load8(row + c));
-    for (; c < dim; ++c) out[c] = to_float(row[c]);
-    for (; c < width; ++c) out[c] = 0.0f;
-  }
-}
-
-// The microkernels above, as prefill_blocks.hpp's block walk calls them.
-struct Avx2Kernels {
-  template <class T>
-  static constexpr auto widen = widen_rows<T>;
-  static constexpr auto scores = scores_block;
-  static constexpr auto softmax = softmax_block;
-  static constexpr auto values = values_block;
+  ARCH_BENCH_AVX2 static Mask equal(Float a, Float b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+  ARCH_BENCH_AVX2 static Float replace(Float a, Mask where, Float b) { return _mm256_blendv_ps(a, b, where); }
+  ARCH_BENCH_AVX2 static Float zero_where(Mask where, Float a) { return _mm256_andnot_ps(where, a); }
 };
 
 }  // namespace
@@ -236,7 +120,7 @@ struct Avx2Kernels {
 template <class T>
 void softmax_prefill_avx2(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
                           const T* v, T* out, std::int64_t group, std::int64_t window) {
-  prefill_blocks::widening_prefill<Avx2Kernels>(batch_heads, tokens, dim, q, k, v, out, group, window);
+  prefill_blocks::widening_prefill<WideningKernels<Avx2Vector>>(batch_heads, tokens, dim, q, k, v, out, group, window);
 }
 
 // ---- decode --------------------------------------------------------------------------------
@@ -297,22 +181,15 @@ ARCH_BENCH_AVX2 void decode_split(const float* queries, std::int64_t query_count
                                   std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
                                   std::int64_t partial_stride) {
   alignas(32) float p[kBlock];
-  alignas(32) float q_all[kDecodeGroupSlice][kMaxDim];
-  alignas(32) float acc_all[kDecodeGroupSlice][kMaxDim];
-  float m_all[kDecodeGroupSlice], l_all[kDecodeGroupSlice];
-  for (std::int64_t g = 0; g < query_count; ++g) {
-    for (std::int64_t c = 0; c < dim; ++c) q_all[g][lane_of<T>(c)] = queries[g * dim + c];
-    std::fill_n(acc_all[g], dim, 0.0f);
-    m_all[g] = -INFINITY;
-    l_all[g] = 0.0f;
-  }
+  DecodeSplitState state;
+  state.start(queries, query_count, dim, lane_of<T>);
   for (std::int64_t block = begin; block < end; block += kBlock) {
     // The group's queries one after another over the same block: after the first, its rows come from L1.
     for (std::int64_t query = 0; query < query_count; ++query) {
-      const float* q = q_all[query];
-      float* acc = acc_all[query];
-      float& m = m_all[query];
-      float& l = l_all[query];
+      const float* q = state.q[query];
+      float* acc = state.acc[query];
+      float& m = state.m[query];
+      float& l = state.l[query];
       const std::int64_t count = std::min(kBlock, end - block);
       const std::int64_t groups = (count + 7) / 8;
       // Scores of eight keys at a time, eight independent FMA chains; past `end` the last row is
@@ -362,23 +239,16 @@ ARCH_BENCH_AVX2 void decode_split(const float* queries, std::int64_t query_count
       }
     }
   }
-  for (std::int64_t g = 0; g < query_count; ++g) {
-    float* partial = partials + g * partial_stride;
-    partial[0] = m_all[g];
-    partial[1] = l_all[g];
-    for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc_all[g][lane_of<T>(c)];
-  }
+  state.finish(partials, partial_stride, query_count, dim, lane_of<T>);
 }
 
 template <class T>
 void softmax_decode_split_avx2(const float* queries, std::int64_t count, const T* keys, const T* values,
                                std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
                                std::int64_t partial_stride) {
-  if (decode_prefetches_into_l2()) {
-    decode_split<kPrefetchIntoL2>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
-  } else {
-    decode_split<kPrefetchIntoL1>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
-  }
+  with_decode_prefetch_locality([&]<int Locality>() {
+    decode_split<Locality>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
+  });
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                   \

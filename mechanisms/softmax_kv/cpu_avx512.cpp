@@ -2,11 +2,9 @@
 // with tiles sized for 32 of them. As there, every function that uses AVX-512 carries the target
 // attribute, not the whole file, so no inline library code is compiled for a CPU that may lack it.
 //
-// Prefill, per 64-query block and 64-key block:
-//   S^T = K_blk Q_blk^T   6 keys x 64 queries a tile: 24 zmm accumulators, 4 query vectors, the key
-//                         broadcast from memory (6 broadcasts + 4 loads per 24 FMAs)
-//   online softmax down the key rows of S^T, 16 queries a register
-//   O = diag(c) O + P V   6 queries x 64 channels a tile, the same shape
+// Prefill is cpu_simd_prefill.hpp's microkernels on 16-lane zmm vectors (Avx512Vector below): a score
+// tile is 6 keys x 64 queries, 24 zmm accumulators and 4 query vectors (6 broadcasts + 4 loads per 24
+// FMAs); the value tile is 6 queries x 64 channels, the same shape.
 // Decode splits score sixteen keys at once (sixteen FMA chains, one transpose-and-add tree).
 #include "mechanisms/softmax_kv/cpu_avx512.hpp"
 
@@ -20,6 +18,7 @@
 #include "mechanisms/softmax_kv/prefill_blocks.hpp"
 #include "mechanisms/softmax_kv/cpu.hpp"
 #include "mechanisms/softmax_kv/cpu_avx512_kernels.hpp"
+#include "mechanisms/softmax_kv/cpu_decode_split.hpp"
 #include "mechanisms/softmax_kv/decode_prefetch.hpp"
 
 namespace arch_bench {
@@ -57,134 +56,43 @@ ARCH_BENCH_AVX512 inline __m512 sum_each16(const __m512 a[16]) {
 
 // ---- prefill -------------------------------------------------------------------------------
 
-// st[i][0..16 C) = sum_c keys[i][c] qt[c][0..16 C) for R key rows (qt and st have row stride kBlock).
-template <int R, int C>
-ARCH_BENCH_AVX512 inline void scores_tile(const float* keys, std::int64_t key_stride, const float* qt,
-                                          std::int64_t depth, float* st) {
-  __m512 acc[R][C];
-  for (int i = 0; i < R; ++i) {
-    for (int v = 0; v < C; ++v) acc[i][v] = _mm512_setzero_ps();
-  }
-  for (std::int64_t c = 0; c < depth; ++c) {
-    __m512 b[C];
-    for (int v = 0; v < C; ++v) b[v] = _mm512_loadu_ps(qt + c * kBlock + kLanes * v);
-    for (int i = 0; i < R; ++i) {
-      const __m512 a = _mm512_set1_ps(keys[i * key_stride + c]);
-      for (int v = 0; v < C; ++v) acc[i][v] = _mm512_fmadd_ps(a, b[v], acc[i][v]);
-    }
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int v = 0; v < C; ++v) _mm512_storeu_ps(st + i * kBlock + kLanes * v, acc[i][v]);
-  }
-}
+// cpu_simd_prefill.hpp's vector on AVX-512: sixteen fp32 lanes a zmm register, masks in k registers.
+struct Avx512Vector {
+  using Float = __m512;
+  using Mask = __mmask16;
+  using Int = __m512i;
+  using Band = __m512i;  // the window
+  static constexpr int kLanes = arch_bench::kLanes;
+  static constexpr int kMaxTileVectors = arch_bench::kMaxTileVectors;
 
-// o[i][0..16 C) = correction[i] o[i][0..16 C) + sum_j pt[j][i] values[j][0..16 C) for R query rows.
-template <int R, int C>
-ARCH_BENCH_AVX512 inline void values_tile(const float* pt, const float* values, std::int64_t value_stride,
-                                          std::int64_t count, const float* correction, float* o,
-                                          std::int64_t o_stride) {
-  __m512 acc[R][C];
-  for (int i = 0; i < R; ++i) {
-    const __m512 scale = _mm512_set1_ps(correction[i]);
-    for (int v = 0; v < C; ++v) acc[i][v] = _mm512_mul_ps(_mm512_loadu_ps(o + i * o_stride + kLanes * v), scale);
-  }
-  for (std::int64_t j = 0; j < count; ++j) {
-    __m512 b[C];
-    for (int v = 0; v < C; ++v) b[v] = _mm512_loadu_ps(values + j * value_stride + kLanes * v);
-    for (int i = 0; i < R; ++i) {
-      const __m512 a = _mm512_set1_ps(pt[j * kBlock + i]);
-      for (int v = 0; v < C; ++v) acc[i][v] = _mm512_fmadd_ps(a, b[v], acc[i][v]);
-    }
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int v = 0; v < C; ++v) _mm512_storeu_ps(o + i * o_stride + kLanes * v, acc[i][v]);
-  }
-}
+  ARCH_BENCH_AVX512 static Float zero() { return _mm512_setzero_ps(); }
+  ARCH_BENCH_AVX512 static Float set1(float x) { return _mm512_set1_ps(x); }
+  ARCH_BENCH_AVX512 static Float broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  ARCH_BENCH_AVX512 static Float load(const float* p) { return load16(p); }
+  ARCH_BENCH_AVX512 static Float load(const bf16* p) { return load16(p); }
+  ARCH_BENCH_AVX512 static void store(float* p, Float v) { _mm512_storeu_ps(p, v); }
+  ARCH_BENCH_AVX512 static Float fmadd(Float a, Float b, Float c) { return _mm512_fmadd_ps(a, b, c); }
+  ARCH_BENCH_AVX512 static Float mul(Float a, Float b) { return _mm512_mul_ps(a, b); }
+  ARCH_BENCH_AVX512 static Float add(Float a, Float b) { return _mm512_add_ps(a, b); }
+  ARCH_BENCH_AVX512 static Float sub(Float a, Float b) { return _mm512_sub_ps(a, b); }
+  ARCH_BENCH_AVX512 static Float max(Float a, Float b) { return _mm512_max_ps(a, b); }
+  ARCH_BENCH_AVX512 static Float exp_nonpositive(Float x) { return exp_nonpositive16(x); }
 
-// S^T for `count` keys and `cols` (a multiple of 16, at most kBlock) queries.
-ARCH_BENCH_AVX512 void scores_block(const float* keys, std::int64_t key_stride, const float* qt,
-                                    std::int64_t depth, std::int64_t count, std::int64_t cols, float* st) {
-  with_vectors(cols / kLanes, [&]<int C>() ARCH_BENCH_AVX512 {
-    over_row_tiles(count, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX512 {
-      scores_tile<R, C>(keys + i * key_stride, key_stride, qt, depth, st + i * kBlock);
-    });
-  });
-}
-
-ARCH_BENCH_AVX512 void values_block(const float* pt, const float* values, std::int64_t value_stride,
-                                    std::int64_t count, std::int64_t rows, std::int64_t width,
-                                    const float* correction, float* o) {
-  for (std::int64_t col = 0; col < width; col += kLanes * kMaxTileVectors) {
-    with_vectors(std::min<std::int64_t>(kMaxTileVectors, (width - col) / kLanes), [&]<int C>() ARCH_BENCH_AVX512 {
-      over_row_tiles(rows, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX512 {
-        values_tile<R, C>(pt + i, values + col, value_stride, count, correction + i, o + i * width + col, width);
-      });
-    });
+  ARCH_BENCH_AVX512 static Band band(std::int64_t window) { return _mm512_set1_epi32(static_cast<int>(window)); }
+  ARCH_BENCH_AVX512 static Int lane_distances(std::int64_t first) {
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(static_cast<int>(first)));
   }
-}
-
-// Turns S^T (count key rows, cols queries) into P^T in place and updates each query's running
-// max m and sum l; correction[q] = e^(m_old - m_new) rescales that query's accumulator. A masked block
-// (prefill_blocks.hpp: the diagonal, or a band's edge) hides key j from query q outside the mask's
-// distance range. A query that sees no key yet (a band's first block) keeps m = -inf: its exponents
-// are taken against 0 instead, and all of them are masked to 0.
-ARCH_BENCH_AVX512 void softmax_block(float* st, std::int64_t count, std::int64_t cols,
-                                     const prefill_blocks::BlockMask& mask, float* m, float* l, float* correction) {
-  const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
-  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i reach = _mm512_set1_epi32(static_cast<int>(mask.window));
-  for (std::int64_t q = 0; q < cols; q += kLanes) {
-    // Distance from key 0 of the block to each query: key j is at distance - j.
-    const __m512i distance = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(q + mask.offset)));
-    auto hidden = [&](std::int64_t j) ARCH_BENCH_AVX512 {
-      const __m512i d = _mm512_sub_epi32(distance, _mm512_set1_epi32(static_cast<int>(j)));
-      return static_cast<__mmask16>(_mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()) |
-                                    _mm512_cmpge_epi32_mask(d, reach));
-    };
-    const __m512 old_max = _mm512_loadu_ps(m + q);
-    __m512 new_max = old_max;
-    for (std::int64_t j = 0; j < count; ++j) {
-      __m512 s = _mm512_loadu_ps(st + j * kBlock + q);
-      if (mask.masked) s = _mm512_mask_mov_ps(s, hidden(j), minus_inf);
-      new_max = _mm512_max_ps(new_max, s);
-    }
-    const __m512 shift = _mm512_mask_mov_ps(new_max, _mm512_cmp_ps_mask(new_max, minus_inf, _CMP_EQ_OQ),
-                                            _mm512_setzero_ps());
-    const __m512 scale = exp_nonpositive16(_mm512_sub_ps(old_max, shift));
-    __m512 sum = _mm512_setzero_ps();
-    for (std::int64_t j = 0; j < count; ++j) {
-      __m512 p = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBlock + q), shift));
-      if (mask.masked) p = _mm512_maskz_mov_ps(static_cast<__mmask16>(~hidden(j)), p);  // exactly 0, not e^-87
-      _mm512_storeu_ps(st + j * kBlock + q, p);
-      sum = _mm512_add_ps(sum, p);
-    }
-    _mm512_storeu_ps(l + q, _mm512_fmadd_ps(_mm512_loadu_ps(l + q), scale, sum));
-    _mm512_storeu_ps(m + q, new_max);
-    _mm512_storeu_ps(correction + q, scale);
+  ARCH_BENCH_AVX512 static Mask outside(Int distance, std::int64_t j, Band band) {
+    const __m512i d = _mm512_sub_epi32(distance, _mm512_set1_epi32(static_cast<int>(j)));
+    return static_cast<Mask>(_mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()) |
+                             _mm512_cmpge_epi32_mask(d, band));
   }
-}
-
-// Widens `count` rows of `dim` values to fp32 rows of `width` (>= dim) floats, zero-padded.
-template <class T>
-ARCH_BENCH_AVX512 void widen_rows(const T* src, std::int64_t count, std::int64_t dim, std::int64_t width,
-                                  float* dst) {
-  for (std::int64_t j = 0; j < count; ++j) {
-    const T* row = src + j * dim;
-    float* out = dst + j * width;
-    std::int64_t c = 0;
-    for (; c + kLanes <= dim; c += kLanes) _mm512_storeu_ps(out + c, load16(row + c));
-    for (; c < dim; ++c) out[c] = to_float(row[c]);
-    for (; c < width; ++c) out[c] = 0.0f;
+  ARCH_BENCH_AVX512 static Mask equal(Float a, Float b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  ARCH_BENCH_AVX512 static Float replace(Float a, Mask where, Float b) { return _mm512_mask_mov_ps(a, where, b); }
+  ARCH_BENCH_AVX512 static Float zero_where(Mask where, Float a) {
+    return _mm512_maskz_mov_ps(static_cast<Mask>(~where), a);
   }
-}
-
-// The microkernels above, as prefill_blocks.hpp's block walk calls them.
-struct Avx512Kernels {
-  template <class T>
-  static constexpr auto widen = widen_rows<T>;
-  static constexpr auto scores = scores_block;
-  static constexpr auto softmax = softmax_block;
-  static constexpr auto values = values_block;
 };
 
 }  // namespace
@@ -192,7 +100,8 @@ struct Avx512Kernels {
 template <class T>
 void softmax_prefill_avx512(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dim, const T* q, const T* k,
                             const T* v, T* out, std::int64_t group, std::int64_t window) {
-  prefill_blocks::widening_prefill<Avx512Kernels>(batch_heads, tokens, dim, q, k, v, out, group, window);
+  prefill_blocks::widening_prefill<WideningKernels<Avx512Vector>>(batch_heads, tokens, dim, q, k, v, out, group,
+                                                                  window);
 }
 
 // ---- decode --------------------------------------------------------------------------------
@@ -416,25 +325,18 @@ ARCH_BENCH_AVX512 void decode_split(const float* queries, std::int64_t query_cou
                                     std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
                                     std::int64_t partial_stride) {
   alignas(64) float p_all[kDecodeGroupSlice][kBlock];
-  alignas(64) float q_all[kDecodeGroupSlice][kMaxDim];
-  alignas(64) float acc_all[kDecodeGroupSlice][kMaxDim];
-  float m_all[kDecodeGroupSlice], l_all[kDecodeGroupSlice];
-  for (std::int64_t g = 0; g < query_count; ++g) {
-    for (std::int64_t c = 0; c < dim; ++c) q_all[g][lane_of<T>(c)] = queries[g * dim + c];
-    std::fill_n(acc_all[g], dim, 0.0f);
-    m_all[g] = -INFINITY;
-    l_all[g] = 0.0f;
-  }
+  DecodeSplitState state;
+  state.start(queries, query_count, dim, lane_of<T>);
   for (std::int64_t block = begin; block < end; block += kBlock) {
     const std::int64_t count = std::min(kBlock, end - block);
     const T* rows = values + block * dim;
     std::int64_t query = 0;
     for (; query + 2 <= query_count; query += 2) {
       float *p0 = p_all[query], *p1 = p_all[query + 1];
-      float *acc0 = acc_all[query], *acc1 = acc_all[query + 1];
-      scores_of_two<Locality>(q_all[query], q_all[query + 1], keys, block, end, count, dim, p0, p1);
-      const __m512 rescale0 = softmax_of_block(p0, count, m_all[query], l_all[query]);
-      const __m512 rescale1 = softmax_of_block(p1, count, m_all[query + 1], l_all[query + 1]);
+      float *acc0 = state.acc[query], *acc1 = state.acc[query + 1];
+      scores_of_two<Locality>(state.q[query], state.q[query + 1], keys, block, end, count, dim, p0, p1);
+      const __m512 rescale0 = softmax_of_block(p0, count, state.m[query], state.l[query]);
+      const __m512 rescale1 = softmax_of_block(p1, count, state.m[query + 1], state.l[query + 1]);
       std::int64_t c = 0;
       for (; c + 64 <= dim; c += 64) {
         accumulate_values_of_two<2, Locality>(rows + c, dim, count, p0, p1, rescale0, rescale1, acc0 + c, acc1 + c);
@@ -445,9 +347,9 @@ ARCH_BENCH_AVX512 void decode_split(const float* queries, std::int64_t query_cou
     }
     if (query < query_count) {
       float* p = p_all[query];
-      float* acc = acc_all[query];
-      scores_of_one<Locality>(q_all[query], keys, block, end, count, dim, p);
-      const __m512 rescale = softmax_of_block(p, count, m_all[query], l_all[query]);
+      float* acc = state.acc[query];
+      scores_of_one<Locality>(state.q[query], keys, block, end, count, dim, p);
+      const __m512 rescale = softmax_of_block(p, count, state.m[query], state.l[query]);
       std::int64_t c = 0;
       for (; c + 128 <= dim; c += 128) accumulate_values<4, Locality>(rows + c, dim, count, p, rescale, acc + c);
       switch ((dim - c) / 32) {
@@ -458,12 +360,7 @@ ARCH_BENCH_AVX512 void decode_split(const float* queries, std::int64_t query_cou
       }
     }
   }
-  for (std::int64_t g = 0; g < query_count; ++g) {
-    float* partial = partials + g * partial_stride;
-    partial[0] = m_all[g];
-    partial[1] = l_all[g];
-    for (std::int64_t c = 0; c < dim; ++c) partial[2 + c] = acc_all[g][lane_of<T>(c)];
-  }
+  state.finish(partials, partial_stride, query_count, dim, lane_of<T>);
 }
 
 }  // namespace
@@ -472,11 +369,9 @@ template <class T>
 void softmax_decode_split_avx512(const float* queries, std::int64_t count, const T* keys, const T* values,
                                  std::int64_t begin, std::int64_t end, std::int64_t dim, float* partials,
                                  std::int64_t partial_stride) {
-  if (decode_prefetches_into_l2()) {
-    decode_split<kPrefetchIntoL2>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
-  } else {
-    decode_split<kPrefetchIntoL1>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
-  }
+  with_decode_prefetch_locality([&]<int Locality>() {
+    decode_split<Locality>(queries, count, keys, values, begin, end, dim, partials, partial_stride);
+  });
 }
 
 #define ARCH_BENCH_INSTANTIATE(T)                                                                     \

@@ -160,7 +160,7 @@ struct PrefillScratch {
 
 ARCH_BENCH_AVX512_BF16 void scores_block(const bf16* keys, std::int64_t key_stride, const std::uint32_t* qp,
                                          std::int64_t pairs, std::int64_t count, std::int64_t cols, float* st) {
-  with_vectors(cols / kLanes, [&]<int C>() ARCH_BENCH_AVX512_BF16 {
+  with_vectors<kMaxTileVectors>(cols / kLanes, [&]<int C>() ARCH_BENCH_AVX512_BF16 {
     over_row_tiles(count, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX512_BF16 {
       scores_tile<R, C>(keys + i * key_stride, key_stride, qp, pairs, st + i * kBlock);
     });
@@ -170,7 +170,8 @@ ARCH_BENCH_AVX512_BF16 void scores_block(const bf16* keys, std::int64_t key_stri
 ARCH_BENCH_AVX512_BF16 void values_block(const std::uint32_t* pp, const std::uint32_t* vp, std::int64_t pairs,
                                          std::int64_t rows, std::int64_t width, const float* correction, float* o) {
   for (std::int64_t col = 0; col < width; col += kLanes * kMaxTileVectors) {
-    with_vectors(std::min<std::int64_t>(kMaxTileVectors, (width - col) / kLanes), [&]<int C>() ARCH_BENCH_AVX512_BF16 {
+    const std::int64_t vectors = std::min<std::int64_t>(kMaxTileVectors, (width - col) / kLanes);
+    with_vectors<kMaxTileVectors>(vectors, [&]<int C>() ARCH_BENCH_AVX512_BF16 {
       over_row_tiles(rows, [&]<int R>(std::int64_t i) ARCH_BENCH_AVX512_BF16 {
         values_tile<R, C>(pp + i, vp + col, width, pairs, correction + i, o + i * width + col, width);
       });

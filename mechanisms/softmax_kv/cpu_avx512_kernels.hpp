@@ -1,8 +1,8 @@
 #pragma once
 // What the AVX-512 softmax_kv kernel files share (cpu_avx512.cpp, cpu_avx512_bf16.cpp): the target
-// attribute, the block and tile sizes, the vectorised exp and the tile loops. Everything here has
-// internal linkage (an anonymous namespace), so no AVX-512 copy of it is ever a weak symbol that
-// the linker could hand to code running on another CPU.
+// attribute, the lane and tile sizes, the vectorised exp, and cpu_simd_prefill.hpp (the tile loops).
+// Everything here has internal linkage (an anonymous namespace), so no AVX-512 copy of it is ever a
+// weak symbol that the linker could hand to code running on another CPU.
 #include "mechanisms/softmax_kv/cpu_avx512.hpp"
 
 #if defined(ARCH_BENCH_SOFTMAX_AVX512)
@@ -16,18 +16,15 @@
 
 #include <cstdint>
 
-#include "mechanisms/softmax_kv/prefill_blocks.hpp"
-
 #define ARCH_BENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
+#define ARCH_BENCH_SIMD_TARGET ARCH_BENCH_AVX512
+#include "mechanisms/softmax_kv/cpu_simd_prefill.hpp"  // the tile loops; for cpu_avx512.cpp its microkernels
 
 namespace arch_bench {
 namespace {
 
-using prefill_blocks::kBlock;   // queries per query block = keys per key block
-using prefill_blocks::kMaxDim;  // Mechanism::unsupported() rejects wider heads
-constexpr int kTileRows = 6;           // 6 rows x 4 zmm = 24 accumulators + 4 operands of 32 registers
 constexpr int kLanes = 16;
-constexpr int kMaxTileVectors = 4;     // 64 columns
+constexpr int kMaxTileVectors = 4;  // 64 columns: 6 rows x 4 zmm = 24 accumulators + 4 operands of 32
 
 // e^x for x <= 0: fast_math.hpp's exp_nonpositive (same reduction, same degree-5 polynomial,
 // relative error < 1.8e-7 with FMAs), sixteen lanes at a time; 2^n is applied by vscalefps.
@@ -44,33 +41,6 @@ ARCH_BENCH_AVX512 inline __m512 exp_nonpositive16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.999997020e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
-}
-
-// Runs `tile.template operator()<R>(offset)` over [0, rows) in tiles of kTileRows and one tail.
-template <class Tile>
-ARCH_BENCH_AVX512 inline void over_row_tiles(std::int64_t rows, Tile&& tile) {
-  std::int64_t i = 0;
-  for (; i + kTileRows <= rows; i += kTileRows) tile.template operator()<kTileRows>(i);
-  switch (rows - i) {
-    case 5: tile.template operator()<5>(i); break;
-    case 4: tile.template operator()<4>(i); break;
-    case 3: tile.template operator()<3>(i); break;
-    case 2: tile.template operator()<2>(i); break;
-    case 1: tile.template operator()<1>(i); break;
-    default: break;
-  }
-}
-
-// Calls `body.template operator()<C>()` for C = vectors (1 .. kMaxTileVectors).
-template <class Body>
-ARCH_BENCH_AVX512 inline void with_vectors(std::int64_t vectors, Body&& body) {
-  switch (vectors) {
-    case 4: body.template operator()<4>(); break;
-    case 3: body.template operator()<3>(); break;
-    case 2: body.template operator()<2>(); break;
-    case 1: body.template operator()<1>(); break;
-    default: break;
-  }
 }
 
 }  // namespace

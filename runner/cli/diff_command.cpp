@@ -10,12 +10,12 @@
 #include "runner/cli/commands.hpp"
 #include "runner/cli/diff_options.hpp"
 #include "runner/cli/parse_fraction.hpp"
+#include "runner/cli/text_result.hpp"
 #include "core/errors.hpp"
 #include "runner/diff/cell_format.hpp"
 #include "runner/diff/diff.hpp"
 #include "runner/diff/printers.hpp"
 #include "runner/present/printable_text.hpp"
-#include "runner/report/atomic_write.hpp"
 #include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
@@ -53,7 +53,7 @@ std::string render(const DiffResult& diff, const std::string& format) {
 
 int run_diff(const DiffOptions& options) {
   const DiffSettings settings = diff_settings(options);
-  if (!options.output.empty()) check_output_path(options.output, false, "choose another --output");
+  check_text_output(options.output);
 
   const LoadedReport old_report = read_report(options.old_file);
   const LoadedReport new_report = read_report(options.new_file);
@@ -67,10 +67,7 @@ int run_diff(const DiffOptions& options) {
   const DiffResult diff = compare_reports(old_report, new_report, settings, std::move(notes), std::move(allowed));
   // Labels, notes and reasons come from the reports: control bytes in them are shown, never obeyed.
   const std::string text = escape_control_bytes(render(diff, options.format));
-  if (options.output.empty()) {
-    fmt::print("{}", text);
-  } else {
-    write_file_atomically(options.output, text, false);
+  if (write_text_result(options.output, text)) {
     // The file says it first; so does the one line a CI log shows of it.
     for (const AllowedDifference& difference : diff.allowed_differences) {
       fmt::print("WARNING: {}\n", escape_control_bytes(diff_format::allowed_difference(difference)));
@@ -113,8 +110,7 @@ void add_diff_options(CLI::App& command, DiffOptions& options) {
   command.add_flag("--allow-evidence-drop", options.allow_evidence_drop,
                    "A lower evidence level in the new report (gpu_measured -> cpu_measured, measured -> dry_run) "
                    "does not fail the diff (the result says so)");
-  command.add_option("--output", options.output, "Write the diff to this file (atomically; never overwrites) "
-                                                 "instead of standard output");
+  add_text_output_option(command, options.output, "the diff");
 }
 
 DiffSettings diff_settings(const DiffOptions& options) {

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/cli/text_result.hpp"
 #include "runner/diff/load_report.hpp"
 #include "runner/present/exporters.hpp"
-#include "runner/report/atomic_write.hpp"
 
 namespace arch_bench {
 
@@ -18,16 +18,11 @@ struct ExportOptions {
 };
 
 int run_export(const ExportOptions& options) {
-  if (!options.output.empty()) check_output_path(options.output, false, "choose another --output");
+  check_text_output(options.output);
   const LoadedReport report = read_report(options.file);
   validate_report(report);
   const std::string text = options.format == "gbench" ? export_gbench(report) : export_csv(report);
-  if (options.output.empty()) {
-    fmt::print("{}", text);
-  } else {
-    write_file_atomically(options.output, text, false);
-    fmt::print(stderr, "wrote {} ({})\n", options.output, options.format);
-  }
+  if (write_text_result(options.output, text)) fmt::print(stderr, "wrote {} ({})\n", options.output, options.format);
   return 0;  // main() flushes stdout and fails when the text did not all reach it
 }
 }  // namespace
@@ -41,8 +36,7 @@ void register_export_command(CLI::App& app, CommandContext& context) {
   command->add_option("--format", options->format, "gbench or csv")
       ->check(CLI::IsMember({"gbench", "csv"}))
       ->required();
-  command->add_option("--output", options->output, "Write to this file (atomically; never overwrites) instead of "
-                                                   "standard output");
+  add_text_output_option(*command, options->output);
   command->footer("Exit codes: 0 written; 2 bad input (unreadable or invalid report, bad --format, --output "
                   "exists), nothing written.");
   command->callback([options, &context]() { context.exit_code = run_export(*options); });

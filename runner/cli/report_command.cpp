@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "runner/cli/commands.hpp"
+#include "runner/cli/text_result.hpp"
 #include "core/errors.hpp"
 #include "runner/diff/load_report.hpp"
 #include "runner/present/plot_charts.hpp"
 #include "runner/present/presentation.hpp"
 #include "runner/present/summarize_reports.hpp"
-#include "runner/report/atomic_write.hpp"
 #include "runner/report/output_path.hpp"
 
 namespace arch_bench {
@@ -46,7 +46,7 @@ void relink(std::vector<Chart>& charts, const std::string& output) {
 }
 
 int run_report(const ReportOptions& options) {
-  if (!options.output.empty()) check_output_path(options.output, false, "choose another --output");
+  check_text_output(options.output);
   if (options.svg && options.plots.empty()) throw UsageError("--svg needs --plots DIR (the folder for the charts)");
   if (!options.plots.empty()) check_output_folder(options.plots, "--plots", longest_chart_name(options.files));
 
@@ -63,10 +63,7 @@ int run_report(const ReportOptions& options) {
   if (options.format == "markdown") relink(charts, options.output);
   const Presentation presentation = summarize_reports(reports, charts);
   const std::string text = options.format == "html" ? format_html(presentation) : format_markdown(presentation);
-  if (options.output.empty()) {
-    fmt::print("{}", text);
-  } else {
-    write_file_atomically(options.output, text, false);
+  if (write_text_result(options.output, text)) {
     fmt::print(stderr, "wrote {} ({} report(s), {} chart(s))\n", options.output, reports.size(), charts.size());
   }
   return 0;  // main() flushes stdout and fails when the text did not all reach it
@@ -88,8 +85,7 @@ void register_report_command(CLI::App& app, CommandContext& context) {
                                                  "python3-matplotlib) as PNG, and link (markdown) or inline (html) "
                                                  "them; existing chart files are never replaced");
   command->add_flag("--svg", options->svg, "With --plots: an SVG beside every PNG (linked from the Markdown)");
-  command->add_option("--output", options->output, "Write to this file (atomically; never overwrites) instead of "
-                                                   "standard output");
+  add_text_output_option(*command, options->output);
   command->footer("Exit codes: 0 written; 2 bad input (unreadable or invalid report, --output or a chart file "
                   "exists, plotting unavailable), nothing written.");
   command->callback([options, &context]() { context.exit_code = run_report(*options); });

@@ -8,9 +8,7 @@
 #include "core/errors.hpp"
 #include "mechanisms/registry.hpp"
 #include "runner/plugins/sha256.hpp"
-#include "runner/report/json_input.hpp"
 #include "runner/report/named_json_file.hpp"
-#include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
 
@@ -47,30 +45,12 @@ std::vector<std::string> known_model_ids() { return known_named_json_ids(model_f
 
 ModelPreset load_model_preset(const std::string& spec) {
   const fs::path path = resolve_named_json_file(spec, model_folder());
-  nlohmann::json document;
-  try {
-    // A regular file under the input cap, nesting and numbers bounded: runner/report/json_input.hpp.
-    document = read_json_input(path, "model preset");
-  } catch (const UsageError& error) {
-    throw UsageError(fmt::format("model preset file {}; fix it or pass another --model", error.what()));
-  }
-  return parse_model_preset(document, path, sha256_hex(file_bytes(path)));
+  return parse_model_preset(read_named_json_file(path, model_folder()), path, sha256_hex(file_bytes(path)));
 }
 
 ModelPreset parse_model_preset(const nlohmann::json& document, const fs::path& path, const std::string& sha256) {
-  const std::vector<std::string> errors = schema_errors(document, "model");
-  if (!errors.empty()) {
-    throw UsageError(fmt::format("model preset file {} does not match schemas/model.schema.json:\n  {}\n(check it with "
-                                 "`arch-bench validate --schema model {}`)",
-                                 path.string(), fmt::join(errors, "\n  "), path.string()));
-  }
   ModelPreset preset;
-  preset.id = document.at("id").get<std::string>();
-  // Reports name the preset by id and people find the file by that name: they must agree.
-  if (preset.id != path.stem().string()) {
-    throw UsageError(fmt::format("model preset file {} has id '{}'; a preset's id must equal its file name ({}.json)",
-                                 path.string(), preset.id, preset.id));
-  }
+  preset.id = checked_named_json_id(document, path, "model", model_folder().noun);
   preset.name = document.at("name").get<std::string>();
   preset.source = document.at("source").get<std::string>();
   preset.parameter_count = document.at("parameter_count").get<std::int64_t>();

@@ -20,6 +20,7 @@
 #include "runner/modes/decision_rules.hpp"
 #include "runner/modes/linear_recurrence.hpp"
 #include "runner/modes/mode.hpp"
+#include "runner/modes/standard_defaults.hpp"
 
 namespace arch_bench {
 
@@ -67,15 +68,8 @@ class LandscapeMode final : public Mode {
   }
 
   ModeDefaults defaults() const override {
-    ModeDefaults defaults;
-    defaults.experiment = "landscape";
-    defaults.semantic_id = "ARCH-MECHANISM-LANDSCAPE";
-    defaults.workload_id = "arch-landscape-v1";
-    defaults.workload.sequence_lengths = {512, 2048, 8192};
-    defaults.workload.heads = 8;
-    defaults.workload.head_dim = 64;
-    defaults.workload.dtype = DType::bfloat16;
-    defaults.workload.phases = {Phase::decode, Phase::prefill};
+    ModeDefaults defaults = standard_mode_defaults("landscape", "ARCH-MECHANISM-LANDSCAPE", "arch-landscape-v1",
+                                                   {Phase::decode, Phase::prefill});
     // Every mechanism x 2 phases x 3 lengths, with the baseline's L = 8192 prefill (an L^2
     // attention) among them: 2 + 10 calls keep the default run to minutes on a 2-core host.
     defaults.workload.warmup = 2;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "runner/modes/decision_rules.hpp"
+#include "runner/modes/standard_defaults.hpp"
 
 namespace arch_bench {
 
@@ -18,17 +19,10 @@ class LinearRecurrenceMode final : public Mode {
   }
 
   ModeDefaults defaults() const override {
-    ModeDefaults defaults;
-    defaults.experiment = "45_linear_recurrent_state";
-    defaults.semantic_id = "ARCH-RECURRENT-STATE-MECHANISM";
-    defaults.workload_id = "arch-linear-recurrence-v2";
-    defaults.workload.sequence_lengths = {512, 2048, 8192};
-    defaults.workload.heads = 8;
-    defaults.workload.head_dim = 64;
-    defaults.workload.dtype = DType::bfloat16;
+    ModeDefaults defaults = standard_mode_defaults("45_linear_recurrent_state", "ARCH-RECURRENT-STATE-MECHANISM",
+                                                   "arch-linear-recurrence-v2", {Phase::decode});
     defaults.workload.warmup = 10;
     defaults.workload.repeats = 100;
-    defaults.workload.phases = {Phase::decode};
     return defaults;
   }
 

@@ -7,6 +7,7 @@
 
 #include "runner/modes/linear_recurrence.hpp"
 #include "runner/modes/mode.hpp"
+#include "runner/modes/standard_defaults.hpp"
 #include "mechanisms/mamba/options.hpp"
 
 namespace arch_bench {
@@ -21,15 +22,9 @@ class MambaScanMode final : public Mode {
   }
 
   ModeDefaults defaults() const override {
-    ModeDefaults defaults;
-    defaults.experiment = "mamba_selective_scan";
-    defaults.semantic_id = "ARCH-MAMBA-SELECTIVE-SCAN";
-    defaults.workload_id = "arch-mamba-scan-v1";
-    defaults.workload.sequence_lengths = {512, 2048, 8192};
-    defaults.workload.heads = 8;
-    defaults.workload.head_dim = 64;  // mamba: d_inner = heads x head_dim = 512 channels
-    defaults.workload.dtype = DType::bfloat16;
-    defaults.workload.phases = {Phase::decode, Phase::prefill};
+    // mamba: d_inner = heads x head_dim = 512 channels.
+    ModeDefaults defaults = standard_mode_defaults("mamba_selective_scan", "ARCH-MAMBA-SELECTIVE-SCAN",
+                                                   "arch-mamba-scan-v1", {Phase::decode, Phase::prefill});
     // One setting serves every cell, and the baseline's prefill at L = 8192 (an L^2 attention,
     // about 69 GFLOP) takes 5-10 s per call on a 2-core host: 2 + 15 calls keep the default run to
     // about three minutes there while every row still gets 15 samples for `arch-bench diff`.

@@ -12,6 +12,7 @@
 
 #include "runner/modes/decision_rules.hpp"
 #include "runner/modes/mode.hpp"
+#include "runner/modes/standard_defaults.hpp"
 #include "mechanisms/performer/options.hpp"
 
 namespace arch_bench {
@@ -80,15 +81,8 @@ class PerformerMode final : public Mode {
   }
 
   ModeDefaults defaults() const override {
-    ModeDefaults defaults;
-    defaults.experiment = "performer_favor";
-    defaults.semantic_id = "ARCH-PERFORMER-FAVOR-APPROXIMATION";
-    defaults.workload_id = "arch-performer-favor-v1";
-    defaults.workload.sequence_lengths = {512, 2048, 8192};
-    defaults.workload.heads = 8;
-    defaults.workload.head_dim = 64;
-    defaults.workload.dtype = DType::bfloat16;
-    defaults.workload.phases = {Phase::decode, Phase::prefill};
+    ModeDefaults defaults = standard_mode_defaults("performer_favor", "ARCH-PERFORMER-FAVOR-APPROXIMATION",
+                                                   "arch-performer-favor-v1", {Phase::decode, Phase::prefill});
     // One warmup/repeats setting covers both phases, and the exact softmax prefill at L=8192 is
     // ~70 GFLOP (seconds on a 2-core CPU). 3 + 20 keeps the default matrix to a few minutes
     // there; give --repeats 100 on a GPU or a bigger host.

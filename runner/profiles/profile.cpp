@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
-#include "runner/report/json_input.hpp"
 #include "runner/report/named_json_file.hpp"
-#include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
 
@@ -35,30 +33,12 @@ std::vector<std::string> known_profile_ids() { return known_named_json_ids(profi
 
 Profile load_profile(const std::string& spec) {
   const fs::path path = resolve_named_json_file(spec, profile_folder());
-  nlohmann::json document;
-  try {
-    // A regular file under the input cap, nesting and numbers bounded: runner/report/json_input.hpp.
-    document = read_json_input(path, "profile");
-  } catch (const UsageError& error) {
-    throw UsageError(fmt::format("profile file {}; fix it or pass another --profile", error.what()));
-  }
-  return parse_profile(document, path);
+  return parse_profile(read_named_json_file(path, profile_folder()), path);
 }
 
 Profile parse_profile(const nlohmann::json& document, const fs::path& path) {
-  const std::vector<std::string> errors = schema_errors(document, "profile");
-  if (!errors.empty()) {
-    throw UsageError(fmt::format("profile file {} does not match schemas/profile.schema.json:\n  {}\n(check it with "
-                                 "`arch-bench validate --schema profile {}`)",
-                                 path.string(), fmt::join(errors, "\n  "), path.string()));
-  }
   Profile profile;
-  profile.id = document.at("id").get<std::string>();
-  // Reports name the profile by id and people find the file by that name: they must agree.
-  if (profile.id != path.stem().string()) {
-    throw UsageError(fmt::format("profile file {} has id '{}'; a profile's id must equal its file name ({}.json)",
-                                 path.string(), profile.id, profile.id));
-  }
+  profile.id = checked_named_json_id(document, path, "profile", profile_folder().noun);
   profile.title = document.at("title").get<std::string>();
   profile.backend = document.at("backend").get<std::string>();
   profile.evidence_level = document.at("evidence_level").get<std::string>();

@@ -6,6 +6,8 @@
 
 #include "build_info.hpp"
 #include "core/errors.hpp"
+#include "runner/report/json_input.hpp"
+#include "runner/report/schema_validation.hpp"
 
 namespace arch_bench {
 
@@ -76,6 +78,31 @@ fs::path resolve_named_json_file(const std::string& spec, const NamedJsonFolder&
   }
   throw UsageError(fmt::format("{}: unknown {} '{}' (looked in {}); known {}s: {}; or pass a path to a {} .json file",
                                kind.option, kind.noun, spec, search_list(kind), kind.noun, known_list(kind), kind.noun));
+}
+
+nlohmann::json read_named_json_file(const fs::path& path, const NamedJsonFolder& kind) {
+  try {
+    // A regular file under the input cap, nesting and numbers bounded: runner/report/json_input.hpp.
+    return read_json_input(path, kind.noun);
+  } catch (const UsageError& error) {
+    throw UsageError(fmt::format("{} file {}; fix it or pass another {}", kind.noun, error.what(), kind.option));
+  }
+}
+
+std::string checked_named_json_id(const nlohmann::json& document, const fs::path& path, const std::string& schema,
+                                  const std::string& noun) {
+  const std::vector<std::string> errors = schema_errors(document, schema);
+  if (!errors.empty()) {
+    throw UsageError(fmt::format("{} file {} does not match schemas/{}.schema.json:\n  {}\n(check it with "
+                                 "`arch-bench validate --schema {} {}`)",
+                                 noun, path.string(), schema, fmt::join(errors, "\n  "), schema, path.string()));
+  }
+  const std::string id = document.at("id").get<std::string>();
+  if (id != path.stem().string()) {
+    throw UsageError(fmt::format("{} file {} has id '{}'; a {}'s id must equal its file name ({}.json)", noun,
+                                 path.string(), id, noun, id));
+  }
+  return id;
 }
 
 }  // namespace arch_bench

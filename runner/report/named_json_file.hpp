@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace arch_bench {
 
 struct NamedJsonFolder {
@@ -22,5 +24,15 @@ std::vector<std::string> known_named_json_ids(const NamedJsonFolder& kind);
 // ends in .json). Throws UsageError naming the option: no such file, not an id, unknown id (listing
 // the known ones and the folders searched).
 std::filesystem::path resolve_named_json_file(const std::string& spec, const NamedJsonFolder& kind);
+
+// The document of the file at `path` (a resolved spec), read under json_input.hpp's limits. Throws
+// UsageError "<noun> file ...; fix it or pass another <option>" when it cannot be.
+nlohmann::json read_named_json_file(const std::filesystem::path& path, const NamedJsonFolder& kind);
+
+// The document of the named file at `path` must match schemas/<schema>.schema.json, and its "id" equal
+// the file's name: reports name it by id and people find the file by that name. Returns the id; throws
+// UsageError saying "<noun> file <path> ..." and, for the schema, the `arch-bench validate` that checks it.
+std::string checked_named_json_id(const nlohmann::json& document, const std::filesystem::path& path,
+                                  const std::string& schema, const std::string& noun);
 
 }  // namespace arch_bench
