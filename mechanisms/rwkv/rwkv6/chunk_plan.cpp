@@ -5,21 +5,9 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/smem_layout.hpp"
 
 namespace arch_bench {
-
-namespace {
-
-constexpr std::size_t kRegionAlign = 128;
-
-// Places a region of `bytes` at the next aligned offset of `end` and returns its offset.
-std::size_t place(std::size_t& end, std::size_t bytes) {
-  const std::size_t at = (end + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
-  end = at + bytes;
-  return at;
-}
-
-}  // namespace
 
 bool rwkv6_chunk_supports(std::int64_t dim) {
   return dim >= kRwkv6ChunkFragment && dim <= kRwkv6ChunkMaxDim && dim % kRwkv6ChunkFragment == 0;
@@ -56,21 +44,21 @@ Rwkv6ChunkPlan plan_rwkv6_chunk(std::int64_t batch_heads, std::int64_t heads, st
   constexpr std::size_t kWarps = kRwkv6ChunkThreads / 32, kTile = kRwkv6ChunkFragment * kRwkv6ChunkFragment;
   const auto n = [](int x) { return static_cast<std::size_t>(x); };
   std::size_t end = 0;
-  plan.state_layout.b = place(end, kRows * n(plan.dim) * kFloat);
-  plan.state_layout.k = place(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.state_layout.v = place(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.state_layout.u = place(end, kWarps * kTile * kFloat);
+  plan.state_layout.b = place_shared_region(end, kRows * n(plan.dim) * kFloat);
+  plan.state_layout.k = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.state_layout.v = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.state_layout.u = place_shared_region(end, kWarps * kTile * kFloat);
   plan.state_layout.bytes = end;
 
   end = 0;
-  plan.output_layout.r = place(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.k = place(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.b = place(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.u = place(end, n(plan.dim) * kFloat);
-  plan.output_layout.r_decayed = place(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.output_layout.v = place(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.output_layout.p = place(end, kRows * n(plan.ld_p) * kBf16);
-  plan.output_layout.o = place(end, kRows * n(plan.ld_o) * kFloat);
+  plan.output_layout.r = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.k = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.b = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.u = place_shared_region(end, n(plan.dim) * kFloat);
+  plan.output_layout.r_decayed = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.output_layout.v = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.output_layout.p = place_shared_region(end, kRows * n(plan.ld_p) * kBf16);
+  plan.output_layout.o = place_shared_region(end, kRows * n(plan.ld_o) * kFloat);
   plan.output_layout.bytes = end;
 
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dim, dim) / 2;  // dim^2 is even
