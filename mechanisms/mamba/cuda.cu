@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "mechanisms/common/cuda_storage.cuh"
-#include "mechanisms/common/ssm_activations.cuh"
+#include "mechanisms/common/ssm_activations.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/bf16.hpp"
+#include "mechanisms/common/ssm_activations.hpp"
 
 namespace arch_bench {
 
@@ -14,13 +15,6 @@ namespace {
 constexpr int kItems = kMambaScanItems, kGroup = kMambaScanStateGroup;
 using Lanes = std::array<float, 32>;
 using Items = std::array<std::array<float, kItems>, 32>;  // [lane][item]
-
-// ssm_activations.cuh, in the same fp32 operations.
-float softplus_f(float x) { return std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
-float silu_f(float z) {
-  const float e = std::exp(-std::fabs(z));
-  return z * (z >= 0.0f ? 1.0f : e) / (1.0f + e);
-}
 
 // One warp: its channel's per-token values of the chunk, then its scan of one state entry.
 struct WarpChunk {
@@ -63,7 +57,7 @@ void replay_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& p
             const std::int64_t token = first + mamba_scan_token(lane, i);
             const bool inside = token < tokens;
             const float u = inside ? to_float(x.u[base + token]) : 0.0f;
-            const float dt = inside ? softplus_f(to_float(x.dt_raw[base + token]) + params.dt_bias[c]) : 0.0f;
+            const float dt = inside ? softplus(to_float(x.dt_raw[base + token]) + params.dt_bias[c]) : 0.0f;
             warps[w].u[lane][i] = u;
             warps[w].dt[lane][i] = dt;
             warps[w].du[lane][i] = dt * u;
@@ -133,7 +127,7 @@ void replay_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& p
           for (int i = 0; i < kItems; ++i) {
             const std::int64_t token = first + mamba_scan_token(lane, i);
             if (token >= tokens) continue;
-            const float gate = silu_f(to_float(x.z[base + token]));
+            const float gate = silu(to_float(x.z[base + token]));
             out[base + token] = from_float<T>(std::fma(params.D[c], warps[w].u[lane][i], warps[w].y[lane][i]) * gate);
           }
         }

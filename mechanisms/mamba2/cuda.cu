@@ -8,7 +8,7 @@
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_scalar_decay.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
-#include "mechanisms/common/ssm_activations.cuh"
+#include "mechanisms/common/ssm_activations.hpp"
 #include "mechanisms/mamba2/cuda.hpp"
 
 namespace arch_bench {
