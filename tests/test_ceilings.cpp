@@ -169,6 +169,12 @@ TEST(HostFacts, CarriesTheBuildInfo) {
   EXPECT_EQ(facts.at("tool_version"), build_info::tool_version);
 }
 
+// The stream arrays' memory cap and the report read the host's memory from one place.
+TEST(HostFacts, MemoryBytesIsTheHostMemoryTheCeilingsAreCappedBy) {
+  EXPECT_GT(host_memory_bytes(), 0);
+  EXPECT_EQ(host_facts().at("memory_bytes").get<std::int64_t>(), host_memory_bytes());
+}
+
 TEST(HostFacts, LastLevelCacheIsTheLargestReportedLevel) {
   const nlohmann::json caches = host_facts().at("caches");
   std::int64_t largest = 0;

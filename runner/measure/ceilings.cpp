@@ -1,7 +1,6 @@
 #include "runner/measure/ceilings.hpp"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -149,13 +148,8 @@ struct StreamArrays {
   FloatArray a, b, c;
 };
 
-std::int64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
-}
-
 StreamArrays make_stream_arrays(int threads) {
-  const std::int64_t array_bytes = stream_array_bytes(last_level_cache_bytes(), physical_memory_bytes());
+  const std::int64_t array_bytes = stream_array_bytes(last_level_cache_bytes(), host_memory_bytes());
   const std::size_t floats =
       static_cast<std::size_t>(array_bytes) / sizeof(float) / kGranule * kGranule;
   StreamArrays arrays{floats, allocate_stream(floats), allocate_stream(floats),

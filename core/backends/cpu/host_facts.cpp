@@ -144,7 +144,7 @@ nlohmann::json host_facts() {
        {{"l1d_bytes", bytes_or_null(caches.l1d)},
         {"l2_bytes", bytes_or_null(caches.l2)},
         {"l3_bytes", bytes_or_null(caches.l3)}}},
-      {"memory_bytes", kib_value_bytes(read_keyed_value("/proc/meminfo", "MemTotal"))},
+      {"memory_bytes", host_memory_bytes()},
       {"os", operating_system()},
       {"compiler", build_info::cxx_compiler},
       {"build_type", build_info::build_type},
@@ -173,6 +173,8 @@ std::int64_t private_cache_bytes() {
   const CacheSizes caches = cache_sizes();
   return caches.l2 > 0 ? caches.l2 : caches.l1d;
 }
+
+std::int64_t host_memory_bytes() { return kib_value_bytes(read_keyed_value("/proc/meminfo", "MemTotal")); }
 
 std::int64_t process_peak_rss_bytes() {
   return kib_value_bytes(read_keyed_value("/proc/self/status", "VmHWM"));
