@@ -3,35 +3,28 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace arch_bench {
 
 bool cpu_supports(CpuIsa isa) {
+#if defined(__x86_64__) || defined(__i386__)
   switch (isa) {
     case CpuIsa::portable:
       return true;
     case CpuIsa::avx2:
-#if defined(__x86_64__) || defined(__i386__)
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-      return false;
-#endif
     case CpuIsa::avx512:
-#if defined(__x86_64__) || defined(__i386__)
       return cpu_supports(CpuIsa::avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl");
-#else
-      return false;
-#endif
     case CpuIsa::avx512_bf16:
-#if defined(__x86_64__) || defined(__i386__)
       return cpu_supports(CpuIsa::avx512) && __builtin_cpu_supports("avx512bf16");
-#else
-      return false;
-#endif
   }
   return false;
+#else
+  return isa == CpuIsa::portable;  // hand-written kernels exist for x86 only
+#endif
 }
 
 bool cpu_vendor_is_amd() {
@@ -43,25 +36,24 @@ bool cpu_vendor_is_amd() {
 #endif
 }
 
+namespace {
+// Every ISA with its name, one table for both directions (cpu_isa_name, parse_cpu_isa).
+constexpr std::pair<CpuIsa, const char*> kIsaNames[] = {
+    {CpuIsa::portable, "portable"}, {CpuIsa::avx2, "avx2"}, {CpuIsa::avx512, "avx512"},
+    {CpuIsa::avx512_bf16, "avx512_bf16"}};
+}  // namespace
+
 const char* cpu_isa_name(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::portable:
-      return "portable";
-    case CpuIsa::avx2:
-      return "avx2";
-    case CpuIsa::avx512:
-      return "avx512";
-    case CpuIsa::avx512_bf16:
-      return "avx512_bf16";
+  for (const auto& [known, name] : kIsaNames) {
+    if (known == isa) return name;
   }
   return "unknown";
 }
 
 std::optional<CpuIsa> parse_cpu_isa(std::string_view name) {
-  if (name == "portable") return CpuIsa::portable;
-  if (name == "avx2") return CpuIsa::avx2;
-  if (name == "avx512") return CpuIsa::avx512;
-  if (name == "avx512_bf16") return CpuIsa::avx512_bf16;
+  for (const auto& [isa, known] : kIsaNames) {
+    if (name == known) return isa;
+  }
   return std::nullopt;
 }
 
