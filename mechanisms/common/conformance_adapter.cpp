@@ -139,6 +139,21 @@ ConformanceState kernel_state(const std::string& name, const std::vector<std::in
           make_array(shape, reference, NpyDtype::float64)};
 }
 
+std::vector<float> swap_axes(const std::vector<float>& x, std::int64_t outer, std::int64_t a, std::int64_t b,
+                             std::int64_t width) {
+  std::vector<float> out(x.size());
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < a; ++i) {
+      for (std::int64_t j = 0; j < b; ++j) {
+        for (std::int64_t w = 0; w < width; ++w) {
+          out[((o * b + j) * a + i) * width + w] = x[((o * a + i) * b + j) * width + w];
+        }
+      }
+    }
+  }
+  return out;
+}
+
 void require_declared_options(const MechanismOptions& options, const std::string& mechanism) {
   const std::vector<OptionSpec> specs = option_specs_of(mechanism);
   for (const auto& entry : options.values()) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include "core/npy.hpp"
 #include "core/cell.hpp"
 #include "core/dtype.hpp"
+#include "mechanisms/common/cuda_only.hpp"
 
 namespace arch_bench {
 
@@ -202,6 +204,12 @@ std::vector<T> decode_token_by_token(const std::vector<T>& q, const std::vector<
   return out;
 }
 
+// x [outer, a, b, width] -> [outer, b, a, width]: a file's layout <-> a kernel's where the two
+// differ in the order of two axes (token-major against head-major, [N, length] against [length, N],
+// a state's [N, P] against [P, N]); with a and b swapped it turns the result back.
+std::vector<float> swap_axes(const std::vector<float>& x, std::int64_t outer, std::int64_t a, std::int64_t b,
+                             std::int64_t width = 1);
+
 // Rows [0, rows) of slice `index` of x [slices, rows, cols], widened to fp64 for a reference.
 MatrixD slice_matrix(const std::vector<float>& x, std::int64_t index, std::int64_t rows, std::int64_t cols);
 
@@ -234,5 +242,66 @@ void require_declared_options(const MechanismOptions& options, const std::string
 // Throws UsageError naming the axis when `value` is above `max`.
 void require_axis_at_most(const ConformanceInputs& inputs, const std::string& axis, std::int64_t max,
                           const std::string& mechanism);
+
+// --- the adapter a mechanism derives from ------------------------------------------------------
+
+// What every mechanism's adapter does the same way, written once: the options are checked
+// (check_options) before spec, run and generate; run checks the files' dim and dv against the
+// kernels' bound first; generate draws what draw() gives (q, k, v as a run draws them, by default);
+// cuda_kernels() is the mechanism's GPU run. A mechanism's adapter states only what differs: its
+// layout (describe), its run on checked inputs (run_checked) and any inputs beside q, k, v.
+class MechanismConformance : public ConformanceAdapter {
+ public:
+  struct Parts {
+    std::string mechanism;              // its id, for the errors
+    std::int64_t max_dim = 0;           // the kernels' bound on the dim and dv axes; 0: run_checked checks its own
+    CudaConformanceRun cuda = nullptr;  // ARCH_BENCH_CUDA_ONLY(<id>_conformance_on_cuda) (common/cuda_only.hpp)
+  };
+  explicit MechanismConformance(Parts parts) : parts_(std::move(parts)) {}
+
+  ConformanceSpec spec(const MechanismOptions& options) const final {
+    check_options(options);
+    return describe(options);
+  }
+  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const final {
+    check_options(options);
+    if (parts_.max_dim > 0) {
+      require_axis_at_most(inputs, "dim", parts_.max_dim, parts_.mechanism);
+      require_axis_at_most(inputs, "dv", parts_.max_dim, parts_.mechanism);
+    }
+    return run_checked(inputs, dtype, options);
+  }
+  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
+                                           std::uint64_t seed, DType dtype) const final {
+    check_options(options);
+    return draw(shape, options, seed, dtype);
+  }
+  CudaConformanceRun cuda_kernels() const override { return parts_.cuda; }
+
+ protected:
+  // Throws UsageError for options the mechanism does not take; by default, keys it does not declare.
+  virtual void check_options(const MechanismOptions& options) const {
+    require_declared_options(options, parts_.mechanism);
+  }
+  virtual ConformanceSpec describe(const MechanismOptions& options) const = 0;
+  // run() on options and axes already checked.
+  virtual ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype,
+                                         const MechanismOptions& options) const = 0;
+  // generate() on options already checked.
+  virtual std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                               std::uint64_t seed, DType dtype) const {
+    return generate_attention_inputs(shape, options, seed, dtype);
+  }
+
+ private:
+  Parts parts_;
+};
+
+// The one instance of an adapter class, built on first use: what each <id>_conformance() returns.
+template <class Adapter>
+const ConformanceAdapter& adapter_instance() {
+  static const Adapter adapter;
+  return adapter;
+}
 
 }  // namespace arch_bench

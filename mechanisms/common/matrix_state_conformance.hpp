@@ -5,12 +5,32 @@
 // S of all three. A mechanism brings its kernels, its reference and any state beside S.
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mechanisms/common/conformance_adapter.hpp"
 #include "mechanisms/common/qkv_file_axes.hpp"
 
 namespace arch_bench {
+
+// q, k and v as the files hold them (qkv_file_axes.hpp), with what each is.
+inline std::vector<ConformanceInputSpec> qkv_input_specs(const std::string& q_meaning = "queries",
+                                                         const std::string& k_meaning = "keys") {
+  return {{"q", kQueryKeyAxes, q_meaning}, {"k", kQueryKeyAxes, k_meaning}, {"v", kValueAxes, "values"}};
+}
+
+// The layout of the run below: `inputs`, the standard outputs (o_t is `output_meaning`) and
+// final_state [batch, heads, dim, dv] (the kernels' S is `state_meaning`, beside the reference's).
+inline ConformanceSpec matrix_state_spec(std::vector<ConformanceInputSpec> inputs, const std::string& output_meaning,
+                                         const std::string& state_meaning) {
+  ConformanceSpec spec;
+  spec.inputs = std::move(inputs);
+  spec.outputs = standard_outputs(kValueAxes, output_meaning);
+  add_state_outputs(spec.outputs, "final_state", {"batch", "heads", "dim", "dv"}, state_meaning,
+                    "S from the fp64 reference");
+  return spec;
+}
 
 // Fills out's prefill, decode and reference outputs and its "final_state" [batch, heads, dim, dv],
 // on the files' q, k, v (qkv_file_axes.hpp):

@@ -15,8 +15,6 @@ namespace {
 
 const std::vector<std::string> kGateAxes = {"batch", "heads", "length"};
 
-void check_options(const MechanismOptions& options) { require_declared_options(options, "gated_deltanet"); }
-
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, const std::vector<float>& g,
                              const std::vector<float>& beta) {
@@ -46,21 +44,20 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, const
   return out;
 }
 
-class GatedDeltaNetConformance final : public ConformanceAdapter {
+class GatedDeltaNetConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    check_options(options);
-    const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dv"};
-    ConformanceSpec spec;
-    spec.inputs = {{"q", kQueryKeyAxes, "queries (L2-normalised and scaled by dim^-1/2 inside)"},
-                   {"k", kQueryKeyAxes, "keys (L2-normalised inside)"},
-                   {"v", kValueAxes, "values"},
-                   {"g", kGateAxes, "log decay g_t <= 0, alpha_t = exp(g_t)", true},
-                   {"beta", kGateAxes, "writing strength beta_t, in (0, 1) in a run", true}};
-    spec.outputs = standard_outputs(kValueAxes, "o_t = S_t^T q_t");
-    add_state_outputs(spec.outputs, "final_state", state_axes, "S after the last token, fp32 (from the prefill)",
-                      "S from the fp64 reference");
-    spec.options = "";
+  GatedDeltaNetConformance()
+      : MechanismConformance(
+            {"gated_deltanet", kGatedDeltaNetMaxDim, ARCH_BENCH_CUDA_ONLY(gated_deltanet_conformance_on_cuda)}) {}
+
+ private:
+  ConformanceSpec describe(const MechanismOptions&) const override {
+    std::vector<ConformanceInputSpec> inputs =
+        qkv_input_specs("queries (L2-normalised and scaled by dim^-1/2 inside)", "keys (L2-normalised inside)");
+    inputs.push_back({"g", kGateAxes, "log decay g_t <= 0, alpha_t = exp(g_t)", true});
+    inputs.push_back({"beta", kGateAxes, "writing strength beta_t, in (0, 1) in a run", true});
+    ConformanceSpec spec = matrix_state_spec(std::move(inputs), "o_t = S_t^T q_t",
+                                             "S after the last token, fp32 (from the prefill)");
     spec.notes = "k_t <- k_t / sqrt(k_t.k_t + 1e-6), q_t <- q_t / sqrt(q_t.q_t + 1e-6) / sqrt(dim); "
                  "S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T from S = 0; o_t = S_t^T q_t "
                  "(S_t includes token t). This is flash-linear-attention's chunk_gated_delta_rule(q, k, v, g, beta, "
@@ -69,10 +66,7 @@ class GatedDeltaNetConformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    check_options(options);
-    require_axis_at_most(inputs, "dim", kGatedDeltaNetMaxDim, "gated_deltanet");
-    require_axis_at_most(inputs, "dv", kGatedDeltaNetMaxDim, "gated_deltanet");
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype, const MechanismOptions&) const override {
     const std::vector<float> g = to_fp32_values(inputs.at("g"));
     const std::vector<float> beta = to_fp32_values(inputs.at("beta"));
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -87,9 +81,8 @@ class GatedDeltaNetConformance final : public ConformanceAdapter {
 
   // q, k, v as every attention-style mechanism draws them, and the gates `arch-bench run --seed`
   // draws for a prefill cell of this shape (mechanisms/gated_deltanet/inputs.hpp).
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    check_options(options);
+  std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                       std::uint64_t seed, DType dtype) const override {
     std::map<std::string, NpyArray> tensors = generate_attention_inputs(shape, options, seed, dtype);
     const GatedDeltaNetGates gates = make_gated_deltanet_gates(generated_cell(shape, options, dtype), shape.length, seed);
     const std::vector<std::int64_t> gate_shape = {shape.batch, shape.heads, shape.length};
@@ -97,16 +90,10 @@ class GatedDeltaNetConformance final : public ConformanceAdapter {
     tensors.emplace("beta", make_array(gate_shape, gates.beta, NpyDtype::float32));
     return tensors;
   }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return gated_deltanet_conformance_on_cuda; }
-#endif
 };
 
 }  // namespace
 
-const ConformanceAdapter& gated_deltanet_conformance() {
-  static const GatedDeltaNetConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& gated_deltanet_conformance() { return adapter_instance<GatedDeltaNetConformance>(); }
 
 }  // namespace arch_bench

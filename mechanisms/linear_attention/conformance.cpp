@@ -16,11 +16,9 @@ namespace {
 
 constexpr std::int64_t kMaxDim = 256;  // as LinearAttention::unsupported()
 
+// The feature map of options the adapter has checked (MechanismConformance::check_options).
 FeatureMap feature_map_of(const MechanismOptions& options) {
-  require_declared_options(options, "linear_attention");
-  const OptionSpec& spec = linear_attention_feature_map_option();
-  if (const OptionValue* value = options.find(spec.key)) spec.check(*value);
-  return *parse_feature_map(spec.text(options));
+  return *parse_feature_map(linear_attention_feature_map_option().text(options));
 }
 
 template <class T>
@@ -56,17 +54,22 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Featu
   return out;
 }
 
-class LinearAttentionConformance final : public ConformanceAdapter {
+class LinearAttentionConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    feature_map_of(options);
-    const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dv"};
-    ConformanceSpec spec;
-    spec.inputs = {{"q", kQueryKeyAxes, "queries"}, {"k", kQueryKeyAxes, "keys"}, {"v", kValueAxes, "values"}};
-    spec.outputs = standard_outputs(kValueAxes, "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)");
-    add_state_outputs(spec.outputs, "final_state", state_axes,
-                      "S = sum_t phi(k_t) v_t^T after the last token, fp32 (from the prefill)",
-                      "S from the fp64 reference");
+  LinearAttentionConformance()
+      : MechanismConformance(
+            {"linear_attention", kMaxDim, ARCH_BENCH_CUDA_ONLY(linear_attention_conformance_on_cuda)}) {}
+
+ private:
+  void check_options(const MechanismOptions& options) const override {
+    MechanismConformance::check_options(options);
+    const OptionSpec& spec = linear_attention_feature_map_option();
+    if (const OptionValue* value = options.find(spec.key)) spec.check(*value);
+  }
+
+  ConformanceSpec describe(const MechanismOptions&) const override {
+    ConformanceSpec spec = matrix_state_spec(qkv_input_specs(), "o_t = phi(q_t)^T S_t / (phi(q_t)^T z_t)",
+                                             "S = sum_t phi(k_t) v_t^T after the last token, fp32 (from the prefill)");
     add_state_outputs(spec.outputs, "final_normalizer", {"batch", "heads", "dim"},
                       "z = sum_t phi(k_t) after the last token, fp32 (from the prefill)", "z from the fp64 reference");
     spec.options = "`--feature-map elu` (phi = elu+1, the default) or `relu` (phi = relu+1).";
@@ -74,28 +77,15 @@ class LinearAttentionConformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype,
+                                 const MechanismOptions& options) const override {
     const FeatureMap map = feature_map_of(options);
-    require_axis_at_most(inputs, "dim", kMaxDim, "linear_attention");
-    require_axis_at_most(inputs, "dv", kMaxDim, "linear_attention");
     return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype, map) : run_typed<float>(inputs, dtype, map);
   }
-
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    feature_map_of(options);
-    return generate_attention_inputs(shape, options, seed, dtype);
-  }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return linear_attention_conformance_on_cuda; }
-#endif
 };
 
 }  // namespace
 
-const ConformanceAdapter& linear_attention_conformance() {
-  static const LinearAttentionConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& linear_attention_conformance() { return adapter_instance<LinearAttentionConformance>(); }
 
 }  // namespace arch_bench

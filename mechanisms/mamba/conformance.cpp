@@ -100,10 +100,12 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   return out;
 }
 
-class MambaConformance final : public ConformanceAdapter {
+class MambaConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "mamba");
+  MambaConformance() : MechanismConformance({"mamba", 0, ARCH_BENCH_CUDA_ONLY(mamba_conformance_on_cuda)}) {}
+
+ private:
+  ConformanceSpec describe(const MechanismOptions&) const override {
     ConformanceSpec spec;
     spec.inputs = {{"u", kChannelAxes, "input x of the scan, per channel"},
                    {"dt", kChannelAxes, "dt before its bias and softplus (selective_scan_fn's delta)"},
@@ -125,17 +127,15 @@ class MambaConformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype, const MechanismOptions&) const override {
     require_axis_at_most(inputs, "N", kMambaMaxStateSize, "mamba");
     return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
   }
 
   // The inputs and parameters `arch-bench run --seed` draws for a prefill cell of this shape
   // (mechanisms/mamba/inputs.hpp), with d_inner = heads x dim.
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
+  std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                       std::uint64_t seed, DType dtype) const override {
     const std::int64_t n = mamba_state_size_option().integer(options);
     if (n < 1 || n > kMambaMaxStateSize) {
       throw UsageError(fmt::format("--state-size {}: mamba takes N from 1 to {}", n, kMambaMaxStateSize));
@@ -155,27 +155,10 @@ class MambaConformance final : public ConformanceAdapter {
             {"dt_bias", make_array({d_inner}, drawn.dt_bias, NpyDtype::float32)},
             {"D", make_array({d_inner}, drawn.D, NpyDtype::float32)}};
   }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return mamba_conformance_on_cuda; }
-#endif
 };
 
 }  // namespace
 
-std::vector<float> swap_last_two(const std::vector<float>& x, std::int64_t batch, std::int64_t rows,
-                                 std::int64_t cols) {
-  std::vector<float> out(x.size());
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t c = 0; c < cols; ++c) out[(b * cols + c) * rows + r] = x[(b * rows + r) * cols + c];
-    }
-  }
-  return out;
-}
-
-const ConformanceAdapter& mamba_conformance() {
-  static const MambaConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& mamba_conformance() { return adapter_instance<MambaConformance>(); }
 
 }  // namespace arch_bench

@@ -11,9 +11,11 @@ namespace arch_bench {
 const ConformanceAdapter& mamba_conformance();
 
 // x [batch, rows, cols] -> [batch, cols, rows]: the files' [batch, N, length] B and C <-> the kernels'
-// token-major [batch, length, N] (CPU and CUDA alike).
-std::vector<float> swap_last_two(const std::vector<float>& x, std::int64_t batch, std::int64_t rows,
-                                 std::int64_t cols);
+// token-major [batch, length, N] (swap_axes, conformance_adapter.hpp; CPU and CUDA alike).
+inline std::vector<float> swap_last_two(const std::vector<float>& x, std::int64_t batch, std::int64_t rows,
+                                        std::int64_t cols) {
+  return swap_axes(x, batch, rows, cols);
+}
 
 // `arch-bench conformance --device cuda`: the CUDA kernels on the same inputs (mechanisms/mamba/cuda_conformance.cpp,
 // built with CUDA only), which the adapter's cuda_kernels() returns.

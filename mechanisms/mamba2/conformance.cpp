@@ -120,10 +120,12 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, std::
   return out;
 }
 
-class Mamba2Conformance final : public ConformanceAdapter {
+class Mamba2Conformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "mamba2");
+  Mamba2Conformance() : MechanismConformance({"mamba2", 0, ARCH_BENCH_CUDA_ONLY(mamba2_conformance_on_cuda)}) {}
+
+ private:
+  ConformanceSpec describe(const MechanismOptions&) const override {
     ConformanceSpec spec;
     spec.inputs = {{"ssd_x", kChannelAxes, "input x of the SSD, per head and channel"},
                    {"ssd_dt", {"batch", "length", "heads"}, "dt before its bias and softplus, per head"},
@@ -146,8 +148,8 @@ class Mamba2Conformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype,
+                                 const MechanismOptions& options) const override {
     require_axis_at_most(inputs, "N", kMamba2MaxStateSize, "mamba2");
     require_axis_at_most(inputs, "dim", kMamba2MaxHeadDim, "mamba2");
     const std::int64_t heads = inputs.axis("heads"), groups = inputs.axis("n_groups");
@@ -160,15 +162,10 @@ class Mamba2Conformance final : public ConformanceAdapter {
     }
     return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype, chunk) : run_typed<float>(inputs, dtype, chunk);
   }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return mamba2_conformance_on_cuda; }
-#endif
-
   // The inputs and parameters `arch-bench run --seed` draws for a prefill cell of this shape
   // (mechanisms/mamba2/inputs.hpp), in the files' token-major layout.
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
+  std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                       std::uint64_t seed, DType dtype) const override {
     const std::int64_t n = mamba2_state_size_option().integer(options);
     const std::int64_t groups = mamba2_groups_option().integer(options);
     if (n < 1 || n > kMamba2MaxStateSize) {
@@ -195,35 +192,6 @@ class Mamba2Conformance final : public ConformanceAdapter {
 
 }  // namespace
 
-std::vector<float> mamba2_swap_middle(const std::vector<float>& x, std::int64_t outer, std::int64_t a, std::int64_t b,
-                                      std::int64_t width) {
-  std::vector<float> out(x.size());
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (std::int64_t i = 0; i < a; ++i) {
-      for (std::int64_t j = 0; j < b; ++j) {
-        for (std::int64_t w = 0; w < width; ++w) {
-          out[((o * b + j) * a + i) * width + w] = x[((o * a + i) * b + j) * width + w];
-        }
-      }
-    }
-  }
-  return out;
-}
-
-std::vector<float> mamba2_states_to_files(const std::vector<float>& s, std::int64_t rows, std::int64_t n,
-                                          std::int64_t p) {
-  std::vector<float> out(s.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t j = 0; j < p; ++j) out[(r * p + j) * n + i] = s[(r * n + i) * p + j];
-    }
-  }
-  return out;
-}
-
-const ConformanceAdapter& mamba2_conformance() {
-  static const Mamba2Conformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& mamba2_conformance() { return adapter_instance<Mamba2Conformance>(); }
 
 }  // namespace arch_bench

@@ -10,14 +10,17 @@ namespace arch_bench {
 
 const ConformanceAdapter& mamba2_conformance();
 
-// x [outer, a, b, width] -> [outer, b, a, width]: the files' token-major [batch, length, heads, ...]
-// <-> the kernels' head-major [batch, heads, length, ...] (and back, with a and b swapped); CPU and
-// CUDA alike.
-std::vector<float> mamba2_swap_middle(const std::vector<float>& x, std::int64_t outer, std::int64_t a, std::int64_t b,
-                                      std::int64_t width);
+// The files' token-major [batch, length, heads, ...] <-> the kernels' head-major [batch, heads,
+// length, ...] (swap_axes, conformance_adapter.hpp); CPU and CUDA alike.
+inline std::vector<float> mamba2_swap_middle(const std::vector<float>& x, std::int64_t outer, std::int64_t a,
+                                             std::int64_t b, std::int64_t width) {
+  return swap_axes(x, outer, a, b, width);
+}
 // S [rows, N, P] (the kernels') -> H [rows, P, N] (the files').
-std::vector<float> mamba2_states_to_files(const std::vector<float>& s, std::int64_t rows, std::int64_t n,
-                                          std::int64_t p);
+inline std::vector<float> mamba2_states_to_files(const std::vector<float>& s, std::int64_t rows, std::int64_t n,
+                                                 std::int64_t p) {
+  return swap_axes(s, rows, n, p);
+}
 
 // `arch-bench conformance --device cuda`: the CUDA kernel on the same inputs
 // (mechanisms/mamba2/cuda_conformance.cpp, built with CUDA only), which the adapter's cuda_kernels()

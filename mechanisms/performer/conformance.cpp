@@ -16,11 +16,8 @@ namespace arch_bench {
 
 namespace {
 
+// The feature kind of options the adapter has checked (PerformerConformance::check_options).
 PerformerFeatures features_of(const MechanismOptions& options) {
-  require_declared_options(options, "performer");
-  for (const OptionSpec& spec : performer_option_specs()) {
-    if (const OptionValue* value = options.find(spec.key)) spec.check(*value);
-  }
   return *parse_performer_features(performer_feature_map_option().text(options));
 }
 
@@ -122,9 +119,20 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype, Perfo
   return out;
 }
 
-class PerformerConformance final : public ConformanceAdapter {
+class PerformerConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
+  PerformerConformance()
+      : MechanismConformance({"performer", kPerformerMaxDim, ARCH_BENCH_CUDA_ONLY(performer_conformance_on_cuda)}) {}
+
+ private:
+  void check_options(const MechanismOptions& options) const override {
+    MechanismConformance::check_options(options);
+    for (const OptionSpec& spec : performer_option_specs()) {
+      if (const OptionValue* value = options.find(spec.key)) spec.check(*value);
+    }
+  }
+
+  ConformanceSpec describe(const MechanismOptions& options) const override {
     const PerformerFeatures kind = features_of(options);
     stabilizer_of(options, kind);  // refuses an unknown one (or published with trig) before any file is read
     const std::vector<std::string> state_axes = {"batch", "heads", "m", "dv"};
@@ -163,10 +171,9 @@ class PerformerConformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype,
+                                 const MechanismOptions& options) const override {
     const PerformerFeatures kind = features_of(options);
-    require_axis_at_most(inputs, "dim", kPerformerMaxDim, "performer");
-    require_axis_at_most(inputs, "dv", kPerformerMaxDim, "performer");
     require_axis_at_most(inputs, w_rows_axis(kind), kind == PerformerFeatures::trig ? kPerformerMaxFeatures / 2
                                                                                     : kPerformerMaxFeatures,
                          "performer");
@@ -176,8 +183,8 @@ class PerformerConformance final : public ConformanceAdapter {
   }
 
   // q, k, v as `arch-bench run --seed` draws them, and the W a run with that seed uses.
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
+  std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                       std::uint64_t seed, DType dtype) const override {
     const PerformerFeatures kind = features_of(options);
     const std::int64_t m = performer_features_option().integer(options);
     if (m < 1 || m > kPerformerMaxFeatures) {
@@ -191,16 +198,10 @@ class PerformerConformance final : public ConformanceAdapter {
     tensors.emplace("w", make_array({w.rows, w.cols}, w.data, NpyDtype::float32));
     return tensors;
   }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return performer_conformance_on_cuda; }
-#endif
 };
 
 }  // namespace
 
-const ConformanceAdapter& performer_conformance() {
-  static const PerformerConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& performer_conformance() { return adapter_instance<PerformerConformance>(); }
 
 }  // namespace arch_bench

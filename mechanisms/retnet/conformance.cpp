@@ -13,8 +13,6 @@ namespace arch_bench {
 
 namespace {
 
-void check_options(const MechanismOptions& options) { require_declared_options(options, "retnet"); }
-
 template <class T>
 ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   const std::int64_t batch = inputs.axis("batch"), heads = inputs.axis("heads"), length = inputs.axis("length");
@@ -39,45 +37,28 @@ ConformanceOutputs run_typed(const ConformanceInputs& inputs, DType dtype) {
   return out;
 }
 
-class RetNetConformance final : public ConformanceAdapter {
+class RetNetConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    check_options(options);
-    const std::vector<std::string> state_axes = {"batch", "heads", "dim", "dv"};
-    ConformanceSpec spec;
-    spec.inputs = {{"q", kQueryKeyAxes, "queries"}, {"k", kQueryKeyAxes, "keys"}, {"v", kValueAxes, "values"}};
-    spec.outputs = standard_outputs(kValueAxes, "o_t = q_t^T S_t");
-    add_state_outputs(spec.outputs, "final_state", state_axes, "S after the last token, fp32 (from the prefill)",
-                      "S from the fp64 reference");
-    spec.options = "";
+  RetNetConformance()
+      : MechanismConformance({"retnet", kRetNetMaxDim, ARCH_BENCH_CUDA_ONLY(retnet_conformance_on_cuda)}) {}
+
+ private:
+  ConformanceSpec describe(const MechanismOptions&) const override {
+    ConformanceSpec spec =
+        matrix_state_spec(qkv_input_specs(), "o_t = q_t^T S_t", "S after the last token, fp32 (from the prefill)");
     spec.notes = "S_t = gamma_h S_{t-1} + k_t v_t^T from S = 0, o_t = q_t^T S_t (S_t includes token t); head h "
                  "(its index on the heads axis) decays by gamma_h = 1 - 2^(-5-h). No query/key scaling, no "
                  "position rotation (xPos) and no group norm: the bare retention. dim and dv are at most 256.";
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    check_options(options);
-    require_axis_at_most(inputs, "dim", kRetNetMaxDim, "retnet");
-    require_axis_at_most(inputs, "dv", kRetNetMaxDim, "retnet");
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype, const MechanismOptions&) const override {
     return dtype == DType::bfloat16 ? run_typed<bf16>(inputs, dtype) : run_typed<float>(inputs, dtype);
   }
-
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    check_options(options);
-    return generate_attention_inputs(shape, options, seed, dtype);
-  }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return retnet_conformance_on_cuda; }
-#endif
 };
 
 }  // namespace
 
-const ConformanceAdapter& retnet_conformance() {
-  static const RetNetConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& retnet_conformance() { return adapter_instance<RetNetConformance>(); }
 
 }  // namespace arch_bench

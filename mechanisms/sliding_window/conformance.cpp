@@ -15,10 +15,12 @@ namespace {
 const std::vector<std::string> kAxes = {"batch", "heads", "length", "dim"};
 const std::vector<std::string> kKvAxes = {"batch", "kv_heads", "length", "dim"};
 
-class SlidingWindowConformance final : public ConformanceAdapter {
+class SlidingWindowConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "sliding_window");
+  SlidingWindowConformance() : MechanismConformance({"sliding_window", 0, ARCH_BENCH_CUDA_ONLY(run_on_cuda)}) {}
+
+ private:
+  ConformanceSpec describe(const MechanismOptions&) const override {
     ConformanceSpec spec;
     spec.inputs = {{"q", kAxes, "queries"}, {"k", kKvAxes, "keys"}, {"v", kKvAxes, "values"}};
     spec.outputs = standard_outputs(kAxes, "o_t = sum_{t-W<i<=t} softmax_i(q_t.k_i / sqrt(dim)) v_i");
@@ -29,20 +31,16 @@ class SlidingWindowConformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype,
+                                 const MechanismOptions& options) const override {
     return attention_conformance_on_cpu("sliding_window", window_option().integer(options), inputs, dtype);
   }
 
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
+  std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                       std::uint64_t seed, DType dtype) const override {
     return generate_grouped_attention_inputs(shape, options, seed, dtype);
   }
 #if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return run_on_cuda; }
-
- private:
   // softmax_kv's CUDA kernels with the window (mechanisms/softmax_kv/cuda_conformance.cpp).
   static void run_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutputs& out, Backend& cuda) {
     attention_conformance_on_cuda("sliding_window", window_option().integer(out.options), inputs, dtype, out, cuda);
@@ -52,9 +50,6 @@ class SlidingWindowConformance final : public ConformanceAdapter {
 
 }  // namespace
 
-const ConformanceAdapter& sliding_window_conformance() {
-  static const SlidingWindowConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& sliding_window_conformance() { return adapter_instance<SlidingWindowConformance>(); }
 
 }  // namespace arch_bench

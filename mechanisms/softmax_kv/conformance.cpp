@@ -90,10 +90,13 @@ ConformanceOutputs attention_conformance_on_cpu(const std::string& mechanism, st
 
 namespace {
 
-class SoftmaxKvConformance final : public ConformanceAdapter {
+class SoftmaxKvConformance final : public MechanismConformance {
  public:
-  ConformanceSpec spec(const MechanismOptions& options) const override {
-    require_declared_options(options, "softmax_kv");
+  SoftmaxKvConformance()
+      : MechanismConformance({"softmax_kv", 0, ARCH_BENCH_CUDA_ONLY(softmax_kv_conformance_on_cuda)}) {}
+
+ private:
+  ConformanceSpec describe(const MechanismOptions&) const override {
     ConformanceSpec spec;
     spec.inputs = {{"q", kAxes, "queries"}, {"k", kKvAxes, "keys"}, {"v", kKvAxes, "values"}};
     spec.outputs = standard_outputs(kAxes, "o_t = sum_{i<=t} softmax_i(q_t.k_i / sqrt(dim)) v_i");
@@ -104,26 +107,18 @@ class SoftmaxKvConformance final : public ConformanceAdapter {
     return spec;
   }
 
-  ConformanceOutputs run(const ConformanceInputs& inputs, DType dtype, const MechanismOptions& options) const override {
-    spec(options);
+  ConformanceOutputs run_checked(const ConformanceInputs& inputs, DType dtype, const MechanismOptions&) const override {
     return attention_conformance_on_cpu("softmax_kv", 0, inputs, dtype);
   }
 
-  std::map<std::string, NpyArray> generate(const ConformanceShape& shape, const MechanismOptions& options,
-                                           std::uint64_t seed, DType dtype) const override {
-    spec(options);
+  std::map<std::string, NpyArray> draw(const ConformanceShape& shape, const MechanismOptions& options,
+                                       std::uint64_t seed, DType dtype) const override {
     return generate_grouped_attention_inputs(shape, options, seed, dtype);
   }
-#if ARCH_BENCH_HAVE_CUDA
-  CudaConformanceRun cuda_kernels() const override { return softmax_kv_conformance_on_cuda; }
-#endif
 };
 
 }  // namespace
 
-const ConformanceAdapter& softmax_kv_conformance() {
-  static const SoftmaxKvConformance adapter;
-  return adapter;
-}
+const ConformanceAdapter& softmax_kv_conformance() { return adapter_instance<SoftmaxKvConformance>(); }
 
 }  // namespace arch_bench
