@@ -6,8 +6,9 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cost_terms.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/qkv_buffers.hpp"
 #include "mechanisms/gated_deltanet/capacity.hpp"
 #include "mechanisms/gated_deltanet/check.hpp"
 #include "mechanisms/gated_deltanet/cpu.hpp"
@@ -16,6 +17,7 @@
 #include "mechanisms/gated_deltanet/inputs.hpp"
 #include "mechanisms/gated_deltanet/reference.hpp"
 #include "mechanisms/gated_deltanet/conformance.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
@@ -36,13 +38,9 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
         state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
         g_(allocator, shape_.batch_heads),
         beta_(allocator, shape_.batch_heads),
-        q_(allocator, shape_.batch_heads * shape_.dk),
-        k_(allocator, q_.size()),
-        v_(allocator, shape_.batch_heads * shape_.dv),
-        out_(allocator, v_.size()) {
+        io_(allocator, inputs_, length_) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
-    store_token(inputs_, length_, q_.data(), k_.data(), v_.data());
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       g_.data()[bh] = *gates_.g_at(bh, length_);
       beta_.data()[bh] = *gates_.beta_at(bh, length_);
@@ -50,17 +48,14 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   }
 
   void run() override {
-    gated_deltanet_decode_step(shape_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
-                               out_.data());
+    gated_deltanet_decode_step(shape_, io_.q.data(), io_.k.data(), io_.v.data(), g_.data(), beta_.data(),
+                               state_.data(), io_.out.data());
   }
 
-  Accuracy check() const override {
-    return check_gated_deltanet_decode(inputs_, gates_, length_, out_.data());
-  }
+  Accuracy check() const override { return check_gated_deltanet_decode(inputs_, gates_, length_, io_.out.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), g_.byte_span(), beta_.byte_span(), q_.byte_span(),
-            k_.byte_span(),     v_.byte_span(), out_.byte_span()};
+    return cell_spans({state_.byte_span(), g_.byte_span(), beta_.byte_span()}, io_);
   }
 
  private:
@@ -80,7 +75,7 @@ class GatedDeltaNetDecodeCell final : public PreparedCell {
   AttentionInputs inputs_;
   GatedDeltaNetGates gates_;
   Buffer<float> state_, g_, beta_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
 };
 
 template <class T>
@@ -90,16 +85,10 @@ class GatedDeltaNetPrefillCell final : public PreparedCell {
       : shape_(shape_of(cell)),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
         gates_(make_gated_deltanet_gates(cell, cell.sequence_length, seed)),
-        q_(allocator, inputs_.q.size()),
-        k_(allocator, inputs_.k.size()),
-        v_(allocator, inputs_.v.size()),
-        out_(allocator, inputs_.v.size()),
+        io_(allocator, inputs_),
         g_(allocator, gates_.g.size()),
         beta_(allocator, gates_.beta.size()),
         state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv) {
-    store(inputs_.q.data(), inputs_.q.size(), q_.data());
-    store(inputs_.k.data(), inputs_.k.size(), k_.data());
-    store(inputs_.v.data(), inputs_.v.size(), v_.data());
     std::copy(gates_.g.begin(), gates_.g.end(), g_.data());
     std::copy(gates_.beta.begin(), gates_.beta.end(), beta_.data());
   }
@@ -107,46 +96,36 @@ class GatedDeltaNetPrefillCell final : public PreparedCell {
   void run() override {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
-    gated_deltanet_prefill_chunkwise(shape_, inputs_.tokens, q_.data(), k_.data(), v_.data(), g_.data(),
-                                     beta_.data(), state_.data(), out_.data());
+    gated_deltanet_prefill_chunkwise(shape_, inputs_.tokens, io_.q.data(), io_.k.data(), io_.v.data(), g_.data(),
+                                     beta_.data(), state_.data(), io_.out.data());
   }
 
-  Accuracy check() const override {
-    return check_gated_deltanet_prefill(inputs_, gates_, out_.data());
-  }
+  Accuracy check() const override { return check_gated_deltanet_prefill(inputs_, gates_, io_.out.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {q_.byte_span(), k_.byte_span(),    v_.byte_span(),    out_.byte_span(),
-            g_.byte_span(), beta_.byte_span(), state_.byte_span()};
+    return cell_spans({g_.byte_span(), beta_.byte_span(), state_.byte_span()}, io_);
   }
 
  private:
   GatedDeltaNetShape shape_;
   AttentionInputs inputs_;
   GatedDeltaNetGates gates_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
   Buffer<float> g_, beta_, state_;
 };
 
-class GatedDeltaNet final : public Mechanism {
+class GatedDeltaNet final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{"gated_deltanet",
-                                    "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
-                                    "L2-normalised, fixed state S",
-                                    StateKind::fixed_state, cpu_and_cuda_backends()};
-    return info;
-  }
-
-  std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > kGatedDeltaNetMaxDim) return "gated_deltanet takes head_dim up to 256";
-    return std::nullopt;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return gated_deltanet_cuda_unsupported(cell);
-    return std::nullopt;
-  }
+  GatedDeltaNet()
+      : KernelMechanism({.id = "gated_deltanet",
+                         .title = "Gated DeltaNet: S = exp(g) (I - beta k k^T) S + beta k v^T, k and q "
+                                  "L2-normalised, fixed state S",
+                         .max_head_dim = kGatedDeltaNetMaxDim,
+                         .cuda_unsupported = gated_deltanet_cuda_unsupported,
+                         .prepare_cuda = ARCH_BENCH_CUDA_ONLY(prepare_gated_deltanet_cuda),
+                         .prepare_cpu = prepare_cpu_cells<GatedDeltaNetDecodeCell, GatedDeltaNetPrefillCell>,
+                         .conformance = gated_deltanet_conformance,
+                         .capacity = gated_deltanet_capacity}) {}
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
@@ -193,15 +172,6 @@ class GatedDeltaNet final : public Mechanism {
     const double tokens = static_cast<double>(length);
     return {bh * tokens * (4 * d * e + 8) + state, bh * flops};
   }
-
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_gated_deltanet_cuda(cell, seed, backend);
-#endif
-    return prepare_cell<GatedDeltaNetDecodeCell, GatedDeltaNetPrefillCell>(cell, seed, backend.allocator());
-  }
-  const ConformanceAdapter* conformance() const override { return &gated_deltanet_conformance(); }
-  const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &gated_deltanet_capacity(); }
 };
 
 }  // namespace

@@ -3,12 +3,13 @@
 
 #include <vector>
 
-#include "mechanisms/common/prepare_cell.hpp"
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/common/cost_terms.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/qkv_buffers.hpp"
 #include "mechanisms/linear_attention/capacity.hpp"
 #include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/linear_attention/cpu.hpp"
@@ -16,6 +17,7 @@
 #include "mechanisms/linear_attention/cuda_plan.hpp"
 #include "mechanisms/linear_attention/reference.hpp"
 #include "mechanisms/linear_attention/conformance.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
@@ -37,28 +39,23 @@ class LinearDecodeCell final : public PreparedCell {
         inputs_(make_attention_inputs(cell, length_ + 1, seed)),
         state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
         normalizer_(allocator, shape_.batch_heads * shape_.dk),
-        q_(allocator, shape_.batch_heads * shape_.dk),
-        k_(allocator, q_.size()),
-        v_(allocator, shape_.batch_heads * shape_.dv),
-        out_(allocator, v_.size()) {
+        io_(allocator, inputs_, length_) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     std::fill(normalizer_.span().begin(), normalizer_.span().end(), 0.0f);
     build_context_state();
-    store_token(inputs_, length_, q_.data(), k_.data(), v_.data());
   }
 
   void run() override {
-    linear_attention_decode_step(shape_, q_.data(), k_.data(), v_.data(), state_.data(),
-                                 normalizer_.data(), out_.data());
+    linear_attention_decode_step(shape_, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(), normalizer_.data(),
+                                 io_.out.data());
   }
 
   Accuracy check() const override {
-    return check_linear_attention_decode(inputs_, length_, shape_.map, out_.data());
+    return check_linear_attention_decode(inputs_, length_, shape_.map, io_.out.data());
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), normalizer_.byte_span(), q_.byte_span(),
-            k_.byte_span(),     v_.byte_span(),          out_.byte_span()};
+    return cell_spans({state_.byte_span(), normalizer_.byte_span()}, io_);
   }
 
  private:
@@ -75,7 +72,7 @@ class LinearDecodeCell final : public PreparedCell {
   std::int64_t length_;
   AttentionInputs inputs_;
   Buffer<float> state_, normalizer_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
 };
 
 template <class T>
@@ -84,55 +81,44 @@ class LinearPrefillCell final : public PreparedCell {
   LinearPrefillCell(const Cell& cell, std::uint64_t seed, Allocator& allocator)
       : shape_(shape_of(cell)),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
-        q_(allocator, inputs_.q.size()),
-        k_(allocator, inputs_.k.size()),
-        v_(allocator, inputs_.v.size()),
-        out_(allocator, inputs_.v.size()),
+        io_(allocator, inputs_),
         state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
-        normalizer_(allocator, shape_.batch_heads * shape_.dk) {
-    store(inputs_.q.data(), inputs_.q.size(), q_.data());
-    store(inputs_.k.data(), inputs_.k.size(), k_.data());
-    store(inputs_.v.data(), inputs_.v.size(), v_.data());
-  }
+        normalizer_(allocator, shape_.batch_heads * shape_.dk) {}
 
   void run() override {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     std::fill(normalizer_.span().begin(), normalizer_.span().end(), 0.0f);
-    linear_attention_prefill(shape_, inputs_.tokens, q_.data(), k_.data(), v_.data(), state_.data(),
-                             normalizer_.data(), out_.data());
+    linear_attention_prefill(shape_, inputs_.tokens, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(),
+                             normalizer_.data(), io_.out.data());
   }
 
-  Accuracy check() const override { return check_linear_attention_prefill(inputs_, shape_.map, out_.data()); }
+  Accuracy check() const override { return check_linear_attention_prefill(inputs_, shape_.map, io_.out.data()); }
 
   std::vector<ByteSpan> buffers() const override {
-    return {q_.byte_span(),   k_.byte_span(),     v_.byte_span(),
-            out_.byte_span(), state_.byte_span(), normalizer_.byte_span()};
+    return cell_spans({state_.byte_span(), normalizer_.byte_span()}, io_);
   }
 
  private:
   LinearAttentionShape shape_;
   AttentionInputs inputs_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
   Buffer<float> state_, normalizer_;
 };
 
-class LinearAttention final : public Mechanism {
+class LinearAttention final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{
-        "linear_attention", "causal linear attention, phi = elu+1 (or relu+1), fixed state (S, z)",
-        StateKind::fixed_state, cpu_and_cuda_backends()};
-    return info;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return linear_attention_cuda_unsupported(cell);
-    return std::nullopt;
-  }
+  LinearAttention()
+      : KernelMechanism({.id = "linear_attention",
+                         .title = "causal linear attention, phi = elu+1 (or relu+1), fixed state (S, z)",
+                         .max_head_dim = 256,
+                         .cuda_unsupported = linear_attention_cuda_unsupported,
+                         .prepare_cuda = ARCH_BENCH_CUDA_ONLY(prepare_linear_attention_cuda),
+                         .prepare_cpu = prepare_cpu_cells<LinearDecodeCell, LinearPrefillCell>,
+                         .conformance = linear_attention_conformance}) {}
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > 256) return "linear_attention takes head_dim up to 256";
+    if (auto problem = KernelMechanism::unsupported(cell)) return problem;
     if (!parse_feature_map(linear_attention_feature_map_option().text(cell.options))) {
       return "unknown feature map '" + linear_attention_feature_map_option().text(cell.options) + "' (use elu or relu)";
     }
@@ -166,14 +152,6 @@ class LinearAttention final : public Mechanism {
     return {4 * bh * length * d * e + state, bh * length * per_token};
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
-                                        Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_linear_attention_cuda(cell, seed, backend);
-#endif
-    return prepare_cell<LinearDecodeCell, LinearPrefillCell>(cell, seed, backend.allocator());
-  }
-  const ConformanceAdapter* conformance() const override { return &linear_attention_conformance(); }
   std::vector<OptionSpec> option_specs() const override { return {linear_attention_feature_map_option()}; }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &linear_attention_capacity(parse_feature_map(linear_attention_feature_map_option().text(options)).value_or(FeatureMap::elu_plus_one));

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "mechanisms/common/prepare_cell.hpp"
 #include "core/stop_request.hpp"
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
@@ -25,6 +24,7 @@
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/mamba/reference.hpp"
 #include "mechanisms/mamba/conformance.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
@@ -142,19 +142,15 @@ class MambaPrefillCell final : public PreparedCell {
   Buffer<float> state_, workspace_;
 };
 
-class Mamba final : public Mechanism {
+class Mamba final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{
-        "mamba", "Mamba selective scan (S6), fixed d_inner x N fp32 state, d_inner = heads * head_dim",
-        StateKind::fixed_state, cpu_and_cuda_backends()};
-    return info;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return mamba_cuda_unsupported(cell);
-    return std::nullopt;
-  }
+  Mamba()
+      : KernelMechanism({.id = "mamba",
+                         .title = "Mamba selective scan (S6), fixed d_inner x N fp32 state, d_inner = heads * head_dim",
+                         .cuda_unsupported = mamba_cuda_unsupported,
+                         .prepare_cuda = ARCH_BENCH_CUDA_ONLY(prepare_mamba_cuda),
+                         .prepare_cpu = prepare_cpu_cells<MambaDecodeCell, MambaPrefillCell>,
+                         .conformance = mamba_conformance}) {}
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
     const std::int64_t n = mamba_state_size_option().integer(cell.options);
@@ -241,13 +237,6 @@ class Mamba final : public Mechanism {
     return cost;
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_mamba_cuda(cell, seed, backend);
-#endif
-    return prepare_cell<MambaDecodeCell, MambaPrefillCell>(cell, seed, backend.allocator());
-  }
-  const ConformanceAdapter* conformance() const override { return &mamba_conformance(); }
   std::vector<OptionSpec> option_specs() const override { return {mamba_state_size_option()}; }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &mamba_capacity(mamba_state_size_option().integer(options));

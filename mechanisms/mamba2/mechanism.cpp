@@ -11,7 +11,6 @@
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/common/ssm_token_buffers.hpp"
@@ -24,6 +23,7 @@
 #include "mechanisms/mamba2/options.hpp"
 #include "mechanisms/mamba2/reference.hpp"
 #include "mechanisms/process_bytes.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
@@ -167,20 +167,16 @@ class Mamba2PrefillCell final : public PreparedCell {
   Buffer<float> state_, workspace_;
 };
 
-class Mamba2 final : public Mechanism {
+class Mamba2 final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{"mamba2",
-                                    "Mamba-2 SSD: per head H = a_t H + dt x B^T, a_t = exp(dt A), fixed P x N fp32 "
-                                    "state, B/C shared by n_groups",
-                                    StateKind::fixed_state, cpu_and_cuda_backends()};
-    return info;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return mamba2_cuda_unsupported(cell);
-    return std::nullopt;
-  }
+  Mamba2()
+      : KernelMechanism({.id = "mamba2",
+                         .title = "Mamba-2 SSD: per head H = a_t H + dt x B^T, a_t = exp(dt A), fixed P x N fp32 "
+                                  "state, B/C shared by n_groups",
+                         .cuda_unsupported = mamba2_cuda_unsupported,
+                         .prepare_cuda = ARCH_BENCH_CUDA_ONLY(prepare_mamba2_cuda),
+                         .prepare_cpu = prepare_cpu_cells<Mamba2DecodeCell, Mamba2PrefillCell>,
+                         .conformance = mamba2_conformance}) {}
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
     const std::int64_t n = mamba2_state_size_option().integer(cell.options);
@@ -275,13 +271,6 @@ class Mamba2 final : public Mechanism {
     return {state + params + static_cast<double>(sequence_bytes(cell, length)), rows * flops};
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_mamba2_cuda(cell, seed, backend);
-#endif
-    return prepare_cell<Mamba2DecodeCell, Mamba2PrefillCell>(cell, seed, backend.allocator());
-  }
-  const ConformanceAdapter* conformance() const override { return &mamba2_conformance(); }
   std::vector<OptionSpec> option_specs() const override {
     return {mamba2_state_size_option(), mamba2_groups_option(), mamba2_chunk_option()};
   }

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <vector>
 
-#include "mechanisms/common/prepare_cell.hpp"
 #include "core/stop_request.hpp"
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/cost_terms.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/common/qkv_buffers.hpp"
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/capacity.hpp"
 #include "mechanisms/performer/cpu.hpp"
@@ -20,6 +21,7 @@
 #include "mechanisms/performer/cuda_plan.hpp"
 #include "mechanisms/performer/reference.hpp"
 #include "mechanisms/performer/conformance.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
@@ -85,40 +87,32 @@ class PerformerDecodeCell final : public PreparedCell {
         normalizer_(allocator, shape_.batch_heads * shape_.features),
         running_max_(allocator, shape_.batch_heads),
         value_sum_(allocator, performer_value_sum_floats(shape_)),
-        q_(allocator, shape_.batch_heads * shape_.dk),
-        k_(allocator, q_.size()),
-        v_(allocator, shape_.batch_heads * shape_.dv),
-        out_(allocator, v_.size()) {
+        io_(allocator, inputs_, length_) {
     performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data(), value_sum_.data());
     build_context_state();
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, length_), shape_.dk, q_.data() + bh * shape_.dk);
-      store(inputs_.k_at(bh, length_), shape_.dk, k_.data() + bh * shape_.dk);
-      store(inputs_.v_at(bh, length_), shape_.dv, v_.data() + bh * shape_.dv);
-    }
   }
 
   void run() override {
-    nonpositive_ = performer_decode_step(shape_, projection_.packed.data(), q_.data(), k_.data(),
-                                         v_.data(), state_.data(), normalizer_.data(),
-                                         running_max_.data(), out_.data(), value_sum_.data());
+    nonpositive_ = performer_decode_step(shape_, projection_.packed.data(), io_.q.data(), io_.k.data(),
+                                         io_.v.data(), state_.data(), normalizer_.data(), running_max_.data(),
+                                         io_.out.data(), value_sum_.data());
   }
 
   Accuracy check() const override {
     ErrorAccumulator errors;
     const std::vector<PerformerResult> refs = reference_per_head(inputs_, length_ + 1, shape_, projection_.rows);
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      errors.add_row(out_.data() + bh * shape_.dv, refs[bh].outputs.row(length_), shape_.dv);
+      errors.add_row(io_.out.data() + bh * shape_.dv, refs[bh].outputs.row(length_), shape_.dv);
     }
     Accuracy accuracy = errors.finish();
-    add_approximation(accuracy, approximation_vs_softmax_decode(inputs_, out_.data()), nonpositive_);
+    add_approximation(accuracy, approximation_vs_softmax_decode(inputs_, io_.out.data()), nonpositive_);
     return accuracy;
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {projection_.packed.byte_span(), state_.byte_span(), normalizer_.byte_span(),
-            running_max_.byte_span(),       value_sum_.byte_span(), q_.byte_span(),
-            k_.byte_span(),                 v_.byte_span(),     out_.byte_span()};
+    return cell_spans({projection_.packed.byte_span(), state_.byte_span(), normalizer_.byte_span(),
+                       running_max_.byte_span(), value_sum_.byte_span()},
+                      io_);
   }
 
  private:
@@ -127,17 +121,11 @@ class PerformerDecodeCell final : public PreparedCell {
   void build_context_state() {
     if (length_ == 0) return;
     const int threads = omp_get_max_threads();
-    std::vector<T> q(shape_.batch_heads * length_ * shape_.dk), k(q.size()),
-        v(shape_.batch_heads * length_ * shape_.dv), out(v.size());
+    StoredContext<T> context = store_context<T>(inputs_, length_);
     std::vector<float> workspace(performer_prefill_workspace_floats(shape_, threads));
-    for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
-      store(inputs_.q_at(bh, 0), length_ * shape_.dk, q.data() + bh * length_ * shape_.dk);
-      store(inputs_.k_at(bh, 0), length_ * shape_.dk, k.data() + bh * length_ * shape_.dk);
-      store(inputs_.v_at(bh, 0), length_ * shape_.dv, v.data() + bh * length_ * shape_.dv);
-    }
-    performer_prefill_chunkwise(shape_, length_, projection_.packed.data(), q.data(), k.data(),
-                                v.data(), state_.data(), normalizer_.data(), running_max_.data(),
-                                workspace.data(), threads, out.data(), value_sum_.data());
+    performer_prefill_chunkwise(shape_, length_, projection_.packed.data(), context.q.data(), context.k.data(),
+                                context.v.data(), state_.data(), normalizer_.data(), running_max_.data(),
+                                workspace.data(), threads, context.out.data(), value_sum_.data());
   }
 
   PerformerShape shape_;
@@ -145,7 +133,7 @@ class PerformerDecodeCell final : public PreparedCell {
   AttentionInputs inputs_;
   Projection projection_;
   Buffer<float> state_, normalizer_, running_max_, value_sum_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
   std::int64_t nonpositive_ = 0;
 };
 
@@ -157,27 +145,20 @@ class PerformerPrefillCell final : public PreparedCell {
         threads_(omp_get_max_threads()),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
         projection_(shape_, seed, allocator),
-        q_(allocator, inputs_.q.size()),
-        k_(allocator, inputs_.k.size()),
-        v_(allocator, inputs_.v.size()),
-        out_(allocator, inputs_.v.size()),
+        io_(allocator, inputs_),
         state_(allocator, shape_.batch_heads * shape_.features * shape_.dv),
         normalizer_(allocator, shape_.batch_heads * shape_.features),
         running_max_(allocator, shape_.batch_heads),
         value_sum_(allocator, performer_value_sum_floats(shape_)),
-        workspace_(allocator, performer_prefill_workspace_floats(shape_, threads_)) {
-    store(inputs_.q.data(), inputs_.q.size(), q_.data());
-    store(inputs_.k.data(), inputs_.k.size(), k_.data());
-    store(inputs_.v.data(), inputs_.v.size(), v_.data());
-  }
+        workspace_(allocator, performer_prefill_workspace_floats(shape_, threads_)) {}
 
   void run() override {
     // A prefill starts a fresh sequence: emptying the state is part of the timed work.
     performer_reset_state(shape_, state_.data(), normalizer_.data(), running_max_.data(), value_sum_.data());
-    nonpositive_ = performer_prefill_chunkwise(shape_, inputs_.tokens, projection_.packed.data(),
-                                               q_.data(), k_.data(), v_.data(), state_.data(),
-                                               normalizer_.data(), running_max_.data(),
-                                               workspace_.data(), threads_, out_.data(), value_sum_.data());
+    nonpositive_ = performer_prefill_chunkwise(shape_, inputs_.tokens, projection_.packed.data(), io_.q.data(),
+                                               io_.k.data(), io_.v.data(), state_.data(), normalizer_.data(),
+                                               running_max_.data(), workspace_.data(), threads_, io_.out.data(),
+                                               value_sum_.data());
   }
 
   Accuracy check() const override {
@@ -185,20 +166,19 @@ class PerformerPrefillCell final : public PreparedCell {
     const std::vector<PerformerResult> refs = reference_per_head(inputs_, inputs_.tokens, shape_, projection_.rows);
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
-        errors.add_row(out_.data() + (bh * inputs_.tokens + t) * shape_.dv, refs[bh].outputs.row(t), shape_.dv);
+        errors.add_row(io_.out.data() + (bh * inputs_.tokens + t) * shape_.dv, refs[bh].outputs.row(t), shape_.dv);
       }
     }
     Accuracy accuracy = errors.finish();
-    add_approximation(accuracy, approximation_vs_softmax_prefill(inputs_, out_.data(), kSoftmaxRowsChecked),
+    add_approximation(accuracy, approximation_vs_softmax_prefill(inputs_, io_.out.data(), kSoftmaxRowsChecked),
                       nonpositive_);
     return accuracy;
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {projection_.packed.byte_span(), q_.byte_span(),     k_.byte_span(),
-            v_.byte_span(),                 out_.byte_span(),   state_.byte_span(),
-            normalizer_.byte_span(),        running_max_.byte_span(), value_sum_.byte_span(),
-            workspace_.byte_span()};
+    return cell_spans({projection_.packed.byte_span(), state_.byte_span(), normalizer_.byte_span(),
+                       running_max_.byte_span(), value_sum_.byte_span(), workspace_.byte_span()},
+                      io_);
   }
 
  private:
@@ -206,31 +186,33 @@ class PerformerPrefillCell final : public PreparedCell {
   int threads_;
   AttentionInputs inputs_;
   Projection projection_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
   Buffer<float> state_, normalizer_, running_max_, value_sum_, workspace_;
   std::int64_t nonpositive_ = 0;
 };
 
-class Performer final : public Mechanism {
- public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{
-        "performer",
-        "Performer: m random features (favor+ or trig) on the linear-attention recurrence, fixed state",
-        StateKind::fixed_state, cpu_and_cuda_backends()};
-    return info;
+// The CUDA kernels' limits; the published stabiliser has no CUDA kernels at all.
+std::optional<std::string> performer_cuda_problem(const Cell& cell) {
+  if (shape_of(cell).published()) {
+    return "the published favor stabiliser has CPU kernels only (use --device cpu, or --favor-stabilizer causal)";
   }
+  return performer_cuda_unsupported(cell);
+}
 
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda" && shape_of(cell).published()) {
-      return "the published favor stabiliser has CPU kernels only (use --device cpu, or --favor-stabilizer causal)";
-    }
-    if (backend == "cuda") return performer_cuda_unsupported(cell);
-    return std::nullopt;
-  }
+class Performer final : public KernelMechanism {
+ public:
+  Performer()
+      : KernelMechanism({.id = "performer",
+                         .title = "Performer: m random features (favor+ or trig) on the linear-attention recurrence, "
+                                  "fixed state",
+                         .max_head_dim = kPerformerMaxDim,
+                         .cuda_unsupported = performer_cuda_problem,
+                         .prepare_cuda = ARCH_BENCH_CUDA_ONLY(prepare_performer_cuda),
+                         .prepare_cpu = prepare_cpu_cells<PerformerDecodeCell, PerformerPrefillCell>,
+                         .conformance = performer_conformance}) {}
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > kPerformerMaxDim) return "performer takes head_dim up to 256";
+    if (auto problem = KernelMechanism::unsupported(cell)) return problem;
     const std::int64_t m = performer_features_option().integer(cell.options);
     if (m < 1 || m > kPerformerMaxFeatures) {
       return "performer takes features (m) from 1 to 4096, got " + std::to_string(m);
@@ -317,14 +299,6 @@ class Performer final : public Mechanism {
             bh * length * (per_token + key_max_pass + (chunk + 1) / 2 * (2 * m + 2 * d))};
   }
 
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed,
-                                        Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_performer_cuda(cell, seed, backend);
-#endif
-    return prepare_cell<PerformerDecodeCell, PerformerPrefillCell>(cell, seed, backend.allocator());
-  }
-  const ConformanceAdapter* conformance() const override { return &performer_conformance(); }
   std::vector<OptionSpec> option_specs() const override { return performer_option_specs(); }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &performer_capacity(parse_performer_features(performer_feature_map_option().text(options))

@@ -6,8 +6,9 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cost_terms.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/qkv_buffers.hpp"
 #include "mechanisms/retnet/capacity.hpp"
 #include "mechanisms/retnet/check.hpp"
 #include "mechanisms/retnet/cpu.hpp"
@@ -15,6 +16,7 @@
 #include "mechanisms/retnet/cuda_plan.hpp"
 #include "mechanisms/retnet/reference.hpp"
 #include "mechanisms/retnet/conformance.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
@@ -35,24 +37,18 @@ class RetNetDecodeCell final : public PreparedCell {
         length_(cell.sequence_length),
         inputs_(make_attention_inputs(cell, length_ + 1, seed)),
         state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv),
-        q_(allocator, shape_.batch_heads * shape_.dk),
-        k_(allocator, q_.size()),
-        v_(allocator, shape_.batch_heads * shape_.dv),
-        out_(allocator, v_.size()) {
+        io_(allocator, inputs_, length_) {
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
     build_context_state();
-    store_token(inputs_, length_, q_.data(), k_.data(), v_.data());
   }
 
-  void run() override { retnet_decode_step(shape_, gamma_.data(), q_.data(), k_.data(), v_.data(), state_.data(), out_.data()); }
-
-  Accuracy check() const override {
-    return check_retnet_decode(inputs_, shape_.heads, length_, out_.data());
+  void run() override {
+    retnet_decode_step(shape_, gamma_.data(), io_.q.data(), io_.k.data(), io_.v.data(), state_.data(), io_.out.data());
   }
 
-  std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};
-  }
+  Accuracy check() const override { return check_retnet_decode(inputs_, shape_.heads, length_, io_.out.data()); }
+
+  std::vector<ByteSpan> buffers() const override { return cell_spans({state_.byte_span()}, io_); }
 
  private:
   // Runs the chunkwise prefill over the L context tokens (staging memory outside the tracked
@@ -69,7 +65,7 @@ class RetNetDecodeCell final : public PreparedCell {
   std::int64_t length_;
   AttentionInputs inputs_;
   Buffer<float> state_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
 };
 
 template <class T>
@@ -79,58 +75,40 @@ class RetNetPrefillCell final : public PreparedCell {
       : shape_(shape_of(cell)),
         gamma_(gammas_of(cell)),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
-        q_(allocator, inputs_.q.size()),
-        k_(allocator, inputs_.k.size()),
-        v_(allocator, inputs_.v.size()),
-        out_(allocator, inputs_.v.size()),
-        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv) {
-    store(inputs_.q.data(), inputs_.q.size(), q_.data());
-    store(inputs_.k.data(), inputs_.k.size(), k_.data());
-    store(inputs_.v.data(), inputs_.v.size(), v_.data());
-  }
+        io_(allocator, inputs_),
+        state_(allocator, shape_.batch_heads * shape_.dk * shape_.dv) {}
 
   void run() override {
     // A prefill starts a fresh sequence: the state is part of the timed work, zeroed first.
     std::fill(state_.span().begin(), state_.span().end(), 0.0f);
-    retnet_prefill_chunkwise(shape_, gamma_.data(), inputs_.tokens, q_.data(), k_.data(), v_.data(), state_.data(),
-                             out_.data());
+    retnet_prefill_chunkwise(shape_, gamma_.data(), inputs_.tokens, io_.q.data(), io_.k.data(), io_.v.data(),
+                             state_.data(), io_.out.data());
   }
 
-  Accuracy check() const override {
-    return check_retnet_prefill(inputs_, shape_.heads, out_.data());
-  }
+  Accuracy check() const override { return check_retnet_prefill(inputs_, shape_.heads, io_.out.data()); }
 
-  std::vector<ByteSpan> buffers() const override {
-    return {q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span(), state_.byte_span()};
-  }
+  std::vector<ByteSpan> buffers() const override { return cell_spans({state_.byte_span()}, io_); }
 
  private:
   RetNetShape shape_;
   std::vector<double> gamma_;
   AttentionInputs inputs_;
-  Buffer<T> q_, k_, v_, out_;
+  QkvBuffers<T> io_;
   Buffer<float> state_;
 };
 
-class RetNet final : public Mechanism {
+class RetNet final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{"retnet",
-                                    "multi-scale retention (RetNet): S = gamma_h S + k v^T, gamma_h = 1 - 2^(-5-h), "
-                                    "fixed state S",
-                                    StateKind::fixed_state, cpu_and_cuda_backends()};
-    return info;
-  }
-
-  std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > kRetNetMaxDim) return "retnet takes head_dim up to 256";
-    return std::nullopt;
-  }
-
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return retnet_cuda_unsupported(cell);
-    return std::nullopt;
-  }
+  RetNet()
+      : KernelMechanism({.id = "retnet",
+                         .title = "multi-scale retention (RetNet): S = gamma_h S + k v^T, gamma_h = 1 - 2^(-5-h), "
+                                  "fixed state S",
+                         .max_head_dim = kRetNetMaxDim,
+                         .cuda_unsupported = retnet_cuda_unsupported,
+                         .prepare_cuda = ARCH_BENCH_CUDA_ONLY(prepare_retnet_cuda),
+                         .prepare_cpu = prepare_cpu_cells<RetNetDecodeCell, RetNetPrefillCell>,
+                         .conformance = retnet_conformance,
+                         .capacity = retnet_capacity}) {}
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).
@@ -162,15 +140,6 @@ class RetNet final : public Mechanism {
     const double tokens = static_cast<double>(length);
     return {4 * bh * tokens * d * e + state, bh * (4 * tokens * d * d + pairs * 4 * d)};
   }
-
-  std::unique_ptr<PreparedCell> prepare(const Cell& cell, std::uint64_t seed, Backend& backend) const override {
-#if ARCH_BENCH_HAVE_CUDA
-    if (backend.name() == "cuda") return prepare_retnet_cuda(cell, seed, backend);
-#endif
-    return prepare_cell<RetNetDecodeCell, RetNetPrefillCell>(cell, seed, backend.allocator());
-  }
-  const ConformanceAdapter* conformance() const override { return &retnet_conformance(); }
-  const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &retnet_capacity(); }
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/checked_size.hpp"
 #include "mechanisms/common/grouped_kv.hpp"
 #include "mechanisms/common/kv_heads_option.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/sliding_window/capacity.hpp"
 #include "mechanisms/sliding_window/conformance.hpp"
@@ -32,30 +33,20 @@ double banded_keys(double length, double window) {
   return window * (window + 1) / 2 + (length - window) * window;
 }
 
-class SlidingWindow final : public Mechanism {
+class SlidingWindow final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{"sliding_window",
-                                    "softmax attention over the last W tokens (--window; K/V state bounded at W)",
-                                    StateKind::fixed_state,
-#if ARCH_BENCH_HAVE_CUDA
-                                    {"cpu", "cuda"}};
-#else
-                                    {"cpu"}};
-#endif
-    return info;
-  }
+  SlidingWindow()
+      : KernelMechanism({.id = "sliding_window",
+                         .title = "softmax attention over the last W tokens (--window; K/V state bounded at W)",
+                         .max_head_dim = kMaxDim,
+                         // softmax_kv's CUDA kernels, with their limits (16-byte rows, grid rows).
+                         .cuda_unsupported = softmax_kv_cuda_unsupported,
+                         .conformance = sliding_window_conformance}) {}
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > kMaxDim) return "sliding_window takes head_dim up to 256";
+    if (auto problem = KernelMechanism::unsupported(cell)) return problem;
     if (window_option().integer(cell.options) < 1) return "--window must be at least 1 token";
     return kv_heads_problem(cell);
-  }
-
-  // softmax_kv's CUDA kernels, with their limits (16-byte rows, grid rows).
-  std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
-    if (backend == "cuda") return softmax_kv_cuda_unsupported(cell);
-    return std::nullopt;
   }
 
   std::vector<OptionSpec> option_specs() const override { return {window_option(), kv_heads_option()}; }
@@ -106,8 +97,6 @@ class SlidingWindow final : public Mechanism {
 #endif
     return prepare_softmax_kv_cpu(cell, seed, backend.allocator(), window_option().integer(cell.options));
   }
-
-  const ConformanceAdapter* conformance() const override { return &sliding_window_conformance(); }
 
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &sliding_window_capacity(window_option().integer(options));

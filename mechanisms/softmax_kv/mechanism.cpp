@@ -12,31 +12,33 @@
 #include "mechanisms/softmax_kv/reference.hpp"
 #include "mechanisms/softmax_kv/softmax_impl.hpp"
 #include "mechanisms/softmax_kv/conformance.hpp"
+#include "mechanisms/kernel_mechanism.hpp"
 #include "mechanisms/registry.hpp"
 
 namespace arch_bench {
 
 namespace {
 
-class SoftmaxKv final : public Mechanism {
+class SoftmaxKv final : public KernelMechanism {
  public:
-  const MechanismInfo& info() const override {
-    static const MechanismInfo info{"softmax_kv",
-                                    "softmax attention with an explicit K/V cache (grows with L)",
-                                    StateKind::explicit_history, cpu_and_cuda_backends()};
-    return info;
-  }
+  SoftmaxKv()
+      : KernelMechanism({.id = "softmax_kv",
+                         .title = "softmax attention with an explicit K/V cache (grows with L)",
+                         .state_kind = StateKind::explicit_history,
+                         .max_head_dim = 256,
+                         .cuda_unsupported = softmax_kv_cuda_unsupported,
+                         .conformance = softmax_kv_conformance,
+                         .capacity = softmax_kv_capacity}) {}
 
   std::optional<std::string> unsupported(const Cell& cell) const override {
-    if (cell.head_dim > 256) return "softmax_kv takes head_dim up to 256";
+    if (auto problem = KernelMechanism::unsupported(cell)) return problem;
     return kv_heads_problem(cell);
   }
 
   std::optional<std::string> unsupported_on(const Cell& cell, const std::string& backend) const override {
     // --softmax-impl cudnn where cuDNN's fused attention cannot run (softmax_impl.hpp).
     if (auto problem = softmax_impl_problem(cell, backend)) return problem;
-    if (backend == "cuda") return softmax_kv_cuda_unsupported(cell);
-    return std::nullopt;
+    return KernelMechanism::unsupported_on(cell, backend);
   }
 
   std::vector<OptionSpec> option_specs() const override { return {kv_heads_option(), softmax_impl_option()}; }
@@ -91,8 +93,6 @@ class SoftmaxKv final : public Mechanism {
 #endif
     return prepare_softmax_kv_cpu(cell, seed, backend.allocator());
   }
-  const ConformanceAdapter* conformance() const override { return &softmax_kv_conformance(); }
-  const CapacityProbe* capacity_probe(const MechanismOptions&) const override { return &softmax_kv_capacity(); }
 };
 
 }  // namespace
