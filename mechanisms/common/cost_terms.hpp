@@ -55,4 +55,17 @@ inline HeadCostTerms head_cost_terms(const Cell& cell, std::int64_t state_bytes)
           static_cast<double>(cell.head_dim), static_cast<double>(state_bytes)};
 }
 
+// What softmax attention's Cost formulas (softmax_kv, sliding_window) are written in, as doubles: e,
+// the query heads bh and the K/V heads kv of the batch, d and the context L. Read with
+// `const auto [e, bh, kv, d, length] = attention_cost_terms(cell, batch_kv_heads_of(cell));`.
+struct AttentionCostTerms {
+  double e, bh, kv, d, length;
+};
+
+inline AttentionCostTerms attention_cost_terms(const Cell& cell, std::int64_t batch_kv_heads) {
+  return {static_cast<double>(dtype_bytes(cell.dtype)), static_cast<double>(cell.batch_heads()),
+          static_cast<double>(batch_kv_heads), static_cast<double>(cell.head_dim),
+          static_cast<double>(cell.sequence_length)};
+}
+
 }  // namespace arch_bench

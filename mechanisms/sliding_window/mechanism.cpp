@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/grouped_kv.hpp"
 #include "mechanisms/common/kv_heads_option.hpp"
 #include "mechanisms/kernel_mechanism.hpp"
@@ -76,11 +77,7 @@ class SlidingWindow final : public KernelMechanism {
   }
 
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double kv = static_cast<double>(batch_kv_heads_of(cell));
-    const double d = static_cast<double>(cell.head_dim);
-    const double length = static_cast<double>(cell.sequence_length);
+    const auto [e, bh, kv, d, length] = attention_cost_terms(cell, batch_kv_heads_of(cell));
     const double window = static_cast<double>(window_option().integer(cell.options));
     if (cell.phase == Phase::decode) {
       // softmax_kv's step over the ring's min(L + 1, W) rows.

@@ -72,11 +72,7 @@ class SoftmaxKv final : public KernelMechanism {
   }
 
   Cost cost(const Cell& cell) const override {
-    const double e = static_cast<double>(dtype_bytes(cell.dtype));
-    const double bh = static_cast<double>(cell.batch_heads());
-    const double kv = static_cast<double>(batch_kv_heads_of(cell));
-    const double d = static_cast<double>(cell.head_dim);
-    const double length = static_cast<double>(cell.sequence_length);
+    const auto [e, bh, kv, d, length] = attention_cost_terms(cell, batch_kv_heads_of(cell));
     if (cell.phase == Phase::decode) {
       // Read each K/V head's cache once for its whole query group (context + new row), write the new
       // k/v row, read q and write the output per query head; the FLOPs are per query head.
