@@ -1,13 +1,16 @@
 // mamba CUDA launch planning, on the CPU: the decode groups cover every (row, state entry) once and
 // never straddle a warp, the scan's warps cover every (batch, channel) and its lanes every token of
 // a chunk once, the shared tiles are whole aligned vectors, conflict-free to stage, and fit without
-// opt-in; the least bytes of a prefill count every tensor once.
+// opt-in; the least bytes of a prefill count every tensor once. The split of the sequence at small
+// batch: how many segments at batch 1 and 16, ragged and short sequences, the grid within one wave
+// and the CUDA limits, and every (row, segment) and chunk covered once by each pass.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 #include <vector>
 
+#include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/mamba/cuda_plan.hpp"
 #include "mechanisms/mamba/inputs.hpp"
 #include "mechanisms/registry.hpp"
@@ -143,6 +146,125 @@ TEST(MambaCudaPlan, MinimumBytesCountEveryTensorOnce) {
     EXPECT_EQ(mamba_prefill_min_bytes({in.batch, in.channels, in.state_size}, 300, static_cast<int>(e)),
               e * tensors + params + state);
   }
+}
+
+constexpr int kH200Sms = 132;
+
+// Issue 39's cells: d_inner 512 (64 blocks of 8 channels) at L 8192 (32 chunks) on 132 SMs.
+TEST(MambaCudaPlan, SplitsTheSequenceAtBatch1AndNotAtBatch16) {
+  const MambaPrefillPlan b1 = plan_mamba_prefill({1, 512, 16}, 8192, kH200Sms);
+  EXPECT_EQ(b1.segments, 4);  // floor(2 x 132 / 64): 256 blocks, one wave of two per SM
+  EXPECT_EQ(b1.segment_tokens, 2048);
+  EXPECT_EQ(b1.blocks, 256);
+  EXPECT_EQ(b1.map_blocks, 192);  // the last segment needs no map
+  EXPECT_EQ(b1.combine_blocks, 512 * 16 / kMambaCombineThreads);
+  EXPECT_EQ(b1.workspace_floats, 512 * 4 * 17);
+  EXPECT_LE(b1.blocks, kMambaScanMinBlocksPerSm * kH200Sms);
+  // Batch 16: 1024 blocks already fill the GPU.
+  const MambaPrefillPlan b16 = plan_mamba_prefill({16, 512, 16}, 8192, kH200Sms);
+  EXPECT_EQ(b16.segments, 1);
+  EXPECT_EQ(b16.blocks, 1024);
+  EXPECT_EQ(b16.map_blocks, 0);
+  EXPECT_EQ(b16.workspace_floats, 0);
+  EXPECT_GE(b16.segment_tokens, 8192);
+  // Without the SM count (the unsupported check, the CPU tests): never split.
+  EXPECT_EQ(plan_mamba_prefill({1, 512, 16}, 8192).segments, 1);
+  EXPECT_EQ(plan_mamba_prefill({1, 512, 16}, 8192, 0).segments, 1);
+  // Batch 2 (128 blocks, one per SM): two segments would walk 2 x 16 chunks, no shorter than 32.
+  EXPECT_EQ(plan_mamba_prefill({2, 512, 16}, 8192, kH200Sms).segments, 1);
+  // d_inner 256 at batch 1: 32 blocks, 8 segments of 4 chunks.
+  EXPECT_EQ(plan_mamba_prefill({1, 256, 16}, 8192, kH200Sms).segments, 8);
+}
+
+TEST(MambaCudaPlan, ShortAndRaggedSequences) {
+  // Shorter than one chunk, or one chunk: nothing to split.
+  for (const std::int64_t tokens : {0, 1, 100, 255, 256}) {
+    const MambaPrefillPlan plan = plan_mamba_prefill({1, 512, 16}, tokens, kH200Sms);
+    EXPECT_EQ(plan.segments, 1) << tokens;
+    EXPECT_EQ(plan.workspace_floats, 0) << tokens;
+  }
+  // Two chunks: the two walks of a 1-chunk segment are as long as the unsplit one.
+  EXPECT_EQ(plan_mamba_prefill({1, 512, 16}, 512, kH200Sms).segments, 1);
+  // Three chunks: three 1-chunk segments, the last 232 tokens.
+  const MambaPrefillPlan three = plan_mamba_prefill({1, 512, 16}, 744, kH200Sms);
+  EXPECT_EQ(three.segments, 3);
+  EXPECT_EQ(three.segment_tokens, 256);
+  // L 8000 (31.25 chunks): 4 segments of 8 chunks, the last 1856 tokens.
+  const MambaPrefillPlan ragged = plan_mamba_prefill({1, 512, 16}, 8000, kH200Sms);
+  EXPECT_EQ(ragged.chunks, 32);
+  EXPECT_EQ(ragged.segments, 4);
+  EXPECT_EQ(ragged.segment_tokens, 2048);
+  EXPECT_EQ(8000 - 3 * ragged.segment_tokens, 1856);
+  // Asking for more segments than make whole, non-empty ones: 4 chunks in 3 asked are 2 of 2.
+  const MambaPrefillPlan asked = split_mamba_prefill(plan_mamba_prefill({1, 8, 16}, 1000), 3);
+  EXPECT_EQ(asked.segments, 2);
+  EXPECT_EQ(asked.segment_tokens, 512);
+  EXPECT_EQ(split_mamba_prefill(plan_mamba_prefill({1, 8, 16}, 1000), 99).segments, 4);
+  EXPECT_EQ(split_mamba_prefill(plan_mamba_prefill({1, 8, 16}, 100), 5).segments, 1);
+  EXPECT_EQ(split_mamba_prefill(plan_mamba_prefill({1, 8, 16}, 0), 5).segments, 1);
+}
+
+// Over batches, widths, lengths and SM counts: a split plan's segments are whole chunks, none empty,
+// its grids within one wave and the CUDA limits, worth its second walk, and each pass covers its
+// (row, segment) pairs once with distinct workspace slots.
+TEST(MambaCudaPlan, SplitPlansCoverEveryRowSegmentAndChunkOnce) {
+  int split_plans = 0;
+  for (const int sms : {1, 8, 66, 132, 144}) {
+    for (const std::int64_t batch : {1, 2, 3}) {
+      for (const std::int64_t channels : {1, 9, 64, 512}) {
+        for (const std::int64_t tokens : {1, 256, 257, 768, 1000, 3000, 8192}) {
+          const MambaShape shape{batch, channels, 5};
+          const MambaPrefillPlan plan = plan_mamba_prefill(shape, tokens, sms);
+          const std::string where = std::to_string(sms) + " SMs, B " + std::to_string(batch) + ", d_inner " +
+                                    std::to_string(channels) + ", L " + std::to_string(tokens);
+          EXPECT_EQ(plan.segment_tokens % kMambaScanChunk, 0) << where;
+          EXPECT_GE(plan.segments * plan.segment_tokens, tokens) << where;
+          EXPECT_LT((plan.segments - 1) * plan.segment_tokens, std::max<std::int64_t>(tokens, 1)) << where;  // none empty
+          EXPECT_LE(plan.blocks, kCudaMaxGridX) << where;
+          EXPECT_EQ(plan.blocks, batch * plan.channel_groups * plan.segments) << where;
+          if (plan.segments == 1) {
+            EXPECT_EQ(plan.map_blocks + plan.combine_blocks + plan.workspace_floats, 0) << where;
+            continue;
+          }
+          ++split_plans;
+          EXPECT_LE(plan.blocks, kMambaScanMinBlocksPerSm * sms) << where;
+          EXPECT_LT(2 * (plan.segment_tokens / kMambaScanChunk), plan.chunks) << where;
+          EXPECT_GE(plan.combine_blocks * kMambaCombineThreads, shape.rows() * shape.state_size) << where;
+          // Pass 1 (segments 0 .. S - 2) and pass 3 (all): every (row, segment) once.
+          for (const bool maps : {true, false}) {
+            const std::int64_t grid_segments = maps ? plan.segments - 1 : plan.segments;
+            std::vector<int> touched(static_cast<std::size_t>(shape.rows() * plan.segments), 0);
+            for (std::int64_t block = 0; block < (maps ? plan.map_blocks : plan.blocks); ++block) {
+              const MambaScanRun run = mamba_scan_run(block, plan.channel_groups, grid_segments);
+              ASSERT_LT(run.batch, batch) << where;
+              ASSERT_LT(run.segment, grid_segments) << where;
+              for (int warp = 0; warp < kMambaScanWarps; ++warp) {
+                const std::int64_t c = run.first_channel + warp;
+                if (c < channels) ++touched[static_cast<std::size_t>((run.batch * channels + c) * plan.segments + run.segment)];
+              }
+            }
+            for (std::int64_t r = 0; r < shape.rows(); ++r) {
+              for (std::int64_t k = 0; k < plan.segments; ++k) {
+                const int expected = maps && k == plan.segments - 1 ? 0 : 1;
+                EXPECT_EQ(touched[static_cast<std::size_t>(r * plan.segments + k)], expected) << where;
+              }
+            }
+          }
+          // The workspace slots: the h of every (row, segment, entry) and the dt sum of every
+          // (row, segment), distinct, filling workspace_floats.
+          std::vector<int> slots(static_cast<std::size_t>(plan.workspace_floats), 0);
+          for (std::int64_t r = 0; r < shape.rows(); ++r) {
+            for (std::int64_t k = 0; k < plan.segments; ++k) {
+              for (int s = 0; s < plan.state_size; ++s) ++slots[static_cast<std::size_t>(mamba_segment_state_index(plan, r, k, s))];
+              ++slots[static_cast<std::size_t>(mamba_segment_dt_index(plan, r, k))];
+            }
+          }
+          EXPECT_TRUE(all_once(slots)) << where;
+        }
+      }
+    }
+  }
+  EXPECT_GT(split_plans, 50);
 }
 
 TEST(MambaCudaPlan, UnsupportedCells) {

@@ -1,7 +1,10 @@
 // The CUDA prefill's algorithm on the CPU: replay_mamba_prefill (cuda_replay.cpp) runs the warp
 // scan kernel's chunking, tiles, lane folds, shuffle scan and carries in the same fp32 operations,
 // and is held here to the fp64 reference over lengths around and across the 256-token chunks,
-// continuing from a carried state, in fp32 and bf16; a replay that skips the carry must fail.
+// continuing from a carried state, in fp32 and bf16; a replay that skips the carry must fail. The
+// split form (segment maps, their combination, outputs from each segment's entering h) is held to
+// the same reference at several segment counts, and replays that drop the segments' carry or
+// their decay must fail by at least three times the tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,15 +50,16 @@ struct StoredTokens {
 };
 
 // Replays tokens [first, first + count) from `state`; returns out [rows, count].
+// `segments` > 1: the split form (split_mamba_prefill), whatever a device would choose.
 template <class T>
 std::vector<T> replay(const MambaInputs& in, std::int64_t first, std::int64_t count, std::vector<float>& state,
-                      MambaReplayFault fault = MambaReplayFault::none) {
+                      MambaReplayFault fault = MambaReplayFault::none, std::int64_t segments = 1) {
   const StoredTokens<T> x(in, first, count);
   const std::vector<float> A = in.A();
   const MambaParameters params{A.data(), in.dt_bias.data(), in.D.data()};
   std::vector<T> out(static_cast<std::size_t>(in.rows() * count), from_float<T>(std::nanf("")));
-  replay_mamba_prefill<T>(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), params, x.view(),
-                          state.data(), out.data(), fault);
+  const MambaPrefillPlan plan = split_mamba_prefill(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), segments);
+  replay_mamba_prefill<T>(plan, params, x.view(), state.data(), out.data(), fault);
   return out;
 }
 
@@ -64,9 +68,10 @@ std::vector<T> replay(const MambaInputs& in, std::int64_t first, std::int64_t co
 constexpr double kReplayFp32Tolerance = 2e-6;
 
 template <class T>
-Accuracy replay_against_reference(const MambaInputs& in, MambaReplayFault fault = MambaReplayFault::none) {
+Accuracy replay_against_reference(const MambaInputs& in, MambaReplayFault fault = MambaReplayFault::none,
+                                  std::int64_t segments = 1) {
   std::vector<float> state(static_cast<std::size_t>(in.rows() * in.state_size), 0.0f);
-  return check_mamba_prefill<T>(in, replay<T>(in, 0, in.tokens, state, fault).data());
+  return check_mamba_prefill<T>(in, replay<T>(in, 0, in.tokens, state, fault, segments).data());
 }
 
 // 9 channels: one full block of warps and one with a single active warp; lengths inside one chunk,
@@ -105,14 +110,14 @@ TEST(MambaScanReplay, MatchesTheFp64ReferenceForOddStateSizes) {
 // Two calls with h carried between them give the outputs and final h of one call over the whole
 // sequence, and both match the fp64 reference.
 template <class T>
-void expect_continues_from_a_carried_state(DType dtype) {
+void expect_continues_from_a_carried_state(DType dtype, std::int64_t segments = 1) {
   const std::int64_t length = 1300, split = 517;
   const MambaInputs in = make_mamba_inputs(replay_cell(dtype, 9, 16, 2, length), length, 43);
   const std::size_t states = static_cast<std::size_t>(in.rows() * in.state_size);
   std::vector<float> whole_state(states, 0.0f), state(states, 0.0f);
   const std::vector<T> whole = replay<T>(in, 0, length, whole_state);
-  const std::vector<T> head = replay<T>(in, 0, split, state);
-  const std::vector<T> tail = replay<T>(in, split, length - split, state);
+  const std::vector<T> head = replay<T>(in, 0, split, state, MambaReplayFault::none, segments);
+  const std::vector<T> tail = replay<T>(in, split, length - split, state, MambaReplayFault::none, segments);
   std::vector<T> joined;
   for (std::int64_t r = 0; r < in.rows(); ++r) {
     joined.insert(joined.end(), head.begin() + r * split, head.begin() + (r + 1) * split);
@@ -148,6 +153,82 @@ TEST(MambaScanReplay, ContinuesFromACarriedState) {
   expect_continues_from_a_carried_state<bf16>(DType::bfloat16);
 }
 
+// The split form from a carried h: the tail's 783 tokens (4 chunks) in 2 and 4 segments, so that
+// the carried h enters segment 0 and travels through pass 2 into the later ones.
+TEST(MambaScanReplay, SplitContinuesFromACarriedState) {
+  for (const std::int64_t segments : {2, 4}) {
+    expect_continues_from_a_carried_state<float>(DType::float32, segments);
+    expect_continues_from_a_carried_state<bf16>(DType::bfloat16, segments);
+  }
+}
+
+// Segment counts that divide the 20 chunks of L 5000 and that do not (3: 7 + 7 + 6 chunks; 7:
+// 3-chunk segments, the last 2 chunks with a partial one), one chunk per segment, and L 1000's
+// 4 chunks with 3 asked (2 segments of 2 chunks: split_mamba_prefill leaves none empty).
+struct SplitCase {
+  std::int64_t length, segments;
+};
+constexpr SplitCase kSplitCases[] = {{5000, 2}, {5000, 3}, {5000, 7}, {5000, 20}, {1000, 3}, {1000, 4}};
+
+TEST(MambaScanReplay, SplitMatchesTheFp64ReferenceFp32) {
+  for (const SplitCase c : kSplitCases) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(DType::float32, 9, 16, 2, c.length), c.length, 59);
+    const Accuracy a = replay_against_reference<float>(in, MambaReplayFault::none, c.segments);
+    EXPECT_TRUE(a.output_finite);
+    EXPECT_EQ(a.rows_checked, 2 * c.length);
+    EXPECT_LT(a.max_rel_error, kReplayFp32Tolerance) << "L " << c.length << " segments " << c.segments;
+    std::printf("fp32 L %5ld, %2ld segments: max_rel_error %.3g\n", static_cast<long>(c.length),
+                static_cast<long>(c.segments), a.max_rel_error);
+  }
+}
+
+TEST(MambaScanReplay, SplitMatchesTheFp64ReferenceBf16) {
+  for (const SplitCase c : kSplitCases) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(DType::bfloat16, 9, 16, 2, c.length), c.length, 61);
+    const Accuracy a = replay_against_reference<bf16>(in, MambaReplayFault::none, c.segments);
+    EXPECT_TRUE(a.output_finite);
+    EXPECT_LT(a.max_rel_error, dtype_tolerance(DType::bfloat16)) << "L " << c.length << " segments " << c.segments;
+    std::printf("bf16 L %5ld, %2ld segments: max_rel_error %.3g\n", static_cast<long>(c.length),
+                static_cast<long>(c.segments), a.max_rel_error);
+  }
+}
+
+// N 1, 5 and 17 (partial state groups: the map pass stages B alone) and N 256, split in 3.
+TEST(MambaScanReplay, SplitMatchesTheFp64ReferenceForOddStateSizes) {
+  for (const std::int64_t n : {1, 5, 17, 256}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(DType::float32, 3, n, 1, 1500), 1500, 67);
+    EXPECT_LT(replay_against_reference<float>(in, MambaReplayFault::none, 3).max_rel_error, kReplayFp32Tolerance)
+        << "N " << n;
+  }
+}
+
+// Split and unsplit differ only in how h crosses a segment edge (exp2 of the dt sum times h, plus
+// the map from zero, against the chain of fmaf): the outputs and final h agree to fp32 rounding.
+TEST(MambaScanReplay, SplitEqualsUnsplit) {
+  const std::int64_t length = 3000;
+  const MambaInputs in = make_mamba_inputs(replay_cell(DType::float32, 9, 16, 2, length), length, 71);
+  const std::size_t states = static_cast<std::size_t>(in.rows() * in.state_size);
+  std::vector<float> whole_state(states, 0.0f);
+  const std::vector<float> whole = replay<float>(in, 0, length, whole_state);
+  for (const std::int64_t segments : {2, 5, 12}) {
+    std::vector<float> state(states, 0.0f);
+    const std::vector<float> split = replay<float>(in, 0, length, state, MambaReplayFault::none, segments);
+    double diff = 0, scale = 0, state_diff = 0, state_scale = 0;
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      diff = std::fmax(diff, std::fabs(split[i] - whole[i]));
+      scale = std::fmax(scale, std::fabs(whole[i]));
+    }
+    for (std::size_t i = 0; i < states; ++i) {
+      state_diff = std::fmax(state_diff, std::fabs(state[i] - whole_state[i]));
+      state_scale = std::fmax(state_scale, std::fabs(whole_state[i]));
+    }
+    EXPECT_LT(diff, 1e-6 * scale) << segments;
+    EXPECT_LT(state_diff, 1e-6 * state_scale) << segments;
+    std::printf("%2ld segments against unsplit: outputs %.3g, final h %.3g (relative to the largest)\n",
+                static_cast<long>(segments), diff / scale, state_diff / state_scale);
+  }
+}
+
 // The check can fail: without the carry between chunks the outputs past the first chunk are wrong,
 // while a sequence of one chunk (from h = 0) is unaffected.
 TEST(MambaScanReplay, SkippingTheCarryFailsTheCheckAcrossChunks) {
@@ -160,6 +241,28 @@ TEST(MambaScanReplay, SkippingTheCarryFailsTheCheckAcrossChunks) {
                                                     : replay_against_reference<bf16>(in, MambaReplayFault::carry_skipped);
     EXPECT_GT(faulty.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype);
     std::printf("%s without the carry: max_rel_error %.3g\n", dtype_name(dtype).c_str(), faulty.max_rel_error);
+  }
+}
+
+// The split check can fail: a pass 2 that starts every segment but the first from h = 0, or that
+// carries h across a segment without its decay, misses the reference by at least three times the
+// tolerance. From h = 0 the decay first matters at the third segment (h entering the second is
+// the first's map from zero whatever its decay), so the counts are 3 (of 3, 3, 2 chunks) and 4.
+TEST(MambaScanReplay, DroppingTheSegmentCarryOrDecayFailsTheCheck) {
+  for (const DType dtype : {DType::float32, DType::bfloat16}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(dtype, 9, 16, 1, 2000), 2000, 73);
+    const double tolerance = dtype == DType::float32 ? kReplayFp32Tolerance : dtype_tolerance(dtype);
+    for (const MambaReplayFault fault : {MambaReplayFault::segment_carry_skipped, MambaReplayFault::segment_decay_skipped}) {
+      for (const std::int64_t segments : {3, 4}) {
+        const Accuracy faulty = dtype == DType::float32 ? replay_against_reference<float>(in, fault, segments)
+                                                        : replay_against_reference<bf16>(in, fault, segments);
+        EXPECT_GT(faulty.max_rel_error, 3 * tolerance) << dtype_name(dtype) << " segments " << segments;
+        std::printf("%s, %ld segments, %s: max_rel_error %.3g (tolerance %.3g)\n", dtype_name(dtype).c_str(),
+                    static_cast<long>(segments),
+                    fault == MambaReplayFault::segment_carry_skipped ? "segment carry dropped" : "segment decay dropped",
+                    faulty.max_rel_error, tolerance);
+      }
+    }
   }
 }
 

@@ -1,8 +1,10 @@
-// CUDA kernels of Mamba's selective scan: a fused decode step and a one-kernel prefill in which a
-// warp scans one channel's recurrence, chunk after chunk, with a shuffle scan over (a, b) pairs and
-// h carried between chunks (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and
+// CUDA kernels of Mamba's selective scan: a fused decode step and a prefill in which a warp scans
+// one channel's recurrence, chunk after chunk, with a shuffle scan over (a, b) pairs and h carried
+// between chunks; at small batch the sequence is split into segments scanned by separate blocks,
+// whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and
 // log1pf keep softplus and silu within 1e-4 of the fp64 reference, and exp(dt A) is one ex2.approx.
 #include <cstdint>
+#include <stdexcept>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -129,13 +131,132 @@ __device__ __forceinline__ void tile_items(const __nv_bfloat16* row, int lane, f
   unpack_bf16x8(reinterpret_cast<const uint4*>(row)[lane], v);
 }
 
+// One warp's channel in a scan pass: its per-channel constants and where its rows start (u, dt_raw,
+// z, out at the row's token 0; B, C at the batch element's).
 template <class S>
+struct ScanChannel {
+  const float* a_row;
+  const S *u, *dt_raw, *z, *b_rows, *c_rows;
+  S* out;
+  float bias, skip;
+  std::int64_t tokens;
+  int n;
+  bool active;  // uniform over the warp; an idle warp still meets the barriers
+};
+
+// One 256-token chunk from `first`, h carried in shared memory (h[s], one float per entry): the
+// body of every scan pass. kOutputs: also C h, the D skip and the gate, writing out (the outputs
+// pass and the unsplit kernel); without it (the map pass of a split prefill) B alone is staged, the
+// lanes' re-run and the outputs are skipped, and dt_total gains the chunk's sum of dt (lane sums,
+// then a butterfly, which leaves the same bits in every lane: a + b == b + a).
+template <bool kOutputs, class S>
+__device__ __forceinline__ void scan_chunk(const ScanChannel<S>& ch, std::int64_t first, int lane, float* h,
+                                           S* b_tile, S* c_tile, float& dt_total) {
+  constexpr int kBytes = static_cast<int>(sizeof(S)), kGroup = kMambaScanStateGroup;
+  constexpr int kStride = mamba_tile_stride(kBytes);
+  const int n = ch.n;
+  const std::int64_t token0 = first + mamba_scan_token(lane, 0);
+  const std::int64_t left = ch.tokens - token0;
+  const int count = !ch.active || left <= 0 ? 0 : left >= kItems ? kItems : static_cast<int>(left);
+  // Per item: u, dt and dt u; past the sequence dt = 0 makes the identity step (a, b) = (1, 0).
+  float x[kItems] = {}, dt[kItems] = {}, du[kItems], y[kItems];
+  if (count > 0) {
+    load_items(ch.u + token0, count, x);
+    load_items(ch.dt_raw + token0, count, dt);
+  }
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    dt[i] = i < count ? softplus(dt[i] + ch.bias) : 0.0f;
+    du[i] = dt[i] * x[i];
+    y[i] = 0.0f;
+  }
+  if constexpr (!kOutputs) {
+    float sum = dt[0];
+#pragma unroll
+    for (int i = 1; i < kItems; ++i) sum += dt[i];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(kFullWarp, sum, offset);
+    dt_total += sum;
+  }
+  for (int s0 = 0; s0 < n; s0 += kGroup) {
+    __syncthreads();  // every warp is done with the previous group's tiles
+    for (int e = threadIdx.x; e < kMambaScanChunk * kGroup; e += kMambaScanThreads) {
+      const int token = e / kGroup, g = e % kGroup;  // consecutive threads: consecutive entries of a token
+      const std::int64_t at = first + token;
+      const bool inside = at < ch.tokens && s0 + g < n;
+      const int to = mamba_tile_index(kBytes, g, token);
+      b_tile[to] = inside ? ch.b_rows[at * n + s0 + g] : S(0.0f);
+      if constexpr (kOutputs) c_tile[to] = inside ? ch.c_rows[at * n + s0 + g] : S(0.0f);
+    }
+    __syncthreads();
+    if (!ch.active) continue;
+    const int group_size = min(kGroup, n - s0);
+    for (int g = 0; g < group_size; ++g) {
+      const int s = s0 + g;
+      const float a2 = ch.a_row[s] * kMambaLog2e;
+      float b_in[kItems], a[kItems], b[kItems];
+      tile_items(b_tile + g * kStride, lane, b_in);
+      // The lane's fold of its steps: (fold_a, fold_b) maps h entering the lane to h leaving it.
+      float fold_a = 1.0f, fold_b = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        a[i] = exp2_approx(dt[i] * a2);
+        b[i] = du[i] * b_in[i];
+        fold_b = fmaf(a[i], fold_b, b[i]);
+        fold_a = fold_a * a[i];
+      }
+      // Inclusive scan over the lanes (ScanElement's combine: lower lanes first).
+#pragma unroll
+      for (int offset = 1; offset < 32; offset *= 2) {
+        const float prev_a = __shfl_up_sync(kFullWarp, fold_a, offset);
+        const float prev_b = __shfl_up_sync(kFullWarp, fold_b, offset);
+        if (lane >= offset) {
+          fold_b = fmaf(fold_a, prev_b, fold_b);
+          fold_a = fold_a * prev_a;
+        }
+      }
+      const float entering = h[s];
+      const float exit = fmaf(fold_a, entering, fold_b);  // h after this lane's last token
+      const float leaving = __shfl_sync(kFullWarp, exit, 31);
+      if constexpr (kOutputs) {
+        float state_s = __shfl_up_sync(kFullWarp, exit, 1);
+        if (lane == 0) state_s = entering;
+        float c_in[kItems];
+        tile_items(c_tile + g * kStride, lane, c_in);
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          state_s = fmaf(a[i], state_s, b[i]);
+          y[i] = fmaf(c_in[i], state_s, y[i]);
+        }
+      }
+      __syncwarp();  // every lane has read h[s]
+      if (lane == 0) h[s] = leaving;
+    }
+  }
+  if constexpr (kOutputs) {
+    if (count > 0) {
+      // out = (y + D u) silu(z)
+      float gate[kItems];
+      load_items(ch.z + token0, count, gate);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) y[i] = fmaf(ch.skip, x[i], y[i]) * silu(gate[i]);
+      store_items(ch.out + token0, count, y);
+    }
+  }
+}
+
+// The scan over one segment of the sequence (the whole of it unsplit) per warp and channel, in
+// `grid_segments` x batch x channel_groups blocks. kOutputs (the outputs pass, and the unsplit
+// kernel with entering = state): h enters from entering[(row, segment)] and the last segment
+// leaves it in `state`. Map pass (!kOutputs): h enters at 0 and leaves, with the segment's dt sum,
+// in the workspace at (row, segment).
+template <class S, bool kOutputs>
 __global__ void __launch_bounds__(kMambaScanThreads, kMambaScanMinBlocksPerSm)
     mamba_warp_scan_kernel(const float* __restrict__ A, const float* __restrict__ dt_bias,
                            const float* __restrict__ D, const S* __restrict__ u, const S* __restrict__ dt_raw,
                            const S* __restrict__ z, const S* __restrict__ B, const S* __restrict__ C,
-                           float* __restrict__ state, S* __restrict__ out, std::int64_t tokens, int channels, int n,
-                           std::int64_t channel_groups) {
+                           const float* entering, float* state, float* __restrict__ workspace, S* __restrict__ out,
+                           MambaPrefillPlan plan, std::int64_t grid_segments) {
   constexpr int kBytes = static_cast<int>(sizeof(S)), kGroup = kMambaScanStateGroup;
   constexpr int kStride = mamba_tile_stride(kBytes);
   static_assert(kItems == 8, "load_items, store_items and tile_items move 8 items: 2 fp32 or 1 bf16 vector");
@@ -144,102 +265,70 @@ __global__ void __launch_bounds__(kMambaScanThreads, kMambaScanMinBlocksPerSm)
   S* c_tile = b_tile + kGroup * kStride;                                   // [kGroup][kStride]
   float* carry = reinterpret_cast<float*>(c_tile + kGroup * kStride);      // [warps][n]
 
-  const MambaScanRun run = mamba_scan_run(blockIdx.x, channel_groups);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const MambaScanRun run = mamba_scan_run(blockIdx.x, plan.channel_groups, grid_segments);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n = plan.state_size;
   const int c = run.first_channel + warp;
-  const bool active = c < channels;  // uniform over the warp; an idle warp still meets the barriers
-  const std::int64_t row = run.batch * channels + (active ? c : 0);
+  const bool active = c < plan.channels;
+  const std::int64_t row = run.batch * plan.channels + (active ? c : 0), tokens = plan.tokens;
+  const ScanChannel<S> ch{A + static_cast<std::int64_t>(active ? c : 0) * n,
+                          u + row * tokens,
+                          dt_raw + row * tokens,
+                          z + row * tokens,
+                          B + run.batch * tokens * n,
+                          C + run.batch * tokens * n,
+                          kOutputs ? out + row * tokens : nullptr,
+                          active ? dt_bias[c] : 0.0f,
+                          active ? D[c] : 0.0f,
+                          tokens,
+                          n,
+                          active};
   float* h = carry + warp * n;
   if (active) {
-    for (int s = lane; s < n; s += 32) h[s] = state[row * n + s];
+    for (int s = lane; s < n; s += 32) {
+      h[s] = kOutputs ? entering[mamba_segment_state_index(plan, row, run.segment, s)] : 0.0f;
+    }
   }
   __syncwarp();
-  const float bias = active ? dt_bias[c] : 0.0f, skip = active ? D[c] : 0.0f;
-  const float* a_row = A + static_cast<std::int64_t>(active ? c : 0) * n;
-  const S* b_rows = B + run.batch * tokens * n;
-  const S* c_rows = C + run.batch * tokens * n;
-
-  for (std::int64_t first = 0; first < tokens; first += kMambaScanChunk) {
-    const std::int64_t token0 = first + mamba_scan_token(lane, 0);
-    const std::int64_t left = tokens - token0;
-    const int count = !active || left <= 0 ? 0 : left >= kItems ? kItems : static_cast<int>(left);
-    // Per item: u, dt and dt u; past the sequence dt = 0 makes the identity step (a, b) = (1, 0).
-    float x[kItems] = {}, dt[kItems] = {}, du[kItems], y[kItems];
-    if (count > 0) {
-      load_items(u + row * tokens + token0, count, x);
-      load_items(dt_raw + row * tokens + token0, count, dt);
-    }
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      dt[i] = i < count ? softplus(dt[i] + bias) : 0.0f;
-      du[i] = dt[i] * x[i];
-      y[i] = 0.0f;
-    }
-    for (int s0 = 0; s0 < n; s0 += kGroup) {
-      __syncthreads();  // every warp is done with the previous group's tiles
-      for (int e = threadIdx.x; e < kMambaScanChunk * kGroup; e += kMambaScanThreads) {
-        const int token = e / kGroup, g = e % kGroup;  // consecutive threads: consecutive entries of a token
-        const std::int64_t at = first + token;
-        const bool inside = at < tokens && s0 + g < n;
-        const int to = mamba_tile_index(kBytes, g, token);
-        b_tile[to] = inside ? b_rows[at * n + s0 + g] : S(0.0f);
-        c_tile[to] = inside ? c_rows[at * n + s0 + g] : S(0.0f);
-      }
-      __syncthreads();
-      if (!active) continue;
-      const int group_size = min(kGroup, n - s0);
-      for (int g = 0; g < group_size; ++g) {
-        const int s = s0 + g;
-        const float a2 = a_row[s] * kMambaLog2e;
-        float b_in[kItems], a[kItems], b[kItems];
-        tile_items(b_tile + g * kStride, lane, b_in);
-        // The lane's fold of its steps: (fold_a, fold_b) maps h entering the lane to h leaving it.
-        float fold_a = 1.0f, fold_b = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) {
-          a[i] = exp2_approx(dt[i] * a2);
-          b[i] = du[i] * b_in[i];
-          fold_b = fmaf(a[i], fold_b, b[i]);
-          fold_a = fold_a * a[i];
-        }
-        // Inclusive scan over the lanes (ScanElement's combine: lower lanes first).
-#pragma unroll
-        for (int offset = 1; offset < 32; offset *= 2) {
-          const float prev_a = __shfl_up_sync(kFullWarp, fold_a, offset);
-          const float prev_b = __shfl_up_sync(kFullWarp, fold_b, offset);
-          if (lane >= offset) {
-            fold_b = fmaf(fold_a, prev_b, fold_b);
-            fold_a = fold_a * prev_a;
-          }
-        }
-        const float entering = h[s];
-        const float exit = fmaf(fold_a, entering, fold_b);  // h after this lane's last token
-        float state_s = __shfl_up_sync(kFullWarp, exit, 1);
-        if (lane == 0) state_s = entering;
-        const float leaving = __shfl_sync(kFullWarp, exit, 31);
-        float c_in[kItems];
-        tile_items(c_tile + g * kStride, lane, c_in);
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) {
-          state_s = fmaf(a[i], state_s, b[i]);
-          y[i] = fmaf(c_in[i], state_s, y[i]);
-        }
-        __syncwarp();  // every lane has read h[s]
-        if (lane == 0) h[s] = leaving;
-      }
-    }
-    if (count > 0) {
-      // out = (y + D u) silu(z)
-      float gate[kItems];
-      load_items(z + row * tokens + token0, count, gate);
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) y[i] = fmaf(skip, x[i], y[i]) * silu(gate[i]);
-      store_items(out + row * tokens + token0, count, y);
-    }
+  float dt_total = 0.0f;
+  const std::int64_t begin = run.segment * plan.segment_tokens;
+  const std::int64_t end = begin + plan.segment_tokens < tokens ? begin + plan.segment_tokens : tokens;
+  for (std::int64_t first = begin; first < end; first += kMambaScanChunk) {
+    scan_chunk<kOutputs>(ch, first, lane, h, b_tile, c_tile, dt_total);
   }
   __syncwarp();  // lane 0's last writes of h
-  if (active) {
-    for (int s = lane; s < n; s += 32) state[row * n + s] = h[s];
+  if (!active) return;
+  if constexpr (kOutputs) {
+    if (run.segment == plan.segments - 1) {
+      for (int s = lane; s < n; s += 32) state[row * n + s] = h[s];
+    }
+  } else {
+    for (int s = lane; s < n; s += 32) workspace[mamba_segment_state_index(plan, row, run.segment, s)] = h[s];
+    if (lane == 0) workspace[mamba_segment_dt_index(plan, row, run.segment)] = dt_total;
+  }
+}
+
+// Pass 2 of a split prefill, one thread per (row, state entry): the segments' maps h -> P h + Q in
+// order from the carried h, P = exp2(dt sum x A_s log2 e) and Q pass 1's h from zero; each
+// segment's slot then holds the h entering it (segment 0: the carried h).
+__global__ void __launch_bounds__(kMambaCombineThreads)
+    mamba_segment_combine_kernel(const float* __restrict__ A, const float* __restrict__ state,
+                                 float* __restrict__ workspace, MambaPrefillPlan plan) {
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int n = plan.state_size;
+  if (at >= plan.batch * plan.channels * n) return;
+  const std::int64_t row = at / n;
+  const int s = static_cast<int>(at % n), c = static_cast<int>(row % plan.channels);
+  const float a2 = A[static_cast<std::int64_t>(c) * n + s] * kMambaLog2e;
+  float h = state[at];
+  for (std::int64_t k = 0; k < plan.segments; ++k) {
+    float& slot = workspace[mamba_segment_state_index(plan, row, k, s)];
+    if (k == plan.segments - 1) {
+      slot = h;
+      break;
+    }
+    const float from_zero = slot;
+    slot = h;
+    h = fmaf(exp2_approx(workspace[mamba_segment_dt_index(plan, row, k)] * a2), h, from_zero);
   }
 }
 
@@ -259,13 +348,25 @@ void launch_mamba_decode(const MambaDecodePlan& plan, const MambaParameters& par
 
 template <class T>
 void launch_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,
-                          float* state, T* out, CUstream_st* stream) {
+                          float* state, float* workspace, T* out, CUstream_st* stream) {
   using S = typename DeviceStorage<T>::type;
   if (plan.tokens == 0 || plan.blocks == 0) return;  // h unchanged
-  mamba_warp_scan_kernel<S><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
-      params.A, params.dt_bias, params.D, reinterpret_cast<const S*>(x.u), reinterpret_cast<const S*>(x.dt_raw),
-      reinterpret_cast<const S*>(x.z), reinterpret_cast<const S*>(x.B), reinterpret_cast<const S*>(x.C), state,
-      reinterpret_cast<S*>(out), plan.tokens, plan.channels, plan.state_size, plan.channel_groups);
+  const S *u = reinterpret_cast<const S*>(x.u), *dt_raw = reinterpret_cast<const S*>(x.dt_raw);
+  const S *z = reinterpret_cast<const S*>(x.z), *B = reinterpret_cast<const S*>(x.B), *C = reinterpret_cast<const S*>(x.C);
+  const bool split = plan.segments > 1;
+  if (split) {
+    if (workspace == nullptr) throw std::invalid_argument("launch_mamba_prefill: a split plan needs its workspace");
+    mamba_warp_scan_kernel<S, false><<<static_cast<unsigned>(plan.map_blocks), plan.threads, plan.shared_bytes, stream>>>(
+        params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, nullptr, state, workspace, nullptr, plan,
+        plan.segments - 1);
+    check_launch("mamba_warp_scan_kernel (segment maps)");
+    mamba_segment_combine_kernel<<<static_cast<unsigned>(plan.combine_blocks), kMambaCombineThreads, 0, stream>>>(
+        params.A, state, workspace, plan);
+    check_launch("mamba_segment_combine_kernel");
+  }
+  mamba_warp_scan_kernel<S, true><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
+      params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, split ? workspace : state, state, nullptr,
+      reinterpret_cast<S*>(out), plan, plan.segments);
   check_launch("mamba_warp_scan_kernel");
 }
 
@@ -273,7 +374,7 @@ void launch_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& p
   template void launch_mamba_decode<T>(const MambaDecodePlan&, const MambaParameters&, const MambaTokens<T>&, \
                                        float*, T*, CUstream_st*);                                           \
   template void launch_mamba_prefill<T>(const MambaPrefillPlan&, const MambaParameters&,                    \
-                                        const MambaTokens<T>&, float*, T*, CUstream_st*);
+                                        const MambaTokens<T>&, float*, float*, T*, CUstream_st*);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

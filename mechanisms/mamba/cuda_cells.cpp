@@ -112,8 +112,10 @@ class MambaDecodeCudaCell final : public PreparedCell {
     DeviceAllocator staging;
     const DeviceTokens<T> context(cuda_, staging, inputs_, 0, length_);
     Buffer<T> out(staging, static_cast<std::size_t>(shape_.rows() * length_));
-    launch_mamba_prefill<T>(plan_mamba_prefill(shape_, length_), params_.view(), context.view(), state_.data(),
-                            out.data(), cuda_.stream());
+    const MambaPrefillPlan plan = plan_mamba_prefill(shape_, length_, cuda_.device().multiprocessors);
+    Buffer<float> workspace(staging, static_cast<std::size_t>(plan.workspace_floats));
+    launch_mamba_prefill<T>(plan, params_.view(), context.view(), state_.data(), workspace.data(), out.data(),
+                            cuda_.stream());
     cuda_.synchronize();
   }
 
@@ -135,18 +137,20 @@ class MambaPrefillCudaCell final : public PreparedCell {
       : cuda_(cuda_backend_of(backend)),
         shape_(mamba_shape_of(cell)),
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
-        plan_(plan_mamba_prefill(shape_, cell.sequence_length)),
+        plan_(plan_mamba_prefill(shape_, cell.sequence_length, cuda_.device().multiprocessors)),
         params_(cuda_, inputs_),
         tokens_(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens),
         out_(backend.allocator(), inputs_.u.size()),
-        state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size)) {
+        state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size)),
+        workspace_(backend.allocator(), static_cast<std::size_t>(plan_.workspace_floats)) {
     poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
     zero_async(cuda_, state_.data(), state_.bytes());
-    launch_mamba_prefill<T>(plan_, params_.view(), tokens_.view(), state_.data(), out_.data(), cuda_.stream());
+    launch_mamba_prefill<T>(plan_, params_.view(), tokens_.view(), state_.data(), workspace_.data(), out_.data(),
+                            cuda_.stream());
   }
 
   Accuracy check() const override {
@@ -157,18 +161,18 @@ class MambaPrefillCudaCell final : public PreparedCell {
   std::vector<ByteSpan> buffers() const override {
     return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), tokens_.u.byte_span(),
             tokens_.dt_raw.byte_span(), tokens_.z.byte_span(),  tokens_.B.byte_span(), tokens_.C.byte_span(),
-            out_.byte_span(),      state_.byte_span()};
+            out_.byte_span(),      state_.byte_span(),        workspace_.byte_span()};
   }
 
  private:
   CudaBackend& cuda_;
   MambaShape shape_;
   MambaInputs inputs_;
-  MambaPrefillPlan plan_;
+  MambaPrefillPlan plan_;  // split across the SMs at small batch (mamba_prefill_segments)
   DeviceParameters params_;
   DeviceTokens<T> tokens_;
   Buffer<T> out_;
-  Buffer<float> state_;
+  Buffer<float> state_, workspace_;
 };
 
 }  // namespace

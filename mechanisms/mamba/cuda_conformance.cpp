@@ -45,9 +45,10 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   const Buffer<T> B_d = device_copy<T>(cuda, B), C_d = device_copy<T>(cuda, C);
   Buffer<T> prefill = device_output<T>(cuda, u.size());
   Buffer<float> state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
-  launch_mamba_prefill<T>(plan_mamba_prefill(shape, length), params,
-                          MambaTokens<T>{u_d.data(), dt_d.data(), z_d.data(), B_d.data(), C_d.data()}, state.data(),
-                          prefill.data(), cuda.stream());
+  const MambaPrefillPlan plan = plan_mamba_prefill(shape, length, cuda.device().multiprocessors);
+  Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_floats));
+  launch_mamba_prefill<T>(plan, params, MambaTokens<T>{u_d.data(), dt_d.data(), z_d.data(), B_d.data(), C_d.data()},
+                          state.data(), workspace.data(), prefill.data(), cuda.stream());
   replace_values(out.prefill_out, fetch(cuda, prefill));
 
   // Decode layouts: token t of every row ([rows]) and of every batch element ([batch, N]).
@@ -67,6 +68,7 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   replace_values(out.decode_out, row_major(fetch(cuda, decode), rows, length, 1));
   replace_state(out, "final_state", fetch(cuda, state), fetch(cuda, decode_state));
   out.details["prefill_chunk"] = kMambaScanChunk;
+  out.details["prefill_segments"] = plan.segments;
 }
 
 }  // namespace

@@ -22,7 +22,16 @@ MambaDecodePlan plan_mamba_decode(const MambaShape& shape) {
   return plan;
 }
 
-MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens) {
+std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors) {
+  if (multiprocessors <= 0 || row_blocks < 1 || chunks < 2) return 1;
+  const std::int64_t resident = static_cast<std::int64_t>(kMambaScanMinBlocksPerSm) * multiprocessors;
+  const std::int64_t segments = std::min(chunks, resident / row_blocks);
+  if (segments < 2) return 1;
+  const std::int64_t per_segment = ceil_div(chunks, segments);
+  return 2 * per_segment < chunks ? ceil_div(chunks, per_segment) : 1;
+}
+
+MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens, int multiprocessors) {
   MambaPrefillPlan plan;
   plan.batch = shape.batch;
   plan.channels = static_cast<int>(shape.channels);
@@ -30,8 +39,23 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
   plan.tokens = tokens;
   plan.channel_groups = ceil_div(shape.channels, kMambaScanWarps);
   plan.chunks = ceil_div(tokens, kMambaScanChunk);
-  plan.blocks = checked_mul(shape.batch, plan.channel_groups);
   plan.shared_bytes = mamba_scan_shared_bytes(static_cast<int>(sizeof(float)), plan.state_size);
+  const std::int64_t row_blocks = checked_mul(shape.batch, plan.channel_groups);
+  return split_mamba_prefill(plan, mamba_prefill_segments(row_blocks, plan.chunks, multiprocessors));
+}
+
+MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segments) {
+  segments = std::clamp<std::int64_t>(segments, 1, std::max<std::int64_t>(1, plan.chunks));
+  const std::int64_t per_segment = segments == 1 ? plan.chunks : ceil_div(plan.chunks, segments);
+  plan.segments = per_segment == 0 ? 1 : ceil_div(plan.chunks, per_segment);
+  plan.segment_tokens = checked_mul(per_segment, kMambaScanChunk);
+  const std::int64_t row_blocks = checked_mul(plan.batch, plan.channel_groups);
+  plan.blocks = checked_mul(row_blocks, plan.segments);
+  const bool split = plan.segments > 1;
+  const std::int64_t rows = checked_mul(plan.batch, plan.channels);
+  plan.map_blocks = split ? checked_mul(row_blocks, plan.segments - 1) : 0;
+  plan.combine_blocks = split ? ceil_div(checked_mul(rows, plan.state_size), kMambaCombineThreads) : 0;
+  plan.workspace_floats = split ? checked_product(rows, plan.segments, plan.state_size + 1) : 0;
   return plan;
 }
 
@@ -53,6 +77,7 @@ std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   if (cell.sequence_length < 0) return "sequence_length must be >= 0";
   if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
   const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length);
+  // Unsplit; a split grid is at most two blocks per SM (mamba_prefill_segments).
   if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
   if (prefill.shared_bytes > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
   return std::nullopt;

@@ -65,6 +65,19 @@ constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size)
          sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
 }
 
+// Split-L at small batch: the grid above has batch x ceil(d_inner / 8) blocks, each walking the
+// whole sequence; at batch 1, d_inner 512 that is 64 blocks, half an H100's or H200's SMs, each a
+// chain of L / 256 chunks. The plan then cuts the sequence into `segments` pieces of
+// `segment_tokens` (whole chunks; the last may be shorter) scanned by separate blocks, in three
+// launches of which two are the same kernel (cuda.cu):
+//   1. map: per (channel, segment) but the last, the segment from h = 0, keeping the h it ends
+//      with and the sum of its dt (the segment's decay of entry s is exp2(sum dt x A_s log2 e), one
+//      log-sum per channel instead of N products); no outputs;
+//   2. combine (small): per (row, state entry) the segments' maps in order from the carried h,
+//      leaving in the workspace the h entering each segment;
+//   3. outputs: per (channel, segment) the segment from its entering h, writing the outputs; the
+//      last segment leaves the final h in `state`.
+// The split reads u, dt_raw and B twice and repeats the exps of every segment but the last.
 struct MambaPrefillPlan {
   std::int64_t batch = 0;
   int channels = 0;
@@ -73,9 +86,36 @@ struct MambaPrefillPlan {
   std::int64_t channel_groups = 0;  // ceil(channels / kMambaScanWarps)
   std::int64_t chunks = 0;          // ceil(tokens / kMambaScanChunk)
   int threads = kMambaScanThreads;
-  std::int64_t blocks = 0;          // batch * channel_groups
+  std::int64_t segments = 1;        // pieces of the sequence scanned by separate blocks (1: no split)
+  std::int64_t segment_tokens = 0;  // a multiple of kMambaScanChunk; segments x segment_tokens >= tokens
+  std::int64_t blocks = 0;          // the outputs pass (the one kernel unsplit): batch * segments * channel_groups
+  std::int64_t map_blocks = 0;      // pass 1: batch * (segments - 1) * channel_groups; 0 unsplit
+  std::int64_t combine_blocks = 0;  // pass 2: ceil(rows * N / kMambaCombineThreads); 0 unsplit
+  std::int64_t workspace_floats = 0;  // rows * segments * (N + 1) floats; 0 unsplit
   std::size_t shared_bytes = 0;     // dynamic: mamba_scan_shared_bytes(4, N), enough for either dtype
 };
+inline constexpr int kMambaCombineThreads = 256;
+
+// The workspace of a split prefill: the h of (row, segment) [rows][segments][N] (pass 1's h from
+// zero at the segment's end, replaced by pass 2 with the h entering the segment), then the
+// segment's sum of dt [rows][segments].
+constexpr std::int64_t mamba_segment_state_index(const MambaPrefillPlan& plan, std::int64_t row, std::int64_t segment,
+                                                 int s) {
+  return (row * plan.segments + segment) * plan.state_size + s;
+}
+constexpr std::int64_t mamba_segment_dt_index(const MambaPrefillPlan& plan, std::int64_t row, std::int64_t segment) {
+  return plan.batch * plan.channels * plan.segments * plan.state_size + row * plan.segments + segment;
+}
+
+// Segments for `row_blocks` = batch x channel_groups blocks over `chunks` chunks on a device with
+// `multiprocessors` SMs (<= 0: unknown, no split). Up to kMambaScanMinBlocksPerSm blocks run on an
+// SM at once, so a grid of more than that many per SM runs in waves; the segments fill the
+// resident slots once, floor(2 SMs / row_blocks), and never exceed the chunks. The split pays for
+// a second walk (pass 1) over all but one segment: it is taken only when the two walks of a segment
+// are shorter than the unsplit walk, 2 ceil(chunks / segments) < chunks. This counts pass 1 as
+// costly as pass 3 and a block sharing its SM with another as fast as one alone: at <= 2 blocks (16
+// warps) per SM the scan is bound by the latency of its shuffle chain, not by the SM's issue rate.
+std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors);
 
 // Bytes a prefill must move at the least: u, dt_raw, z read and out written once per channel and
 // token, B and C read once per token, the fp32 parameters (A, dt_bias, D) and h read and written
@@ -94,16 +134,25 @@ constexpr MambaDecodeSlot mamba_decode_slot(const MambaDecodePlan& plan, std::in
 struct MambaScanRun {
   std::int64_t batch = 0;
   int first_channel = 0;
+  std::int64_t segment = 0;
 };
-// The batch element and first channel of a scan block; warp w owns channel first_channel + w.
-constexpr MambaScanRun mamba_scan_run(std::int64_t block, std::int64_t channel_groups) {
-  return {block / channel_groups, static_cast<int>(block % channel_groups) * kMambaScanWarps};
+// The batch element, segment and first channel of a scan block over a grid of `segments` segments
+// (pass 1 launches segments - 1 of the plan's); warp w owns channel first_channel + w. The channel
+// groups of one (batch element, segment) are neighbours in the grid, so they read the same B and C
+// rows at about the same time (from L2 after the first).
+constexpr MambaScanRun mamba_scan_run(std::int64_t block, std::int64_t channel_groups, std::int64_t segments = 1) {
+  const std::int64_t piece = block / channel_groups;
+  return {piece / segments, static_cast<int>(block % channel_groups) * kMambaScanWarps, piece % segments};
 }
 // Token (within the chunk) of item i of lane l.
 constexpr int mamba_scan_token(int lane, int item) { return lane * kMambaScanItems + item; }
 
 MambaDecodePlan plan_mamba_decode(const MambaShape& shape);
-MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens);
+// `multiprocessors` (the device's SMs; <= 0: no split) chooses the segments (mamba_prefill_segments).
+MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens, int multiprocessors = 0);
+// `plan` cut into `segments` pieces whatever the device (the tests' forms): clamped to 1..chunks,
+// then to the fewest that keep its segment length, so that no segment is empty.
+MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segments);
 
 // Why the CUDA kernels cannot run `cell` (beyond Mechanism::unsupported), or nullopt.
 std::optional<std::string> mamba_cuda_unsupported(const Cell& cell);

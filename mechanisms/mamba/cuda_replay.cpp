@@ -16,7 +16,7 @@ constexpr int kItems = kMambaScanItems, kGroup = kMambaScanStateGroup;
 using Lanes = std::array<float, 32>;
 using Items = std::array<std::array<float, kItems>, 32>;  // [lane][item]
 
-// One warp: its channel's per-token values of the chunk, then its scan of one state entry.
+// One warp: its channel's per-token values of the chunk.
 struct WarpChunk {
   Items dt{}, du{}, u{}, y{};
 };
@@ -28,114 +28,217 @@ float tile_item(const std::vector<T>& tile, int row_start, int lane, int item) {
   return to_float(tile[static_cast<std::size_t>(row_start + ((item / v) * 32 + lane) * v + item % v)]);
 }
 
+// One scan block of mamba_warp_scan_kernel: its warps' carried h ([warps][N], shared memory in the
+// kernel) and dt sums, and its walk over one segment's chunks (scan_chunk).
+template <class T>
+class ScanBlock {
+ public:
+  ScanBlock(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,
+            MambaReplayFault fault)
+      : carry(static_cast<std::size_t>(kMambaScanWarps * plan.state_size)),
+        plan_(plan),
+        params_(params),
+        x_(x),
+        fault_(fault),
+        b_tile_(static_cast<std::size_t>(kGroup * mamba_tile_stride(static_cast<int>(sizeof(T))))),
+        c_tile_(b_tile_.size()) {}
+
+  bool active(const MambaScanRun& run, int w) const { return run.first_channel + w < plan_.channels; }
+  std::int64_t row_of(const MambaScanRun& run, int w) const { return run.batch * plan_.channels + run.first_channel + w; }
+
+  // The segment of `run` from the h in `carry`, leaving its end in `carry` and (without outputs)
+  // its warps' dt sums in `dt_total`.
+  void walk(const MambaScanRun& run, bool outputs, T* out) {
+    dt_total.fill(0.0f);
+    const std::int64_t begin = run.segment * plan_.segment_tokens;
+    const std::int64_t end = std::min(plan_.tokens, begin + plan_.segment_tokens);
+    for (std::int64_t first = begin; first < end; first += kMambaScanChunk) chunk(run, first, outputs, out);
+  }
+
+  std::vector<float> carry;
+  std::array<float, kMambaScanWarps> dt_total{};
+
+ private:
+  void chunk(const MambaScanRun& run, std::int64_t first, bool outputs, T* out) {
+    constexpr int bytes = static_cast<int>(sizeof(T));
+    const std::int64_t tokens = plan_.tokens;
+    const int n = plan_.state_size, stride = mamba_tile_stride(bytes);
+    for (int w = 0; w < kMambaScanWarps; ++w) {
+      if (!active(run, w)) continue;
+      const int c = run.first_channel + w;
+      const std::int64_t base = row_of(run, w) * tokens;
+      Lanes sums{};
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int i = 0; i < kItems; ++i) {
+          const std::int64_t token = first + mamba_scan_token(lane, i);
+          const bool inside = token < tokens;
+          const float u = inside ? to_float(x_.u[base + token]) : 0.0f;
+          const float dt = inside ? softplus(to_float(x_.dt_raw[base + token]) + params_.dt_bias[c]) : 0.0f;
+          warps_[w].u[lane][i] = u;
+          warps_[w].dt[lane][i] = dt;
+          warps_[w].du[lane][i] = dt * u;
+          warps_[w].y[lane][i] = 0.0f;
+          sums[lane] = i == 0 ? dt : sums[lane] + dt;
+        }
+      }
+      // The butterfly over __shfl_xor_sync: every lane ends with the same sum; lane 0's is kept.
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        const Lanes before = sums;
+        for (int lane = 0; lane < 32; ++lane) sums[lane] = before[lane] + before[lane ^ offset];
+      }
+      if (!outputs) dt_total[w] += sums[0];
+    }
+    for (int s0 = 0; s0 < n; s0 += kGroup) {
+      // Staging, as the block's threads write it.
+      for (int e = 0; e < kMambaScanChunk * kGroup; ++e) {
+        const int token = e / kGroup, g = e % kGroup;
+        const std::int64_t at = first + token;
+        const bool inside = at < tokens && s0 + g < n;
+        const std::int64_t from = (run.batch * tokens + at) * n + s0 + g;
+        b_tile_[static_cast<std::size_t>(mamba_tile_index(bytes, g, token))] = inside ? x_.B[from] : T(0.0f);
+        c_tile_[static_cast<std::size_t>(mamba_tile_index(bytes, g, token))] = inside ? x_.C[from] : T(0.0f);
+      }
+      const int group_size = std::min(kGroup, n - s0);
+      for (int w = 0; w < kMambaScanWarps; ++w) {
+        if (active(run, w)) scan_group(run, w, s0, group_size, stride, outputs);
+      }
+    }
+    if (!outputs) return;
+    for (int w = 0; w < kMambaScanWarps; ++w) {
+      if (!active(run, w)) continue;
+      const int c = run.first_channel + w;
+      const std::int64_t base = row_of(run, w) * tokens;
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int i = 0; i < kItems; ++i) {
+          const std::int64_t token = first + mamba_scan_token(lane, i);
+          if (token >= tokens) continue;
+          const float gate = silu(to_float(x_.z[base + token]));
+          out[base + token] = from_float<T>(std::fma(params_.D[c], warps_[w].u[lane][i], warps_[w].y[lane][i]) * gate);
+        }
+      }
+    }
+  }
+
+  // Warp w's scan of the state entries s0 .. s0 + group_size - 1 over the chunk.
+  void scan_group(const MambaScanRun& run, int w, int s0, int group_size, int stride, bool outputs) {
+    WarpChunk& wc = warps_[w];
+    const int n = plan_.state_size, c = run.first_channel + w;
+    for (int g = 0; g < group_size; ++g) {
+      const int s = s0 + g;
+      const float a2 = params_.A[static_cast<std::int64_t>(c) * n + s] * kMambaLog2e;
+      Items a{}, b{};
+      Lanes fold_a{}, fold_b{};
+      for (int lane = 0; lane < 32; ++lane) {
+        float aa = 1.0f, bb = 0.0f;
+        for (int i = 0; i < kItems; ++i) {
+          a[lane][i] = std::exp2(wc.dt[lane][i] * a2);
+          b[lane][i] = wc.du[lane][i] * tile_item(b_tile_, g * stride, lane, i);
+          bb = std::fma(a[lane][i], bb, b[lane][i]);
+          aa = aa * a[lane][i];
+        }
+        fold_a[lane] = aa;
+        fold_b[lane] = bb;
+      }
+      // Inclusive shuffle scan: at each offset every lane reads its neighbour's value from before
+      // the step (__shfl_up_sync), lanes below the offset keep theirs.
+      for (int offset = 1; offset < 32; offset *= 2) {
+        const Lanes prev_a = fold_a, prev_b = fold_b;
+        for (int lane = offset; lane < 32; ++lane) {
+          fold_b[lane] = std::fma(prev_a[lane], prev_b[lane - offset], prev_b[lane]);
+          fold_a[lane] = prev_a[lane] * prev_a[lane - offset];
+        }
+      }
+      const float entering = fault_ == MambaReplayFault::carry_skipped ? 0.0f : carry[w * n + s];
+      Lanes exit{};
+      for (int lane = 0; lane < 32; ++lane) exit[lane] = std::fma(fold_a[lane], entering, fold_b[lane]);
+      if (outputs) {
+        for (int lane = 0; lane < 32; ++lane) {
+          float h = lane == 0 ? entering : exit[lane - 1];
+          for (int i = 0; i < kItems; ++i) {
+            h = std::fma(a[lane][i], h, b[lane][i]);
+            wc.y[lane][i] = std::fma(tile_item(c_tile_, g * stride, lane, i), h, wc.y[lane][i]);
+          }
+        }
+      }
+      carry[w * n + s] = exit[31];
+    }
+  }
+
+  const MambaPrefillPlan& plan_;
+  const MambaParameters& params_;
+  const MambaTokens<T>& x_;
+  MambaReplayFault fault_;
+  std::vector<T> b_tile_, c_tile_;
+  std::array<WarpChunk, kMambaScanWarps> warps_;
+};
+
+// mamba_segment_combine_kernel: per (row, entry) the segments' maps in order from the carried h.
+void combine_segments(const MambaPrefillPlan& plan, const MambaParameters& params, const float* state,
+                      std::vector<float>& workspace, MambaReplayFault fault) {
+  const int n = plan.state_size;
+  for (std::int64_t row = 0; row < plan.batch * plan.channels; ++row) {
+    const int c = static_cast<int>(row % plan.channels);
+    for (int s = 0; s < n; ++s) {
+      const float a2 = params.A[static_cast<std::int64_t>(c) * n + s] * kMambaLog2e;
+      float h = state[row * n + s];
+      for (std::int64_t k = 0; k < plan.segments; ++k) {
+        float& slot = workspace[static_cast<std::size_t>(mamba_segment_state_index(plan, row, k, s))];
+        if (k == plan.segments - 1) {
+          slot = h;
+          break;
+        }
+        const float from_zero = slot;
+        slot = h;
+        const float decay = std::exp2(workspace[static_cast<std::size_t>(mamba_segment_dt_index(plan, row, k))] * a2);
+        h = fault == MambaReplayFault::segment_carry_skipped   ? 0.0f
+            : fault == MambaReplayFault::segment_decay_skipped ? h + from_zero
+                                                               : std::fma(decay, h, from_zero);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
 void replay_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,
                           float* state, T* out, MambaReplayFault fault) {
-  constexpr int bytes = static_cast<int>(sizeof(T));
-  const std::int64_t tokens = plan.tokens;
-  const int channels = plan.channels, n = plan.state_size, stride = mamba_tile_stride(bytes);
-  if (tokens == 0) return;
-  std::vector<T> b_tile(static_cast<std::size_t>(kGroup * stride)), c_tile(b_tile.size());
-  std::vector<float> carry(static_cast<std::size_t>(kMambaScanWarps * n));
-  std::array<WarpChunk, kMambaScanWarps> warps;
-  for (std::int64_t block = 0; block < plan.blocks; ++block) {
-    const MambaScanRun run = mamba_scan_run(block, plan.channel_groups);
-    auto active = [&](int w) { return run.first_channel + w < channels; };
-    auto row_of = [&](int w) { return run.batch * channels + run.first_channel + w; };
-    for (int w = 0; w < kMambaScanWarps; ++w) {
-      for (int s = 0; s < n; ++s) carry[w * n + s] = active(w) ? state[row_of(w) * n + s] : 0.0f;
-    }
-    for (std::int64_t first = 0; first < tokens; first += kMambaScanChunk) {
+  if (plan.tokens == 0) return;
+  const int n = plan.state_size;
+  ScanBlock<T> block(plan, params, x, fault);
+  const bool split = plan.segments > 1;
+  std::vector<float> workspace(static_cast<std::size_t>(plan.workspace_floats));
+  auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  if (split) {
+    // Pass 1: segments 0 .. S - 2 from h = 0.
+    for (std::int64_t b = 0; b < plan.map_blocks; ++b) {
+      const MambaScanRun run = mamba_scan_run(b, plan.channel_groups, plan.segments - 1);
+      std::fill(block.carry.begin(), block.carry.end(), 0.0f);
+      block.walk(run, false, nullptr);
       for (int w = 0; w < kMambaScanWarps; ++w) {
-        if (!active(w)) continue;
-        const int c = run.first_channel + w;
-        const std::int64_t base = row_of(w) * tokens;
-        for (int lane = 0; lane < 32; ++lane) {
-          for (int i = 0; i < kItems; ++i) {
-            const std::int64_t token = first + mamba_scan_token(lane, i);
-            const bool inside = token < tokens;
-            const float u = inside ? to_float(x.u[base + token]) : 0.0f;
-            const float dt = inside ? softplus(to_float(x.dt_raw[base + token]) + params.dt_bias[c]) : 0.0f;
-            warps[w].u[lane][i] = u;
-            warps[w].dt[lane][i] = dt;
-            warps[w].du[lane][i] = dt * u;
-            warps[w].y[lane][i] = 0.0f;
-          }
-        }
-      }
-      for (int s0 = 0; s0 < n; s0 += kGroup) {
-        // Staging, as the block's threads write it.
-        for (int e = 0; e < kMambaScanChunk * kGroup; ++e) {
-          const int token = e / kGroup, g = e % kGroup;
-          const std::int64_t at = first + token;
-          const bool inside = at < tokens && s0 + g < n;
-          const std::int64_t from = (run.batch * tokens + at) * n + s0 + g;
-          b_tile[static_cast<std::size_t>(mamba_tile_index(bytes, g, token))] = inside ? x.B[from] : T(0.0f);
-          c_tile[static_cast<std::size_t>(mamba_tile_index(bytes, g, token))] = inside ? x.C[from] : T(0.0f);
-        }
-        const int group_size = std::min(kGroup, n - s0);
-        for (int w = 0; w < kMambaScanWarps; ++w) {
-          if (!active(w)) continue;
-          WarpChunk& wc = warps[w];
-          const int c = run.first_channel + w;
-          for (int g = 0; g < group_size; ++g) {
-            const int s = s0 + g;
-            const float a2 = params.A[static_cast<std::int64_t>(c) * n + s] * kMambaLog2e;
-            Items a{}, b{};
-            Lanes fold_a{}, fold_b{};
-            for (int lane = 0; lane < 32; ++lane) {
-              float aa = 1.0f, bb = 0.0f;
-              for (int i = 0; i < kItems; ++i) {
-                a[lane][i] = std::exp2(wc.dt[lane][i] * a2);
-                b[lane][i] = wc.du[lane][i] * tile_item(b_tile, g * stride, lane, i);
-                bb = std::fma(a[lane][i], bb, b[lane][i]);
-                aa = aa * a[lane][i];
-              }
-              fold_a[lane] = aa;
-              fold_b[lane] = bb;
-            }
-            // Inclusive shuffle scan: at each offset every lane reads its neighbour's value from
-            // before the step (__shfl_up_sync), lanes below the offset keep theirs.
-            for (int offset = 1; offset < 32; offset *= 2) {
-              const Lanes prev_a = fold_a, prev_b = fold_b;
-              for (int lane = offset; lane < 32; ++lane) {
-                fold_b[lane] = std::fma(prev_a[lane], prev_b[lane - offset], prev_b[lane]);
-                fold_a[lane] = prev_a[lane] * prev_a[lane - offset];
-              }
-            }
-            const float entering = fault == MambaReplayFault::carry_skipped ? 0.0f : carry[w * n + s];
-            Lanes exit{};
-            for (int lane = 0; lane < 32; ++lane) exit[lane] = std::fma(fold_a[lane], entering, fold_b[lane]);
-            for (int lane = 0; lane < 32; ++lane) {
-              float h = lane == 0 ? entering : exit[lane - 1];
-              for (int i = 0; i < kItems; ++i) {
-                h = std::fma(a[lane][i], h, b[lane][i]);
-                wc.y[lane][i] = std::fma(tile_item(c_tile, g * stride, lane, i), h, wc.y[lane][i]);
-              }
-            }
-            carry[w * n + s] = exit[31];
-          }
-        }
-      }
-      for (int w = 0; w < kMambaScanWarps; ++w) {
-        if (!active(w)) continue;
-        const int c = run.first_channel + w;
-        const std::int64_t base = row_of(w) * tokens;
-        for (int lane = 0; lane < 32; ++lane) {
-          for (int i = 0; i < kItems; ++i) {
-            const std::int64_t token = first + mamba_scan_token(lane, i);
-            if (token >= tokens) continue;
-            const float gate = silu(to_float(x.z[base + token]));
-            out[base + token] = from_float<T>(std::fma(params.D[c], warps[w].u[lane][i], warps[w].y[lane][i]) * gate);
-          }
-        }
+        if (!block.active(run, w)) continue;
+        const std::int64_t row = block.row_of(run, w);
+        for (int s = 0; s < n; ++s) workspace[at(mamba_segment_state_index(plan, row, run.segment, s))] = block.carry[w * n + s];
+        workspace[at(mamba_segment_dt_index(plan, row, run.segment))] = block.dt_total[static_cast<std::size_t>(w)];
       }
     }
+    combine_segments(plan, params, state, workspace, fault);  // pass 2
+  }
+  // The outputs pass (the whole kernel unsplit): from the entering h, the last segment leaves h in state.
+  const float* entering = split ? workspace.data() : state;
+  for (std::int64_t b = 0; b < plan.blocks; ++b) {
+    const MambaScanRun run = mamba_scan_run(b, plan.channel_groups, plan.segments);
     for (int w = 0; w < kMambaScanWarps; ++w) {
-      if (!active(w)) continue;
-      for (int s = 0; s < n; ++s) state[row_of(w) * n + s] = carry[w * n + s];
+      for (int s = 0; s < n; ++s) {
+        block.carry[at(w * n + s)] =
+            block.active(run, w) ? entering[mamba_segment_state_index(plan, block.row_of(run, w), run.segment, s)] : 0.0f;
+      }
+    }
+    block.walk(run, true, out);
+    if (run.segment != plan.segments - 1) continue;
+    for (int w = 0; w < kMambaScanWarps; ++w) {
+      if (!block.active(run, w)) continue;
+      for (int s = 0; s < n; ++s) state[block.row_of(run, w) * n + s] = block.carry[at(w * n + s)];
     }
   }
 }

@@ -1,20 +1,25 @@
 #pragma once
-// A CPU replay of the CUDA prefill's arithmetic (cuda.cu, mamba_warp_scan_kernel): the same blocks,
-// warps and lanes, the same chunking of time, the same B/C tiles written through mamba_tile_index
-// and read back as the lanes' 16-byte vectors, the same per-lane fold, the same five-step shuffle
-// scan and the same carry of h between chunks, in fp32 with the same roundings (exp2 of
-// dt (A log2 e), fmaf where the kernel fuses). Only the exp2 differs (the device's ex2.approx is
-// within 2 ulp of exp2f). Without a GPU this is the evidence that the kernel's algorithm is right:
-// tests/test_mamba_scan_replay.cpp holds it to the fp64 reference.
+// A CPU replay of the CUDA prefill's arithmetic (cuda.cu, mamba_warp_scan_kernel and, for a split
+// plan, mamba_segment_combine_kernel): the same blocks, segments, warps and lanes, the same chunking
+// of time, the same B/C tiles written through mamba_tile_index and read back as the lanes' 16-byte
+// vectors, the same per-lane fold, the same five-step shuffle scan, the same carry of h between
+// chunks, and for a split plan the same three passes (segment maps from h = 0 with their dt sums,
+// their combination in order, the outputs from each segment's entering h), in fp32 with the same
+// roundings (exp2 of dt (A log2 e), fmaf where the kernel fuses, the dt sums' butterfly). Only the
+// exp2 differs (the device's ex2.approx is within 2 ulp of exp2f). Without a GPU this is the
+// evidence that the kernel's algorithm is right: tests/test_mamba_scan_replay.cpp holds it to the
+// fp64 reference.
 #include "mechanisms/mamba/cpu.hpp"
 #include "mechanisms/mamba/cuda_plan.hpp"
 
 namespace arch_bench {
 
-// A deliberate fault, for the test that shows the replay's check can fail.
+// A deliberate fault, for the tests that show the replay's check can fail.
 enum class MambaReplayFault {
   none,
-  carry_skipped,  // every chunk starts from h = 0 instead of the carried h
+  carry_skipped,          // every chunk starts from h = 0 instead of the carried h
+  segment_carry_skipped,  // split: every segment but the first starts from h = 0 (pass 2 dropped)
+  segment_decay_skipped,  // split: pass 2 carries h through a segment undecayed (P = 1)
 };
 
 // The prefill of `plan.tokens` tokens, as launch_mamba_prefill computes it; `state` carries in and

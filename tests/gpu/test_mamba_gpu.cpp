@@ -2,7 +2,9 @@
 // reference (decode and prefill, bf16 and fp32, L around the scan's 256-token chunks, odd channel
 // counts and state sizes), and the kernels against each other: a decode step after a prefill over L
 // tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
-// the h it is given. Every output is poisoned with NaN before the run. Skipped without a device.
+// the h it is given. The split prefill (segments scanned by separate blocks, cuda_plan.hpp) equals
+// the unsplit one and its CPU replay, continues from a carried h, and is what a batch-1 cell runs.
+// Every output is poisoned with NaN before the run. Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -122,13 +124,23 @@ struct DeviceLayer {
   Buffer<float> A, dt_bias, D, state;
 };
 
-// Prefill of tokens [first, first + count) continuing from layer.state; returns out [rows, count].
+// The prefill plan of tokens [.., count) cut into `segments` (1: unsplit).
+MambaPrefillPlan prefill_plan(const MambaInputs& in, std::int64_t count, std::int64_t segments) {
+  return split_mamba_prefill(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), segments);
+}
+
+// Prefill of tokens [first, first + count) continuing from layer.state, in `segments`; returns out
+// [rows, count]. The workspace is poisoned: the kernels must not read what they did not write.
 template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const MambaInputs& in, std::int64_t first, std::int64_t count,
-                           DeviceLayer& layer) {
+                           DeviceLayer& layer, std::int64_t segments = 1) {
   DeviceSequence<T> x(cuda, in, first, count);
-  launch_mamba_prefill<T>(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), layer.view(), x.view(),
-                          layer.state.data(), x.out.data(), cuda.stream());
+  const MambaPrefillPlan plan = prefill_plan(in, count, segments);
+  EXPECT_EQ(plan.segments, segments) << "L " << count;
+  Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_floats));
+  poison(cuda, workspace.data(), workspace.bytes());
+  launch_mamba_prefill<T>(plan, layer.view(), x.view(), layer.state.data(), workspace.data(), x.out.data(),
+                          cuda.stream());
   cuda.synchronize();
   return download<T>(cuda, x.out.data(), static_cast<std::int64_t>(x.out.size()));
 }
@@ -164,55 +176,116 @@ TEST(MambaGpu, DecodeAfterPrefillEqualsLastRowOfPrefillOverLPlusOneTokens) {
   }
 }
 
+// Unsplit, then with the head (1300 tokens, 6 chunks) in 2 and 3 segments and the tail (700
+// tokens, 3 chunks) in 3: the carried h enters a split prefill through its combine pass.
 TEST(MambaGpu, PrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
   const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 2000, DType::float32), 2000, 29);
   DeviceLayer whole(cuda, in);
   const std::vector<float> all = prefill<float>(cuda, in, 0, 2000, whole);
-  // Tokens [0, 1300) then [1300, 2000), carrying h: 1300 is not a chunk boundary.
-  DeviceLayer carried(cuda, in);
-  const std::vector<float> head = prefill<float>(cuda, in, 0, 1300, carried);
-  const std::vector<float> tail = prefill<float>(cuda, in, 1300, 700, carried);
-  EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 1300, tail, 700, in.rows(), 1), all), 1e-5);
   const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
-  EXPECT_LT(testing::relative_max_error(download<float>(cuda, carried.state.data(), states),
-                                        download<float>(cuda, whole.state.data(), states)),
-            1e-5);
+  struct Split {
+    std::int64_t head, tail;
+  };
+  for (const Split segments : {Split{1, 1}, Split{2, 3}, Split{3, 3}}) {
+    // Tokens [0, 1300) then [1300, 2000), carrying h: 1300 is not a chunk boundary.
+    DeviceLayer carried(cuda, in);
+    const std::vector<float> head = prefill<float>(cuda, in, 0, 1300, carried, segments.head);
+    const std::vector<float> tail = prefill<float>(cuda, in, 1300, 700, carried, segments.tail);
+    const std::string where = "segments " + std::to_string(segments.head) + " + " + std::to_string(segments.tail);
+    EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 1300, tail, 700, in.rows(), 1), all), 1e-5) << where;
+    EXPECT_LT(testing::relative_max_error(download<float>(cuda, carried.state.data(), states),
+                                          download<float>(cuda, whole.state.data(), states)),
+              1e-5)
+        << where;
+  }
 }
 
-// The kernel against its CPU replay (cuda_replay.cpp, the same operations in the same order but
-// exp2f for ex2.approx): nearly equal outputs and final h, at 9 channels (a block with one active
-// warp), lengths off and across the chunk edge, from a non-zero h.
-TEST(MambaGpu, PrefillEqualsItsCpuReplay) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  for (const std::int64_t length : {257, 1300}) {
-    const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, length + 100, DType::float32, 1, 9), length + 100, 53);
-    DeviceLayer layer(cuda, in);
-    prefill<float>(cuda, in, 0, 100, layer);  // h after 100 tokens: the replay starts from it too
-    std::vector<float> state = download<float>(cuda, layer.state.data(), static_cast<std::int64_t>(layer.state.size()));
-    const std::vector<float> device = prefill<float>(cuda, in, 100, length, layer);
-    std::vector<float> u, dt_raw, z, B, C;
+// Tokens [first, first + count) of a layer's inputs on the host, in the kernels' layouts (fp32).
+struct HostSequence {
+  HostSequence(const MambaInputs& in, std::int64_t first, std::int64_t count) {
     for (std::int64_t r = 0; r < in.rows(); ++r) {
       for (auto [from, to] : {std::pair{&in.u, &u}, {&in.dt_raw, &dt_raw}, {&in.z, &z}}) {
-        to->insert(to->end(), in.row(*from, r) + 100, in.row(*from, r) + 100 + length);
+        to->insert(to->end(), in.row(*from, r) + first, in.row(*from, r) + first + count);
       }
     }
     for (std::int64_t b = 0; b < in.batch; ++b) {
-      B.insert(B.end(), in.token(in.B, b, 100), in.token(in.B, b, 100) + length * in.state_size);
-      C.insert(C.end(), in.token(in.C, b, 100), in.token(in.C, b, 100) + length * in.state_size);
+      B.insert(B.end(), in.token(in.B, b, first), in.token(in.B, b, first) + count * in.state_size);
+      C.insert(C.end(), in.token(in.C, b, first), in.token(in.C, b, first) + count * in.state_size);
     }
+  }
+  MambaTokens<float> view() const { return {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  std::vector<float> u, dt_raw, z, B, C;
+};
+
+// The kernels against their CPU replay (cuda_replay.cpp, the same operations in the same order but
+// exp2f for ex2.approx): nearly equal outputs and final h, at 9 channels (a block with one active
+// warp), lengths off and across the chunk edge, from a non-zero h, unsplit and split (1300 tokens:
+// 6 chunks in 2, 3 and 6 segments); and the split outputs and h against the unsplit ones.
+TEST(MambaGpu, PrefillEqualsItsCpuReplaySplitOrNot) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  struct Case {
+    std::int64_t length, segments;
+  };
+  for (const Case c : {Case{257, 1}, Case{1300, 1}, Case{1300, 2}, Case{1300, 3}, Case{1300, 6}}) {
+    const std::int64_t length = c.length;
+    const std::string where = "L " + std::to_string(length) + ", " + std::to_string(c.segments) + " segments";
+    const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, length + 100, DType::float32, 1, 9), length + 100, 53);
+    DeviceLayer layer(cuda, in);
+    prefill<float>(cuda, in, 0, 100, layer);  // h after 100 tokens: the replay starts from it too
+    const std::int64_t states = static_cast<std::int64_t>(layer.state.size());
+    std::vector<float> state = download<float>(cuda, layer.state.data(), states);
+    DeviceLayer unsplit(cuda, in);
+    upload<float>(cuda, state.data(), states, unsplit.state.data());
+    const std::vector<float> device = prefill<float>(cuda, in, 100, length, layer, c.segments);
+    const std::vector<float> device_unsplit = prefill<float>(cuda, in, 100, length, unsplit);
+    const HostSequence x(in, 100, length);
     const std::vector<float> A = in.A();
     std::vector<float> replayed(device.size());
-    replay_mamba_prefill<float>(plan_mamba_prefill({in.batch, in.channels, in.state_size}, length),
-                                {A.data(), in.dt_bias.data(), in.D.data()},
-                                {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}, state.data(), replayed.data());
-    EXPECT_LT(testing::relative_max_error(device, replayed), 1e-5) << "L " << length;
-    EXPECT_LT(testing::relative_max_error(
-                  download<float>(cuda, layer.state.data(), static_cast<std::int64_t>(layer.state.size())), state),
+    replay_mamba_prefill<float>(prefill_plan(in, length, c.segments), {A.data(), in.dt_bias.data(), in.D.data()},
+                                x.view(), state.data(), replayed.data());
+    const std::vector<float> device_state = download<float>(cuda, layer.state.data(), states);
+    EXPECT_LT(testing::relative_max_error(device, replayed), 1e-5) << where;
+    EXPECT_LT(testing::relative_max_error(device_state, state), 1e-5) << where;
+    EXPECT_LT(testing::relative_max_error(device, device_unsplit), 1e-5) << where;
+    EXPECT_LT(testing::relative_max_error(device_state, download<float>(cuda, unsplit.state.data(), states)), 1e-5)
+        << where;
+  }
+}
+
+// bf16 split against unsplit on the device: the same tiles and rounding of the outputs, so the two
+// differ by the segment edges' fp32 rounding and at most one bf16 rounding of an output.
+TEST(MambaGpu, SplitPrefillEqualsUnsplitBf16) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 2500, DType::bfloat16), 2500, 79);
+  DeviceLayer whole(cuda, in);
+  const std::vector<float> all = prefill<bf16>(cuda, in, 0, 2500, whole);
+  const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
+  for (const std::int64_t segments : {2, 5, 10}) {
+    DeviceLayer split(cuda, in);
+    const std::vector<float> out = prefill<bf16>(cuda, in, 0, 2500, split, segments);
+    EXPECT_LT(testing::relative_max_error(out, all), 1e-2) << segments;
+    EXPECT_LT(testing::relative_max_error(download<float>(cuda, split.state.data(), states),
+                                          download<float>(cuda, whole.state.data(), states)),
               1e-5)
-        << "L " << length;
+        << segments;
+  }
+}
+
+// Issue 39's shape at batch 1 (d_inner 512) on this device: the cell's plan splits the sequence,
+// and the registered cell, run once, is within the fp64 reference in both dtypes.
+TEST(MambaGpu, Batch1CellRunsTheSplitPrefill) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const std::int64_t length = 2048;
+  const MambaPrefillPlan plan = plan_mamba_prefill({1, 512, 16}, length, cuda.device().multiprocessors);
+  EXPECT_GT(plan.segments, 1) << cuda.device().multiprocessors << " SMs";
+  for (const DType dtype : {DType::float32, DType::bfloat16}) {
+    testing::expect_cuda_cell_matches_fp64_reference(*backend, mamba_cell(Phase::prefill, length, dtype, 8, 64, 16, 1),
+                                                     length);
   }
 }
 
