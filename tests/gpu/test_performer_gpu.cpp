@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -258,6 +259,20 @@ TEST(PerformerGpu, TensorCorePrefillContinuesFromTheStateItIsGiven) {
         << map;
     EXPECT_LT(testing::relative_max_error(carried.all_state(cuda), whole.all_state(cuda)), 1e-5) << map;
   }
+}
+
+// A tensor-core plan takes bf16 storage and the split W; anything else is refused before a launch
+// (runs without a device: nothing is enqueued).
+TEST(PerformerGpu, TensorCorePlanRefusesFp32StorageAndAMissingSplit) {
+  const PerformerShape shape{2, 64, 64, 128, PerformerFeatures::favor_plus};
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, 64, PerformerFeaturePath::tensor_core_bf16);
+  const bf16 split{};
+  EXPECT_THROW(launch_performer_prefill<float>(plan, nullptr, &split, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                               nullptr, nullptr, nullptr, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(launch_performer_prefill<bf16>(plan, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                              nullptr, nullptr, nullptr, nullptr),
+               std::invalid_argument);
 }
 
 TEST(PerformerGpu, Bf16PrefillCellsNameTheirTensorCorePath) {
