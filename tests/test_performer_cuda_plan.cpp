@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/performer/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/mechanism_fixtures.hpp"
@@ -150,6 +151,89 @@ TEST(PerformerCudaPlan, UnsupportedCellsAndTheStabiliser) {
   EXPECT_GE(performer->predicted_peak_bytes(cell), gpu);
   cell.phase = Phase::decode;
   EXPECT_EQ(performer_cuda_workspace_bytes(cell), 4 * 8);  // one denominator per head
+}
+
+// The bf16 prefill's stage 1 on tensor cores: 64-token tiles of queries and keys, each token once.
+TEST(PerformerCudaPlan, TensorCoreFeatureBlocksCoverEveryTokenOfQueriesAndKeysOnce) {
+  for (const std::int64_t tokens : {1, 63, 64, 65, 300}) {
+    const std::int64_t heads = 3;
+    const PerformerPrefillPlan plan =
+        plan_performer_prefill(shape(heads, 64, 256), tokens, PerformerFeaturePath::tensor_core_bf16);
+    ASSERT_EQ(plan.feature_path, PerformerFeaturePath::tensor_core_bf16);
+    const PerformerTensorCoreFeaturePlan& tc = plan.tensor_core;
+    EXPECT_EQ(tc.blocks, heads * ceil_div(tokens, kPerformerTensorCoreTokens) * 2);
+    std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
+    for (std::int64_t block = 0; block < tc.blocks; ++block) {
+      const PerformerFeatureTile tile = performer_feature_block(block, tc.token_tiles, kPerformerTensorCoreTokens);
+      ASSERT_LT(tile.bh, heads);
+      for (int r = 0; r < kPerformerTensorCoreTokens && tile.first_token + r < tokens; ++r) {
+        ++(tile.keys ? keys : queries)[static_cast<std::size_t>(tile.bh * tokens + tile.first_token + r)];
+      }
+    }
+    EXPECT_TRUE(all_once(queries)) << tokens;
+    EXPECT_TRUE(all_once(keys)) << tokens;
+  }
+}
+
+// wmma tiles need dk and n padded to 16, a row stride that is a multiple of 8 bf16 and 32-byte
+// aligned tile pointers; every region fits beside the others in 48 KiB, for every width the
+// kernels take; every warp's column tiles together cover n once.
+TEST(PerformerCudaPlan, TensorCoreFeatureTilesArePaddedAlignedAndFit) {
+  for (const std::int64_t dk : {1, 16, 40, 64, 100, 128, 256}) {
+    for (const std::int64_t m : {2, 16, 100, 256, 4096}) {
+      for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+        const PerformerTensorCoreFeaturePlan tc = plan_performer_tensor_core_features(shape(2, dk, m, kind), 130);
+        const std::int64_t n = kind == PerformerFeatures::trig ? m / 2 : m;
+        EXPECT_EQ(tc.projection_rows, n);
+        EXPECT_EQ(tc.dk_padded % kPerformerTensorCoreFragment, 0);
+        EXPECT_GE(tc.dk_padded, dk);
+        EXPECT_LT(tc.dk_padded - dk, kPerformerTensorCoreFragment);
+        EXPECT_EQ(tc.columns_padded % kPerformerTensorCoreFragment, 0);
+        EXPECT_GE(tc.columns_padded, n);
+        EXPECT_LT(tc.columns_padded - n, kPerformerTensorCoreFragment);
+        EXPECT_EQ(tc.ld_x % 8, 0);
+        EXPECT_GE(tc.ld_x, tc.dk_padded);
+        EXPECT_EQ(tc.split_elements(), 2 * tc.dk_padded * tc.columns_padded);
+        // Regions in order, each 128-byte aligned and past the one before.
+        const std::size_t regions[] = {tc.x, tc.stage, tc.partial, tc.top, tc.half_norm};
+        const std::size_t sizes[] = {2u * kPerformerTensorCoreTokens * tc.ld_x,
+                                     4u * kPerformerTensorCoreWarps * 256, 4u * kPerformerTensorCoreWarps * 64, 4u * 64,
+                                     4u * 64};
+        for (int r = 0; r < 5; ++r) {
+          EXPECT_EQ(regions[r] % 128, 0u);
+          if (r > 0) {
+            EXPECT_GE(regions[r], regions[r - 1] + sizes[r - 1]);
+          }
+        }
+        EXPECT_EQ(tc.shared_bytes, tc.half_norm + sizes[4]);
+        EXPECT_LE(tc.shared_bytes, kSharedWithoutOptIn) << dk << " " << m;
+        std::vector<int> columns(static_cast<std::size_t>(tc.columns_padded / kPerformerTensorCoreFragment), 0);
+        for (int warp = 0; warp < kPerformerTensorCoreWarps; ++warp) {
+          for (std::size_t ct = static_cast<std::size_t>(warp); ct < columns.size(); ct += kPerformerTensorCoreWarps) ++columns[ct];
+        }
+        EXPECT_TRUE(all_once(columns));
+      }
+    }
+  }
+}
+
+TEST(PerformerCudaPlan, Bf16PrefillCellsRunTheirFeaturesOnTensorCores) {
+  Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
+  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::tensor_core_bf16);
+  EXPECT_EQ(performer_gpu_kernel_name(cell), "prefill features wmma_bf16 (W hi+lo), chunks simt");
+  // The tensor-core cell also holds W_hi and W_lo.
+  const std::int64_t simt = plan_performer_prefill(shape(8, 64, 256), 1024).workspace_bytes();
+  const PerformerTensorCoreFeaturePlan tc = plan_performer_tensor_core_features(shape(8, 64, 256), 1024);
+  EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt + 2 * tc.split_elements());
+  // fp32 must meet 1e-4 (fp32 products); a decode step and its context fill are unchanged.
+  cell.dtype = DType::float32;
+  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::simt);
+  EXPECT_EQ(performer_gpu_kernel_name(cell), "prefill simt");
+  EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt);
+  cell.dtype = DType::bfloat16;
+  cell.phase = Phase::decode;
+  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::simt);
+  EXPECT_EQ(performer_gpu_kernel_name(cell), "decode simt");
 }
 
 }  // namespace

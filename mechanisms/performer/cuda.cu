@@ -1,7 +1,8 @@
 // CUDA kernels of causal Performer attention: a fused decode step and a five-stage chunkwise prefill
-// (cuda_plan.hpp describes the geometry). Every product is fp32 FMA on SIMT cores, as in
+// (cuda_plan.hpp describes the geometry). Every product here is fp32 FMA on SIMT cores, as in
 // linear_attention's kernels: fp32 storage must meet 1e-4 against the fp64 reference, which tf32
 // tensor cores would not, and the bf16 path widens to fp32 on load (the features are fp32 anyway).
+// The bf16 prefill's stage 1 runs on tensor cores instead (cuda_tensor_core.cu; the plan chooses).
 // expf (not __expf) keeps fp32 within the tolerance; the stabiliser is the CPU
 // kernel's (cpu.cpp): favor+ features relative to the token's largest projection, the keys' log-scale
 // carried by the causal running max M.
@@ -10,11 +11,14 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <type_traits>
 
 #include "mechanisms/common/chunk_state_tile.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/common/prefix_pass.cuh"
 #include "mechanisms/performer/cuda.hpp"
+#include "mechanisms/performer/cuda_trig.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
@@ -27,24 +31,6 @@ constexpr int kWarps = kPerformerCudaThreads / 32;
 struct MaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
-
-// sin and cos of x as the CPU kernel computes them (cpu.cpp, trig_features): one Cody-Waite
-// reduction by pi/2 in three parts and the Cephes polynomials on [-pi/4, pi/4] (|error| < 1e-7 for
-// |x| up to ~1e4). sincosf would do, but its slow path for large |x| (Payne-Hanek) needs a local
-// array, and this keeps GPU and CPU features within a rounding of each other.
-__device__ __forceinline__ void trig_pair(float x, float* sine, float* cosine) {
-  const float n = rintf(x * 0.636619772367581343f);
-  const float r = ((x - n * 1.5703125f) - n * 4.837512969970703125e-4f) - n * 7.54978995489188216e-8f;
-  const float z = r * r;
-  const float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
-  const float c =
-      ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
-  const int quadrant = static_cast<int>(n) & 3;
-  const float a = (quadrant & 1) ? c : s;
-  const float b = (quadrant & 1) ? s : c;
-  *sine = (quadrant & 2) ? -a : a;
-  *cosine = ((quadrant + 1) & 2) ? -b : b;
-}
 
 // Block-wide sum and max over kPerformerCudaThreads threads; `scratch` holds kWarps floats. Every
 // thread gets the result; the trailing barrier lets the caller reuse `scratch` at once.
@@ -131,10 +117,10 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     }
     if (trig) {
       float s, c;
-      trig_pair(pq, &s, &c);
+      performer_trig_pair(pq, &s, &c);
       phi_q[i] = trig_ratio * s;
       phi_q[i + n] = trig_ratio * c;
-      trig_pair(pk, &s, &c);
+      performer_trig_pair(pk, &s, &c);
       phi_k[i] = trig_ratio * s;
       phi_k[i + n] = trig_ratio * c;
     } else {
@@ -253,7 +239,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
       float* row = features + static_cast<std::int64_t>(r) * m;
       if (trig) {
         float s, c;
-        trig_pair(acc[r], &s, &c);
+        performer_trig_pair(acc[r], &s, &c);
         row[i] = trig_ratio * s;
         row[i + n] = trig_ratio * c;
       } else {
@@ -491,10 +477,15 @@ void launch_performer_decode(const PerformerDecodePlan& plan, const float* proje
 }
 
 template <class T>
-void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const T* q, const T* k,
-                              const T* v, float* state, float* normalizer, float* running_max, T* out,
-                              float* workspace, CUstream_st* stream) {
+void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const bf16* split_projection,
+                              const T* q, const T* k, const T* v, float* state, float* normalizer, float* running_max,
+                              T* out, float* workspace, CUstream_st* stream) {
   using D = typename DeviceStorage<T>::type;
+  const bool tensor_core = plan.feature_path == PerformerFeaturePath::tensor_core_bf16;
+  if (tensor_core && (!std::is_same_v<T, bf16> || split_projection == nullptr)) {
+    throw std::invalid_argument("performer: the tensor-core prefill takes bf16 storage and the split projection "
+                                "(launch_performer_split_projection)");
+  }
   if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; (S, z, M) unchanged
   const PerformerPrefillWorkspace& w = plan.workspace;
   float* query_features = workspace + w.query_features;
@@ -505,11 +496,19 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   float* chunk_states = workspace + w.chunk_states;
   float* chunk_sums = workspace + w.chunk_sums;
   const D* v_d = reinterpret_cast<const D*>(v);
-  performer_features_kernel<D>
-      <<<static_cast<unsigned>(plan.feature_blocks), plan.threads, plan.feature_shared_bytes, stream>>>(
-          projection, reinterpret_cast<const D*>(q), reinterpret_cast<const D*>(k), query_features, key_features,
-          key_scale, plan.tokens, plan.dk, plan.features, plan.projection_rows, plan.token_tiles, plan.kind);
-  check_launch("performer_features_kernel");
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (tensor_core) {
+      launch_performer_tensor_core_features(plan.tensor_core, plan.batch_heads, split_projection, q, k, query_features,
+                                            key_features, key_scale, stream);
+    }
+  }
+  if (!tensor_core) {
+    performer_features_kernel<D>
+        <<<static_cast<unsigned>(plan.feature_blocks), plan.threads, plan.feature_shared_bytes, stream>>>(
+            projection, reinterpret_cast<const D*>(q), reinterpret_cast<const D*>(k), query_features, key_features,
+            key_scale, plan.tokens, plan.dk, plan.features, plan.projection_rows, plan.token_tiles, plan.kind);
+    check_launch("performer_features_kernel");
+  }
   performer_row_max_kernel<<<static_cast<unsigned>(plan.max_blocks), plan.threads, 0, stream>>>(
       key_scale, row_max, running_max, carried_max, plan.tokens);
   check_launch("performer_row_max_kernel");
@@ -533,8 +532,8 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
 #define ARCH_BENCH_INSTANTIATE(T)                                                                              \
   template void launch_performer_decode<T>(const PerformerDecodePlan&, const float*, const T*, const T*,       \
                                            const T*, float*, float*, float*, T*, float*, CUstream_st*);        \
-  template void launch_performer_prefill<T>(const PerformerPrefillPlan&, const float*, const T*, const T*,     \
-                                            const T*, float*, float*, float*, T*, float*, CUstream_st*);
+  template void launch_performer_prefill<T>(const PerformerPrefillPlan&, const float*, const bf16*, const T*,   \
+                                            const T*, const T*, float*, float*, float*, T*, float*, CUstream_st*);
 ARCH_BENCH_INSTANTIATE(float)
 ARCH_BENCH_INSTANTIATE(bf16)
 #undef ARCH_BENCH_INSTANTIATE

@@ -23,11 +23,26 @@ void launch_performer_decode(const PerformerDecodePlan& plan, const float* proje
 
 // Causal prefill over plan.tokens tokens (five kernels, see PerformerPrefillPlan); (S, z, M) carry
 // in and out. `workspace` holds plan.workspace.floats floats; its `denominators` part receives every
-// row's phi(q).z.
+// row's phi(q).z. Stage 1 runs on plan.feature_path: SIMT from the fp32 `projection`, or (bf16
+// storage only) on tensor cores from `split_projection` (launch_performer_split_projection; null on
+// the SIMT path). A tensor-core plan with fp32 storage or without the split throws
+// std::invalid_argument before anything is enqueued.
 template <class T>
-void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const T* q, const T* k,
-                              const T* v, float* state, float* normalizer, float* running_max, T* out,
-                              float* workspace, CUstream_st* stream);
+void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const bf16* split_projection,
+                              const T* q, const T* k, const T* v, float* state, float* normalizer, float* running_max,
+                              T* out, float* workspace, CUstream_st* stream);
+
+// W_hi = bf16(W), W_lo = bf16(W - W_hi) of the packed fp32 projection [dk, n] into `split`
+// ([2][dk_padded][columns_padded] bf16, zero-padded; plan.split_elements()). Once per cell: W is
+// fixed, so this is set-up, not part of a timed prefill (cuda_tensor_core.cu).
+void launch_performer_split_projection(const PerformerTensorCoreFeaturePlan& plan, const float* projection,
+                                       bf16* split, CUstream_st* stream);
+
+// Stage 1 on tensor cores (cuda_tensor_core.cu): the stabilised features of every query and key
+// and the keys' log-scales, as the SIMT feature kernel writes them.
+void launch_performer_tensor_core_features(const PerformerTensorCoreFeaturePlan& plan, std::int64_t batch_heads,
+                                           const bf16* split, const bf16* q, const bf16* k, float* query_features,
+                                           float* key_features, float* key_scale, CUstream_st* stream);
 
 // The CUDA decode or prefill cell (cuda_cells.cpp; CUDA builds only). `backend` is the CUDA backend.
 std::unique_ptr<PreparedCell> prepare_performer_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);

@@ -3,6 +3,8 @@
 // backend's stream (no synchronisation, allocation or copy), check() downloads the output and
 // compares it with the same fp64 reference, and adds the same approximation error vs softmax.
 #include <cmath>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mechanisms/common/compare.hpp"
@@ -10,6 +12,7 @@
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/performer/approximation.hpp"
 #include "mechanisms/performer/cuda.hpp"
@@ -69,10 +72,11 @@ void add_approximation(Accuracy& accuracy, const SoftmaxApproximationError& erro
 
 // Decode: (S, z, M) already hold the L context tokens; the step folds in token L and reads it out.
 template <class T>
-class PerformerDecodeCudaCell final : public PreparedCell {
+class PerformerDecodeCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   PerformerDecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
-      : cuda_(cuda_backend_of(backend)),
+      : name_(performer_gpu_kernel_name(cell)),
+        cuda_(cuda_backend_of(backend)),
         shape_(shape_of(cell)),
         length_(cell.sequence_length),
         inputs_(make_attention_inputs(cell, length_ + 1, seed)),
@@ -120,6 +124,8 @@ class PerformerDecodeCudaCell final : public PreparedCell {
             out_.byte_span()};
   }
 
+  std::string gpu_kernel() const override { return name_; }
+
  private:
   // The CUDA prefill over the L context tokens leaves their state in (S, z, M). Its inputs and
   // workspace are staging memory from an allocator of their own, freed before prepare returns:
@@ -133,11 +139,12 @@ class PerformerDecodeCudaCell final : public PreparedCell {
         out(staging, q.size());
     Buffer<float> workspace(staging, static_cast<std::size_t>(plan.workspace.floats));
     upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
-    launch_performer_prefill<T>(plan, projection_.packed.data(), q.data(), k.data(), v.data(), state_.data(),
+    launch_performer_prefill<T>(plan, projection_.packed.data(), nullptr, q.data(), k.data(), v.data(), state_.data(),
                                 normalizer_.data(), running_max_.data(), out.data(), workspace.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
   }
 
+  std::string name_;
   CudaBackend& cuda_;
   PerformerShape shape_;
   std::int64_t length_;
@@ -149,13 +156,15 @@ class PerformerDecodeCudaCell final : public PreparedCell {
 };
 
 template <class T>
-class PerformerPrefillCudaCell final : public PreparedCell {
+class PerformerPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   PerformerPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
-      : cuda_(cuda_backend_of(backend)),
+      : name_(performer_gpu_kernel_name(cell)),
+        cuda_(cuda_backend_of(backend)),
         shape_(shape_of(cell)),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
-        plan_(plan_performer_prefill(shape_, cell.sequence_length)),
+        plan_(plan_performer_prefill(shape_, cell.sequence_length,
+                                     std::is_same_v<T, bf16> ? performer_cuda_feature_path(cell) : PerformerFeaturePath::simt)),
         projection_(cuda_, shape_, seed),
         q_(backend.allocator(), inputs_.q.size()),
         k_(backend.allocator(), inputs_.k.size()),
@@ -170,14 +179,19 @@ class PerformerPrefillCudaCell final : public PreparedCell {
     upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
     poison(cuda_, workspace_.data(), workspace_.bytes());
+    if (plan_.feature_path == PerformerFeaturePath::tensor_core_bf16) {
+      // W is the cell's: split once here, outside the timed run (cuda_plan.hpp says why two parts).
+      split_ = Buffer<bf16>(backend.allocator(), static_cast<std::size_t>(plan_.tensor_core.split_elements()));
+      launch_performer_split_projection(plan_.tensor_core, projection_.packed.data(), split_.data(), cuda_.stream());
+    }
   }
 
   void run() override {
     // A prefill starts a fresh sequence: emptying the state is part of the timed work.
     launch_performer_reset_state(shape_.batch_heads, shape_.features, shape_.dv, state_.data(), normalizer_.data(),
                                  running_max_.data(), cuda_.stream());
-    launch_performer_prefill<T>(plan_, projection_.packed.data(), q_.data(), k_.data(), v_.data(), state_.data(),
-                                normalizer_.data(), running_max_.data(), out_.data(), workspace_.data(),
+    launch_performer_prefill<T>(plan_, projection_.packed.data(), split_.data(), q_.data(), k_.data(), v_.data(),
+                                state_.data(), normalizer_.data(), running_max_.data(), out_.data(), workspace_.data(),
                                 cuda_.stream());
   }
 
@@ -199,12 +213,17 @@ class PerformerPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {projection_.packed.byte_span(), q_.byte_span(),           k_.byte_span(),
-            v_.byte_span(),                 out_.byte_span(),         state_.byte_span(),
-            normalizer_.byte_span(),        running_max_.byte_span(), workspace_.byte_span()};
+    std::vector<ByteSpan> spans{projection_.packed.byte_span(), q_.byte_span(),           k_.byte_span(),
+                                v_.byte_span(),                 out_.byte_span(),         state_.byte_span(),
+                                normalizer_.byte_span(),        running_max_.byte_span(), workspace_.byte_span()};
+    if (plan_.feature_path == PerformerFeaturePath::tensor_core_bf16) spans.push_back(split_.byte_span());
+    return spans;
   }
 
+  std::string gpu_kernel() const override { return name_; }
+
  private:
+  std::string name_;
   CudaBackend& cuda_;
   PerformerShape shape_;
   AttentionInputs inputs_;
@@ -212,6 +231,7 @@ class PerformerPrefillCudaCell final : public PreparedCell {
   DeviceProjection projection_;
   Buffer<T> q_, k_, v_, out_;
   Buffer<float> state_, normalizer_, running_max_, workspace_;
+  Buffer<bf16> split_;  // W_hi, W_lo: allocated on the tensor-core path only (else null)
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "mechanisms/common/cuda_conformance.hpp"
 #include "mechanisms/performer/cuda.hpp"
@@ -38,10 +39,17 @@ void performer_on_cuda(const ConformanceInputs& inputs, DType dtype, Conformance
   Buffer<float> state(cuda.allocator(), states), normalizer(cuda.allocator(), sums), running_max(cuda.allocator(), heads);
   launch_performer_reset_state(x.bh, shape.features, x.dv, state.data(), normalizer.data(), running_max.data(),
                                cuda.stream());
-  const PerformerPrefillPlan plan = plan_performer_prefill(shape, x.length);
+  // bf16 prefills take the cells' path: stage 1 on tensor cores from the split W (cuda_plan.hpp).
+  const PerformerPrefillPlan plan = plan_performer_prefill(
+      shape, x.length, std::is_same_v<T, bf16> ? PerformerFeaturePath::tensor_core_bf16 : PerformerFeaturePath::simt);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
-  launch_performer_prefill<T>(plan, projection.data(), q.data(), k.data(), v.data(), state.data(), normalizer.data(),
-                              running_max.data(), prefill.data(), workspace.data(), cuda.stream());
+  Buffer<bf16> split;
+  if (plan.feature_path == PerformerFeaturePath::tensor_core_bf16) {
+    split = Buffer<bf16>(cuda.allocator(), static_cast<std::size_t>(plan.tensor_core.split_elements()));
+    launch_performer_split_projection(plan.tensor_core, projection.data(), split.data(), cuda.stream());
+  }
+  launch_performer_prefill<T>(plan, projection.data(), split.data(), q.data(), k.data(), v.data(), state.data(),
+                              normalizer.data(), running_max.data(), prefill.data(), workspace.data(), cuda.stream());
   replace_values(out.prefill_out, fetch(cuda, prefill));
   cuda.synchronize();
   const std::int64_t prefill_nonpositive =

@@ -5,6 +5,8 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/smem_layout.hpp"
+#include "mechanisms/common/tensor_core_prefill.hpp"
 
 namespace arch_bench {
 
@@ -33,7 +35,31 @@ PerformerDecodePlan plan_performer_decode(const PerformerShape& shape) {
   return plan;
 }
 
-PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens) {
+PerformerTensorCoreFeaturePlan plan_performer_tensor_core_features(const PerformerShape& shape, std::int64_t tokens) {
+  constexpr int kF = kPerformerTensorCoreFragment;
+  PerformerTensorCoreFeaturePlan plan;
+  plan.tokens = tokens;
+  plan.token_tiles = ceil_div(tokens, kPerformerTensorCoreTokens);
+  plan.blocks = checked_product(shape.batch_heads, plan.token_tiles, 2);
+  plan.dk = static_cast<int>(shape.dk);
+  plan.projection_rows = static_cast<int>(shape.projection_rows());
+  plan.features = static_cast<int>(shape.features);
+  plan.kind = shape.kind;
+  plan.dk_padded = static_cast<int>(ceil_div(shape.dk, kF) * kF);
+  plan.columns_padded = static_cast<int>(ceil_div(shape.projection_rows(), kF) * kF);
+  plan.ld_x = plan.dk_padded + kPerformerTensorCoreRowPad;
+  std::size_t end = 0;
+  plan.x = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreTokens * plan.ld_x);
+  plan.stage = place_shared_region(end, sizeof(float) * kPerformerTensorCoreWarps * kF * kF);
+  plan.partial = place_shared_region(end, sizeof(float) * kPerformerTensorCoreWarps * kPerformerTensorCoreTokens);
+  plan.top = place_shared_region(end, sizeof(float) * kPerformerTensorCoreTokens);
+  plan.half_norm = place_shared_region(end, sizeof(float) * kPerformerTensorCoreTokens);
+  plan.shared_bytes = end;
+  return plan;
+}
+
+PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens,
+                                            PerformerFeaturePath feature_path) {
   PerformerPrefillPlan plan;
   plan.batch_heads = shape.batch_heads;
   plan.tokens = tokens;
@@ -50,6 +76,8 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   plan.feature_shared_bytes = sizeof(float) * static_cast<std::size_t>(performer_feature_shared_floats(plan.dk));
   plan.state_shared_bytes = sizeof(float) * ChunkStateSharedLayout::floats;
   plan.output_shared_bytes = sizeof(float) * PerformerOutputSharedLayout::floats;
+  plan.feature_path = feature_path;
+  if (feature_path == PerformerFeaturePath::tensor_core_bf16) plan.tensor_core = plan_performer_tensor_core_features(shape, tokens);
   // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
   PerformerPrefillWorkspace& w = plan.workspace;
   const std::int64_t features = checked_product(bh, tokens, m);
@@ -68,9 +96,25 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
 
 std::int64_t PerformerPrefillPlan::workspace_bytes() const { return checked_mul(workspace.floats, 4); }
 
+PerformerFeaturePath performer_cuda_feature_path(const Cell& cell) {
+  // Every head width and feature count the CUDA kernels take fits the tensor-core kernel (dk and n
+  // are padded to 16; its shared memory stays under 48 KiB up to dk 256).
+  return prefill_runs_on_tensor_cores(cell, true) ? PerformerFeaturePath::tensor_core_bf16 : PerformerFeaturePath::simt;
+}
+
+std::string performer_gpu_kernel_name(const Cell& cell) {
+  if (cell.phase == Phase::decode) return "decode simt";
+  return performer_cuda_feature_path(cell) == PerformerFeaturePath::tensor_core_bf16
+             ? "prefill features wmma_bf16 (W hi+lo), chunks simt"
+             : "prefill simt";
+}
+
 std::int64_t performer_cuda_workspace_bytes(const Cell& cell) {
   if (cell.phase == Phase::decode) return checked_mul(cell.batch_heads(), 4);
-  return plan_performer_prefill(shape_of(cell), cell.sequence_length).workspace_bytes();
+  const PerformerPrefillPlan plan =
+      plan_performer_prefill(shape_of(cell), cell.sequence_length, performer_cuda_feature_path(cell));
+  if (plan.feature_path == PerformerFeaturePath::simt) return plan.workspace_bytes();
+  return checked_add(plan.workspace_bytes(), checked_mul(plan.tensor_core.split_elements(), 2));
 }
 
 std::optional<std::string> performer_cuda_unsupported(const Cell& cell) {
@@ -92,12 +136,16 @@ std::optional<std::string> performer_cuda_unsupported(const Cell& cell) {
   if (decode.shared_bytes > kCudaDefaultSharedBytes) return "performer decode shared memory exceeds 48 KiB";
   // A decode cell builds its context with the prefill, so both must fit.
   if (cell.sequence_length == 0) return std::nullopt;
-  const PerformerPrefillPlan plan = plan_performer_prefill(shape, cell.sequence_length);
-  if (std::max({plan.feature_blocks, plan.state_blocks, plan.prefix_blocks, plan.output_blocks}) > kCudaMaxGridX) {
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, cell.sequence_length, performer_cuda_feature_path(cell));
+  if (std::max({plan.feature_blocks, plan.state_blocks, plan.prefix_blocks, plan.output_blocks, plan.tensor_core.blocks}) >
+      kCudaMaxGridX) {
     return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence or "
            "fewer heads";
   }
   if (plan.feature_shared_bytes > kCudaDefaultSharedBytes) return "performer feature shared memory exceeds 48 KiB";
+  if (plan.tensor_core.shared_bytes > kCudaDefaultSharedBytes) {
+    return "performer tensor-core feature shared memory exceeds 48 KiB";
+  }
   return std::nullopt;
 }
 

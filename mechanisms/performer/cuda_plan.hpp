@@ -56,6 +56,52 @@ struct PerformerPrefillWorkspace {
   std::int64_t floats = 0;          // total
 };
 
+// Which kernel computes the prefill's stage 1 (the features). The bf16 prefill projects on tensor
+// cores (cuda_tensor_core.cu): [64 tokens x dk] x [dk x projection_rows] per block as wmma bf16
+// products with fp32 accumulators. x is exactly bf16 there, but W rounded to bf16 would put 2^-9
+// relative on every term, and a feature exp(p - stabiliser) turns an absolute error in p into the
+// same relative error (1-3% at dk 64, too much for bf16's 1e-2). So W is split once per cell into
+// W_hi = bf16(W) and W_lo = bf16(W - W_hi) and each projection accumulates x W_hi + x W_lo: W is
+// then held to ~2^-17 relative. fp32 storage keeps the SIMT kernel (1e-4 needs fp32 products);
+// stages 2-5 are the same kernels on both paths.
+enum class PerformerFeaturePath { simt, tensor_core_bf16 };
+
+// Tokens of one block of the tensor-core feature kernel (four 16-row wmma tiles), and its warps.
+inline constexpr int kPerformerTensorCoreTokens = 64;
+inline constexpr int kPerformerTensorCoreFragment = 16;
+inline constexpr int kPerformerTensorCoreWarps = kPerformerCudaThreads / 32;
+// Elements of padding after each row of the shared x tile (bf16): rows 16 bytes apart from a
+// multiple of 128 spread the wmma row loads over the banks; wmma needs the stride a multiple of 8.
+inline constexpr int kPerformerTensorCoreRowPad = 8;
+
+// The tensor-core feature kernel: block = (head, 64-token tile, queries or keys), as
+// performer_feature_block with 64-token tiles. Warp w takes the 16-column tiles w, w + 8, ... of the
+// projections and, for each, all four 16-token row tiles (W's fragments are loaded once per column
+// tile and used four times). favor+ runs the products twice: the first pass only takes each token's
+// largest projection (the stabiliser), the second writes exp(p - max) straight to the workspace;
+// products are cheap on tensor cores, and a second pass over the fp32 features in global memory is
+// not (4 bytes x m per token, written, read and written again). Trig needs no maximum: one pass.
+struct PerformerTensorCoreFeaturePlan {
+  std::int64_t tokens = 0;
+  std::int64_t token_tiles = 0;  // ceil(tokens / 64)
+  std::int64_t blocks = 0;       // batch_heads * token_tiles * 2
+  int dk = 0;
+  int projection_rows = 0;  // n: m (favor+) or m / 2 (trig)
+  int features = 0;         // m
+  PerformerFeatures kind = PerformerFeatures::favor_plus;
+  int dk_padded = 0;       // dk up to a multiple of 16 (W's rows and x's columns past dk are 0)
+  int columns_padded = 0;  // n up to a multiple of 16 (W's columns past n are 0, never written)
+  int ld_x = 0;            // dk_padded + kPerformerTensorCoreRowPad
+  // Shared memory (bytes from the base, 128-byte aligned regions): x [64][ld_x] bf16, one fp32
+  // 16 x 16 staging tile per warp (wmma stores accumulators only to memory), the per-warp row
+  // maxima [warps][64], the row maxima [64] and |x~|^2 / 2 [64].
+  std::size_t x = 0, stage = 0, partial = 0, top = 0, half_norm = 0;
+  std::size_t shared_bytes = 0;
+  // The split projection [2][dk_padded][columns_padded] bf16: W_hi, then W_lo.
+  constexpr std::int64_t split_part_elements() const { return static_cast<std::int64_t>(dk_padded) * columns_padded; }
+  constexpr std::int64_t split_elements() const { return 2 * split_part_elements(); }
+};
+
 // Prefill in five stages, parallel over chunks:
 //  1. features: per (bh, 16-token tile, q or k) the projections and stabilised features, and the
 //     keys' log-scales c_j, into the workspace;
@@ -83,6 +129,8 @@ struct PerformerPrefillPlan : ChunkwiseGrid {
   std::size_t feature_shared_bytes = 0;
   std::size_t state_shared_bytes = 0;
   std::size_t output_shared_bytes = 0;
+  PerformerFeaturePath feature_path = PerformerFeaturePath::simt;
+  PerformerTensorCoreFeaturePlan tensor_core;  // stage 1 when feature_path is tensor_core_bf16
   PerformerPrefillWorkspace workspace;
   std::int64_t workspace_bytes() const;  // checked: throws SizeOverflow rather than wrapping
 };
@@ -109,20 +157,33 @@ struct PerformerFeatureTile {
   std::int64_t first_token = 0;
   bool keys = false;  // false: queries
 };
-constexpr PerformerFeatureTile performer_feature_block(std::int64_t block, std::int64_t token_tiles) {
+// `tile_tokens`: kPerformerFeatureTokens (SIMT) or kPerformerTensorCoreTokens.
+constexpr PerformerFeatureTile performer_feature_block(std::int64_t block, std::int64_t token_tiles,
+                                                       int tile_tokens = kPerformerFeatureTokens) {
   PerformerFeatureTile tile;
   tile.keys = block % 2 == 1;
   block /= 2;
-  tile.first_token = (block % token_tiles) * kPerformerFeatureTokens;
+  tile.first_token = (block % token_tiles) * tile_tokens;
   tile.bh = block / token_tiles;
   return tile;
 }
 
 PerformerDecodePlan plan_performer_decode(const PerformerShape& shape);
-PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens);
+PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens,
+                                            PerformerFeaturePath feature_path = PerformerFeaturePath::simt);
+PerformerTensorCoreFeaturePlan plan_performer_tensor_core_features(const PerformerShape& shape, std::int64_t tokens);
 
-// Device bytes a CUDA cell holds beyond inputs, outputs, W and (S, z, M): the prefill's workspace,
-// and the decode's one denominator per head.
+// The stage-1 path of a cell's prefill: tensor cores for a bf16 prefill (common/
+// tensor_core_prefill.hpp), SIMT for fp32 and for the context fill of a decode cell (decode is
+// unchanged: its context prefill stays the kernels its state was validated with).
+PerformerFeaturePath performer_cuda_feature_path(const Cell& cell);
+
+// What a CUDA cell records as `gpu_kernel` (mechanisms/gpu_kernel_name.hpp): "prefill simt",
+// "prefill features wmma_bf16 (W hi+lo), chunks simt" or "decode simt".
+std::string performer_gpu_kernel_name(const Cell& cell);
+
+// Device bytes a CUDA cell holds beyond inputs, outputs, W and (S, z, M): the prefill's workspace
+// (on tensor cores, also the split projection W_hi, W_lo), and the decode's one denominator per head.
 std::int64_t performer_cuda_workspace_bytes(const Cell& cell);
 
 // Why the CUDA kernels cannot run `cell` (beyond Mechanism::unsupported), or nullopt.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,7 +18,9 @@
 
 #if ARCH_BENCH_HAVE_CUDA
 #include "mechanisms/common/inputs.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/performer/cuda.hpp"
+#include "mechanisms/performer/cuda_replay.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "gpu/device_tokens.hpp"
@@ -113,16 +116,24 @@ struct DeviceHeads {
   Buffer<float> projection, state, normalizer, running_max;
 };
 
+// path: stage 1 on SIMT cores or (bf16) on tensor cores from W split on the device.
 template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in,
-                           std::int64_t first, std::int64_t rows, DeviceHeads& heads) {
-  const PerformerPrefillPlan plan = plan_performer_prefill(shape, rows);
+                           std::int64_t first, std::int64_t rows, DeviceHeads& heads,
+                           PerformerFeaturePath path = PerformerFeaturePath::simt) {
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, rows, path);
   testing::DeviceTokens<T> x(cuda, in, first, rows);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
   poison(cuda, workspace.data(), workspace.bytes());
-  launch_performer_prefill<T>(plan, heads.projection.data(), x.q.data(), x.k.data(), x.v.data(), heads.state.data(),
-                              heads.normalizer.data(), heads.running_max.data(), x.out.data(), workspace.data(),
-                              cuda.stream());
+  Buffer<bf16> split;
+  if (path == PerformerFeaturePath::tensor_core_bf16) {
+    split = Buffer<bf16>(cuda.allocator(), static_cast<std::size_t>(plan.tensor_core.split_elements()));
+    poison(cuda, split.data(), split.bytes());  // the split kernel must write every element, padding included
+    launch_performer_split_projection(plan.tensor_core, heads.projection.data(), split.data(), cuda.stream());
+  }
+  launch_performer_prefill<T>(plan, heads.projection.data(), split.data(), x.q.data(), x.k.data(), x.v.data(),
+                              heads.state.data(), heads.normalizer.data(), heads.running_max.data(), x.out.data(),
+                              workspace.data(), cuda.stream());
   return x.output(cuda);
 }
 
@@ -185,6 +196,96 @@ TEST(PerformerGpu, PrefillContinuesFromTheStateItIsGiven) {
   const std::vector<float> tail = prefill<float>(cuda, shape, in, 100, 60, carried);
   EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 100, tail, 60, in.batch_heads, in.dim), all), 1e-5);
   EXPECT_LT(testing::relative_max_error(carried.all_state(cuda), whole.all_state(cuda)), 1e-5);
+}
+
+// The bf16 prefill with its features on tensor cores (W split into bf16 W_hi + W_lo): the same
+// outputs as the SIMT prefill within bf16's tolerance, and as its CPU replay (cuda_replay.hpp), over
+// head widths and feature counts that are and are not multiples of 16, both maps, L around the
+// 64-token tiles; the state it leaves continues like the SIMT one's.
+TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  struct Case {
+    std::int64_t dim, features, length;
+    const char* map;
+  };
+  for (const Case c : {Case{16, 16, 1, "favor+"}, Case{64, 256, 300, "favor+"}, Case{64, 256, 300, "trig"},
+                       Case{48, 100, 65, "favor+"}, Case{100, 30, 63, "trig"}, Case{128, 128, 130, "favor+"},
+                       Case{256, 4096, 70, "favor+"}}) {
+    const Cell cell = performer_cell(Phase::prefill, c.length, DType::bfloat16, c.map, c.dim, c.features);
+    const PerformerFeatures kind = *parse_performer_features(c.map);
+    const PerformerShape shape{cell.batch_heads(), c.dim, c.dim, c.features, kind};
+    const AttentionInputs in = make_attention_inputs(cell, c.length, 29);
+    const std::string where = std::string(c.map) + " d " + std::to_string(c.dim) + " m " + std::to_string(c.features) +
+                              " L " + std::to_string(c.length);
+    DeviceHeads simt(cuda, shape, 11), tensor_core(cuda, shape, 11);
+    const std::vector<float> expected = prefill<bf16>(cuda, shape, in, 0, c.length, simt);
+    const std::vector<float> got =
+        prefill<bf16>(cuda, shape, in, 0, c.length, tensor_core, PerformerFeaturePath::tensor_core_bf16);
+    EXPECT_LT(testing::relative_max_error(got, expected), dtype_tolerance(DType::bfloat16)) << where;
+    EXPECT_LT(testing::relative_max_error(tensor_core.all_state(cuda), simt.all_state(cuda)), 1e-2) << where;
+
+    std::vector<float> packed(static_cast<std::size_t>(performer_projection_floats(shape)));
+    pack_performer_projection(performer_projection(kind, c.features, c.dim, 11), packed.data());
+    const PerformerSplitProjection split =
+        split_performer_projection(packed.data(), static_cast<int>(c.dim), static_cast<int>(shape.projection_rows()));
+    PerformerReplayState state = performer_replay_empty_state(shape);
+    const std::vector<float> replayed =
+        replay_performer_tensor_core_prefill(shape, c.length, split, in.q.data(), in.k.data(), in.v.data(), state);
+    EXPECT_LT(testing::relative_max_error(got, replayed), dtype_tolerance(DType::bfloat16)) << where;
+    const std::vector<float> m_device =
+        download<float>(cuda, tensor_core.running_max.data(), static_cast<std::int64_t>(tensor_core.running_max.size()));
+    // M is a log-scale: its error is absolute (a relative error of e^M), ~1e-6 from accumulation order.
+    for (std::size_t h = 0; h < m_device.size(); ++h) EXPECT_NEAR(m_device[h], state.running_max[h], 1e-4) << where;
+  }
+}
+
+TEST(PerformerGpu, TensorCorePrefillContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  constexpr PerformerFeaturePath kTensorCore = PerformerFeaturePath::tensor_core_bf16;
+  for (const char* map : {"favor+", "trig"}) {
+    const Cell cell = performer_cell(Phase::prefill, 160, DType::bfloat16, map);
+    const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim,
+                               std::get<std::int64_t>(*cell.options.find("features")), *parse_performer_features(map)};
+    const AttentionInputs in = make_attention_inputs(cell, 160, 19);
+    DeviceHeads whole(cuda, shape, 7);
+    const std::vector<float> all = prefill<bf16>(cuda, shape, in, 0, 160, whole, kTensorCore);
+    // Tokens [0, 100) then [100, 160), carrying (S, z, M): 100 is not a chunk or tile boundary.
+    DeviceHeads carried(cuda, shape, 7);
+    const std::vector<float> head = prefill<bf16>(cuda, shape, in, 0, 100, carried, kTensorCore);
+    const std::vector<float> tail = prefill<bf16>(cuda, shape, in, 100, 60, carried, kTensorCore);
+    EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 100, tail, 60, in.batch_heads, in.dim), all), 1e-2)
+        << map;
+    EXPECT_LT(testing::relative_max_error(carried.all_state(cuda), whole.all_state(cuda)), 1e-5) << map;
+  }
+}
+
+// A tensor-core plan takes bf16 storage and the split W; anything else is refused before a launch
+// (runs without a device: nothing is enqueued).
+TEST(PerformerGpu, TensorCorePlanRefusesFp32StorageAndAMissingSplit) {
+  const PerformerShape shape{2, 64, 64, 128, PerformerFeatures::favor_plus};
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, 64, PerformerFeaturePath::tensor_core_bf16);
+  const bf16 split{};
+  EXPECT_THROW(launch_performer_prefill<float>(plan, nullptr, &split, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                               nullptr, nullptr, nullptr, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(launch_performer_prefill<bf16>(plan, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                              nullptr, nullptr, nullptr, nullptr),
+               std::invalid_argument);
+}
+
+TEST(PerformerGpu, Bf16PrefillCellsNameTheirTensorCorePath) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  for (const Phase phase : {Phase::prefill, Phase::decode}) {
+    const Cell cell = performer_cell(phase, 65, DType::bfloat16, "favor+");
+    auto prepared = find_mechanism("performer")->prepare(cell, 3, *backend);
+    const auto* named = dynamic_cast<const NamesGpuKernel*>(prepared.get());
+    ASSERT_NE(named, nullptr);
+    EXPECT_EQ(named->gpu_kernel(), performer_gpu_kernel_name(cell));
+    prepared->run();
+    testing::expect_within_fp64_reference(prepared->check(), DType::bfloat16, phase_name(phase));
+  }
 }
 
 #endif  // ARCH_BENCH_HAVE_CUDA
