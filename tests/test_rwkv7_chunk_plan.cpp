@@ -94,11 +94,10 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
     for (const int sms : {0, 132}) {
       const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(8, 100, dim, sms);
       EXPECT_LE(plan.max_shared_bytes(), kSm90OptInShared) << dim;
-      for (const int ld : {plan.ld_k, plan.ld_c, plan.ld_tm, plan.ld_n}) expect_wmma_bf16_stride(ld);
+      for (const int ld : {plan.ld_k, plan.ld_c, plan.ld_n}) expect_wmma_bf16_stride(ld);
       for (const int ld : {plan.ld_score, plan.ld_acc, plan.ld_s}) expect_wmma_float_stride(ld);
       EXPECT_GE(plan.ld_k, dim);
       EXPECT_GE(plan.ld_c, kC);
-      EXPECT_GE(plan.ld_tm, 2 * kC);
       EXPECT_GE(plan.ld_score, kC);
       EXPECT_GE(plan.ld_acc, dim);
       EXPECT_GE(plan.ld_n, plan.value_tile);
@@ -113,8 +112,7 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
                                {p.k, C * plan.ld_k * 2u},
                                {p.v, C * plan.ld_k * 2u},
                                {p.scores, 4 * C * plan.ld_score * 4u},
-                               {p.tm, C * plan.ld_tm * 2u},
-                               {p.p, C * plan.ld_c * 2u},
+                               {p.t, C * plan.ld_c * 2u},
                                {p.acc, C * plan.ld_acc * 4u}},
                               p.bytes);
       const auto& s = plan.pass_layout;
@@ -122,9 +120,9 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
                                {s.r, C * plan.ld_k * 2u},
                                {s.b, C * plan.ld_k * 2u},
                                {s.k, C * plan.ld_k * 2u},
-                               {s.p, C * plan.ld_c * 2u},
-                               {s.u0, C * plan.ld_n * 2u},
-                               {s.o0, C * plan.ld_n * 2u},
+                               {s.m, C * plan.ld_c * 2u},
+                               {s.p_rb, C * plan.ld_c * 2u},
+                               {s.p_rk, C * plan.ld_c * 2u},
                                {s.v, C * plan.ld_n * 2u},
                                {s.u, C * plan.ld_n * 2u},
                                {s.s, D * plan.ld_s * 4u},
@@ -146,11 +144,10 @@ TEST(Rwkv7ChunkPlan, WorkspaceIsExactlyWhatThePrepareKernelWritesAndThePassReads
       struct Part {
         std::int64_t offset;
         int width;
-        bool whole;  // the pass reads every column (else its value tile's)
       };
-      const Part parts[] = {{plan.w_offset(), d, true},   {plan.r_offset(), d, true},   {plan.b_offset(), d, true},
-                            {plan.k_offset(), d, true},   {plan.p_offset(), kC, true},  {plan.u0_offset(), d, false},
-                            {plan.o0_offset(), d, false}};
+      const Part parts[] = {{plan.w_offset(), d},     {plan.r_offset(), d},     {plan.b_offset(), d},
+                            {plan.k_offset(), d},     {plan.m_offset(), kC},    {plan.p_rb_offset(), kC},
+                            {plan.p_rk_offset(), kC}};
       for (std::int64_t block = 0; block < plan.prepare_blocks; ++block) {
         const std::int64_t b = block / plan.chunks, c = block % plan.chunks;
         for (const Part& part : parts) {
@@ -162,35 +159,26 @@ TEST(Rwkv7ChunkPlan, WorkspaceIsExactlyWhatThePrepareKernelWritesAndThePassReads
         }
         for (int e = 0; e < d; ++e) ++decays[static_cast<std::size_t>(rwkv7_chunk_decay_offset(plan, b, c) + e)];
       }
-      // Pass: block (bh, tile) reads W, R^, B~, K~, P whole (the same elements by every tile) and
-      // U0's and O0's columns [j0, j0 + n) of every chunk (each element by exactly one tile).
+      // Pass: every block (bh, tile) reads all of its head's chunks (the same elements by every tile).
       for (std::int64_t block = 0; block < plan.pass_blocks; ++block) {
         const std::int64_t b = block / plan.value_tiles;
-        const int j0 = static_cast<int>(block % plan.value_tiles) * plan.value_tile;
         for (std::int64_t c = 0; c < plan.chunks; ++c) {
           for (const Part& part : parts) {
             const std::int64_t base = part.offset + rwkv7_chunk_offset(plan, b, c, part.width);
-            for (int m = 0; m < kC; ++m) {
-              for (int j = part.whole ? 0 : j0; j < (part.whole ? part.width : j0 + plan.value_tile); ++j) {
-                const std::int64_t e = base + m * part.width + j;
-                ASSERT_LT(e, total);
-                if (part.whole) {
-                  read[static_cast<std::size_t>(e)] = 1;
-                } else {
-                  ++read[static_cast<std::size_t>(e)];
-                }
-              }
+            for (std::int64_t e = 0; e < kC * part.width; ++e) {
+              ASSERT_LT(base + e, total);
+              read[static_cast<std::size_t>(base + e)] = 1;
             }
           }
         }
       }
       for (const int n : written) ASSERT_EQ(n, 1) << "tokens " << tokens << " d " << d;
-      for (const int n : read) ASSERT_EQ(n, 1) << "every element is read (U0 and O0 by exactly one value tile)";
+      for (const int n : read) ASSERT_EQ(n, 1) << "every element is read";
       for (const int n : decays) ASSERT_EQ(n, 1);
       const std::int64_t rows = bh * plan.chunks * kC;
       EXPECT_EQ(plan.decay_byte_offset() % 16, 0);
       EXPECT_GE(plan.decay_byte_offset(), 2 * total);
-      EXPECT_EQ(plan.workspace_bytes(), (2 * rows * (6 * d + kC) + 15) / 16 * 16 + 4 * bh * plan.chunks * d);
+      EXPECT_EQ(plan.workspace_bytes(), (2 * rows * (4 * d + 3 * kC) + 15) / 16 * 16 + 4 * bh * plan.chunks * d);
       EXPECT_EQ(plan.workspace_bytes() % 4, 0);
       EXPECT_EQ(plan.workspace_floats() * 4, plan.workspace_bytes());
     }

@@ -167,7 +167,7 @@ class RwkvPrefillCell final : public PreparedCell {
 
 // Predicted peak bytes of either cell: state + parameters + the per-token inputs and the output;
 // for RWKV-6 and RWKV-7 also the workspace of the CUDA bf16 prefill's chunkwise form (rwkv6: one
-// state per chunk, rwkv6/chunk_plan.hpp; rwkv7: ~13 d-wide bf16 rows per token, rwkv7/chunk_plan.hpp), counted on every backend so a plan's prediction does not depend on where it
+// state per chunk, rwkv6/chunk_plan.hpp; rwkv7: 4 d-wide and 3 chunk-wide bf16 rows per token, rwkv7/chunk_plan.hpp), counted on every backend so a plan's prediction does not depend on where it
 // runs (an over-estimate on the CPU).
 template <class Policy>
 std::int64_t rwkv_predicted_peak_bytes(const Cell& cell) {

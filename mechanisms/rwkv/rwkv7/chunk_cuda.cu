@@ -63,7 +63,8 @@ __device__ __forceinline__ void lower_tile(int l, int& ti, int& tj) {
 }
 
 // acc (fp32 [C][ld]) rounded to bf16 into a workspace region ([C][width], row-major).
-__device__ __forceinline__ void store_rows(nv_bf16* __restrict__ out, const float* __restrict__ acc, int ld, int width) {
+__device__ __forceinline__ void store_rows(nv_bf16* __restrict__ out, const float* __restrict__ acc, int ld,
+                                           int width) {
   for (int e = threadIdx.x; e < kC * width; e += blockDim.x) {
     const int t = e / width, c = e % width;
     out[e] = __float2bfloat16_rn(acc[t * ld + c]);
@@ -82,8 +83,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   auto* k_tile = shared_region<nv_bf16>(at.k);
   auto* v_tile = shared_region<nv_bf16>(at.v);
   auto* scores = shared_region<float>(at.scores);
-  auto* tm = shared_region<nv_bf16>(at.tm);
-  auto* p_rk = shared_region<nv_bf16>(at.p);
+  auto* t_tile = shared_region<nv_bf16>(at.t);
   auto* acc_tile = shared_region<float>(at.acc);
 
   const HeadIndex hc = head_index_of_block(plan.chunks);
@@ -96,9 +96,9 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   nv_bf16* r_out = workspace + plan.r_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
   nv_bf16* b_out = workspace + plan.b_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
   nv_bf16* k_out = workspace + plan.k_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
-  nv_bf16* u0_out = workspace + plan.u0_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
-  nv_bf16* o0_out = workspace + plan.o0_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
-  nv_bf16* p_out = workspace + plan.p_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
+  nv_bf16* m_out = workspace + plan.m_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
+  nv_bf16* p_rb_out = workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
+  nv_bf16* p_rk_out = workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
 
   // e_t: the running product of w over the chunk's tokens, by the channel's thread in token order
   // (the order the replay multiplies in); flat past the sequence (w = 1 there), so row C - 1 is the
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   __syncthreads();
 
   // Masks: A_ab and A_ak strictly lower (fp32, in place), Q_rb and Q_rk lower with the diagonal,
-  // rounded to bf16 (P to the workspace, Q_rk for O0). Above the diagonal nothing is read.
+  // rounded to bf16 into the workspace. Above the diagonal nothing is read.
   float* a_ab = scores;
   float* a_ak = scores + kC * lds;
   const float* q_rb = scores + 2 * kC * lds;
@@ -171,15 +171,20 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
       a_ab[t * lds + s] = 0.0f;
       a_ak[t * lds + s] = 0.0f;
     }
-    p_out[e] = __float2bfloat16_rn(s <= t ? q_rb[t * lds + s] : 0.0f);
-    p_rk[t * plan.ld_c + s] = __float2bfloat16_rn(s <= t ? q_rk[t * lds + s] : 0.0f);
+    p_rb_out[e] = __float2bfloat16_rn(s <= t ? q_rb[t * lds + s] : 0.0f);
+    p_rk_out[e] = __float2bfloat16_rn(s <= t ? q_rk[t * lds + s] : 0.0f);
   }
   __syncthreads();
 
   // [T | M] = (I - A_ab)^{-1} [I | A_ak]: column c by thread c, forward substitution in fp32
-  // registers, x_i = rhs_i + sum_{j<i} A_ab[i][j] x_j (A_ab's rows are broadcast reads).
+  // registers, x_i = rhs_i + sum_{j<i} A_ab[i][j] x_j (A_ab's rows are broadcast reads). T stays
+  // here for W; M goes to the workspace for the pass's M V.
   if (threadIdx.x < 2 * kC) {
     const int c = static_cast<int>(threadIdx.x);
+    // One store per row, to shared memory (T) or the workspace (M) through one pointer: a branch
+    // between the two inside the unrolled rows cost ptxas a spill.
+    nv_bf16* column = c < kC ? t_tile + c : m_out + (c - kC);
+    const int column_ld = c < kC ? plan.ld_c : kC;
     float xs[kC];
 #pragma unroll
     for (int i = 0; i < kC; ++i) {
@@ -187,42 +192,36 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
 #pragma unroll
       for (int j = 0; j < i; ++j) sum = fmaf(a_ab[i * lds + j], xs[j], sum);
       xs[i] = sum;
-      tm[i * plan.ld_tm + c] = __float2bfloat16_rn(sum);
+      column[i * column_ld] = __float2bfloat16_rn(sum);
     }
   }
   __syncthreads();
 
-  // W = T A^, U0 = M V, O0 = Q_rk V through acc_tile to the workspace. T, M and Q_rk are lower
-  // triangular: row tile ti sums over token tiles kk <= ti only.
-  for (int product = 0; product < 3; ++product) {
-    const nv_bf16* left = product == 2 ? p_rk : tm + (product == 1 ? kC : 0);
-    const int left_ld = product == 2 ? plan.ld_c : plan.ld_tm;
-    const nv_bf16* right = product == 0 ? a_tile : v_tile;
-    const int tiles_j = dim / kF;
-    for (int tile = warp; tile < kTiles * tiles_j; tile += warps) {
-      const int ti = tile / tiles_j, tj = tile % tiles_j;
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk <= ti; ++kk) {
-        RowA lf;
-        RowB rf;
-        wmma::load_matrix_sync(lf, left + ti * kF * left_ld + kk * kF, left_ld);
-        wmma::load_matrix_sync(rf, right + kk * kF * ld + tj * kF, ld);
-        wmma::mma_sync(acc, lf, rf, acc);
-      }
-      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+  // W = T A^ through acc_tile to the workspace. T is lower triangular: row tile ti sums over token
+  // tiles kk <= ti only.
+  const int tiles_j = dim / kF;
+  for (int tile = warp; tile < kTiles * tiles_j; tile += warps) {
+    const int ti = tile / tiles_j, tj = tile % tiles_j;
+    Accumulator acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk <= ti; ++kk) {
+      RowA tf;
+      RowB af;
+      wmma::load_matrix_sync(tf, t_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+      wmma::load_matrix_sync(af, a_tile + kk * kF * ld + tj * kF, ld);
+      wmma::mma_sync(acc, tf, af, acc);
     }
-    __syncthreads();
-    store_rows(product == 0 ? w_out : product == 1 ? u0_out : o0_out, acc_tile, plan.ld_acc, dim);
-    __syncthreads();  // acc_tile is read: the next product may overwrite it
+    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
   }
+  __syncthreads();
+  store_rows(w_out, acc_tile, plan.ld_acc, dim);
   float* decay_out = chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk);
   for (int c = threadIdx.x; c < dim; c += blockDim.x) decay_out[c] = e_last[c];
 }
 
 // (2) One block per (head, value tile): the block's columns of H (fp32, shared memory) walk the
 // chunks in order. Per chunk, with H_0 rounded to bf16 as the operand:
-//   U = W H_0 + U0;  O = R^ H_0 + P U + O0;  H = diag(e_last) H_0 + B~^T U + K~^T V.
+//   U = W H_0 + M V;  O = R^ H_0 + P_rb U + P_rk V;  H = diag(e_last) H_0 + B~^T U + K~^T V.
 // `state` [batch_heads][dim][dim] holds the state before the first token and receives the state
 // after the last.
 __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
@@ -234,9 +233,9 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
   auto* r_tile = shared_region<nv_bf16>(at.r);
   auto* b_tile = shared_region<nv_bf16>(at.b);
   auto* k_tile = shared_region<nv_bf16>(at.k);
-  auto* p_tile = shared_region<nv_bf16>(at.p);
-  auto* u0_tile = shared_region<nv_bf16>(at.u0);
-  auto* o0_tile = shared_region<nv_bf16>(at.o0);
+  auto* m_tile = shared_region<nv_bf16>(at.m);
+  auto* p_rb = shared_region<nv_bf16>(at.p_rb);
+  auto* p_rk = shared_region<nv_bf16>(at.p_rk);
   auto* v_tile = shared_region<nv_bf16>(at.v);
   auto* u_tile = shared_region<nv_bf16>(at.u);
   auto* s = shared_region<float>(at.s);
@@ -264,9 +263,9 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     copy_rows(r_tile, ld, workspace + plan.r_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
     copy_rows(b_tile, ld, workspace + plan.b_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
     copy_rows(k_tile, ld, workspace + plan.k_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
-    copy_rows(p_tile, plan.ld_c, workspace + plan.p_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
-    copy_rows(u0_tile, ldn, workspace + plan.u0_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim) + j0, dim, kC, n);
-    copy_rows(o0_tile, ldn, workspace + plan.o0_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim) + j0, dim, kC, n);
+    copy_rows(m_tile, plan.ld_c, workspace + plan.m_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+    copy_rows(p_rb, plan.ld_c, workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+    copy_rows(p_rk, plan.ld_c, workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
     // V's value tile straight from the input, 16 bytes at a time (dim and j0 are multiples of 16),
     // zero past the sequence.
     for (int e = threadIdx.x; e < kC * (n / 8); e += blockDim.x) {
@@ -286,7 +285,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     }
     __syncthreads();
 
-    // W H_0 into acc_tile, then U = bf16(W H_0 + U0).
+    // U = W H_0 + M V into acc_tile (M is strictly lower triangular: kk <= ti), then rounded to bf16.
     for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
       const int ti = tile / tiles_n, tj = tile % tiles_n;
       Accumulator acc;
@@ -298,16 +297,24 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
         wmma::load_matrix_sync(sf, s_operand + kk * kF * ldn + tj * kF, ldn);
         wmma::mma_sync(acc, wf, sf, acc);
       }
+      for (int kk = 0; kk <= ti; ++kk) {
+        RowA mf;
+        RowB vf;
+        wmma::load_matrix_sync(mf, m_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(vf, v_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, mf, vf, acc);
+      }
       wmma::store_matrix_sync(acc_tile + ti * kF * lds + tj * kF, acc, lds, wmma::mem_row_major);
     }
     __syncthreads();
     for (int e = threadIdx.x; e < kC * n; e += blockDim.x) {
       const int m = e / n, j = e % n;
-      u_tile[m * ldn + j] = __float2bfloat16_rn(acc_tile[m * lds + j] + __bfloat162float(u0_tile[m * ldn + j]));
+      u_tile[m * ldn + j] = __float2bfloat16_rn(acc_tile[m * lds + j]);
     }
     __syncthreads();
 
-    // R^ H_0 + P U into acc_tile (P is lower triangular: row tile ti sums kk <= ti only), and
+    // O = R^ H_0 + P_rb U + P_rk V into acc_tile (P_rb and P_rk are lower triangular: row tile ti
+    // sums kk <= ti only), and
     // H = diag(e_last) H_0 + B~^T U + K~^T V in place on the fp32 H.
     for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
       const int ti = tile / tiles_n, tj = tile % tiles_n;
@@ -323,8 +330,11 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
       for (int kk = 0; kk <= ti; ++kk) {
         RowA pf;
         RowB uf;
-        wmma::load_matrix_sync(pf, p_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(pf, p_rb + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
         wmma::load_matrix_sync(uf, u_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, pf, uf, acc);
+        wmma::load_matrix_sync(pf, p_rk + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(uf, v_tile + kk * kF * ldn + tj * kF, ldn);
         wmma::mma_sync(acc, pf, uf, acc);
       }
       wmma::store_matrix_sync(acc_tile + ti * kF * lds + tj * kF, acc, lds, wmma::mem_row_major);
@@ -350,13 +360,13 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     }
     __syncthreads();
 
-    // O = bf16(acc + O0), the sequence's rows only.
+    // O rounded to bf16, the sequence's rows only. The next chunk's loads overwrite only the operand
+    // tiles and H's bf16 copy (all read before the barrier above) and scale H (written before it);
+    // acc_tile is next written after the barrier that follows them.
     for (int e = threadIdx.x; e < rows * n; e += blockDim.x) {
       const int m = e / n, j = e % n;
-      out[(first_row + m) * dim + j0 + j] =
-          __float2bfloat16_rn(acc_tile[m * lds + j] + __bfloat162float(o0_tile[m * ldn + j]));
+      out[(first_row + m) * dim + j0 + j] = __float2bfloat16_rn(acc_tile[m * lds + j]);
     }
-    __syncthreads();  // o0_tile and acc_tile are read: the next chunk may overwrite them
   }
 
   for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {

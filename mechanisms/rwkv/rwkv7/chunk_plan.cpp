@@ -48,7 +48,6 @@ Rwkv7ChunkPlan plan_rwkv7_chunk(std::int64_t batch_heads, std::int64_t tokens, s
   plan.pass_blocks = checked_product(batch_heads, plan.value_tiles);
   plan.ld_k = plan.dim + kRwkv7ChunkBf16Pad;
   plan.ld_c = kC + kRwkv7ChunkBf16Pad;
-  plan.ld_tm = 2 * kC + kRwkv7ChunkBf16Pad;
   plan.ld_score = kC + kRwkv7ChunkFloatPad;
   plan.ld_acc = plan.dim + kRwkv7ChunkFloatPad;
   plan.ld_n = plan.value_tile + kRwkv7ChunkBf16Pad;
@@ -65,8 +64,7 @@ Rwkv7ChunkPlan plan_rwkv7_chunk(std::int64_t batch_heads, std::int64_t tokens, s
   prepare.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
   prepare.v = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
   prepare.scores = place_shared_region(end, 4 * kRows * ld(plan.ld_score) * kFloat);
-  prepare.tm = place_shared_region(end, kRows * ld(plan.ld_tm) * kBf16);
-  prepare.p = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
+  prepare.t = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
   prepare.acc = place_shared_region(end, kRows * ld(plan.ld_acc) * kFloat);
   prepare.bytes = end;
 
@@ -76,9 +74,9 @@ Rwkv7ChunkPlan plan_rwkv7_chunk(std::int64_t batch_heads, std::int64_t tokens, s
   pass.r = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
   pass.b = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
   pass.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
-  pass.p = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
-  pass.u0 = place_shared_region(end, kRows * ld(plan.ld_n) * kBf16);
-  pass.o0 = place_shared_region(end, kRows * ld(plan.ld_n) * kBf16);
+  pass.m = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
+  pass.p_rb = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
+  pass.p_rk = place_shared_region(end, kRows * ld(plan.ld_c) * kBf16);
   pass.v = place_shared_region(end, kRows * ld(plan.ld_n) * kBf16);
   pass.u = place_shared_region(end, kRows * ld(plan.ld_n) * kBf16);
   pass.s = place_shared_region(end, ld(plan.dim) * ld(plan.ld_s) * kFloat);
@@ -91,8 +89,8 @@ Rwkv7ChunkPlan plan_rwkv7_chunk(std::int64_t batch_heads, std::int64_t tokens, s
   plan.workspace_score_elements = checked_product(rows, kC);
   plan.workspace_decay_elements = checked_product(plan.prepare_blocks, dim);
   // Every byte count above fits an int64 (workspace_bytes() computes without checks).
-  checked_add(checked_product(2, checked_add(checked_product(6, plan.workspace_row_elements),
-                                             plan.workspace_score_elements)),
+  checked_add(checked_product(2, checked_add(checked_product(4, plan.workspace_row_elements),
+                                             checked_product(3, plan.workspace_score_elements))),
               checked_add(16, checked_product(4, plan.workspace_decay_elements)));
   return plan;
 }

@@ -9,29 +9,31 @@
 //   rows   A^ = a e_{t-1},  R^ = r e_t,  B' = b / e_s,  K' = k / e_s       (per key channel)
 //   scores A_ab = strict(A^ B'^T), A_ak = strict(A^ K'^T), Q_rb = lower(R^ B'^T), Q_rk = lower(R^ K'^T)
 //   T = (I - A_ab)^{-1},  M = T A_ak                                      (forward substitution)
-//   W = T A^,  U0 = M V,  O0 = Q_rk V                                     (independent of H_0)
-//   U = W H_0 + U0                                                        (the values the tokens remove)
-//   O = R^ H_0 + Q_rb U + O0
+//   W = T A^                                                              (independent of H_0)
+//   U = W H_0 + M V                                                       (the values the tokens remove)
+//   O = R^ H_0 + Q_rb U + Q_rk V
 //   H_C = diag(e_last) H_0 + B~^T U + K~^T V,  B~ = b e_last / e_s,  K~ = k e_last / e_s
 // The pair weights e_{t-1}/e_s are factorised into a row and a column term, which stay normal fp32
 // (and bf16) numbers because RWKV-7's decay is bounded: |log w| <= e^{-0.5}, so over C = 32 tokens
 // e_t >= e^{-19.4} (the bound rwkv7/chunkwise.cpp states).
 // Two kernels, as common/chunk_delta_rule.cuh (which has a scalar decay and beta):
 //   (1) "prepare", one block per (head, chunk) in parallel: e, the four score blocks on tensor cores,
-//       T and M by forward substitution in fp32, then W, U0, O0 on tensor cores; into the workspace
-//       (bf16): W, R^, B~, K~ (C x d each), P = Q_rb (C x C), U0, O0 (C x d), and e_last (fp32, d);
+//       T and M by forward substitution in fp32, then W on tensor cores; into the workspace (bf16):
+//       W, R^, B~, K~ (C x d each), M, P_rb = Q_rb, P_rk = Q_rk (C x C each), and e_last (fp32, d);
 //   (2) "pass", one block per (head, value tile) walking the chunks in order with its columns of H
 //       in shared memory (fp32): U, O and the next H. Value columns are independent (as in GDN).
+//       M V and Q_rk V are formed there, not in (1): C x C operands instead of C x d products cost
+//       fewer bytes for d > 24, and U and O are then rounded to bf16 once each, not twice.
 // Products: wmma 16 x 16 x 16, bf16 operands, fp32 accumulators.
 //
 // Bytes at B16 H8 d64 L8192 (bf16; 128 heads x 256 chunks): the six inputs 134 MB each, read by
-// (1) (805 MB), v again by (2) (134 MB), the output 134 MB. The workspace is 6 C d + C^2 bf16 + d
-// fp32 per chunk = 26.9 KB, 881 MB written by (1); (2) reads U0 and O0 once and W, R^, B~, K~, P once
-// per value tile (4 tiles of 16 columns on an H200's 132 SMs): 2.7 GB requested, ~0.9 GB from DRAM
-// where a head's tiles, walking the same chunks at about the same time, hit L2. ~2.8 GB from DRAM,
-// ~0.6 ms at an H200's 4.8 TB/s. FLOPs per chunk: scores 4 x 2 C^2 d, W/U0/O0 3 x 2 C^2 d, the pass
-// ~6 x 2 C d^2 (W H, R^ H, P U, B~^T U, K~^T V): ~2.2 MFLOP at d = 64, ~70 GFLOP in all, < 0.1 ms of
-// tensor cores. The pass is sequential over 256 chunks per head, so its per-chunk latency (one round
+// (1) (805 MB), v again by (2) (134 MB), the output 134 MB. The workspace is 4 C d + 3 C^2 bf16 + d
+// fp32 per chunk = 22.8 KB, 747 MB written by (1); (2) reads all of it once per value tile (4 tiles
+// of 16 columns on an H200's 132 SMs): 3.0 GB requested, ~0.75 GB from DRAM where a head's tiles,
+// walking the same chunks at about the same time, hit L2. ~2.6 GB from DRAM, ~0.55 ms at an H200's
+// 4.8 TB/s. FLOPs per chunk: scores 4 x 2 C^2 d, W 2 C^2 d, the pass 2 x 2 C d^2 (W H, R^ H),
+// 3 x 2 C^2 d (M V, P_rb U, P_rk V), 2 x 2 C d^2 (B~^T U, K~^T V): ~2.2 MFLOP at d = 64, ~70 GFLOP
+// in all, < 0.1 ms of tensor cores. The pass is sequential over 256 chunks per head, so its per-chunk latency (one round
 // of global loads, four barriers: ~2-3 us) rather than bytes may set its time (~0.6-0.8 ms).
 #include <cstddef>
 #include <cstdint>
@@ -66,9 +68,8 @@ struct Rwkv7ChunkPrepareLayout {  // kernel (1)
   std::size_t k = 0;              // K', bf16 [C][ld_k]
   std::size_t v = 0;              // V, bf16 [C][ld_k]
   std::size_t scores = 0;         // A_ab, A_ak, Q_rb, Q_rk, fp32 [4][C][ld_score]
-  std::size_t tm = 0;             // [T | M], bf16 [C][ld_tm]
-  std::size_t p = 0;              // Q_rk masked, bf16 [C][ld_c]
-  std::size_t acc = 0;            // W, then U0, then O0, fp32 [C][ld_acc]
+  std::size_t t = 0;              // T, bf16 [C][ld_c]
+  std::size_t acc = 0;            // W, fp32 [C][ld_acc]
   std::size_t bytes = 0;
 };
 struct Rwkv7ChunkPassLayout {  // kernel (2)
@@ -76,14 +77,14 @@ struct Rwkv7ChunkPassLayout {  // kernel (2)
   std::size_t r = 0;           // R^, bf16 [C][ld_k]
   std::size_t b = 0;           // B~, bf16 [C][ld_k]
   std::size_t k = 0;           // K~, bf16 [C][ld_k]
-  std::size_t p = 0;           // P = Q_rb, bf16 [C][ld_c]
-  std::size_t u0 = 0;          // U0's value tile, bf16 [C][ld_n]
-  std::size_t o0 = 0;          // O0's value tile, bf16 [C][ld_n]
+  std::size_t m = 0;           // M, bf16 [C][ld_c]
+  std::size_t p_rb = 0;        // P_rb = Q_rb, bf16 [C][ld_c]
+  std::size_t p_rk = 0;        // P_rk = Q_rk, bf16 [C][ld_c]
   std::size_t v = 0;           // V's value tile, bf16 [C][ld_n] (0 past the sequence)
   std::size_t u = 0;           // U's value tile, bf16 [C][ld_n]
   std::size_t s = 0;           // the block's columns of H, fp32 [dim][ld_s]
   std::size_t s_operand = 0;   // H_0 rounded to bf16, [dim][ld_n]
-  std::size_t acc = 0;         // W H_0, then O, fp32 [C][ld_s]
+  std::size_t acc = 0;         // U, then O, fp32 [C][ld_s]
   std::size_t bytes = 0;
 };
 
@@ -98,7 +99,6 @@ struct Rwkv7ChunkPlan {
   std::int64_t pass_blocks = 0;     // batch_heads * value_tiles: block = bh * value_tiles + tile
   int ld_k = 0;      // bf16 row stride of the [C][dim] tiles
   int ld_c = 0;      // bf16 row stride of [C][C] tiles
-  int ld_tm = 0;     // bf16 row stride of [T | M] ([C][2C])
   int ld_score = 0;  // fp32 row stride of the score blocks
   int ld_acc = 0;    // fp32 row stride of the prepare kernel's accumulator ([C][dim])
   int ld_n = 0;      // bf16 row stride of the pass kernel's value tiles
@@ -106,12 +106,14 @@ struct Rwkv7ChunkPlan {
   Rwkv7ChunkPrepareLayout prepare_layout;
   Rwkv7ChunkPassLayout pass_layout;
   // Workspace: one bf16 array of seven regions, each [batch_heads][chunks][C][width] with every chunk
-  // C rows long (rows past the sequence hold 0): W, R^, B~, K~, U0, O0 (width dim), P (width C); then
-  // one fp32 array of each chunk's e_last [batch_heads][chunks][dim], 16-byte aligned.
-  std::int64_t workspace_row_elements = 0;    // one of W, R^, B~, K~, U0, O0
-  std::int64_t workspace_score_elements = 0;  // P
+  // C rows long (rows past the sequence hold 0): W, R^, B~, K~ (width dim), M, P_rb, P_rk (width C);
+  // then one fp32 array of each chunk's e_last [batch_heads][chunks][dim], 16-byte aligned.
+  std::int64_t workspace_row_elements = 0;    // one of W, R^, B~, K~
+  std::int64_t workspace_score_elements = 0;  // one of M, P_rb, P_rk
   std::int64_t workspace_decay_elements = 0;  // e_last (fp32)
-  constexpr std::int64_t workspace_bf16_elements() const { return 6 * workspace_row_elements + workspace_score_elements; }
+  constexpr std::int64_t workspace_bf16_elements() const {
+    return 4 * workspace_row_elements + 3 * workspace_score_elements;
+  }
   // The bf16 array rounded up to whole 16-byte vectors, then the fp32 array.
   constexpr std::int64_t decay_byte_offset() const { return (2 * workspace_bf16_elements() + 15) / 16 * 16; }
   constexpr std::int64_t workspace_bytes() const { return decay_byte_offset() + 4 * workspace_decay_elements; }
@@ -122,9 +124,9 @@ struct Rwkv7ChunkPlan {
   constexpr std::int64_t r_offset() const { return workspace_row_elements; }
   constexpr std::int64_t b_offset() const { return 2 * workspace_row_elements; }
   constexpr std::int64_t k_offset() const { return 3 * workspace_row_elements; }
-  constexpr std::int64_t u0_offset() const { return 4 * workspace_row_elements; }
-  constexpr std::int64_t o0_offset() const { return 5 * workspace_row_elements; }
-  constexpr std::int64_t p_offset() const { return 6 * workspace_row_elements; }
+  constexpr std::int64_t m_offset() const { return 4 * workspace_row_elements; }
+  constexpr std::int64_t p_rb_offset() const { return 4 * workspace_row_elements + workspace_score_elements; }
+  constexpr std::int64_t p_rk_offset() const { return 4 * workspace_row_elements + 2 * workspace_score_elements; }
   std::size_t max_shared_bytes() const {
     return prepare_layout.bytes > pass_layout.bytes ? prepare_layout.bytes : pass_layout.bytes;
   }

@@ -27,7 +27,7 @@ void rwkv7_chunk_replay(int dim, std::int64_t tokens, const float* r, const floa
   const std::size_t D = static_cast<std::size_t>(dim);
   std::vector<float> e(kC * D), xa(kC * D), xr(kC * D), yb(kC * D), yk(kC * D), vc(kC * D), bt(kC * D), kt(kC * D);
   std::vector<float> a_ab(kC * kC), a_ak(kC * kC), p_rb(kC * kC), p_rk(kC * kC), t_bf(kC * kC), m_bf(kC * kC);
-  std::vector<float> w(kC * D), u0(kC * D), o0(kC * D), s_op(D * D), u(kC * D);
+  std::vector<float> w(kC * D), s_op(D * D), u(kC * D);
   for (std::int64_t first = 0; first < tokens; first += kC) {
     const int rows = static_cast<int>(std::min<std::int64_t>(kC, tokens - first));
     // Rows past the sequence: every input 0 and w = 1 (e stays flat), as the kernels' zero padding.
@@ -81,35 +81,30 @@ void rwkv7_chunk_replay(int dim, std::int64_t tokens, const float* r, const floa
         (c < kC ? t_bf[i * kC + c] : m_bf[i * kC + (c - kC)]) = bf(sum);
       }
     }
-    // W = T A^, U0 = M V, O0 = P_rk V.
+    // W = T A^.
     for (int t = 0; t < kC; ++t) {
       for (std::size_t c = 0; c < D; ++c) {
-        float ws = 0, us = 0, os = 0;
-        for (int s = 0; s < kC; ++s) {
-          ws += t_bf[t * kC + s] * xa[s * D + c];
-          us += m_bf[t * kC + s] * vc[s * D + c];
-          os += p_rk[t * kC + s] * vc[s * D + c];
-        }
+        float ws = 0;
+        for (int s = 0; s < kC; ++s) ws += t_bf[t * kC + s] * xa[s * D + c];
         w[t * D + c] = bf(ws);
-        u0[t * D + c] = bf(us);
-        o0[t * D + c] = bf(os);
       }
     }
-    // Pass: U = W H_0 + U0, O = R^ H_0 + P_rb U + O0, H = diag(e_last) H_0 + B~^T U + K~^T V.
+    // Pass: U = W H_0 + M V, O = R^ H_0 + P_rb U + P_rk V, H = diag(e_last) H_0 + B~^T U + K~^T V.
     for (std::size_t e2 = 0; e2 < D * D; ++e2) s_op[e2] = bf(state[e2]);
     for (int t = 0; t < kC; ++t) {
       for (std::size_t i = 0; i < D; ++i) {
         float sum = 0;
         for (std::size_t j = 0; j < D; ++j) sum += w[t * D + j] * s_op[j * D + i];
-        u[t * D + i] = bf(sum + u0[t * D + i]);
+        for (int s = 0; s < t; ++s) sum += m_bf[t * kC + s] * vc[s * D + i];
+        u[t * D + i] = bf(sum);
       }
     }
     for (int t = 0; t < rows; ++t) {
       for (std::size_t i = 0; i < D; ++i) {
         float sum = 0;
         for (std::size_t j = 0; j < D; ++j) sum += xr[t * D + j] * s_op[j * D + i];
-        for (int s = 0; s <= t; ++s) sum += p_rb[t * kC + s] * u[s * D + i];
-        out[(first + t) * dim + i] = bf(sum + o0[t * D + i]);
+        for (int s = 0; s <= t; ++s) sum += p_rb[t * kC + s] * u[s * D + i] + p_rk[t * kC + s] * vc[s * D + i];
+        out[(first + t) * dim + i] = bf(sum);
       }
     }
     for (std::size_t j = 0; j < D; ++j) {

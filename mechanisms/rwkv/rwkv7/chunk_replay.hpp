@@ -3,7 +3,7 @@
 // chunk_plan.hpp) replayed on the CPU for one head: the same chunks of kRwkv7ChunkTokens, the same
 // fp32 running products of the decays (token by token, as each kernel thread multiplies its
 // channel's), the same bf16 roundings at the same places (A^, R^, B', K', B~, K~, the masked scores
-// P, T and M, W, U0, O0, H_0 as an operand, U, the output), fp32 score blocks, solve and carried
+// P, T and M, W, H_0 as an operand, U, the output), fp32 score blocks, solve and carried
 // state. Only the order of the fp32 sums inside a product differs from the tensor cores'. Tests
 // compare it with the fp64 reference (tests/test_rwkv7_chunk_replay.cpp): the strongest evidence a
 // kernel written without a GPU can have.
