@@ -22,6 +22,7 @@
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/kernels.hpp"
 #include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
+#include "mechanisms/rwkv/rwkv7/chunk_plan.hpp"
 
 namespace arch_bench {
 
@@ -165,8 +166,8 @@ class RwkvPrefillCell final : public PreparedCell {
 };
 
 // Predicted peak bytes of either cell: state + parameters + the per-token inputs and the output;
-// for RWKV-6 also the workspace of the CUDA bf16 prefill's chunkwise form (one state per chunk,
-// rwkv6/chunk_plan.hpp), counted on every backend so a plan's prediction does not depend on where it
+// for RWKV-6 and RWKV-7 also the workspace of the CUDA bf16 prefill's chunkwise form (rwkv6: one
+// state per chunk, rwkv6/chunk_plan.hpp; rwkv7: 4 d-wide and 3 chunk-wide bf16 rows per token, rwkv7/chunk_plan.hpp), counted on every backend so a plan's prediction does not depend on where it
 // runs (an over-estimate on the CPU).
 template <class Policy>
 std::int64_t rwkv_predicted_peak_bytes(const Cell& cell) {
@@ -176,7 +177,9 @@ std::int64_t rwkv_predicted_peak_bytes(const Cell& cell) {
   const auto used = rwkv_inputs_used(Policy::version);
   const std::int64_t streams = 1 + std::count(used.begin(), used.end(), true);
   const std::int64_t parameters = (Policy::uses_w ? 1 : 0) + (Policy::uses_u ? 1 : 0);
-  const std::int64_t workspace = Policy::version == RwkvVersion::v6 ? rwkv6_cuda_workspace_bytes(cell) : 0;
+  const std::int64_t workspace = Policy::version == RwkvVersion::v6   ? rwkv6_cuda_workspace_bytes(cell)
+                                 : Policy::version == RwkvVersion::v7 ? rwkv7_cuda_workspace_bytes(cell)
+                                                                      : 0;
   return checked_sum(checked_mul(Policy::state_floats(shape), 4), checked_product(parameters, cell.heads, cell.head_dim, 4),
                      checked_product(streams, shape.batch_heads, tokens, shape.dim, e), workspace);
 }

@@ -4,6 +4,7 @@
 // output and compares it with the same fp64 reference.
 #include <array>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -13,11 +14,13 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/input_buffers.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/reference_outputs.hpp"
+#include "mechanisms/rwkv/rwkv7/chunk_cuda.hpp"
 
 namespace arch_bench {
 
@@ -135,7 +138,7 @@ class RwkvDecodeCudaCell final : public PreparedCell {
 };
 
 template <class T>
-class RwkvPrefillCudaCell final : public PreparedCell {
+class RwkvPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   RwkvPrefillCudaCell(RwkvVersion version, const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
@@ -152,6 +155,13 @@ class RwkvPrefillCudaCell final : public PreparedCell {
         chunked_ = plan_rwkv6_chunk(cell.batch_heads(), cell.heads, cell.sequence_length, cell.head_dim);
         workspace_ = Buffer<float>(backend.allocator(), checked_count(chunked_->workspace_floats()));
       }
+      if (version == RwkvVersion::v7 && rwkv7_cuda_prefill_is_chunked(cell)) {
+        // As rwkv6's: the workspace counted in the peak (rwkv7_cuda_workspace_bytes).
+        chunked7_ = plan_rwkv7_chunk(cell.batch_heads(), cell.sequence_length, cell.head_dim,
+                                     cuda_.device().multiprocessors);
+        configure_rwkv7_chunked(*chunked7_);
+        workspace_ = Buffer<float>(backend.allocator(), checked_count(chunked7_->workspace_floats()));
+      }
     }
     poison(cuda_, out_.data(), out_.bytes());
   }
@@ -165,6 +175,10 @@ class RwkvPrefillCudaCell final : public PreparedCell {
                              cuda_.stream());
         return;
       }
+      if (chunked7_) {
+        launch_rwkv7_chunked(*chunked7_, tokens_.view(), state_.data(), workspace_.data(), out_.data(), cuda_.stream());
+        return;
+      }
     }
     launch_rwkv_scan<T>(plan_, params_.view(), tokens_.view(), state_.data(), out_.data(), cuda_.stream());
   }
@@ -175,8 +189,18 @@ class RwkvPrefillCudaCell final : public PreparedCell {
                                [&](std::int64_t bh, std::int64_t rows) { return rwkv_reference_outputs(inputs_, bh, rows); });
   }
 
+  // The prefill has two paths (the chunkwise tensor-core form for bf16, the recurrence otherwise):
+  // the row says which ran.
+  std::string gpu_kernel() const override {
+    if (chunked_) return "chunkwise wmma_bf16 (16-token chunks: state, prefix, output kernels)";
+    if (chunked7_) return "chunkwise wmma_bf16 (32-token chunks: prepare and pass kernels)";
+    return "recurrent scan simt";
+  }
+
   std::vector<ByteSpan> buffers() const override {
-    if (chunked_) return cell_spans({state_.byte_span(), out_.byte_span(), workspace_.byte_span()}, params_, tokens_);
+    if (chunked_ || chunked7_) {
+      return cell_spans({state_.byte_span(), out_.byte_span(), workspace_.byte_span()}, params_, tokens_);
+    }
     return cell_spans({state_.byte_span(), out_.byte_span()}, params_, tokens_);
   }
 
@@ -189,7 +213,8 @@ class RwkvPrefillCudaCell final : public PreparedCell {
   Buffer<T> out_;
   Buffer<float> state_;
   std::optional<Rwkv6ChunkPlan> chunked_;  // set: rwkv6's bf16 prefill runs chunkwise on tensor cores
-  Buffer<float> workspace_;                // its workspace (empty otherwise)
+  std::optional<Rwkv7ChunkPlan> chunked7_;  // set: rwkv7's bf16 prefill runs chunkwise on tensor cores
+  Buffer<float> workspace_;                 // the chunkwise workspace (empty otherwise)
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/rwkv4/conformance.hpp"
 #include "mechanisms/rwkv/rwkv6/conformance.hpp"
+#include "mechanisms/rwkv/rwkv7/chunk_cuda.hpp"
 #include "mechanisms/rwkv/rwkv7/conformance.hpp"
 #include "mechanisms/rwkv/rwkv7/cpu.hpp"
 
@@ -107,12 +108,21 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
   Buffer<float> state = fresh_state(cuda, plan);
   bool chunked = false;
   if constexpr (std::is_same_v<T, bf16>) {
-    // rwkv6's bf16 prefill runs chunkwise on tensor cores, as its prefill cells do.
+    // rwkv6's and rwkv7's bf16 prefill run chunkwise on tensor cores, as their prefill cells do.
     if (version == RwkvVersion::v6 && rwkv6_chunk_supports(dim) && length > 0) {
       const Rwkv6ChunkPlan chunks = plan_rwkv6_chunk(bh, in.heads, length, dim);
       Buffer<float> workspace = device_zeros(cuda, static_cast<std::size_t>(chunks.workspace_floats()));
       launch_rwkv6_chunked(chunks, params, sequence.view(), state.data(), workspace.data(), prefill.data(),
                            cuda.stream());
+      cuda.synchronize();  // the workspace is freed on return
+      chunked = true;
+    }
+    // So does rwkv7's (rwkv7/chunk_cuda.cu).
+    if (version == RwkvVersion::v7 && rwkv7_chunk_supports(dim) && length > 0) {
+      const Rwkv7ChunkPlan chunks = plan_rwkv7_chunk(bh, length, dim, cuda.device().multiprocessors);
+      configure_rwkv7_chunked(chunks);
+      Buffer<float> workspace = device_zeros(cuda, static_cast<std::size_t>(chunks.workspace_floats()));
+      launch_rwkv7_chunked(chunks, sequence.view(), state.data(), workspace.data(), prefill.data(), cuda.stream());
       cuda.synchronize();  // the workspace is freed on return
       chunked = true;
     }

@@ -5,6 +5,7 @@
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
+#include "mechanisms/rwkv/rwkv7/chunk_plan.hpp"
 
 namespace arch_bench {
 
@@ -68,6 +69,12 @@ std::optional<std::string> rwkv_cuda_unsupported(RwkvVersion version, const Cell
   if (version == RwkvVersion::v6 && rwkv6_cuda_prefill_is_chunked(cell) &&
       ceil_div(cell.sequence_length, kRwkv6ChunkTokens) > kCudaMaxGridX / cell.batch_heads()) {
     return "batch * heads * ceil(sequence_length / 16) exceeds the CUDA grid limit of rwkv6's chunkwise prefill "
+           "(2^31 - 1 blocks)";
+  }
+  // RWKV-7's likewise: one prepare block per (head, chunk of 32 tokens).
+  if (version == RwkvVersion::v7 && rwkv7_cuda_prefill_is_chunked(cell) &&
+      ceil_div(cell.sequence_length, kRwkv7ChunkTokens) > kCudaMaxGridX / cell.batch_heads()) {
+    return "batch * heads * ceil(sequence_length / 32) exceeds the CUDA grid limit of rwkv7's chunkwise prefill "
            "(2^31 - 1 blocks)";
   }
   return std::nullopt;

@@ -75,7 +75,7 @@ class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "rwkv7",
-        "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU)",
+        "RWKV-7 (Goose), head_dim^2 fp32 state per head, generalised delta rule, recurrent prefill (vectorised; faster than its exact chunkwise WY form on CPU); on CUDA a tensor-core chunkwise WY prefill for bf16 (32-token chunks), the recurrence otherwise and for decode",
         StateKind::fixed_state,
         cpu_and_cuda_backends()};
     return info;

@@ -1,0 +1,401 @@
+// RWKV-7's chunkwise prefill on tensor cores, bf16 storage (the algebra, the geometry and the bytes:
+// chunk_plan.hpp; the same arithmetic replayed on the CPU: chunk_replay.cpp). Two kernels on one
+// stream, as common/chunk_delta_rule.cuh: (1) "prepare", per (head, chunk) in parallel, everything
+// that does not depend on the state entering the chunk; (2) "pass", per (head, value tile), the
+// chunks in order with the block's columns of H in shared memory. The decays are per key channel,
+// so unlike the gated delta rule's scalar gate they cannot be applied to a whole score tile: they
+// are factorised into the rows (A^ = a e_{t-1}, R^ = r e_t) and columns (B' = b / e_s, K' = k / e_s)
+// of the score products, bounded because RWKV-7's |log w| <= e^{-0.5}. bf16 operands, fp32
+// accumulators; expf (not __expf), as rwkv7/cuda.cu.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cstdint>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_delta_rule.cuh"
+#include "mechanisms/common/dynamic_shared_memory.cuh"
+#include "mechanisms/rwkv/rwkv7/chunk_cuda.hpp"
+
+namespace arch_bench {
+
+namespace {
+
+namespace wmma = nvcuda::wmma;
+using nv_bf16 = __nv_bfloat16;
+// The shared pieces of the delta-rule kernels: the block's (head, index), a region of dynamic
+// shared memory, 16-byte row copies.
+using delta_rule_detail::copy_rows;
+using delta_rule_detail::head_index_of_block;
+using delta_rule_detail::HeadIndex;
+using delta_rule_detail::shared_region;
+
+constexpr int kC = kRwkv7ChunkTokens;
+constexpr int kF = kRwkv7ChunkFragment;
+constexpr int kTiles = kC / kF;                          // row tiles of a chunk
+constexpr int kLowerTiles = kTiles * (kTiles + 1) / 2;   // tiles of a C x C on or below the diagonal
+constexpr float kDecayScale = 0.60653065971263342f;      // e^{-0.5}, as kRwkv7DecayScale
+
+using RowA = wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major>;
+using ColA = wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::col_major>;
+using RowB = wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major>;
+using ColB = wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::col_major>;
+using Accumulator = wmma::fragment<wmma::accumulator, kF, kF, kF, float>;
+
+struct Inputs {
+  const nv_bf16* __restrict__ r;
+  const nv_bf16* __restrict__ w_raw;
+  const nv_bf16* __restrict__ k;
+  const nv_bf16* __restrict__ v;
+  const nv_bf16* __restrict__ kappa;
+  const nv_bf16* __restrict__ iclr;
+};
+
+// Lower tile l (0 <= l < kLowerTiles) of a C x C: (ti, tj) with tj <= ti, row by row.
+__device__ __forceinline__ void lower_tile(int l, int& ti, int& tj) {
+  ti = 0;
+  while (l > ti) {
+    l -= ti + 1;
+    ++ti;
+  }
+  tj = l;
+}
+
+// acc (fp32 [C][ld]) rounded to bf16 into a workspace region ([C][width], row-major).
+__device__ __forceinline__ void store_rows(nv_bf16* __restrict__ out, const float* __restrict__ acc, int ld,
+                                           int width) {
+  for (int e = threadIdx.x; e < kC * width; e += blockDim.x) {
+    const int t = e / width, c = e % width;
+    out[e] = __float2bfloat16_rn(acc[t * ld + c]);
+  }
+}
+
+// (1) One block per (head, chunk).
+__global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
+    rwkv7_chunk_prepare_kernel(Rwkv7ChunkPlan plan, Inputs x, nv_bf16* __restrict__ workspace,
+                               float* __restrict__ chunk_decay) {
+  const Rwkv7ChunkPrepareLayout& at = plan.prepare_layout;
+  auto* e_s = shared_region<float>(at.decay);
+  auto* a_tile = shared_region<nv_bf16>(at.a);
+  auto* r_tile = shared_region<nv_bf16>(at.r);
+  auto* b_tile = shared_region<nv_bf16>(at.b);
+  auto* k_tile = shared_region<nv_bf16>(at.k);
+  auto* v_tile = shared_region<nv_bf16>(at.v);
+  auto* scores = shared_region<float>(at.scores);
+  auto* t_tile = shared_region<nv_bf16>(at.t);
+  auto* acc_tile = shared_region<float>(at.acc);
+
+  const HeadIndex hc = head_index_of_block(plan.chunks);
+  const std::int64_t bh = hc.bh, chunk = hc.index;
+  const int dim = plan.dim, ld = plan.ld_k, lds = plan.ld_score;
+  const std::int64_t first = (bh * plan.tokens + chunk * kC) * dim;  // the chunk's first element
+  const int rows = rwkv7_chunk_rows(plan.tokens, chunk);
+  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
+  nv_bf16* w_out = workspace + plan.w_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
+  nv_bf16* r_out = workspace + plan.r_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
+  nv_bf16* b_out = workspace + plan.b_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
+  nv_bf16* k_out = workspace + plan.k_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim);
+  nv_bf16* m_out = workspace + plan.m_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
+  nv_bf16* p_rb_out = workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
+  nv_bf16* p_rk_out = workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
+
+  // e_t: the running product of w over the chunk's tokens, by the channel's thread in token order
+  // (the order the replay multiplies in); flat past the sequence (w = 1 there), so row C - 1 is the
+  // chunk's whole decay.
+  if (threadIdx.x < dim) {
+    const int c = static_cast<int>(threadIdx.x);
+    float running = 1.0f;
+#pragma unroll 8
+    for (int m = 0; m < kC; ++m) {
+      if (m < rows) running *= expf(-kDecayScale / (1.0f + expf(-__bfloat162float(x.w_raw[first + m * dim + c]))));
+      e_s[m * dim + c] = running;
+    }
+  }
+  __syncthreads();
+
+  // The factorised rows and columns of the scores (shared memory), V, and the pass's R^, B~, K~
+  // (workspace). Rows past the sequence read nothing and are 0 everywhere.
+  const float* e_last = e_s + (kC - 1) * dim;
+  for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
+    const int m = e / dim, c = e % dim;
+    const bool live = m < rows;
+    const float et = e_s[e], before = m > 0 ? e_s[e - dim] : 1.0f;
+    const float kap = live ? __bfloat162float(x.kappa[first + e]) : 0.0f;
+    const float b = live ? kap * __bfloat162float(x.iclr[first + e]) : 0.0f;
+    const float kk = live ? __bfloat162float(x.k[first + e]) : 0.0f;
+    const float rr = live ? __bfloat162float(x.r[first + e]) : 0.0f;
+    const float to_last = e_last[c] / et;  // <= 1: a later token has decayed less by the chunk's end
+    const nv_bf16 r_hat = __float2bfloat16_rn(rr * et);
+    a_tile[m * ld + c] = __float2bfloat16_rn(-kap * before);
+    r_tile[m * ld + c] = r_hat;
+    b_tile[m * ld + c] = __float2bfloat16_rn(b / et);
+    k_tile[m * ld + c] = __float2bfloat16_rn(kk / et);
+    v_tile[m * ld + c] = live ? x.v[first + e] : __float2bfloat16_rn(0.0f);
+    r_out[e] = r_hat;
+    b_out[e] = __float2bfloat16_rn(b * to_last);
+    k_out[e] = __float2bfloat16_rn(kk * to_last);
+  }
+  __syncthreads();
+
+  // The four score blocks X Y^T, X in {A^, R^}, Y in {B', K'} (product p = 2 x + y), the tiles on or
+  // below the diagonal only (those above are wholly masked and never read).
+  for (int job = warp; job < 4 * kLowerTiles; job += warps) {
+    const int product = job / kLowerTiles;
+    int ti, tj;
+    lower_tile(job % kLowerTiles, ti, tj);
+    const nv_bf16* left = product < 2 ? a_tile : r_tile;
+    const nv_bf16* right = product % 2 == 0 ? b_tile : k_tile;
+    Accumulator acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk < dim / kF; ++kk) {
+      RowA xa;
+      ColB yt;  // Y^T as matrix_b: element (c, s) is Y[s][c], at s * ld + c: column-major
+      wmma::load_matrix_sync(xa, left + ti * kF * ld + kk * kF, ld);
+      wmma::load_matrix_sync(yt, right + tj * kF * ld + kk * kF, ld);
+      wmma::mma_sync(acc, xa, yt, acc);
+    }
+    wmma::store_matrix_sync(scores + (product * kC + ti * kF) * lds + tj * kF, acc, lds, wmma::mem_row_major);
+  }
+  __syncthreads();
+
+  // Masks: A_ab and A_ak strictly lower (fp32, in place), Q_rb and Q_rk lower with the diagonal,
+  // rounded to bf16 into the workspace. Above the diagonal nothing is read.
+  float* a_ab = scores;
+  float* a_ak = scores + kC * lds;
+  const float* q_rb = scores + 2 * kC * lds;
+  const float* q_rk = scores + 3 * kC * lds;
+  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+    const int t = e / kC, s = e % kC;
+    if (s >= t) {
+      a_ab[t * lds + s] = 0.0f;
+      a_ak[t * lds + s] = 0.0f;
+    }
+    p_rb_out[e] = __float2bfloat16_rn(s <= t ? q_rb[t * lds + s] : 0.0f);
+    p_rk_out[e] = __float2bfloat16_rn(s <= t ? q_rk[t * lds + s] : 0.0f);
+  }
+  __syncthreads();
+
+  // [T | M] = (I - A_ab)^{-1} [I | A_ak]: column c by thread c, forward substitution in fp32
+  // registers, x_i = rhs_i + sum_{j<i} A_ab[i][j] x_j (A_ab's rows are broadcast reads). T stays
+  // here for W; M goes to the workspace for the pass's M V.
+  if (threadIdx.x < 2 * kC) {
+    const int c = static_cast<int>(threadIdx.x);
+    // One store per row, to shared memory (T) or the workspace (M) through one pointer: a branch
+    // between the two inside the unrolled rows cost ptxas a spill.
+    nv_bf16* column = c < kC ? t_tile + c : m_out + (c - kC);
+    const int column_ld = c < kC ? plan.ld_c : kC;
+    float xs[kC];
+#pragma unroll
+    for (int i = 0; i < kC; ++i) {
+      float sum = c < kC ? (i == c ? 1.0f : 0.0f) : a_ak[i * lds + c - kC];
+#pragma unroll
+      for (int j = 0; j < i; ++j) sum = fmaf(a_ab[i * lds + j], xs[j], sum);
+      xs[i] = sum;
+      column[i * column_ld] = __float2bfloat16_rn(sum);
+    }
+  }
+  __syncthreads();
+
+  // W = T A^ through acc_tile to the workspace. T is lower triangular: row tile ti sums over token
+  // tiles kk <= ti only.
+  const int tiles_j = dim / kF;
+  for (int tile = warp; tile < kTiles * tiles_j; tile += warps) {
+    const int ti = tile / tiles_j, tj = tile % tiles_j;
+    Accumulator acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk <= ti; ++kk) {
+      RowA tf;
+      RowB af;
+      wmma::load_matrix_sync(tf, t_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+      wmma::load_matrix_sync(af, a_tile + kk * kF * ld + tj * kF, ld);
+      wmma::mma_sync(acc, tf, af, acc);
+    }
+    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+  }
+  __syncthreads();
+  store_rows(w_out, acc_tile, plan.ld_acc, dim);
+  float* decay_out = chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk);
+  for (int c = threadIdx.x; c < dim; c += blockDim.x) decay_out[c] = e_last[c];
+}
+
+// (2) One block per (head, value tile): the block's columns of H (fp32, shared memory) walk the
+// chunks in order. Per chunk, with H_0 rounded to bf16 as the operand:
+//   U = W H_0 + M V;  O = R^ H_0 + P_rb U + P_rk V;  H = diag(e_last) H_0 + B~^T U + K~^T V.
+// `state` [batch_heads][dim][dim] holds the state before the first token and receives the state
+// after the last.
+__global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
+    rwkv7_chunk_pass_kernel(Rwkv7ChunkPlan plan, const nv_bf16* __restrict__ v, const nv_bf16* __restrict__ workspace,
+                            const float* __restrict__ chunk_decay, float* __restrict__ state,
+                            nv_bf16* __restrict__ out) {
+  const Rwkv7ChunkPassLayout& at = plan.pass_layout;
+  auto* w_tile = shared_region<nv_bf16>(at.w);
+  auto* r_tile = shared_region<nv_bf16>(at.r);
+  auto* b_tile = shared_region<nv_bf16>(at.b);
+  auto* k_tile = shared_region<nv_bf16>(at.k);
+  auto* m_tile = shared_region<nv_bf16>(at.m);
+  auto* p_rb = shared_region<nv_bf16>(at.p_rb);
+  auto* p_rk = shared_region<nv_bf16>(at.p_rk);
+  auto* v_tile = shared_region<nv_bf16>(at.v);
+  auto* u_tile = shared_region<nv_bf16>(at.u);
+  auto* s = shared_region<float>(at.s);
+  auto* s_operand = shared_region<nv_bf16>(at.s_operand);
+  auto* acc_tile = shared_region<float>(at.acc);
+
+  const HeadIndex ht = head_index_of_block(plan.value_tiles);
+  const std::int64_t bh = ht.bh;
+  const int dim = plan.dim, n = plan.value_tile, ld = plan.ld_k, ldn = plan.ld_n, lds = plan.ld_s;
+  const int j0 = static_cast<int>(ht.index) * n;
+  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
+  const int tiles_n = n / kF, tiles_k = dim / kF;
+  float* head_state = state + bh * dim * dim;
+
+  for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {
+    const int i = e / n, j = e % n;
+    s[i * lds + j] = head_state[i * dim + j0 + j];
+  }
+  __syncthreads();
+
+  for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    const int rows = rwkv7_chunk_rows(plan.tokens, chunk);
+    const std::int64_t first_row = bh * plan.tokens + chunk * kC;  // the chunk's first token row
+    copy_rows(w_tile, ld, workspace + plan.w_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+    copy_rows(r_tile, ld, workspace + plan.r_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+    copy_rows(b_tile, ld, workspace + plan.b_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+    copy_rows(k_tile, ld, workspace + plan.k_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+    copy_rows(m_tile, plan.ld_c, workspace + plan.m_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+    copy_rows(p_rb, plan.ld_c, workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+    copy_rows(p_rk, plan.ld_c, workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+    // V's value tile straight from the input, 16 bytes at a time (dim and j0 are multiples of 16),
+    // zero past the sequence.
+    for (int e = threadIdx.x; e < kC * (n / 8); e += blockDim.x) {
+      const int m = e / (n / 8), c = e % (n / 8);
+      uint4 vec = make_uint4(0u, 0u, 0u, 0u);
+      if (m < rows) vec = *reinterpret_cast<const uint4*>(v + (first_row + m) * dim + j0 + c * 8);
+      *reinterpret_cast<uint4*>(v_tile + m * ldn + c * 8) = vec;
+    }
+    // H_0 as the bf16 operand, and H scaled by the chunk's decay in place (row i = key channel i):
+    // the accumulator the state update adds to.
+    const float* carry = chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk);
+    for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {
+      const int i = e / n, j = e % n;
+      const float h = s[i * lds + j];
+      s_operand[i * ldn + j] = __float2bfloat16_rn(h);
+      s[i * lds + j] = h * carry[i];
+    }
+    __syncthreads();
+
+    // U = W H_0 + M V into acc_tile (M is strictly lower triangular: kk <= ti), then rounded to bf16.
+    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
+      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      Accumulator acc;
+      wmma::fill_fragment(acc, 0.0f);
+      for (int kk = 0; kk < tiles_k; ++kk) {
+        RowA wf;
+        RowB sf;
+        wmma::load_matrix_sync(wf, w_tile + ti * kF * ld + kk * kF, ld);
+        wmma::load_matrix_sync(sf, s_operand + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, wf, sf, acc);
+      }
+      for (int kk = 0; kk <= ti; ++kk) {
+        RowA mf;
+        RowB vf;
+        wmma::load_matrix_sync(mf, m_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(vf, v_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, mf, vf, acc);
+      }
+      wmma::store_matrix_sync(acc_tile + ti * kF * lds + tj * kF, acc, lds, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < kC * n; e += blockDim.x) {
+      const int m = e / n, j = e % n;
+      u_tile[m * ldn + j] = __float2bfloat16_rn(acc_tile[m * lds + j]);
+    }
+    __syncthreads();
+
+    // O = R^ H_0 + P_rb U + P_rk V into acc_tile (P_rb and P_rk are lower triangular: row tile ti
+    // sums kk <= ti only), and
+    // H = diag(e_last) H_0 + B~^T U + K~^T V in place on the fp32 H.
+    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
+      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      Accumulator acc;
+      wmma::fill_fragment(acc, 0.0f);
+      for (int kk = 0; kk < tiles_k; ++kk) {
+        RowA rf;
+        RowB sf;
+        wmma::load_matrix_sync(rf, r_tile + ti * kF * ld + kk * kF, ld);
+        wmma::load_matrix_sync(sf, s_operand + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, rf, sf, acc);
+      }
+      for (int kk = 0; kk <= ti; ++kk) {
+        RowA pf;
+        RowB uf;
+        wmma::load_matrix_sync(pf, p_rb + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(uf, u_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, pf, uf, acc);
+        wmma::load_matrix_sync(pf, p_rk + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
+        wmma::load_matrix_sync(uf, v_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, pf, uf, acc);
+      }
+      wmma::store_matrix_sync(acc_tile + ti * kF * lds + tj * kF, acc, lds, wmma::mem_row_major);
+    }
+    for (int tile = warp; tile < tiles_k * tiles_n; tile += warps) {
+      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      Accumulator acc;
+      float* s_at = s + ti * kF * lds + tj * kF;
+      wmma::load_matrix_sync(acc, s_at, lds, wmma::mem_row_major);
+      for (int kk = 0; kk < kTiles; ++kk) {
+        ColA bt;  // B~^T as matrix_a: element (i, m) is B~[m][i], at m * ld + i: column-major
+        ColA kt;
+        RowB uf;
+        RowB vf;
+        wmma::load_matrix_sync(bt, b_tile + kk * kF * ld + ti * kF, ld);
+        wmma::load_matrix_sync(uf, u_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, bt, uf, acc);
+        wmma::load_matrix_sync(kt, k_tile + kk * kF * ld + ti * kF, ld);
+        wmma::load_matrix_sync(vf, v_tile + kk * kF * ldn + tj * kF, ldn);
+        wmma::mma_sync(acc, kt, vf, acc);
+      }
+      wmma::store_matrix_sync(s_at, acc, lds, wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    // O rounded to bf16, the sequence's rows only. The next chunk's loads overwrite only the operand
+    // tiles and H's bf16 copy (all read before the barrier above) and scale H (written before it);
+    // acc_tile is next written after the barrier that follows them.
+    for (int e = threadIdx.x; e < rows * n; e += blockDim.x) {
+      const int m = e / n, j = e % n;
+      out[(first_row + m) * dim + j0 + j] = __float2bfloat16_rn(acc_tile[m * lds + j]);
+    }
+  }
+
+  for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {
+    const int i = e / n, j = e % n;
+    head_state[i * dim + j0 + j] = s[i * lds + j];
+  }
+}
+
+}  // namespace
+
+void configure_rwkv7_chunked(const Rwkv7ChunkPlan& plan) {
+  allow_dynamic_shared_memory(rwkv7_chunk_prepare_kernel, plan.prepare_layout.bytes);
+  allow_dynamic_shared_memory(rwkv7_chunk_pass_kernel, plan.pass_layout.bytes);
+}
+
+void launch_rwkv7_chunked(const Rwkv7ChunkPlan& plan, const RwkvTokens<bf16>& x, float* state, float* workspace,
+                          bf16* out, CUstream_st* stream) {
+  if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; H unchanged
+  auto* bf16_workspace = reinterpret_cast<nv_bf16*>(workspace);
+  auto* chunk_decay = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(workspace) + plan.decay_byte_offset());
+  const Inputs in{reinterpret_cast<const nv_bf16*>(x.r),     reinterpret_cast<const nv_bf16*>(x.decay),
+                  reinterpret_cast<const nv_bf16*>(x.k),     reinterpret_cast<const nv_bf16*>(x.v),
+                  reinterpret_cast<const nv_bf16*>(x.kappa), reinterpret_cast<const nv_bf16*>(x.iclr)};
+  rwkv7_chunk_prepare_kernel<<<static_cast<unsigned>(plan.prepare_blocks), kRwkv7ChunkPrepareThreads,
+                               plan.prepare_layout.bytes, stream>>>(plan, in, bf16_workspace, chunk_decay);
+  check_launch("rwkv7_chunk_prepare_kernel");
+  rwkv7_chunk_pass_kernel<<<static_cast<unsigned>(plan.pass_blocks), kRwkv7ChunkPassThreads, plan.pass_layout.bytes,
+                            stream>>>(plan, in.v, bf16_workspace, chunk_decay, state, reinterpret_cast<nv_bf16*>(out));
+  check_launch("rwkv7_chunk_pass_kernel");
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,155 @@
+// The arithmetic of RWKV-7's chunkwise tensor-core prefill (rwkv7/chunk_replay.hpp: the kernels' chunks,
+// factorised decays and bf16 roundings, replayed on the CPU) against the fp64 recurrent reference
+// over head sizes 16..128, lengths around the 32-token chunk and up to 600, strong and weak decays
+// and a carried state; and deliberately faulty replays that the same comparison must reject.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "mechanisms/rwkv/inputs.hpp"
+#include "mechanisms/rwkv/rwkv7/chunk_replay.hpp"
+#include "mechanisms/rwkv/rwkv7/reference.hpp"
+#include "support/mechanism_fixtures.hpp"
+
+namespace arch_bench {
+namespace {
+
+const double kBf16Tolerance = dtype_tolerance(DType::bfloat16);
+
+// One problem: bf16-representable inputs of every head (as the bf16 cells draw them), the fp64
+// reference and the replay.
+struct ChunkProblem {
+  ChunkProblem(std::int64_t heads, std::int64_t dim, std::int64_t tokens, std::uint64_t seed = 7)
+      : in(make_rwkv_inputs(testing::mechanism_cell("rwkv7", heads, dim, tokens, DType::bfloat16), tokens, seed,
+                            RwkvVersion::v7)) {}
+
+  // w_raw of every token and channel replaced by draws (rounded to bf16, as the kernel reads it).
+  template <class Draw>
+  void redraw_decays(Draw draw) {
+    for (float& w : in.sequence[kRwkvDecay]) w = round_through<bf16>(draw());
+  }
+
+  RwkvMatrixResult reference(std::int64_t bh) const {
+    const std::int64_t n = in.tokens;
+    return rwkv7_reference(in.head_matrix(kRwkvR, bh, n), in.head_matrix(kRwkvDecay, bh, n),
+                           in.head_matrix(kRwkvK, bh, n), in.head_matrix(kRwkvV, bh, n),
+                           in.head_matrix(kRwkvKappa, bh, n), in.head_matrix(kRwkvIclr, bh, n));
+  }
+
+  struct Errors {
+    double output = 0, state = 0;
+  };
+  // max |replay - ref| / max |ref| over every head's outputs, and the same over the final states
+  // (H [key][value] against the reference's S [value][key]), the tokens replayed in pieces cut at
+  // `cuts`, each piece continuing from the state the last left.
+  Errors against_reference(Rwkv7ChunkFault fault = Rwkv7ChunkFault::none, std::vector<std::int64_t> cuts = {}) const {
+    double out_diff = 0, out_scale = 0, state_diff = 0, state_scale = 0;
+    cuts.push_back(in.tokens);
+    const std::int64_t dim = in.dim;
+    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+      const RwkvMatrixResult ref = reference(bh);
+      std::vector<float> state(static_cast<std::size_t>(dim * dim), 0.0f), out;
+      std::int64_t first = 0;
+      for (const std::int64_t cut : cuts) {
+        std::vector<float> piece(static_cast<std::size_t>((cut - first) * dim));
+        auto at = [&](RwkvInput input) { return in.at(input, bh, first); };
+        rwkv7_chunk_replay(static_cast<int>(dim), cut - first, at(kRwkvR), at(kRwkvDecay), at(kRwkvK), at(kRwkvV),
+                           at(kRwkvKappa), at(kRwkvIclr), state.data(), piece.data(), fault);
+        out.insert(out.end(), piece.begin(), piece.end());
+        first = cut;
+      }
+      EXPECT_TRUE(std::ranges::all_of(out, [](float x) { return std::isfinite(x); }));
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out_diff = std::fmax(out_diff, std::fabs(out[i] - ref.outputs.data[i]));
+        out_scale = std::fmax(out_scale, std::fabs(ref.outputs.data[i]));
+      }
+      for (std::int64_t j = 0; j < dim; ++j) {
+        for (std::int64_t i = 0; i < dim; ++i) {
+          const double expected = ref.state.data[static_cast<std::size_t>(i * dim + j)];
+          state_diff = std::fmax(state_diff, std::fabs(state[static_cast<std::size_t>(j * dim + i)] - expected));
+          state_scale = std::fmax(state_scale, std::fabs(expected));
+        }
+      }
+    }
+    return {out_diff / out_scale, state_diff / state_scale};
+  }
+
+  RwkvInputs in;
+};
+
+void expect_within(const ChunkProblem::Errors& e, const std::string& where) {
+  EXPECT_LT(e.output, kBf16Tolerance) << where;
+  EXPECT_LT(e.state, kBf16Tolerance) << where;
+}
+
+TEST(Rwkv7ChunkReplay, MatchesTheFp64ReferenceOverHeadSizesAndLengths) {
+  double worst_output = 0, worst_state = 0;
+  for (const std::int64_t dim : {16, 32, 48, 64, 96, 128}) {
+    for (const std::int64_t tokens : {1, 31, 32, 33, 100, 600}) {
+      if (dim > 64 && tokens == 600) continue;  // the largest cases below, once each
+      const ChunkProblem p(2, dim, tokens);
+      const auto e = p.against_reference();
+      expect_within(e, "d " + std::to_string(dim) + " L " + std::to_string(tokens));
+      worst_output = std::max(worst_output, e.output);
+      worst_state = std::max(worst_state, e.state);
+    }
+  }
+  for (const std::int64_t dim : {96, 128}) {
+    const ChunkProblem p(1, dim, 600);
+    const auto e = p.against_reference();
+    expect_within(e, "d " + std::to_string(dim) + " L 600");
+    worst_output = std::max(worst_output, e.output);
+    worst_state = std::max(worst_state, e.state);
+  }
+  std::printf("replay vs fp64, worst over d 16..128, L 1..600: outputs %.3g, state %.3g\n", worst_output,
+              worst_state);
+}
+
+TEST(Rwkv7ChunkReplay, StaysAccurateWithStrongAndWeakDecays) {
+  // Strong: w_raw >= 6, w = exp(-e^{-0.5} sigmoid(w_raw)) ~ e^{-0.6}, the strongest RWKV-7 allows, so
+  // a chunk's decay e_last ~ e^{-19.4} and 1 / e_t ~ 2.7e8 (the factorised columns at their largest);
+  // weak: w_raw = -12, w = 1 - 4e-6, the state barely decays and grows with L; mixed: both in one chunk.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> strong(6.0f, 12.0f), mixed(-12.0f, 12.0f);
+  for (const std::int64_t dim : {16, 64}) {
+    ChunkProblem p(2, dim, 333);
+    p.redraw_decays([&] { return strong(rng); });
+    expect_within(p.against_reference(), "strong, d " + std::to_string(dim));
+    p.redraw_decays([] { return -12.0f; });
+    expect_within(p.against_reference(), "weak, d " + std::to_string(dim));
+    p.redraw_decays([&] { return mixed(rng); });
+    expect_within(p.against_reference(), "mixed, d " + std::to_string(dim));
+  }
+}
+
+TEST(Rwkv7ChunkReplay, ContinuesFromACarriedState) {
+  // Cuts inside a chunk and at chunk boundaries: each piece starts from the state the last left, so
+  // the chunks of a piece are aligned to its own first token, not to the sequence's.
+  const ChunkProblem p(2, 64, 400);
+  expect_within(p.against_reference(Rwkv7ChunkFault::none, {7, 32, 70, 71, 250}), "cut at 7, 32, 70, 71, 250");
+}
+
+TEST(Rwkv7ChunkReplay, FaultyReplaysFail) {
+  // The comparison must catch each mistake: the a^T b (removal) term dropped, and a token's own decay
+  // applied before its removal (A^ = a e_t for a e_{t-1}). Strong decays (w ~ e^{-0.6}), where the
+  // latter moves the removed value by a factor 0.55, far more than bf16's rounding.
+  ChunkProblem p(2, 64, 200);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> strong(4.0f, 10.0f);
+  p.redraw_decays([&] { return strong(rng); });
+  EXPECT_LT(p.against_reference().output, kBf16Tolerance) << "the correct replay passes on these inputs";
+  const double dropped = p.against_reference(Rwkv7ChunkFault::delta_dropped).output;
+  const double shifted = p.against_reference(Rwkv7ChunkFault::decay_off_by_one).output;
+  EXPECT_GT(dropped, 3 * kBf16Tolerance);
+  EXPECT_GT(shifted, 3 * kBf16Tolerance);
+  std::printf("faulty replays: removal dropped %.3g, decay off by one %.3g\n", dropped, shifted);
+}
+
+}  // namespace
+}  // namespace arch_bench
