@@ -35,6 +35,7 @@ namespace {
 void run_with_chosen_omp_spin(char** argv, const std::vector<std::string>& words) {
   using namespace arch_bench;
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (!runs_openmp_teams(words)) return;
   const bool measuring = !words.empty() && words.front() == "run";
   const SpinChoice choice = choose_omp_spin(measuring, measuring ? other_runnable_tasks() : std::nullopt,
                                             static_cast<int>(std::thread::hardware_concurrency()));

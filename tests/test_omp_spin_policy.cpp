@@ -17,6 +17,18 @@ TEST(OmpSpinPolicy, OnlyAMeasuringRunOnAnIdleMachineSpinsLong) {
   EXPECT_EQ(choose_omp_spin(true, 3, 2).reason, "bounded spin: 3 other runnable task(s) on 2 CPU(s) at the start");
 }
 
+TEST(OmpSpinPolicy, OnlyCommandsThatRunKernelsExecuteThemselvesForASpin) {
+  for (const std::string command : {"run", "conformance", "preflight"}) {
+    EXPECT_TRUE(runs_openmp_teams({command, "--device", "cpu"})) << command;
+  }
+  for (const std::string command : {"list", "validate", "diff", "merge", "report", "export", "--help", "--version"}) {
+    EXPECT_FALSE(runs_openmp_teams({command, "x.json"})) << command;
+  }
+  EXPECT_FALSE(runs_openmp_teams({}));
+  // The subcommand is the first word only: a file or value named `run` elsewhere does not count.
+  EXPECT_FALSE(runs_openmp_teams({"report", "run"}));
+}
+
 TEST(OmpSpinPolicy, RunnableTasksAreReadFromProcStat) {
   const std::optional<int> others = other_runnable_tasks(3);
   ASSERT_TRUE(others.has_value()) << "/proc/stat has no procs_running line";

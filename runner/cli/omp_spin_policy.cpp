@@ -12,6 +12,12 @@
 
 namespace arch_bench {
 
+bool runs_openmp_teams(const std::vector<std::string>& words) {
+  if (words.empty()) return false;
+  const std::string& command = words.front();
+  return command == "run" || command == "conformance" || command == "preflight";
+}
+
 SpinChoice choose_omp_spin(bool measuring, std::optional<int> other_runnable, int cpus) {
   if (!measuring) return {kBoundedSpinCount, "bounded spin: not a measuring command"};
   if (!other_runnable) return {kBoundedSpinCount, "bounded spin: the machine's load is unknown (no /proc/stat)"};

@@ -15,6 +15,7 @@
 // bounded spin, and the report says why.
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace arch_bench {
 
@@ -28,6 +29,12 @@ struct SpinChoice {
   std::string spin_count;  // the GOMP_SPINCOUNT to set
   std::string reason;      // one clause for the report
 };
+
+// Whether the command line (subcommand first, as main.cpp completes it) runs OpenMP teams at all:
+// `run`, `conformance` and `preflight` do; `list`, `validate`, `diff`, `merge`, `report`, `export`
+// and --help/--version do not, so they start once instead of executing themselves again for a spin
+// no team of theirs would use.
+bool runs_openmp_teams(const std::vector<std::string>& words);
 
 // `measuring`: the command is `run` (dry runs included: they time nothing, so the spin is moot).
 // `other_runnable`: tasks runnable on the machine besides this process (nullopt: unknown, no /proc).

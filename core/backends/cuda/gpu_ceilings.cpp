@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/backends/cuda/cublas_library.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 #include "core/stop_request.hpp"
 #include "core/backends/cuda/cuda_entry.hpp"
@@ -41,10 +42,18 @@ void cublas_check(cublasStatus_t status, const char* what) {
   }
 }
 
+// A cuBLAS that cannot be loaded fails the GEMM ceiling, and with it the run's ceilings, by name.
+const CublasLibrary& loaded_cublas() {
+  const CublasLibrary& library = cublas_library();
+  if (!library.usable()) throw CellFailure("cuda_error", library.reason);
+  return library;
+}
+
 struct CublasHandle {
+  const CublasLibrary& library = loaded_cublas();
   cublasHandle_t handle = nullptr;
-  CublasHandle() { cublas_check(cublasCreate(&handle), "cublasCreate"); }
-  ~CublasHandle() { cublasDestroy(handle); }
+  CublasHandle() { cublas_check(library.create(&handle), "cublasCreate"); }
+  ~CublasHandle() { library.destroy(handle); }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
 };
@@ -86,10 +95,10 @@ double bf16_gemm_gflops(CudaBackend& backend) {
   ARCH_BENCH_CUDA_CHECK(cudaMemsetAsync(a.get(), 0x3C, elements * sizeof(__nv_bfloat16), backend.stream()));
   ARCH_BENCH_CUDA_CHECK(cudaMemsetAsync(b.get(), 0x3C, elements * sizeof(__nv_bfloat16), backend.stream()));
   CublasHandle cublas;
-  cublas_check(cublasSetStream(cublas.handle, backend.stream()), "cublasSetStream");
+  cublas_check(cublas.library.set_stream(cublas.handle, backend.stream()), "cublasSetStream");
   const float alpha = 1.0f, beta = 0.0f;
   const double ms = best_ms(backend.stream(), [&] {
-    cublas_check(cublasGemmEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, kGemmSize, kGemmSize, kGemmSize, &alpha,
+    cublas_check(cublas.library.gemm_ex(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, kGemmSize, kGemmSize, kGemmSize, &alpha,
                               a.get(), CUDA_R_16BF, kGemmSize, b.get(), CUDA_R_16BF, kGemmSize, &beta, c.get(),
                               CUDA_R_16BF, kGemmSize, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx (bf16, fp32 accumulation)");
