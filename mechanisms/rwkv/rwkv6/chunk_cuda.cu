@@ -314,12 +314,15 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     }
     wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
     __syncwarp();
+    nv_bf16* o = out + first + static_cast<std::int64_t>(query_sub * kSub) * dim + tj * kF;
     const int live_rows = rows - query_sub * kSub;  // rows past the sequence are dropped
-    for (int e = lane; e < kF * kF; e += 32) {
-      const int m = e / kF, j = e % kF;
-      if (m < live_rows) {
-        out[first + static_cast<std::int64_t>(query_sub * kSub + m) * dim + tj * kF + j] =
-            __float2bfloat16_rn(stage[e]);
+    if (live_rows >= kF) {
+      // `first` and dim are multiples of 16 elements: 16-byte aligned rows.
+      store_tile_bf16(stage, o, dim, lane);
+    } else {
+      for (int e = lane; e < kF * kF; e += 32) {
+        const int m = e / kF, j = e % kF;
+        if (m < live_rows) o[static_cast<std::int64_t>(m) * dim + j] = __float2bfloat16_rn(stage[e]);
       }
     }
     __syncwarp();  // the next tile's store overwrites the staging tile
