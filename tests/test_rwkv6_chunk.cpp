@@ -22,7 +22,7 @@
 namespace arch_bench {
 namespace {
 
-constexpr std::size_t kSharedWithoutOptIn = 48 * 1024;
+constexpr std::size_t kSharedOptInLimit = 227 * 1024;  // an sm_90 block's dynamic shared memory, opted in
 const double kBf16Tolerance = dtype_tolerance(DType::bfloat16);
 
 Cell rwkv6_cell(std::int64_t heads, std::int64_t dim, std::int64_t length, DType dtype = DType::bfloat16,
@@ -49,24 +49,30 @@ TEST(Rwkv6ChunkPlan, OnlyBf16PrefillCellsRunChunkwise) {
   EXPECT_EQ(rwkv6_cuda_workspace_bytes(rwkv6_cell(4, 64, 100, DType::bfloat16, Phase::decode)), 0);
 }
 
-TEST(Rwkv6ChunkPlan, SharedMemoryRegionsAreAlignedDisjointAndFitWithoutOptIn) {
+TEST(Rwkv6ChunkPlan, SharedMemoryRegionsAreAlignedDisjointAndFitTheOptInLimit) {
   for (std::int64_t dim = 16; dim <= kRwkv6ChunkMaxDim; dim += 16) {
     const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(3, 3, 100, dim);
-    EXPECT_LE(plan.max_shared_bytes(), kSharedWithoutOptIn) << dim;
-    const std::size_t C = kRwkv6ChunkTokens, D = static_cast<std::size_t>(dim);
+    // Past 48 KiB the kernels are opted in (configure_rwkv6_chunked); an H100/H200 block takes 227.
+    EXPECT_LE(plan.max_shared_bytes(), kSharedOptInLimit) << dim;
+    const std::size_t C = kRwkv6ChunkTokens, D = static_cast<std::size_t>(dim), subs = kRwkv6ChunkSubs;
+    const std::size_t stage = 8 * 16 * 16 * 4;
     const auto& s = plan.state_layout;
     const auto& o = plan.output_layout;
     // (offset, bytes) of every region in layout order; each must start 128-aligned past the last.
     const std::vector<std::vector<std::pair<std::size_t, std::size_t>>> layouts = {
-        {{s.b, C * D * 4}, {s.k, C * plan.ld_bf16 * 2}, {s.v, C * plan.ld_bf16 * 2}, {s.u, 8 * 256 * 4}},
+        {{s.beta, C * D * 4}, {s.totals, subs * D * 4}, {s.k, C * plan.ld_bf16 * 2}, {s.v, C * plan.ld_bf16 * 2},
+         {s.stage, stage}},
         {{o.r, C * plan.ld_scalar * 4},
          {o.k, C * plan.ld_scalar * 4},
-         {o.b, C * plan.ld_scalar * 4},
+         {o.beta, C * plan.ld_scalar * 4},
+         {o.totals, subs * D * 4},
          {o.u, D * 4},
+         {o.q_local, C * plan.ld_bf16 * 2},
          {o.r_decayed, C * plan.ld_bf16 * 2},
+         {o.k_boundary, 96 * plan.ld_bf16 * 2},
          {o.v, C * plan.ld_bf16 * 2},
          {o.p, C * plan.ld_p * 2},
-         {o.o, C * plan.ld_o * 4}}};
+         {o.stage, stage}}};
     const std::size_t totals[] = {s.bytes, o.bytes};
     for (std::size_t l = 0; l < layouts.size(); ++l) {
       std::size_t end = 0;
@@ -77,25 +83,60 @@ TEST(Rwkv6ChunkPlan, SharedMemoryRegionsAreAlignedDisjointAndFitWithoutOptIn) {
       }
       EXPECT_EQ(totals[l], end) << dim;
     }
-    // wmma: leading dimensions a multiple of 8 (bf16: K~, V, R~, P and the states in global memory,
-    // whose rows are dim long) or 4 (fp32: O) elements.
+    // wmma: leading dimensions a multiple of 8 bf16 elements (K~, V, Q~, R^, K^, P and the states in
+    // global memory, whose rows are dim long); a 16-row step of them 32-byte aligned.
     EXPECT_EQ(plan.ld_bf16 % 8, 0);
     EXPECT_EQ(plan.ld_p % 8, 0);
-    EXPECT_EQ(plan.ld_o % 4, 0);
     EXPECT_EQ(plan.dim % 8, 0);
-    // The pairwise scores read k and b of 16 tokens at one channel: 16 different banks.
-    std::set<int> banks;
-    for (int token = 0; token < kRwkv6ChunkTokens; ++token) banks.insert(token * plan.ld_scalar % 32);
-    EXPECT_EQ(banks.size(), 16u) << dim;
+    EXPECT_EQ(16 * plan.ld_bf16 * 2 % 32, 0);
+    EXPECT_EQ(16 * plan.ld_p * 2 % 32, 0);
+    // The pairwise scores read k and beta of a sub-chunk's 16 tokens at one channel: 16 different banks.
+    for (int sub = 0; sub < kRwkv6ChunkSubs; ++sub) {
+      std::set<int> banks;
+      for (int token = 0; token < kRwkv6ChunkSubTokens; ++token) {
+        banks.insert((sub * kRwkv6ChunkSubTokens + token) * plan.ld_scalar % 32);
+      }
+      EXPECT_EQ(banks.size(), 16u) << dim;
+    }
   }
+  // Two output blocks fit an SM's 228 KiB at d = 64 (each takes 1 KiB more for the runtime).
+  const Rwkv6ChunkPlan d64 = plan_rwkv6_chunk(1, 1, 100, 64);
+  EXPECT_LE(2 * (d64.output_layout.bytes + 1024), std::size_t{228} * 1024);
+  std::printf("shared memory: state %.1f / output %.1f KiB at d 64, %.1f / %.1f KiB at d 128\n",
+              d64.state_layout.bytes / 1024.0, d64.output_layout.bytes / 1024.0,
+              plan_rwkv6_chunk(1, 1, 100, 128).state_layout.bytes / 1024.0,
+              plan_rwkv6_chunk(1, 1, 100, 128).output_layout.bytes / 1024.0);
+}
+
+TEST(Rwkv6ChunkPlan, OffDiagonalBlocksAndBoundaryKeysCoverTheLowerBlockTriangle) {
+  // The six blocks are every (I, J) with J < I once, in order; K^(I) has the 16 I rows of the tokens
+  // before sub-chunk I, stacked without overlap into the 96 rows of the region.
+  std::set<std::pair<int, int>> seen;
+  int previous = -1;
+  for (int block = 0; block < kRwkv6ChunkOffDiagonalBlocks; ++block) {
+    const Rwkv6ChunkBlock ij = rwkv6_chunk_off_diagonal_block(block);
+    EXPECT_LT(ij.key_sub, ij.query_sub);
+    EXPECT_GE(ij.key_sub, 0);
+    EXPECT_LT(ij.query_sub, kRwkv6ChunkSubs);
+    EXPECT_GT(ij.query_sub * kRwkv6ChunkSubs + ij.key_sub, previous);
+    previous = ij.query_sub * kRwkv6ChunkSubs + ij.key_sub;
+    seen.insert({ij.query_sub, ij.key_sub});
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  int next_row = 0;
+  for (int query_sub = 1; query_sub < kRwkv6ChunkSubs; ++query_sub) {
+    EXPECT_EQ(rwkv6_chunk_boundary_key_row(query_sub), next_row);
+    next_row += kRwkv6ChunkSubTokens * query_sub;
+  }
+  EXPECT_EQ(next_row, kRwkv6ChunkBoundaryKeyRows);
 }
 
 TEST(Rwkv6ChunkPlan, GridsAndWorkspaceCoverEveryHeadAndChunk) {
-  for (const std::int64_t tokens : {0, 1, 15, 16, 17, 1000, 8192}) {
+  for (const std::int64_t tokens : {0, 1, 15, 16, 17, 63, 64, 65, 1000, 8192}) {
     for (const std::int64_t dim : {16, 64, 128}) {
       const std::int64_t bh = 6;
       const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(bh, 3, tokens, dim);
-      EXPECT_EQ(plan.chunks, (tokens + 15) / 16);
+      EXPECT_EQ(plan.chunks, (tokens + 63) / 64);
       EXPECT_EQ(plan.state_blocks, bh * plan.chunks);
       EXPECT_EQ(plan.output_blocks, bh * plan.chunks);
       EXPECT_GE(plan.prefix_blocks_per_head * plan.threads * 2, dim * dim);  // one thread per pair of S
@@ -137,7 +178,7 @@ TEST(Rwkv6ChunkPlan, MechanismCountsTheWorkspaceAndRefusesOversizedGrids) {
   EXPECT_EQ(rwkv6->predicted_peak_bytes(bf16_cell) - workspace,
             rwkv6->predicted_peak_bytes(fp32_cell) - 5 * 8 * 1000 * 64 * 2) << "bf16 streams are half of fp32's";
   Cell huge = bf16_cell;
-  huge.sequence_length = std::int64_t{1} << 33;  // 2^29 chunks x 8 heads: past gridDim.x
+  huge.sequence_length = std::int64_t{1} << 35;  // 2^29 chunks of 64 x 8 heads: past gridDim.x
   const auto why = rwkv6->unsupported_on(huge, "cuda");
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("grid"), std::string::npos) << *why;
@@ -207,7 +248,7 @@ struct ChunkProblem {
 
 TEST(Rwkv6ChunkReplay, MatchesTheFp64ReferenceOverHeadSizesAndLengths) {
   for (const std::int64_t dim : {16, 32, 64, 128}) {
-    for (const std::int64_t tokens : {1, 15, 16, 17, 100, 1000}) {
+    for (const std::int64_t tokens : {1, 15, 16, 17, 63, 64, 65, 100, 1000}) {
       if (dim == 128 && tokens == 1000) continue;  // the largest case below, once
       const ChunkProblem p(2, dim, tokens);
       const auto e = p.against_reference();
@@ -223,9 +264,10 @@ TEST(Rwkv6ChunkReplay, MatchesTheFp64ReferenceOverHeadSizesAndLengths) {
 }
 
 TEST(Rwkv6ChunkReplay, StaysFiniteAndAccurateWithStrongAndWeakDecays) {
-  // Strong: d up to 6, log w = -e^6 = -403 clamped at -100, so a chunk's cumulative log-decay reaches
-  // -1600 (exp(-b) would overflow past 88); weak: d = -12, w = 1 - 6e-6, the state barely decays and
-  // grows with L; mixed: both in one chunk, channel by channel.
+  // Strong: d up to 6, log w = -e^6 = -403 clamped at -100, so a sub-chunk's cumulative log-decay
+  // reaches -1600 and a chunk's -6400 (exp(-beta) would overflow past 88: the kernels never take it);
+  // weak: d = -12, w = 1 - 6e-6, the state barely decays and grows with L; mixed: both in one chunk,
+  // channel by channel.
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<float> strong(2.0f, 6.0f), mixed(-12.0f, 6.0f);
   for (const std::int64_t dim : {16, 64}) {
@@ -246,29 +288,39 @@ TEST(Rwkv6ChunkReplay, StaysFiniteAndAccurateWithStrongAndWeakDecays) {
 }
 
 TEST(Rwkv6ChunkReplay, ContinuesFromACarriedState) {
-  // Cuts inside a chunk and at chunk boundaries: each piece starts from the state the last left, so
-  // the chunks of a piece are aligned to its own first token, not to the sequence's.
+  // Cuts inside a sub-chunk, at sub-chunk and at chunk boundaries: each piece starts from the state
+  // the last left, so the chunks of a piece are aligned to its own first token, not to the sequence's.
   const ChunkProblem p(2, 64, 300);
-  const auto e = p.against_reference(Rwkv6ChunkFault::none, {7, 16, 70, 71, 200});
+  const auto e = p.against_reference(Rwkv6ChunkFault::none, {7, 16, 64, 70, 71, 135, 200});
   EXPECT_LT(e.output, kBf16Tolerance);
   EXPECT_LT(e.state, kBf16Tolerance);
 }
 
 TEST(Rwkv6ChunkReplay, FaultyReplaysFail) {
-  // The comparison must catch each mistake: the bonus term dropped, and the decay applied one token
-  // early (exp(b_t - b_s) for exp(b_{t-1} - b_s)). Moderate decays (w around 0.6), where both change
-  // the output by far more than bf16's rounding.
-  ChunkProblem p(2, 32, 100);
+  // The comparison must catch each mistake: the bonus term dropped; the decay applied one token early
+  // (beta_t for beta_{t-1}); the off-diagonal sub-chunk blocks dropped; their key factor taken to the
+  // wrong boundary (the chunk's end, as the state's K~); the decay of the whole sub-chunks between
+  // query and key left out; the key not decayed at all. Decays of 0.8 to 6 nats per sub-chunk (w
+  // about 0.7 to 0.95), where the blocks two and three sub-chunks apart still weigh, so each mistake
+  // changes the output by far more than bf16's rounding.
+  ChunkProblem p(2, 32, 150);
   std::mt19937_64 rng(11);
-  std::uniform_real_distribution<float> moderate(-1.5f, 0.0f);
+  std::uniform_real_distribution<float> moderate(-3.0f, -1.0f);
   p.redraw_decays([&] { return moderate(rng); });
   EXPECT_LT(p.against_reference().output, kBf16Tolerance) << "the correct replay passes on these inputs";
-  const double bonus = p.against_reference(Rwkv6ChunkFault::bonus_dropped).output;
-  const double shifted = p.against_reference(Rwkv6ChunkFault::decay_off_by_one).output;
-  // Each fails the tolerance the correct replay meets, by a margin (bonus dropped: ~0.1 here).
-  EXPECT_GT(bonus, 3 * kBf16Tolerance);
-  EXPECT_GT(shifted, 3 * kBf16Tolerance);
-  std::printf("faulty replays: bonus dropped %.3g, decay off by one %.3g\n", bonus, shifted);
+  const std::pair<Rwkv6ChunkFault, const char*> faults[] = {
+      {Rwkv6ChunkFault::bonus_dropped, "bonus dropped"},
+      {Rwkv6ChunkFault::decay_off_by_one, "decay off by one"},
+      {Rwkv6ChunkFault::off_diagonal_dropped, "off-diagonal blocks dropped"},
+      {Rwkv6ChunkFault::boundary_wrong, "key factor to the wrong boundary"},
+      {Rwkv6ChunkFault::between_dropped, "decay between sub-chunks dropped"},
+      {Rwkv6ChunkFault::key_unscaled, "key unscaled"}};
+  for (const auto& [fault, name] : faults) {
+    const double error = p.against_reference(fault).output;
+    // Each fails the tolerance the correct replay meets, by a margin.
+    EXPECT_GT(error, 3 * kBf16Tolerance) << name;
+    std::printf("faulty replay, %s: %.3g\n", name, error);
+  }
 }
 
 }  // namespace

@@ -33,6 +33,9 @@ void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
 // rwkv6's chunkwise tensor-core prefill (rwkv6/chunk_cuda.cu; bf16 only, head_dim a multiple of 16
 // up to 128: rwkv6/chunk_plan.hpp), the bf16 prefill's path: the same inputs as the scan, continuing
 // from `state` as it does; `workspace` holds plan.workspace_floats() floats (the cell's allocator).
+// configure_rwkv6_chunked once per plan, at prepare time (not a stream operation): lets its kernels
+// take the plan's shared memory past 48 KiB (common/dynamic_shared_memory.cuh).
+void configure_rwkv6_chunked(const Rwkv6ChunkPlan& plan);
 void launch_rwkv6_chunked(const Rwkv6ChunkPlan& plan, const RwkvParameters& params, const RwkvTokens<bf16>& x,
                           float* state, float* workspace, bf16* out, CUstream_st* stream);
 // rwkv7: reads r, k, v, decay (w_raw), kappa, iclr. A fresh state is zero.

@@ -153,6 +153,7 @@ class RwkvPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
         // The workspace is the cell's, from the backend's allocator, so the peak counts it
         // (rwkv6_cuda_workspace_bytes); run() allocates nothing.
         chunked_ = plan_rwkv6_chunk(cell.batch_heads(), cell.heads, cell.sequence_length, cell.head_dim);
+        configure_rwkv6_chunked(*chunked_);
         workspace_ = Buffer<float>(backend.allocator(), checked_count(chunked_->workspace_floats()));
       }
       if (version == RwkvVersion::v7 && rwkv7_cuda_prefill_is_chunked(cell)) {
@@ -192,7 +193,7 @@ class RwkvPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
   // The prefill has two paths (the chunkwise tensor-core form for bf16, the recurrence otherwise):
   // the row says which ran.
   std::string gpu_kernel() const override {
-    if (chunked_) return "chunkwise wmma_bf16 (16-token chunks: state, prefix, output kernels)";
+    if (chunked_) return "chunkwise wmma_bf16 (64-token chunks of 16-token sub-chunks: state, prefix, output kernels)";
     if (chunked7_) return "chunkwise wmma_bf16 (32-token chunks: prepare and pass kernels)";
     return "recurrent scan simt";
   }

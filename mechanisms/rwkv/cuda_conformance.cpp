@@ -111,6 +111,7 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
     // rwkv6's and rwkv7's bf16 prefill run chunkwise on tensor cores, as their prefill cells do.
     if (version == RwkvVersion::v6 && rwkv6_chunk_supports(dim) && length > 0) {
       const Rwkv6ChunkPlan chunks = plan_rwkv6_chunk(bh, in.heads, length, dim);
+      configure_rwkv6_chunked(chunks);
       Buffer<float> workspace = device_zeros(cuda, static_cast<std::size_t>(chunks.workspace_floats()));
       launch_rwkv6_chunked(chunks, params, sequence.view(), state.data(), workspace.data(), prefill.data(),
                            cuda.stream());

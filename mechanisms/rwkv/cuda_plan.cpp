@@ -65,10 +65,10 @@ std::optional<std::string> rwkv_cuda_unsupported(RwkvVersion version, const Cell
     return "batch * heads * head_dim exceeds the CUDA grid limit of " + name + "'s kernels (2^31 - 1 blocks)";
   }
   if (plan.shared_bytes > kCudaDefaultSharedBytes) return name + ": staged tokens exceed 48 KiB of shared memory";
-  // RWKV-6's bf16 prefill runs chunkwise: one block per (head, chunk of 16 tokens).
+  // RWKV-6's bf16 prefill runs chunkwise: one block per (head, chunk of 64 tokens).
   if (version == RwkvVersion::v6 && rwkv6_cuda_prefill_is_chunked(cell) &&
       ceil_div(cell.sequence_length, kRwkv6ChunkTokens) > kCudaMaxGridX / cell.batch_heads()) {
-    return "batch * heads * ceil(sequence_length / 16) exceeds the CUDA grid limit of rwkv6's chunkwise prefill "
+    return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit of rwkv6's chunkwise prefill "
            "(2^31 - 1 blocks)";
   }
   // RWKV-7's likewise: one prepare block per (head, chunk of 32 tokens).

@@ -1,8 +1,8 @@
 // RWKV-6's chunkwise tensor-core prefill (rwkv6/chunk_cuda.cu) on a real device, launched directly:
 // against the fp64 recurrent reference (outputs and final state) over head sizes 16..128 and lengths
-// around the 16-token chunk, with strong and weak decays, continuing from a carried state, and
-// against the CPU replay of its own arithmetic (rwkv6/chunk_replay.hpp), which it must match to
-// within the output's bf16 rounding. The cells that route through it (bf16 prefill) are checked by
+// around the 16-token sub-chunk and the 64-token chunk, with strong and weak decays, continuing from
+// a carried state, and against the CPU replay of its own arithmetic (rwkv6/chunk_replay.hpp), which
+// it must match to within one bf16 step of the output. The cells that route through it (bf16 prefill) are checked by
 // test_rwkv_gpu.cpp. Skipped without a device.
 #include <gtest/gtest.h>
 
@@ -54,6 +54,7 @@ std::vector<float> chunked_prefill(CudaBackend& cuda, const RwkvInputs& in, std:
   upload<float>(cuda, in.u.data(), static_cast<std::int64_t>(in.u.size()), u.data());
   upload<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()), s.data());
   const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(in.batch_heads, in.heads, count, in.dim);
+  configure_rwkv6_chunked(plan);  // its shared memory is past 48 KiB
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_floats()));
   poison(cuda, workspace.data(), workspace.bytes());  // every element read is written first
   Buffer<bf16> out(cuda.allocator(), static_cast<std::size_t>(elements));
@@ -116,9 +117,11 @@ Errors against_reference(CudaBackend& cuda, const RwkvInputs& in, std::vector<st
 }
 
 const double kTolerance = dtype_tolerance(DType::bfloat16);
-// The kernels and the replay round at the same places; what is left is the order of fp32 sums and
-// expf's last bits, which can move a bf16 rounding by one step (2^-8 relative) here and there.
-constexpr double kReplayTolerance = 4e-3;
+// The kernels and the replay round at the same places; what is left is the order of fp32 sums (the
+// tensor cores' inside the off-diagonal scores, P V and R^ S) and expf's last bits, which can move a
+// bf16 rounding by one step here and there: one step of an output just past a power of two is up to
+// 2^-7 of max |ref|, so the bound is that step, still under the bf16 tolerance (1e-2).
+constexpr double kReplayTolerance = 0.0078125;
 
 void expect_within(const Errors& e, const std::string& where) {
   EXPECT_LT(e.output, kTolerance) << where;
@@ -130,7 +133,7 @@ TEST(Rwkv6ChunkGpu, MatchesTheFp64ReferenceAndTheReplay) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
   for (const std::int64_t dim : {16, 32, 64, 128}) {
-    for (const std::int64_t tokens : {1, 15, 16, 17, 1000}) {
+    for (const std::int64_t tokens : {1, 15, 16, 17, 63, 64, 65, 1000}) {
       const RwkvInputs in = chunk_inputs(3, dim, tokens);
       expect_within(against_reference(cuda, in), "d " + std::to_string(dim) + " L " + std::to_string(tokens));
     }
@@ -140,7 +143,8 @@ TEST(Rwkv6ChunkGpu, MatchesTheFp64ReferenceAndTheReplay) {
 TEST(Rwkv6ChunkGpu, ContinuesFromACarriedState) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const RwkvInputs in = chunk_inputs(2, 64, 300);
-  expect_within(against_reference(cuda_backend_of(*backend), in, {7, 16, 70, 71, 200}), "cut at 7, 16, 70, 71, 200");
+  expect_within(against_reference(cuda_backend_of(*backend), in, {7, 16, 64, 70, 71, 135, 200}),
+                "cut at 7, 16, 64, 70, 71, 135, 200");
 }
 
 TEST(Rwkv6ChunkGpu, StrongAndWeakDecays) {

@@ -1,10 +1,12 @@
 // RWKV-6's chunkwise prefill on tensor cores, bf16 storage (the algebra, the geometry and the bytes:
 // chunk_plan.hpp; the same arithmetic replayed on the CPU: chunk_replay.cpp). Three kernels on one
 // stream: (1) each chunk's own state contribution U_c and its total log-decay, (2) the prefix over
-// chunks that turns U_c into the state entering chunk c, (3) each chunk's output. Chunks of 16
-// tokens, one wmma tile: the intra-chunk scores, whose per-channel pair weights exp(b_{t-1} - b_s)
-// do not factor into bounded row and column terms, are computed pair by pair in fp32; every
-// exponent is <= 0. bf16 operands, fp32 accumulators; expf (not __expf), as rwkv6/cuda.cu.
+// chunks that turns U_c into the state entering chunk c, (3) each chunk's output. Chunks of 64
+// tokens, four sub-chunks of 16 (one wmma tile each): the diagonal sub-chunk blocks of the scores,
+// whose per-channel pair weights exp(beta_{t-1} - beta_s) do not factor into bounded row and column
+// terms, are computed pair by pair in fp32; the off-diagonal blocks are factored at the query's
+// sub-chunk boundary into two factors <= 1 and run on wmma. Every exponent is <= 0. bf16 operands,
+// fp32 accumulators; expf (not __expf), as rwkv6/cuda.cu.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -12,6 +14,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/dynamic_shared_memory.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
 
@@ -23,8 +26,10 @@ namespace wmma = nvcuda::wmma;
 using nv_bf16 = __nv_bfloat16;
 
 constexpr int kC = kRwkv6ChunkTokens;
+constexpr int kSub = kRwkv6ChunkSubTokens;
+constexpr int kSubs = kRwkv6ChunkSubs;
 constexpr int kF = kRwkv6ChunkFragment;
-constexpr int kWarps = kRwkv6ChunkThreads / 32;
+constexpr int kWarps = kRwkv6ChunkWarps;
 
 // The (head, chunk) of a block of kernel (1) or (3): block = bh * chunks + chunk. A one-dimensional
 // grid under 2^31 blocks (rwkv_cuda_unsupported refuses more), so 32-bit division suffices.
@@ -37,52 +42,78 @@ __device__ __forceinline__ HeadChunk head_chunk_of_block(const Rwkv6ChunkPlan& p
   return {static_cast<std::int64_t>(blockIdx.x / chunks), static_cast<std::int64_t>(blockIdx.x % chunks)};
 }
 
-// b [C][ld]: the inclusive cumulative log-decay of the chunk's tokens per key channel, log w =
-// max(-exp(d), -100) summed token by token in fp32 by the channel's thread (the order the replay
-// sums in); 0 past the sequence, so b stays flat over the padding and row C - 1 is the chunk's
-// total. `d` points at the chunk's first token. The same code in kernels (1) and (3), so both see
-// bit-identical b.
-__device__ __forceinline__ void cumulative_log_decay(const nv_bf16* __restrict__ d, int dim, int rows,
-                                                     float* __restrict__ b, int ld) {
-  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+// beta [C][ld]: per sub-chunk and key channel the inclusive cumulative log-decay from the sub-chunk's
+// first token, log w = max(-exp(d), -100) summed token by token in fp32 by the (sub-chunk, channel)'s
+// thread (the order the replay sums in); 0 past the sequence, so beta stays flat over the padding.
+// totals [subs][dim]: each sub-chunk's T_J (beta at its last row). `d` points at the chunk's first
+// token. The same code in kernels (1) and (3), so both see bit-identical values.
+__device__ __forceinline__ void sub_chunk_log_decays(const nv_bf16* __restrict__ d, int dim, int rows,
+                                                     float* __restrict__ beta, int ld, float* __restrict__ totals) {
+  for (int e = threadIdx.x; e < kSubs * dim; e += blockDim.x) {
+    const int sub = e / dim, c = e % dim;
     float running = 0.0f;
 #pragma unroll
-    for (int m = 0; m < kC; ++m) {
+    for (int j = 0; j < kSub; ++j) {
+      const int m = sub * kSub + j;
       if (m < rows) running += fmaxf(-expf(__bfloat162float(d[m * dim + c])), -100.0f);
-      b[m * ld + c] = running;
+      beta[m * ld + c] = running;
     }
+    totals[sub * dim + c] = running;
   }
 }
 
-// (1) One block per (head, chunk): U_c = K~^T V with K~ = bf16(k_s exp(b_last - b_s)) into the
-// workspace (bf16, [dim][dim] row-major), b_last into chunk_log_decay. Warp w computes the 16 x 16
-// tiles w, w + 8, ... of U (one k-step: the chunk is 16 tokens), each through its own fp32 staging
-// tile (wmma stores fp32 accumulators only), rounded to bf16 on the way out.
+// sum_{from <= m < to} T_m at channel c, summed in sub-chunk order from 0 (as the replay): a sum of
+// values <= 0.
+__device__ __forceinline__ float sum_of_totals(const float* __restrict__ totals, int dim, int c, int from, int to) {
+  float sum = 0.0f;
+  for (int m = from; m < to; ++m) sum += totals[m * dim + c];
+  return sum;
+}
+
+// Rounds a warp's 16 x 16 fp32 staging tile (row stride 16) to bf16 and stores it at `dst` (row
+// stride ld, 16-byte aligned rows): lane l takes row l / 2, columns 8 (l % 2) .. + 8, as one 16-byte
+// vector.
+__device__ __forceinline__ void store_tile_bf16(const float* __restrict__ stage, nv_bf16* __restrict__ dst,
+                                                std::int64_t ld, int lane) {
+  const int r = lane / 2, c0 = (lane % 2) * 8;
+  alignas(16) __nv_bfloat162 pairs[4];
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    pairs[p] = __floats2bfloat162_rn(stage[r * kF + c0 + 2 * p], stage[r * kF + c0 + 2 * p + 1]);
+  }
+  *reinterpret_cast<uint4*>(dst + r * ld + c0) = *reinterpret_cast<const uint4*>(pairs);
+}
+
+// (1) One block per (head, chunk): U_c = K~^T V with K~ = bf16(k_s exp((T_J - beta_s) + sum_{m > J}
+// T_m)) (the decay from s + 1 to the chunk's end, <= 1) into the workspace (bf16, [dim][dim]
+// row-major), b_last = sum of the four T into chunk_log_decay. Warp w computes the 16 x 16 tiles w,
+// w + 8, ... of U (four k-steps of 16 tokens), each through its own fp32 staging tile (wmma stores
+// fp32 accumulators only), rounded to bf16 on the way out.
 __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     rwkv6_chunk_state_kernel(Rwkv6ChunkPlan plan, const nv_bf16* __restrict__ k, const nv_bf16* __restrict__ v,
                              const nv_bf16* __restrict__ d, nv_bf16* __restrict__ states,
                              float* __restrict__ chunk_log_decay) {
   extern __shared__ __align__(128) unsigned char shared[];
   const Rwkv6ChunkStateLayout& at = plan.state_layout;
-  auto* b = reinterpret_cast<float*>(shared + at.b);
+  auto* beta = reinterpret_cast<float*>(shared + at.beta);
+  auto* totals = reinterpret_cast<float*>(shared + at.totals);
   auto* k_tile = reinterpret_cast<nv_bf16*>(shared + at.k);
   auto* v_tile = reinterpret_cast<nv_bf16*>(shared + at.v);
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  float* u_stage = reinterpret_cast<float*>(shared + at.u) + warp * kF * kF;
+  float* stage = reinterpret_cast<float*>(shared + at.stage) + warp * kF * kF;
 
   const HeadChunk hc = head_chunk_of_block(plan);
   const int dim = plan.dim, ld = plan.ld_bf16;
   const std::int64_t first = (hc.bh * plan.tokens + hc.chunk * kC) * dim;  // the chunk's first element
   const int rows = rwkv6_chunk_rows(plan.tokens, hc.chunk);
 
-  cumulative_log_decay(d + first, dim, rows, b, dim);
-  __syncthreads();  // b is complete
-  const float* b_last = b + (kC - 1) * dim;
+  sub_chunk_log_decays(d + first, dim, rows, beta, dim, totals);
+  __syncthreads();  // beta and the totals are complete
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
-    const int m = e / dim, c = e % dim;
+    const int m = e / dim, c = e % dim, sub = m / kSub;
     const bool live = m < rows;
-    // exp(b_last - b_m) <= 1: a later token has decayed less by the chunk's end.
-    const float kd = live ? __bfloat162float(k[first + e]) * expf(b_last[c] - b[m * dim + c]) : 0.0f;
+    const float exponent = (totals[sub * dim + c] - beta[m * dim + c]) + sum_of_totals(totals, dim, c, sub + 1, kSubs);
+    const float kd = live ? __bfloat162float(k[first + e]) * expf(exponent) : 0.0f;
     k_tile[m * ld + c] = __float2bfloat16_rn(kd);
     v_tile[m * ld + c] = live ? v[first + e] : __float2bfloat16_rn(0.0f);
   }
@@ -94,29 +125,24 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     const int ti = tile / tiles_j, tj = tile % tiles_j;
     wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
     wmma::fill_fragment(acc, 0.0f);
-    // K~^T as matrix_a: element (i, m) of K~^T is K~[m][i], at m * ld + i: column-major.
-    wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::col_major> kt;
-    wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> vf;
-    wmma::load_matrix_sync(kt, k_tile + ti * kF, ld);
-    wmma::load_matrix_sync(vf, v_tile + tj * kF, ld);
-    wmma::mma_sync(acc, kt, vf, acc);
-    wmma::store_matrix_sync(u_stage, acc, kF, wmma::mem_row_major);
-    __syncwarp();
-    // Lane l rounds row l / 2, columns 8 (l % 2) .. + 8 of the tile and stores them as one 16-byte
-    // vector: the element offset is a multiple of 8 (dim^2, dim and the tile's column are multiples
-    // of 16), so the address is 16-byte aligned.
-    const int r = lane / 2, c0 = (lane % 2) * 8;
-    alignas(16) __nv_bfloat162 pairs[4];
 #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      pairs[p] = __floats2bfloat162_rn(u_stage[r * kF + c0 + 2 * p], u_stage[r * kF + c0 + 2 * p + 1]);
+    for (int kk = 0; kk < kSubs; ++kk) {  // the chunk's tokens, 16 at a time
+      // K~^T as matrix_a: element (i, m) of K~^T is K~[m][i], at m * ld + i: column-major.
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::col_major> kt;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> vf;
+      wmma::load_matrix_sync(kt, k_tile + kk * kF * ld + ti * kF, ld);
+      wmma::load_matrix_sync(vf, v_tile + kk * kF * ld + tj * kF, ld);
+      wmma::mma_sync(acc, kt, vf, acc);
     }
-    *reinterpret_cast<uint4*>(u + static_cast<std::int64_t>(ti * kF + r) * dim + tj * kF + c0) =
-        *reinterpret_cast<const uint4*>(pairs);
+    wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
+    __syncwarp();
+    // The element offset is a multiple of 8 (dim^2, dim and the tile's column are multiples of 16),
+    // so every row's address is 16-byte aligned.
+    store_tile_bf16(stage, u + static_cast<std::int64_t>(ti * kF) * dim + tj * kF, dim, lane);
     __syncwarp();  // the next tile's store overwrites the staging tile
   }
   float* decay_out = chunk_log_decay + rwkv6_chunk_decay_offset(plan, hc.bh, hc.chunk);
-  for (int c = threadIdx.x; c < dim; c += blockDim.x) decay_out[c] = b_last[c];
+  for (int c = threadIdx.x; c < dim; c += blockDim.x) decay_out[c] = sum_of_totals(totals, dim, c, 0, kSubs);
 }
 
 // (2) One thread per pair of adjacent elements (2e, 2e + 1) of a head's S, both in key row
@@ -163,11 +189,17 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
   *carried = running;
 }
 
-// (3) One block per (head, chunk): O = P V + R~ S_c. Thread (t, s) = (thread / 16, thread % 16)
-// computes the score P_ts in fp32 over the key channels (pair weight exp(b_{t-1} - b_s) <= 1 for
-// s < t, the bonus u at s = t, 0 above the diagonal), rounded to bf16; R~ = bf16(r_t exp(b_{t-1})).
-// Warp w < dim / 16 then computes output columns 16 w .. 16 w + 15: P V (one k-step) and R~ S_c over
-// dim / 16 k-steps, S_c loaded by wmma straight from the workspace (each element by one warp, once).
+// (3) One block per (head, chunk): P, then O = P V + R^ S_c. After the loads (r, k fp32; V bf16;
+// beta and the totals as kernel (1)):
+//   - every element (m, c) of the chunk: Q~ = bf16(r exp(beta_{m-1})), R^ = bf16(r exp(P_J +
+//     beta_{m-1})) and, for each later sub-chunk I, K^(I)_m = bf16(k exp((T_J - beta_m) + sum_{J < i
+//     < I} T_i)); thread (t, s) = (thread / 16, thread % 16) computes the diagonal score of (16 J + t,
+//     16 J + s) in each sub-chunk J in fp32 over the key channels (exp(beta_{t-1} - beta_s) <= 1 for
+//     s < t, the bonus u at s = t, 0 above), rounded to bf16 into P;
+//   - warps 0..5 one off-diagonal block (I, J) each: Q~_I K^(I)_J^T over dim / 16 k-steps, rounded
+//     to bf16 into P;
+//   - the output tiles (I, j) over the warps: P_IJ V_J for J <= I (the causal block triangle) and
+//     R^_I S_c over dim / 16 k-steps, S_c loaded by wmma straight from the workspace.
 __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     rwkv6_chunk_output_kernel(Rwkv6ChunkPlan plan, const nv_bf16* __restrict__ r, const nv_bf16* __restrict__ k,
                               const nv_bf16* __restrict__ v, const nv_bf16* __restrict__ d,
@@ -177,20 +209,23 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
   const Rwkv6ChunkOutputLayout& at = plan.output_layout;
   auto* r_s = reinterpret_cast<float*>(shared + at.r);
   auto* k_s = reinterpret_cast<float*>(shared + at.k);
-  auto* b = reinterpret_cast<float*>(shared + at.b);
+  auto* beta = reinterpret_cast<float*>(shared + at.beta);
+  auto* totals = reinterpret_cast<float*>(shared + at.totals);
   auto* u_s = reinterpret_cast<float*>(shared + at.u);
+  auto* q_local = reinterpret_cast<nv_bf16*>(shared + at.q_local);
   auto* r_decayed = reinterpret_cast<nv_bf16*>(shared + at.r_decayed);
+  auto* k_boundary = reinterpret_cast<nv_bf16*>(shared + at.k_boundary);
   auto* v_tile = reinterpret_cast<nv_bf16*>(shared + at.v);
   auto* p_tile = reinterpret_cast<nv_bf16*>(shared + at.p);
-  auto* o_tile = reinterpret_cast<float*>(shared + at.o);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  float* stage = reinterpret_cast<float*>(shared + at.stage) + warp * kF * kF;
 
   const HeadChunk hc = head_chunk_of_block(plan);
-  const int dim = plan.dim, ld = plan.ld_bf16, lds = plan.ld_scalar;
+  const int dim = plan.dim, ld = plan.ld_bf16, lds = plan.ld_scalar, ldp = plan.ld_p;
   const std::int64_t first = (hc.bh * plan.tokens + hc.chunk * kC) * dim;
   const int rows = rwkv6_chunk_rows(plan.tokens, hc.chunk);
-  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
 
-  cumulative_log_decay(d + first, dim, rows, b, lds);
+  sub_chunk_log_decays(d + first, dim, rows, beta, lds, totals);
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
     const int m = e / dim, c = e % dim;
     const bool live = m < rows;
@@ -202,56 +237,104 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
   for (int c = threadIdx.x; c < dim; c += blockDim.x) u_s[c] = u_row[c];
   __syncthreads();
 
-  {
-    const int t = static_cast<int>(threadIdx.x) / kC, s = static_cast<int>(threadIdx.x) % kC;
-    const float* rt = r_s + t * lds;
-    const float* ks = k_s + s * lds;
-    float a = 0.0f;
-    if (s < t) {
-      const float* before = b + (t - 1) * lds;  // b_{t-1}
-      const float* after = b + s * lds;         // b_s
-      for (int c = 0; c < dim; ++c) a = fmaf(rt[c] * ks[c], expf(before[c] - after[c]), a);
-    } else if (s == t) {
-      for (int c = 0; c < dim; ++c) a = fmaf(rt[c] * u_s[c], ks[c], a);
-    }
-    p_tile[t * plan.ld_p + s] = __float2bfloat16_rn(a);
-  }
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
-    const int m = e / dim, c = e % dim;
-    const float before = m > 0 ? b[(m - 1) * lds + c] : 0.0f;
-    r_decayed[m * ld + c] = __float2bfloat16_rn(r_s[m * lds + c] * expf(before));
+    const int m = e / dim, c = e % dim, sub = m / kSub;
+    const float before = m % kSub > 0 ? beta[(m - 1) * lds + c] : 0.0f;  // beta_{m-1}
+    const float rm = r_s[m * lds + c];
+    q_local[m * ld + c] = __float2bfloat16_rn(rm * expf(before));
+    r_decayed[m * ld + c] = __float2bfloat16_rn(rm * expf(sum_of_totals(totals, dim, c, 0, sub) + before));
+    const float km = k_s[m * lds + c];
+    const float to_sub_end = totals[sub * dim + c] - beta[m * lds + c];  // <= 0: beta never rises
+    float between = 0.0f;
+    for (int query_sub = sub + 1; query_sub < kSubs; ++query_sub) {
+      k_boundary[(rwkv6_chunk_boundary_key_row(query_sub) + m) * ld + c] =
+          __float2bfloat16_rn(km * expf(to_sub_end + between));
+      between += totals[query_sub * dim + c];
+    }
+  }
+  {  // the diagonal blocks, pair by pair
+    const int t = static_cast<int>(threadIdx.x) / kSub, s = static_cast<int>(threadIdx.x) % kSub;
+    for (int sub = 0; sub < kSubs; ++sub) {
+      const int tm = sub * kSub + t, sm = sub * kSub + s;
+      const float* rt = r_s + tm * lds;
+      const float* ks = k_s + sm * lds;
+      float a = 0.0f;
+      if (s < t) {
+        const float* before = beta + (tm - 1) * lds;  // beta_{t-1}, in t's sub-chunk since t > s >= 0
+        const float* after = beta + sm * lds;         // beta_s
+        for (int c = 0; c < dim; ++c) a = fmaf(rt[c] * ks[c], expf(before[c] - after[c]), a);
+      } else if (s == t) {
+        for (int c = 0; c < dim; ++c) a = fmaf(rt[c] * u_s[c], ks[c], a);
+      }
+      p_tile[tm * ldp + sm] = __float2bfloat16_rn(a);
+    }
   }
   __syncthreads();
 
-  if (warp >= dim / kF) return;  // no output columns left for this warp (dim < 128)
-  const int tj = warp;
-  wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-  wmma::fill_fragment(acc, 0.0f);
-  {  // intra-chunk: P V
-    wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> p;
-    wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> vf;
-    wmma::load_matrix_sync(p, p_tile, plan.ld_p);
-    wmma::load_matrix_sync(vf, v_tile + tj * kF, ld);
-    wmma::mma_sync(acc, p, vf, acc);
+  const int k_steps = dim / kF;
+  for (int block = warp; block < kRwkv6ChunkOffDiagonalBlocks; block += kWarps) {
+    const Rwkv6ChunkBlock ij = rwkv6_chunk_off_diagonal_block(block);
+    const nv_bf16* keys = k_boundary + (rwkv6_chunk_boundary_key_row(ij.query_sub) + ij.key_sub * kSub) * ld;
+    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk < k_steps; ++kk) {
+      // K^T as matrix_b: element (c, s) of K^T is K[s][c], at s * ld + c: column-major.
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> q;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::col_major> kt;
+      wmma::load_matrix_sync(q, q_local + ij.query_sub * kSub * ld + kk * kF, ld);
+      wmma::load_matrix_sync(kt, keys + kk * kF, ld);
+      wmma::mma_sync(acc, q, kt, acc);
+    }
+    wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
+    __syncwarp();
+    // ld_p and the block's column (16 J) are multiples of 8: 16-byte aligned rows.
+    store_tile_bf16(stage, p_tile + ij.query_sub * kSub * ldp + ij.key_sub * kSub, ldp, lane);
+    __syncwarp();
   }
+  __syncthreads();  // P is complete
+
   const nv_bf16* s_in = states + rwkv6_chunk_state_offset(plan, hc.bh, hc.chunk);
-  for (int kk = 0; kk < dim / kF; ++kk) {  // inter-chunk: R~ S_c
-    wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> q;
-    wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> s;
-    wmma::load_matrix_sync(q, r_decayed + kk * kF, ld);
-    wmma::load_matrix_sync(s, s_in + static_cast<std::int64_t>(kk * kF) * dim + tj * kF, dim);
-    wmma::mma_sync(acc, q, s, acc);
-  }
-  float* o = o_tile + tj * kF;  // this warp's columns of the staging rows
-  wmma::store_matrix_sync(o, acc, plan.ld_o, wmma::mem_row_major);
-  __syncwarp();
-  for (int e = lane; e < rows * kF; e += 32) {  // rows past the sequence are dropped
-    const int m = e / kF, j = e % kF;
-    out[first + static_cast<std::int64_t>(m) * dim + tj * kF + j] = __float2bfloat16_rn(o[m * plan.ld_o + j]);
+  for (int tile = warp; tile < kSubs * k_steps; tile += kWarps) {
+    const int query_sub = tile / k_steps, tj = tile % k_steps;
+    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int key_sub = 0; key_sub <= query_sub; ++key_sub) {  // intra-chunk: P V, causal blocks only
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> p;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> vf;
+      wmma::load_matrix_sync(p, p_tile + query_sub * kSub * ldp + key_sub * kSub, ldp);
+      wmma::load_matrix_sync(vf, v_tile + key_sub * kSub * ld + tj * kF, ld);
+      wmma::mma_sync(acc, p, vf, acc);
+    }
+    for (int kk = 0; kk < k_steps; ++kk) {  // inter-chunk: R^ S_c
+      wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> q;
+      wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> sf;
+      wmma::load_matrix_sync(q, r_decayed + query_sub * kSub * ld + kk * kF, ld);
+      wmma::load_matrix_sync(sf, s_in + static_cast<std::int64_t>(kk * kF) * dim + tj * kF, dim);
+      wmma::mma_sync(acc, q, sf, acc);
+    }
+    wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
+    __syncwarp();
+    nv_bf16* o = out + first + static_cast<std::int64_t>(query_sub * kSub) * dim + tj * kF;
+    const int live_rows = rows - query_sub * kSub;  // rows past the sequence are dropped
+    if (live_rows >= kF) {
+      // `first` and dim are multiples of 16 elements: 16-byte aligned rows.
+      store_tile_bf16(stage, o, dim, lane);
+    } else {
+      for (int e = lane; e < kF * kF; e += 32) {
+        const int m = e / kF, j = e % kF;
+        if (m < live_rows) o[static_cast<std::int64_t>(m) * dim + j] = __float2bfloat16_rn(stage[e]);
+      }
+    }
+    __syncwarp();  // the next tile's store overwrites the staging tile
   }
 }
 
 }  // namespace
+
+void configure_rwkv6_chunked(const Rwkv6ChunkPlan& plan) {
+  allow_dynamic_shared_memory(rwkv6_chunk_state_kernel, plan.state_layout.bytes);
+  allow_dynamic_shared_memory(rwkv6_chunk_output_kernel, plan.output_layout.bytes);
+}
 
 void launch_rwkv6_chunked(const Rwkv6ChunkPlan& plan, const RwkvParameters& params, const RwkvTokens<bf16>& x,
                           float* state, float* workspace, bf16* out, CUstream_st* stream) {

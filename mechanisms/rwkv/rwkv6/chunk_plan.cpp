@@ -38,27 +38,30 @@ Rwkv6ChunkPlan plan_rwkv6_chunk(std::int64_t batch_heads, std::int64_t heads, st
   plan.ld_bf16 = plan.dim + kRwkv6ChunkBf16Pad;
   plan.ld_scalar = plan.dim + kRwkv6ChunkScalarPad;
   plan.ld_p = kRwkv6ChunkTokens + kRwkv6ChunkBf16Pad;
-  plan.ld_o = plan.dim + kRwkv6ChunkFloatPad;
 
-  constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kRwkv6ChunkTokens;
-  constexpr std::size_t kWarps = kRwkv6ChunkThreads / 32, kTile = kRwkv6ChunkFragment * kRwkv6ChunkFragment;
+  constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kRwkv6ChunkTokens, kSubs = kRwkv6ChunkSubs;
+  constexpr std::size_t kStage = std::size_t{kRwkv6ChunkWarps} * kRwkv6ChunkFragment * kRwkv6ChunkFragment * kFloat;
   const auto n = [](int x) { return static_cast<std::size_t>(x); };
   std::size_t end = 0;
-  plan.state_layout.b = place_shared_region(end, kRows * n(plan.dim) * kFloat);
+  plan.state_layout.beta = place_shared_region(end, kRows * n(plan.dim) * kFloat);
+  plan.state_layout.totals = place_shared_region(end, kSubs * n(plan.dim) * kFloat);
   plan.state_layout.k = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
   plan.state_layout.v = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.state_layout.u = place_shared_region(end, kWarps * kTile * kFloat);
+  plan.state_layout.stage = place_shared_region(end, kStage);
   plan.state_layout.bytes = end;
 
   end = 0;
   plan.output_layout.r = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
   plan.output_layout.k = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.b = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.beta = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
+  plan.output_layout.totals = place_shared_region(end, kSubs * n(plan.dim) * kFloat);
   plan.output_layout.u = place_shared_region(end, n(plan.dim) * kFloat);
+  plan.output_layout.q_local = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
   plan.output_layout.r_decayed = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
+  plan.output_layout.k_boundary = place_shared_region(end, n(kRwkv6ChunkBoundaryKeyRows) * n(plan.ld_bf16) * kBf16);
   plan.output_layout.v = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
   plan.output_layout.p = place_shared_region(end, kRows * n(plan.ld_p) * kBf16);
-  plan.output_layout.o = place_shared_region(end, kRows * n(plan.ld_o) * kFloat);
+  plan.output_layout.stage = place_shared_region(end, kStage);
   plan.output_layout.bytes = end;
 
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dim, dim) / 2;  // dim^2 is even

@@ -4,40 +4,55 @@
 // CPU replay of the same arithmetic (chunk_replay.hpp).
 //
 // RWKV-6 is linear attention with a per-key-channel decay (gated linear attention): per head, with
-// g_t = log w_t = max(-exp(d_t), -100) per key channel and, inside a chunk, the inclusive cumulative
-// log-decay b_t = sum_{m <= t} g_m (b_{-1} = 0),
+// g_t = log w_t = max(-exp(d_t), -100) per key channel and b_t = sum_{m <= t} g_m inside a chunk
+// (b_{-1} = 0),
 //   scores   A_ts = sum_c r_tc k_sc exp(b_{t-1,c} - b_{s,c})   (s < t),   A_tt = sum_c r_tc u_c k_tc
 //   output   o_t  = sum_{s <= t} A_ts v_s + (r_t . exp(b_{t-1}))^T S
 //   state    S'   = diag(exp(b_last)) S + sum_s (k_s . exp(b_last - b_s)) v_s^T
-// S being the state entering the chunk. Every exponent above is <= 0, so nothing overflows however
-// strong the decays: with per-channel decays the pair weight exp(b_{t-1,c} - b_{s,c}) does not
-// factor into a row and a column term that both stay bounded (exp(-b_s) alone overflows past 88
-// nats, reached in one token at the -100 clamp), so the scores are computed pair by pair in fp32 on
-// the SIMT cores, as flash-linear-attention's chunk_rwkv6 / GLA kernels do for their diagonal
-// 16 x 16 sub-chunk blocks (Yang et al. 2024, "Gated Linear Attention Transformers with
-// Hardware-Efficient Training", section 4.2). The chunk is that one sub-chunk: C = 16 tokens, one
-// wmma tile, so no off-diagonal factored blocks are needed at all. The three products that are
-// matrix products (U = K~^T V, P V and R~ S) run on tensor cores (wmma 16 x 16 x 16, bf16 -> fp32).
+// S being the state entering the chunk. A chunk is C = 64 tokens, four sub-chunks of 16 (one wmma
+// tile each); per sub-chunk J and key channel, beta_t is the inclusive cumulative log-decay from
+// J's first token and T_J = beta at J's last token (J's total). The pair weight of s < t is
+// exp(sum of g over s+1 .. t-1), and every exponent the kernels take is such a sum over a run of
+// tokens, never a negated one:
+//   - diagonal blocks (t, s in one sub-chunk): exp(beta_{t-1} - beta_s) pair by pair in fp32 on the
+//     SIMT cores, as flash-linear-attention's chunk_rwkv6 / GLA kernels do (Yang et al. 2024, "Gated
+//     Linear Attention Transformers with Hardware-Efficient Training", section 4.2);
+//   - off-diagonal blocks (t in sub-chunk I, s in J < I): factored at I's first token, the sub-chunk
+//     boundary between them: Q~_t = r_t . exp(beta_{t-1}) (the decay from the boundary to t - 1) and
+//     K^(I)_s = k_s . exp((T_J - beta_s) + sum_{J < m < I} T_m) (the decay from s + 1 to the
+//     boundary), so A_ts = Q~_t . K^(I)_s, one wmma product per block. Both factors are <= 1: no
+//     inverse decay exp(-beta) appears (it would overflow past 88 nats, one token at the clamp);
+//   - inter-chunk: R^_t = r_t . exp(P_I + beta_{t-1}) with P_I = sum_{m < I} T_m (the decay from the
+//     chunk's start to t - 1); the state: K~_s = k_s . exp((T_J - beta_s) + sum_{m > J} T_m).
+// In fp32 a running sum of g <= 0 never rises (rounding is monotone), so T_J <= beta_s <= beta_{t-1}
+// for s < t in one sub-chunk and every difference above is <= 0 as computed; the sums of totals are
+// sums of values <= 0. Every exp takes an argument <= 0 and returns a value in [0, 1]: nothing
+// overflows however strong the decays, with no clamp beyond the existing -100 per token (which keeps
+// |beta| <= 1600 and |b| <= 6400 finite). A weight that underflows to 0 is a pair the decay has
+// erased. Differences are only ever taken inside one 16-token sub-chunk (|beta| <= 1600, so an
+// exponent near 0 carries at most ~1e-4 absolute error: a relative 1e-4 on the weight, far under
+// bf16's 2^-8).
 //
 // Three kernels, as common/chunk_scalar_decay.cuh (which has a scalar decay per token):
-//   (1) per (head, chunk) in parallel: U_c = K~^T V with K~ = bf16(k_s . exp(b_last - b_s)), into
-//       the workspace in bf16, and b_last (per key channel, fp32);
+//   (1) per (head, chunk) in parallel: U_c = K~^T V (four k-steps of 16 tokens) into the workspace
+//       in bf16, and b_last = ((T_0 + T_1) + T_2) + T_3 (per key channel, fp32);
 //   (2) per element pair of S, over the chunks in order: S_{c+1} = diag(exp(b_last,c)) S_c + U_c in
 //       fp32 registers, leaving the state entering each chunk (bf16) in place of U_c and the state
 //       after the last chunk in `state` (fp32);
-//   (3) per (head, chunk) in parallel: P = bf16(A) (pairwise, fp32), R~ = bf16(r . exp(b_{t-1})),
-//       O = P V + R~ S_c, S_c read by wmma straight from the workspace.
+//   (3) per (head, chunk) in parallel: the diagonal scores pairwise (fp32), the six off-diagonal
+//       blocks Q~_I K^(I)_J^T on wmma, all rounded to bf16 into P [64 x 64] (lower block triangle),
+//       then O = P V + R^ S_c, S_c read by wmma straight from the workspace.
 //
-// Bytes, the bound of these kernels, at B16 H8 d64 L8192 (bf16; 128 heads x 512 chunks, 8 KiB of
+// Bytes, the bound of these kernels, at B16 H8 d64 L8192 (bf16; 128 heads x 128 chunks, 8 KiB of
 // bf16 state a chunk): the operands r, k, v, d and the output are 134 MB each; (1) reads k, v, d,
-// (3) reads r, k, v, d and writes o: 1074 MB. States: (1) writes 537 MB, (2) reads and rewrites
-// 1074, (3) reads 537: 2147 MB; the chunk log-decays 34 MB. ~3.3 GB in all: ~0.7 ms at an H200's
-// ~4.8 TB/s, ~1.0 ms at an H100's 3.35 (flash-linear-attention's chunk_rwkv6: 1.70 ms). FLOPs per
-// chunk: 2 C d^2 (U) + 2 C^2 d (P V) + 2 C d^2 (R~ S) on tensor cores, ~0.3 MFLOP at d = 64, 20 GFLOP
-// in all; on the SIMT cores the C (C + 1) / 2 = 136 score pairs x d channels x (one exp + two FMAs):
-// 570 M exps, the largest compute term (~0.15 ms of an H100's SFUs), overlapped with the loads. A
-// chunk of 64 would cut the state bytes 4x (~1.7 GB in all) but needs factored off-diagonal blocks
-// (three bounded factors per pair, as rwkv6/cpu.cpp's sub-chunk path); at 16 there are none.
+// (3) reads r, k, v, d and writes o: 1074 MB. States: (1) writes 134 MB, (2) reads and rewrites
+// 268, (3) reads 134: 537 MB; the chunk log-decays 8 MB. ~1.62 GB in all (16-token chunks: ~3.3):
+// ~0.34 ms at an H200's ~4.8 TB/s if at bandwidth, 0.6-0.9 ms at a more likely 40-55 % of it
+// (flash-linear-attention's chunk_rwkv6: 1.70 ms). On the SIMT cores per head-chunk at d 64: 4 x 120
+// diagonal pairs x d channels (one exp + two FMAs each, 31 k exps) and ~4.5 exps per element of Q~,
+// R^, K^(I) and K~ (18 k): ~0.8 G exps at B16 H8 d64 L8192 (~0.2 ms of an H100's SFUs), overlapped
+// with the loads. Tensor cores per head-chunk: U (2 C d^2), the off-diagonal scores (6 x 2 x 16^2
+// d), P V (10 blocks x 2 x 16^2 d) and R^ S (2 C d^2): 1.6 MFLOP at d 64, 26 GFLOP in all.
 #include <cstddef>
 #include <cstdint>
 
@@ -45,37 +60,49 @@
 
 namespace arch_bench {
 
-inline constexpr int kRwkv6ChunkTokens = 16;    // C: tokens per chunk, one wmma tile
+inline constexpr int kRwkv6ChunkTokens = 64;     // C: tokens per chunk
+inline constexpr int kRwkv6ChunkSubTokens = 16;  // tokens per sub-chunk: one wmma tile
+inline constexpr int kRwkv6ChunkSubs = kRwkv6ChunkTokens / kRwkv6ChunkSubTokens;  // 4
+// The off-diagonal blocks (I, J), J < I, in the order (1,0) (2,0) (2,1) (3,0) (3,1) (3,2).
+inline constexpr int kRwkv6ChunkOffDiagonalBlocks = kRwkv6ChunkSubs * (kRwkv6ChunkSubs - 1) / 2;
+// K^(I) has the 16 I rows of the tokens before sub-chunk I; the three stacked: 16 + 32 + 48 rows.
+inline constexpr int kRwkv6ChunkBoundaryKeyRows = kRwkv6ChunkSubTokens * kRwkv6ChunkOffDiagonalBlocks;
 inline constexpr int kRwkv6ChunkThreads = 256;  // 8 warps, every kernel
+inline constexpr int kRwkv6ChunkWarps = kRwkv6ChunkThreads / 32;
 inline constexpr int kRwkv6ChunkFragment = 16;  // the wmma tile (m = n = k = 16)
 inline constexpr int kRwkv6ChunkMaxDim = 128;   // head_dim: a multiple of 16 up to this
 // Row padding: bf16 rows by 8 elements (16 bytes), fp32 wmma rows by 4; the fp32 rows the pairwise
-// scores read column by column (k and b of 16 tokens at one channel) by 1, so those 16 reads fall
-// in 16 different banks.
+// scores read column by column (k and beta of a sub-chunk's 16 tokens at one channel) by 1, so those
+// 16 reads fall in 16 different banks.
 inline constexpr int kRwkv6ChunkBf16Pad = 8;
 inline constexpr int kRwkv6ChunkFloatPad = 4;
 inline constexpr int kRwkv6ChunkScalarPad = 1;
-static_assert(kRwkv6ChunkTokens == kRwkv6ChunkFragment, "a chunk is one wmma tile of tokens");
-static_assert(kRwkv6ChunkTokens * kRwkv6ChunkTokens == kRwkv6ChunkThreads, "one thread per score pair");
-static_assert(kRwkv6ChunkMaxDim / kRwkv6ChunkFragment <= kRwkv6ChunkThreads / 32, "one output tile per warp");
+static_assert(kRwkv6ChunkSubTokens == kRwkv6ChunkFragment, "a sub-chunk is one wmma tile of tokens");
+static_assert(kRwkv6ChunkTokens % kRwkv6ChunkSubTokens == 0, "a chunk is whole sub-chunks");
+static_assert(kRwkv6ChunkSubTokens * kRwkv6ChunkSubTokens == kRwkv6ChunkThreads,
+              "one thread per score pair of a diagonal block");
 
 // Byte offsets of the shared-memory regions (each 128-byte aligned; wmma needs 32).
 struct Rwkv6ChunkStateLayout {  // kernel (1)
-  std::size_t b = 0;            // b, fp32 [C][dim]
+  std::size_t beta = 0;         // beta (per sub-chunk), fp32 [C][dim]
+  std::size_t totals = 0;       // T_J, fp32 [subs][dim]
   std::size_t k = 0;            // K~ = k . exp(b_last - b), bf16 [C][ld_bf16]
   std::size_t v = 0;            // V, bf16 [C][ld_bf16]
-  std::size_t u = 0;            // each warp's 16 x 16 tile of U, fp32 [warps][16][16], before bf16
+  std::size_t stage = 0;        // each warp's 16 x 16 fp32 tile, before bf16: fp32 [warps][16][16]
   std::size_t bytes = 0;
 };
 struct Rwkv6ChunkOutputLayout {  // kernel (3)
   std::size_t r = 0;             // r, fp32 [C][ld_scalar]
   std::size_t k = 0;             // k, fp32 [C][ld_scalar]
-  std::size_t b = 0;             // b, fp32 [C][ld_scalar]
+  std::size_t beta = 0;          // beta (per sub-chunk), fp32 [C][ld_scalar]
+  std::size_t totals = 0;        // T_J, fp32 [subs][dim]
   std::size_t u = 0;             // the bonus u of this head, fp32 [dim]
-  std::size_t r_decayed = 0;     // R~ = r . exp(b_{t-1}), bf16 [C][ld_bf16]
+  std::size_t q_local = 0;       // Q~ = r . exp(beta_{t-1}), bf16 [C][ld_bf16]
+  std::size_t r_decayed = 0;     // R^ = r . exp(b_{t-1}), bf16 [C][ld_bf16]
+  std::size_t k_boundary = 0;    // K^(1), K^(2), K^(3) stacked, bf16 [96][ld_bf16]
   std::size_t v = 0;             // V, bf16 [C][ld_bf16]
-  std::size_t p = 0;             // the scores, bf16 [C][ld_p]
-  std::size_t o = 0;             // O, fp32 [C][ld_o]
+  std::size_t p = 0;             // the scores, bf16 [C][ld_p] (blocks above the diagonal unused)
+  std::size_t stage = 0;         // each warp's 16 x 16 fp32 tile: fp32 [warps][16][16]
   std::size_t bytes = 0;
 };
 
@@ -90,10 +117,9 @@ struct Rwkv6ChunkPlan {
   std::int64_t prefix_blocks_per_head = 0;  // ceil(dim^2 / 2 / threads): one thread per pair of S
   std::int64_t prefix_blocks = 0;           // batch_heads * prefix_blocks_per_head
   std::int64_t output_blocks = 0;           // batch_heads * chunks
-  int ld_bf16 = 0;    // bf16 row stride of K~, V and R~
-  int ld_scalar = 0;  // fp32 row stride of r, k and b in kernel (3)
+  int ld_bf16 = 0;    // bf16 row stride of K~, V, Q~, R^ and K^
+  int ld_scalar = 0;  // fp32 row stride of r, k and beta in kernel (3)
   int ld_p = 0;       // bf16 row stride of the scores
-  int ld_o = 0;       // fp32 row stride of O
   Rwkv6ChunkStateLayout state_layout;
   Rwkv6ChunkOutputLayout output_layout;
   // Workspace (as floats, from the cell's allocator): U_c, then the state entering chunk c, bf16
@@ -125,6 +151,20 @@ std::int64_t rwkv6_cuda_workspace_bytes(const Cell& cell);
 constexpr int rwkv6_chunk_rows(std::int64_t tokens, std::int64_t chunk) {
   return tokens - chunk * kRwkv6ChunkTokens < kRwkv6ChunkTokens ? static_cast<int>(tokens - chunk * kRwkv6ChunkTokens)
                                                                  : kRwkv6ChunkTokens;
+}
+// The first row of K^(I) (1 <= I < subs) in the stacked boundary keys: 16 (1 + .. + (I - 1)).
+constexpr int rwkv6_chunk_boundary_key_row(int query_sub) {
+  return kRwkv6ChunkSubTokens * query_sub * (query_sub - 1) / 2;
+}
+// The off-diagonal block `block` (0 .. 5) as (I, J): (1,0) (2,0) (2,1) (3,0) (3,1) (3,2).
+struct Rwkv6ChunkBlock {
+  int query_sub;  // I
+  int key_sub;    // J < I
+};
+constexpr Rwkv6ChunkBlock rwkv6_chunk_off_diagonal_block(int block) {
+  int query_sub = 1;
+  while (query_sub * (query_sub + 1) / 2 <= block) ++query_sub;
+  return {query_sub, block - query_sub * (query_sub - 1) / 2};
 }
 // Element (bf16) offset of chunk `chunk` of head bh in the workspace's states.
 constexpr std::int64_t rwkv6_chunk_state_offset(const Rwkv6ChunkPlan& plan, std::int64_t bh, std::int64_t chunk) {

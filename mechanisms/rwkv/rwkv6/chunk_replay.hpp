@@ -1,10 +1,11 @@
 #pragma once
 // The arithmetic of RWKV-6's chunkwise tensor-core prefill (rwkv6/chunk_cuda.cu, the algebra in
-// chunk_plan.hpp) replayed on the CPU for one head: the same chunks of kRwkv6ChunkTokens, the same
-// fp32 cumulative log-decays (summed token by token, as each kernel thread sums its channel), the
-// same bf16 roundings at the same places (K~, U_c, the state entering each chunk, the scores P, R~,
-// the output), the fp32 state carried across chunks. Only the order of the fp32 sums inside a
-// product differs from the tensor cores'. Tests compare it with the fp64 reference
+// chunk_plan.hpp) replayed on the CPU for one head: the same chunks of kRwkv6ChunkTokens and
+// sub-chunks of kRwkv6ChunkSubTokens, the same fp32 log-decay sums in the same order (beta token by
+// token within a sub-chunk, as each kernel thread sums its channel; the sub-chunk totals in sub-chunk
+// order), the same bf16 roundings at the same places (K~, U_c, the state entering each chunk, Q~, R^,
+// K^(I), the scores P, the output), the fp32 state carried across chunks. Only the order of the fp32
+// sums inside a tensor-core product differs. Tests compare it with the fp64 reference
 // (tests/test_rwkv6_chunk.cpp): the strongest evidence a kernel written without a GPU can have.
 #include <cstdint>
 
@@ -13,8 +14,12 @@ namespace arch_bench {
 // Deliberate mistakes, so a test can show that the comparison catches them.
 enum class Rwkv6ChunkFault {
   none,
-  bonus_dropped,      // A_tt = 0 (the current token's u term missing)
-  decay_off_by_one,   // exp(b_t - b_s) for exp(b_{t-1} - b_s): the current token's decay applied
+  bonus_dropped,         // A_tt = 0 (the current token's u term missing)
+  decay_off_by_one,      // beta_t for beta_{t-1} on the query side: the current token's decay applied
+  off_diagonal_dropped,  // the blocks between different sub-chunks left 0
+  boundary_wrong,        // K^(I) decayed to the chunk's end (the state's K~) instead of to I's first token
+  between_dropped,       // K^(I) without the decay of the whole sub-chunks between J and I
+  key_unscaled,          // K^(I) = k: the key side of the off-diagonal blocks not decayed at all
 };
 
 // One head: r, k, v, d [tokens][dim] (values as the kernel reads them: already bf16-representable),

@@ -58,7 +58,7 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
   const MechanismInfo& info() const override {
     static const MechanismInfo info{
         "rwkv6",
-        "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (CPU: 64-token chunks; CUDA bf16: 16-token chunks on tensor cores)",
+        "RWKV-6 (Finch), head_dim^2 fp32 state per head, data-dependent decay + bonus u, chunkwise prefill (CPU: 64-token chunks; CUDA bf16: 64-token chunks of 16-token sub-chunks on tensor cores)",
         StateKind::fixed_state,
         cpu_and_cuda_backends()};
     return info;
@@ -69,9 +69,9 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
   // one): decode per head 5 d^2 (o += r_i S_ij; S_ij = w_i S_ij + k_i v_j) + 7 d (decay, bonus,
   // o = bonus v); prefill as rwkv6_factorised_chunk_flops counts the chunkwise kernel on the path the
   // drawn inputs take (a chunk past 80 nats of decay takes the sub-chunk path, rwkv6_chunk_flops).
-  // The count is the CPU form's: CUDA's bf16 16-token chunks do fewer intra-chunk FLOPs and more
-  // state products, so a GPU row's achieved GFLOP/s is relative to this common count (a Cell does
-  // not know its backend).
+  // The count is the CPU form's: CUDA's bf16 form (64-token chunks, diagonal sub-chunk blocks pair
+  // by pair) does more exps and tensor-core FLOPs, so a GPU row's achieved GFLOP/s is relative to
+  // this common count (a Cell does not know its backend).
   Cost cost(const Cell& cell) const override {
     const auto [e, bh, d, state] = head_cost_terms(cell, state_bytes(cell));
     const double params = static_cast<double>(cell.heads) * d * 4;
