@@ -82,4 +82,34 @@ __device__ __forceinline__ void stage_value_columns(float* __restrict__ dst, con
   }
 }
 
+// Tokens [t0, t0 + n) of a head into shared memory: its q and k rows ([n][padded_rows]) and the
+// block's value columns of v ([n][columns_per_block]). The caller synchronises before and after.
+template <class T>
+__device__ __forceinline__ void stage_token_block(float* __restrict__ q_stage, float* __restrict__ k_stage,
+                                                  float* __restrict__ v_stage, const T* q_head, const T* k_head,
+                                                  const T* v_head, std::int64_t t0, int n,
+                                                  const ColumnRecurrencePlan& plan, int first_column) {
+  stage_rows(q_stage, q_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+  stage_rows(k_stage, k_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+  stage_value_columns(v_stage, v_head + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+}
+
+// The end of a token's step in every column recurrence: S = decay S + k u^T on the lane's rows (u
+// the column's write), then the read-out o = S^T q summed over the column's lanes and stored by its
+// first lane at `out_at`. Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise,
+// and a token's latency is the whole prefill's critical path (a column's tokens are sequential).
+template <class T>
+__device__ __forceinline__ void decay_write_read(float (&s)[kColumnRowsPerLane], float decay, const float* k_row,
+                                                 float u, const float* q_row, const ColumnRecurrencePlan& plan,
+                                                 const ColumnLane& at, T* out_at) {
+  float o[4] = {};
+#pragma unroll
+  for (int m = 0; m < kColumnRowsPerLane; ++m) {
+    s[m] = fmaf(decay, s[m], k_row[m * plan.lanes_per_column] * u);
+    o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
+  }
+  const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
+  if (at.active && at.group == 0) store_float(out_at, read);
+}
+
 }  // namespace arch_bench

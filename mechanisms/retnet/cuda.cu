@@ -42,9 +42,7 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   for (std::int64_t t0 = 0; t0 < tokens; t0 += plan.stage_tokens) {
     const int n = static_cast<int>(tokens - t0 < plan.stage_tokens ? tokens - t0 : plan.stage_tokens);
     __syncthreads();  // the previous stage has been read by every warp
-    stage_rows(q_stage, q_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
-    stage_rows(k_stage, k_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
-    stage_value_columns(v_stage, v_head + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+    stage_token_block(q_stage, k_stage, v_stage, q_head, k_head, v_head, t0, n, plan, first_column);
     __syncthreads();
     for (int t = 0; t < n; ++t) {
       // Rows group + R m of the token's q and k: R consecutive floats per m across the group
@@ -52,16 +50,7 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
       const float* q_row = q_stage + t * plan.padded_rows + at.group;
       const float* k_row = k_stage + t * plan.padded_rows + at.group;
       const float value = v_stage[t * plan.columns_per_block + at.local_column];
-      // Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise, and a token's
-      // latency is the whole prefill's critical path (a column's tokens are sequential).
-      float o[4] = {};
-#pragma unroll
-      for (int m = 0; m < kColumnRowsPerLane; ++m) {
-        s[m] = fmaf(gamma, s[m], k_row[m * plan.lanes_per_column] * value);
-        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
-      }
-      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
-      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
+      decay_write_read(s, gamma, k_row, value, q_row, plan, at, out_head + (t0 + t) * plan.dv + at.column);
     }
   }
   store_column_rows(s, head_state, plan, at);
