@@ -30,19 +30,14 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   // retnet_gamma(h) rounded to fp32: 1 - 2^(-5-h) is exact in fp64 and ldexpf is exact, so the
   // fp32 subtraction rounds the same value the host's cast does.
   const float gamma = 1.0f - ldexpf(1.0f, -5 - static_cast<int>(static_cast<unsigned>(at.bh) % static_cast<unsigned>(heads)));
-  const std::int64_t tokens = plan.tokens;
-  const T* q_head = q + at.bh * tokens * plan.dk;
-  const T* k_head = k + at.bh * tokens * plan.dk;
-  const T* v_head = v + at.bh * tokens * plan.dv;
-  T* out_head = out + at.bh * tokens * plan.dv;
-  float* head_state = state + at.bh * plan.dk * plan.dv;
+  const ColumnHead<T> head = column_head(plan, at, q, k, v, out, state);
 
   float s[kColumnRowsPerLane];
-  load_column_rows(s, head_state, plan, at);
-  for (std::int64_t t0 = 0; t0 < tokens; t0 += plan.stage_tokens) {
-    const int n = static_cast<int>(tokens - t0 < plan.stage_tokens ? tokens - t0 : plan.stage_tokens);
+  load_column_rows(s, head.state, plan, at);
+  for (std::int64_t t0 = 0; t0 < plan.tokens; t0 += plan.stage_tokens) {
+    const int n = stage_tokens_from(plan, t0);
     __syncthreads();  // the previous stage has been read by every warp
-    stage_token_block(q_stage, k_stage, v_stage, q_head, k_head, v_head, t0, n, plan, first_column);
+    stage_token_block(q_stage, k_stage, v_stage, head, t0, n, plan, first_column);
     __syncthreads();
     for (int t = 0; t < n; ++t) {
       // Rows group + R m of the token's q and k: R consecutive floats per m across the group
@@ -50,10 +45,10 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
       const float* q_row = q_stage + t * plan.padded_rows + at.group;
       const float* k_row = k_stage + t * plan.padded_rows + at.group;
       const float value = v_stage[t * plan.columns_per_block + at.local_column];
-      decay_write_read(s, gamma, k_row, value, q_row, plan, at, out_head + (t0 + t) * plan.dv + at.column);
+      decay_write_read(s, gamma, k_row, value, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
     }
   }
-  store_column_rows(s, head_state, plan, at);
+  store_column_rows(s, head.state, plan, at);
 }
 
 // retnet's operands for the chunkwise prefill: the tokens' q, k, v as they come (ChunkTokenOperands);
