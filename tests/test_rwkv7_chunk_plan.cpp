@@ -110,8 +110,8 @@ TEST(Rwkv7ChunkPlan, WorkspaceIsExactlyWhatThePrepareKernelWritesAndThePassReads
       const std::int64_t bh = 3;
       const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(bh, tokens, d, 132);
       const std::int64_t total = plan.workspace_bf16_elements();
-      const WorkspacePart parts[] = {{plan.w_offset(), d},  {plan.r_offset(), d},     {plan.b_offset(), d},
-                                     {plan.k_offset(), d},  {plan.m_offset(), kC},    {plan.p_rb_offset(), kC},
+      const WorkspacePart parts[] = {{plan.w_offset(), d},  {plan.r_offset(), d},  {plan.b_offset(), d},
+                                     {plan.k_offset(), d},  {plan.m_offset(), kC}, {plan.p_rb_offset(), kC},
                                      {plan.p_rk_offset(), kC}};
       // Prepare: block (bh, chunk) writes C x width of every region, and its e_last.
       const std::vector<int> written = prepare_writes(plan, parts, kC, total, rwkv7_chunk_offset);
