@@ -28,14 +28,23 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 
 namespace arch_bench {
 
 namespace scalar_decay_detail {
 
+using chunk_wmma::Accumulator;  // and the tile panels (chunk_wmma.cuh) the kernels call
+using chunk_wmma::kF;
+using chunk_wmma::mma_ab_panel;
+using chunk_wmma::mma_abt_panel;
+using chunk_wmma::mma_atb_panel;
+using chunk_wmma::store_tile;
+using chunk_wmma::zero_accumulator;
+
 inline constexpr int kC = kScalarDecayChunk;
-inline constexpr int kF = kScalarDecayFragment;
+static_assert(kScalarDecayFragment == kF, "the plan's fragment is chunk_wmma's");
 inline constexpr int kWarps = kScalarDecayThreads / 32;
 
 // b[0..C): the inclusive cumulative log-decay of the chunk's tokens (0 past the sequence, so b stays
@@ -94,7 +103,6 @@ template <class Policy>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_state_kernel(ChunkScalarDecayPlan plan, Policy policy, __nv_bfloat16* __restrict__ chunk_states,
                                     float* __restrict__ chunk_log_decay) {
-  namespace wmma = nvcuda::wmma;
   using namespace scalar_decay_detail;
   extern __shared__ __align__(128) unsigned char shared[];
   auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + plan.state_layout.k);
@@ -123,18 +131,9 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   const int tiles = (plan.dk / kF) * tiles_j;
   for (int tile = warp; tile < tiles; tile += kWarps) {
     const int ti = tile / tiles_j, tj = tile % tiles_j;
-    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-    for (int kk = 0; kk < kC / kF; ++kk) {
-      // K^T as matrix_a: element (r, m) of K^T is K_c[m][r], at m * ld_k + r: column-major.
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col_major> a;
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> v;
-      wmma::load_matrix_sync(a, k_tile + kk * kF * plan.ld_k + ti * kF, plan.ld_k);
-      wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
-      wmma::mma_sync(acc, a, v, acc);
-    }
-    wmma::store_matrix_sync(u_stage, acc, kF, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_atb_panel(acc, k_tile, plan.ld_k, v_tile, plan.ld_v, ti, tj, kC / kF);  // K^T V
+    store_tile(u_stage, acc, kF);
     __syncwarp();
     // Lane l rounds row l / 2, columns 8 (l % 2) .. + 8 of the tile and stores them as one 16-byte
     // vector: the element offset is a multiple of 8 (dk * dv, dv and the tile's column are
@@ -199,7 +198,6 @@ template <class Policy>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_output_kernel(ChunkScalarDecayPlan plan, Policy policy,
                                      const __nv_bfloat16* __restrict__ chunk_states) {
-  namespace wmma = nvcuda::wmma;
   using namespace scalar_decay_detail;
   extern __shared__ __align__(128) unsigned char shared[];
   const ScalarDecayOutputLayout& at = plan.output_layout;
@@ -234,17 +232,9 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   for (int tile = warp; tile < kTiles * kTiles; tile += kWarps) {
     const int ti = tile / kTiles, tj = tile % kTiles;
     if (tj > ti) continue;
-    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk < plan.dk / kF; ++kk) {
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> a;
-      // K^T as matrix_b: element (r, n) of K^T is K_c[n][r], at n * ld_k + r: column-major.
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major> kt;
-      wmma::load_matrix_sync(a, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::load_matrix_sync(kt, k_tile + tj * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::mma_sync(acc, a, kt, acc);
-    }
-    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_abt_panel(acc, q_tile, plan.ld_k, k_tile, plan.ld_k, ti, tj, plan.dk / kF);  // Q K^T
+    store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
   }
   __syncthreads();
 
@@ -267,23 +257,10 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   const int tiles_j = plan.dv / kF;
   for (int tile = warp; tile < kTiles * tiles_j; tile += kWarps) {
     const int ti = tile / tiles_j, tj = tile % tiles_j;
-    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk <= ti; ++kk) {  // intra-chunk: P V
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> p;
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> v;
-      wmma::load_matrix_sync(p, p_tile + ti * kF * plan.ld_p + kk * kF, plan.ld_p);
-      wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
-      wmma::mma_sync(acc, p, v, acc);
-    }
-    for (int kk = 0; kk < plan.dk / kF; ++kk) {  // inter-chunk: diag(exp(b)) Q S_c
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> q;
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> s;
-      wmma::load_matrix_sync(q, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::load_matrix_sync(s, s_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
-      wmma::mma_sync(acc, q, s, acc);
-    }
-    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_ab_panel(acc, p_tile, plan.ld_p, v_tile, plan.ld_v, ti, tj, ti + 1);              // intra-chunk: P V
+    mma_ab_panel(acc, q_tile, plan.ld_k, s_tile, plan.ld_v, ti, tj, plan.dk / kF);  // inter-chunk: diag(exp(b)) Q S_c
+    store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
   }
   __syncthreads();
 
