@@ -25,6 +25,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/common/chunk_log_decay.cuh"
 #include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 
@@ -36,33 +37,22 @@ using namespace chunk_wmma;  // tile steps, fragments, block indices, shared reg
 
 inline constexpr int kC = kDeltaRuleChunk;
 static_assert(kDeltaRuleFragment == kF, "the plan's fragment is chunk_wmma's");
+static_assert(kC == kLogDecayScanTokens, "cumulative_log_decay scans 64 tokens");
 inline constexpr int kTiles = kC / kF;                       // row tiles of a chunk
 inline constexpr int kLowerTiles = kTiles * (kTiles + 1) / 2;  // tiles of a C x C on or below the diagonal
 inline constexpr int kLdA = kC + kDeltaRuleFloatPad;         // A's row stride (the plan's ld_a)
 inline constexpr int kRowValuesPerLane = kDeltaRuleMaxDim / 32;
 inline constexpr int kSolveSums = 4;  // partial sums per row of the solve
 
-// b[0..C): the inclusive cumulative log-decay of the chunk's tokens, and beta[0..C), both 0 past
-// the sequence (b stays flat over the padding, so b[C-1] is the chunk's total; a padded token
-// writes nothing). Warp 0 only: lane l owns tokens 2l, 2l+1 and an inclusive shuffle scan adds the
-// lanes below it.
+// b[0..C): the inclusive cumulative log-decay of the chunk's tokens (chunk_log_decay.cuh), and
+// beta[0..C), both 0 past the sequence (b stays flat over the padding, so b[C-1] is the chunk's
+// total; a padded token writes nothing). Warp 0 only.
 template <class Policy>
 __device__ __forceinline__ void chunk_gates(const Policy& policy, float* __restrict__ b, float* __restrict__ beta,
                                             std::int64_t bh, std::int64_t first, int rows) {
+  cumulative_log_decay(policy, b, bh, first, rows);
   if (threadIdx.x >= 32) return;
-  const int lane = static_cast<int>(threadIdx.x);
-  const int m0 = 2 * lane, m1 = 2 * lane + 1;
-  const float x0 = m0 < rows ? policy.log_decay(bh, first + m0) : 0.0f;
-  const float x1 = m1 < rows ? policy.log_decay(bh, first + m1) : 0.0f;
-  float sum = x0 + x1;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset <<= 1) {
-    const float below = __shfl_up_sync(0xffffffffu, sum, offset);
-    if (lane >= offset) sum += below;
-  }
-  const float below = __shfl_up_sync(0xffffffffu, sum, 1);  // the lane below's inclusive sum: exact
-  b[m0] = (lane > 0 ? below : 0.0f) + x0;
-  b[m1] = sum;
+  const int m0 = 2 * static_cast<int>(threadIdx.x), m1 = m0 + 1;
   beta[m0] = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
   beta[m1] = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
 }

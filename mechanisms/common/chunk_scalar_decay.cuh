@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_log_decay.cuh"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
 #include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
@@ -35,7 +36,9 @@ namespace arch_bench {
 
 namespace scalar_decay_detail {
 
-using chunk_wmma::Accumulator;  // and the tile panels (chunk_wmma.cuh) the kernels call
+using chunk_wmma::Accumulator;  // and the block index and tile panels (chunk_wmma.cuh) the kernels call
+using chunk_wmma::head_index_of_block;
+using chunk_wmma::HeadIndex;
 using chunk_wmma::kF;
 using chunk_wmma::mma_ab_panel;
 using chunk_wmma::mma_abt_panel;
@@ -45,31 +48,8 @@ using chunk_wmma::zero_accumulator;
 
 inline constexpr int kC = kScalarDecayChunk;
 static_assert(kScalarDecayFragment == kF, "the plan's fragment is chunk_wmma's");
+static_assert(kC == kLogDecayScanTokens, "cumulative_log_decay scans 64 tokens");
 inline constexpr int kWarps = kScalarDecayThreads / 32;
-
-// b[0..C): the inclusive cumulative log-decay of the chunk's tokens (0 past the sequence, so b stays
-// flat over the padding and b[C-1] is the chunk's total). Warp 0 only: lane l owns tokens 2l, 2l+1
-// and an inclusive shuffle scan adds the lanes below it. The same code in kernels (1) and (3), so
-// both see bit-identical b.
-template <class Policy>
-__device__ __forceinline__ void cumulative_log_decay(const Policy& policy, float* __restrict__ b, std::int64_t bh,
-                                                     std::int64_t first, int rows) {
-  if (threadIdx.x >= 32) return;
-  const int lane = static_cast<int>(threadIdx.x);
-  const float x0 = 2 * lane < rows ? policy.log_decay(bh, first + 2 * lane) : 0.0f;
-  const float x1 = 2 * lane + 1 < rows ? policy.log_decay(bh, first + 2 * lane + 1) : 0.0f;
-  float sum = x0 + x1;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset <<= 1) {
-    const float below = __shfl_up_sync(0xffffffffu, sum, offset);
-    if (lane >= offset) sum += below;
-  }
-  // The lane below's inclusive sum, not sum - (x0 + x1): exact, so b is flat over the padding.
-  const float below = __shfl_up_sync(0xffffffffu, sum, 1);
-  const float before = lane > 0 ? below : 0.0f;
-  b[2 * lane] = before + x0;
-  b[2 * lane + 1] = sum;
-}
 
 // Rows [0, C) x columns [0, width) of a chunk operand into dst [C][ld] (bf16); rows >= rows are 0.
 template <class Load>
@@ -79,18 +59,6 @@ __device__ __forceinline__ void stage_operand(__nv_bfloat16* __restrict__ dst, i
     const int m = e / width, i = e % width;
     dst[m * ld + i] = m < rows ? load(m, i) : __float2bfloat16_rn(0.0f);
   }
-}
-
-// The (head, chunk) of this block of kernel (1) or (3): block = bh * chunks + chunk. The grid is
-// one-dimensional (< 2^31 blocks, the plan's callers check), so 32-bit division suffices, not the
-// 64-bit division subroutine.
-struct HeadChunk {
-  std::int64_t bh;
-  std::int64_t chunk;
-};
-__device__ __forceinline__ HeadChunk head_chunk_of_block(const ChunkScalarDecayPlan& plan) {
-  const unsigned chunks = static_cast<unsigned>(plan.chunks);
-  return {static_cast<std::int64_t>(blockIdx.x / chunks), static_cast<std::int64_t>(blockIdx.x % chunks)};
 }
 
 }  // namespace scalar_decay_detail
@@ -111,8 +79,8 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   float* u_stage = reinterpret_cast<float*>(shared + plan.state_layout.u) + warp * kF * kF;
 
-  const HeadChunk hc = head_chunk_of_block(plan);
-  const std::int64_t bh = hc.bh, chunk = hc.chunk;
+  const HeadIndex hc = head_index_of_block(plan.chunks);  // block = bh * chunks + chunk
+  const std::int64_t bh = hc.bh, chunk = hc.index;
   const std::int64_t first = chunk * kC;
   const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
 
@@ -209,8 +177,8 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
   auto* b = reinterpret_cast<float*>(shared + at.decay);
 
-  const HeadChunk hc = head_chunk_of_block(plan);
-  const std::int64_t bh = hc.bh, chunk = hc.chunk;
+  const HeadIndex hc = head_index_of_block(plan.chunks);  // block = bh * chunks + chunk
+  const std::int64_t bh = hc.bh, chunk = hc.index;
   const std::int64_t first = chunk * kC;
   const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
   const int warp = static_cast<int>(threadIdx.x / 32);
