@@ -19,14 +19,9 @@
 namespace arch_bench {
 namespace {
 
-using testing::expect_chunks_cover_tokens;
-using testing::expect_disjoint_aligned;
-using testing::expect_wmma_bf16_stride;
-using testing::expect_wmma_float_stride;
-using testing::mechanism_cell;
+using namespace testing;  // the chunk-plan checks (chunk_layout_checks.hpp) and mechanism_cell
 
 constexpr int kC = kDeltaRuleChunk;
-constexpr int kF = kDeltaRuleFragment;
 
 TEST(ChunkDeltaRulePlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   for (const std::int64_t tokens : {1, 2, 63, 64, 65, 127, 128, 300, 1000, 8192}) {
@@ -43,21 +38,8 @@ TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndGivesEveryMultiprocessorTwoPa
   for (int dv = 16; dv <= kDeltaRuleMaxDim; dv += 16) {
     for (const std::int64_t bh : {1, 8, 128, 1024}) {
       for (const int sms : {0, 1, 132}) {
-        const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(bh, 300, 64, dv, sms);
-        EXPECT_EQ(plan.value_tile % kF, 0);
-        EXPECT_EQ(dv % plan.value_tile, 0) << dv;
-        EXPECT_EQ(plan.value_tiles * plan.value_tile, dv);
-        EXPECT_EQ(plan.pass_blocks, bh * plan.value_tiles);
-        EXPECT_EQ(plan.prepare_blocks, bh * plan.chunks);
-        if (sms > 0 && plan.value_tile > kF) {
-          EXPECT_GE(plan.pass_blocks, 2 * sms) << "a wider tile only where the grid still fills the device";
-        }
-        // No wider tile dividing dv would also have filled it.
-        for (const int wider : kDeltaRuleValueTiles) {
-          if (wider > plan.value_tile && dv % wider == 0) {
-            EXPECT_TRUE(sms > 0 && bh * (dv / wider) < 2 * sms) << dv << " " << bh << " " << sms;
-          }
-        }
+        expect_value_tile_fills_the_device(plan_chunk_delta_rule(bh, 300, 64, dv, sms), kDeltaRuleValueTiles, bh, dv,
+                                           sms);
       }
     }
   }
@@ -84,27 +66,18 @@ TEST(ChunkDeltaRulePlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
         EXPECT_GE(plan.ld_acc, std::max({kC, dk, dv})) << "Q K^T, then W, then U share the fp32 tile";
         EXPECT_GE(plan.ld_n, plan.value_tile);
         EXPECT_GE(plan.ld_s, plan.value_tile);
+        // Bytes of the [C][ld_k] bf16 tiles, the [C][ld_n] value tiles and the fp32 [C] rows.
+        const std::size_t keys = kC * plan.ld_k * 2u, values = kC * plan.ld_n * 2u, gates = kC * 4u;
         const auto& p = plan.prepare_layout;
-        expect_disjoint_aligned({{p.q, kC * plan.ld_k * 2u},
-                                 {p.k, kC * plan.ld_k * 2u},
-                                 {p.k_scaled, kC * plan.ld_k * 2u},
-                                 {p.v, kC * plan.ld_v * 2u},
-                                 {p.t, kC * plan.ld_c * 2u},
-                                 {p.a, kC * plan.ld_a * 4u},
-                                 {p.acc, kC * plan.ld_acc * 4u},
-                                 {p.decay, kC * 4u},
-                                 {p.beta, kC * 4u}},
+        expect_disjoint_aligned({{p.q, keys}, {p.k, keys}, {p.k_scaled, keys}, {p.v, kC * plan.ld_v * 2u},
+                                 {p.t, kC * plan.ld_c * 2u}, {p.a, kC * plan.ld_a * 4u},
+                                 {p.acc, kC * plan.ld_acc * 4u}, {p.decay, gates}, {p.beta, gates}},
                                 p.bytes);
         const auto& s = plan.pass_layout;
-        expect_disjoint_aligned({{s.w, kC * plan.ld_k * 2u},
-                                 {s.k, kC * plan.ld_k * 2u},
-                                 {s.q, kC * plan.ld_k * 2u},
-                                 {s.p, kC * plan.ld_c * 2u},
-                                 {s.u, kC * plan.ld_n * 2u},
-                                 {s.v_new, kC * plan.ld_n * 2u},
-                                 {s.s, static_cast<std::size_t>(dk) * plan.ld_s * 4u},
-                                 {s.s_operand, static_cast<std::size_t>(dk) * plan.ld_n * 2u},
-                                 {s.acc, kC * plan.ld_s * 4u}},
+        const std::size_t state_rows = static_cast<std::size_t>(dk);
+        expect_disjoint_aligned({{s.w, keys}, {s.k, keys}, {s.q, keys}, {s.p, kC * plan.ld_c * 2u}, {s.u, values},
+                                 {s.v_new, values}, {s.s, state_rows * plan.ld_s * 4u},
+                                 {s.s_operand, state_rows * plan.ld_n * 2u}, {s.acc, kC * plan.ld_s * 4u}},
                                 s.bytes);
       }
     }
@@ -117,26 +90,13 @@ TEST(ChunkDeltaRulePlan, WorkspaceIsExactlyWhatThePrepareKernelWritesAndThePassR
       const std::int64_t bh = 3;
       const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(bh, tokens, d, d, 132);
       const std::int64_t total = plan.workspace_bf16_elements();
-      std::vector<int> written(static_cast<std::size_t>(total), 0), read(static_cast<std::size_t>(total), 0);
+      const WorkspacePart parts[] = {{plan.w_offset(), d}, {plan.k_offset(), d}, {plan.q_offset(), d},
+                                     {plan.p_offset(), kC}, {plan.u_offset(), d}};
+      // Prepare: block (bh, chunk) writes C x width of every region, and its b_last.
+      const std::vector<int> written = prepare_writes(plan, parts, kC, total, delta_rule_chunk_offset);
+      std::vector<int> read(static_cast<std::size_t>(total), 0);
       std::vector<int> decays(static_cast<std::size_t>(plan.workspace_decay_elements), 0);
-      struct Part {
-        std::int64_t offset;
-        int width;
-      };
-      const Part parts[] = {{plan.w_offset(), d}, {plan.k_offset(), d}, {plan.q_offset(), d},
-                            {plan.p_offset(), kC}, {plan.u_offset(), d}};
-      // Prepare: block (bh, chunk) writes C x width of every region.
-      for (std::int64_t block = 0; block < plan.prepare_blocks; ++block) {
-        const std::int64_t b = block / plan.chunks, c = block % plan.chunks;
-        for (const Part& part : parts) {
-          const std::int64_t base = part.offset + delta_rule_chunk_offset(plan, b, c, part.width);
-          for (std::int64_t e = 0; e < kC * part.width; ++e) {
-            ASSERT_LT(base + e, total);
-            ++written[static_cast<std::size_t>(base + e)];
-          }
-        }
-        ++decays[static_cast<std::size_t>(b * plan.chunks + c)];
-      }
+      for (std::int64_t block = 0; block < plan.prepare_blocks; ++block) ++decays[static_cast<std::size_t>(block)];
       // Pass: block (bh, tile) reads W, K~, Q~, P whole and U's columns [j0, j0 + n) of every chunk.
       for (std::int64_t block = 0; block < plan.pass_blocks; ++block) {
         const std::int64_t b = block / plan.value_tiles;

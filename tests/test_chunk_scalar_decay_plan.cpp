@@ -23,11 +23,7 @@
 namespace arch_bench {
 namespace {
 
-using testing::expect_chunks_cover_tokens;
-using testing::expect_disjoint_aligned;
-using testing::expect_wmma_bf16_stride;
-using testing::expect_wmma_float_stride;
-using testing::mechanism_cell;
+using namespace testing;  // the chunk-plan checks (chunk_layout_checks.hpp) and mechanism_cell
 
 constexpr int kC = kScalarDecayChunk;
 constexpr int kF = kScalarDecayFragment;

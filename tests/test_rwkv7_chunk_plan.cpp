@@ -17,18 +17,14 @@
 namespace arch_bench {
 namespace {
 
-using testing::expect_chunks_cover_tokens;
-using testing::expect_disjoint_aligned;
-using testing::expect_wmma_bf16_stride;
-using testing::expect_wmma_float_stride;
+using namespace testing;  // the chunk-plan checks (chunk_layout_checks.hpp) and mechanism_cell
 
 constexpr int kC = kRwkv7ChunkTokens;
-constexpr int kF = kRwkv7ChunkFragment;
 constexpr std::size_t kSm90OptInShared = 227 * 1024;
 
 Cell rwkv7_cell(std::int64_t dim, DType dtype = DType::bfloat16, Phase phase = Phase::prefill,
                 std::int64_t length = 1000) {
-  return testing::mechanism_cell("rwkv7", 8, dim, length, dtype, phase, 2);
+  return mechanism_cell("rwkv7", 8, dim, length, dtype, phase, 2);
 }
 
 TEST(Rwkv7ChunkPlan, OnlyBf16PrefillCellsOfSixteenMultipleHeadsRunChunkwise) {
@@ -69,18 +65,7 @@ TEST(Rwkv7ChunkPlan, ValueTileDividesTheHeadAndGivesEveryMultiprocessorTwoPassBl
   for (int dim = 16; dim <= kRwkv7ChunkMaxDim; dim += 16) {
     for (const std::int64_t bh : {1, 8, 128, 1024}) {
       for (const int sms : {0, 1, 132}) {
-        const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(bh, 300, dim, sms);
-        EXPECT_EQ(plan.value_tile % kF, 0);
-        EXPECT_EQ(plan.value_tiles * plan.value_tile, dim);
-        EXPECT_EQ(plan.pass_blocks, bh * plan.value_tiles);
-        if (sms > 0 && plan.value_tile > kF) {
-          EXPECT_GE(plan.pass_blocks, 2 * sms) << "a wider tile only where the grid still fills the device";
-        }
-        for (const int wider : kRwkv7ChunkValueTiles) {
-          if (wider > plan.value_tile && dim % wider == 0) {
-            EXPECT_TRUE(sms > 0 && bh * (dim / wider) < 2 * sms) << dim << " " << bh << " " << sms;
-          }
-        }
+        expect_value_tile_fills_the_device(plan_rwkv7_chunk(bh, 300, dim, sms), kRwkv7ChunkValueTiles, bh, dim, sms);
       }
     }
   }
@@ -103,31 +88,17 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       EXPECT_GE(plan.ld_n, plan.value_tile);
       EXPECT_GE(plan.ld_s, plan.value_tile);
       EXPECT_EQ(plan.value_tile % 8, 0) << "V's tile is copied 16 bytes at a time";
+      // Bytes of the [C][ld_k] row tiles, the [C][C] score tiles and the [C][ld_n] value tiles.
       const std::size_t C = kC, D = static_cast<std::size_t>(dim);
+      const std::size_t rows = C * plan.ld_k * 2u, scores = C * plan.ld_c * 2u, values = C * plan.ld_n * 2u;
       const auto& p = plan.prepare_layout;
-      expect_disjoint_aligned({{p.decay, C * D * 4},
-                               {p.a, C * plan.ld_k * 2u},
-                               {p.r, C * plan.ld_k * 2u},
-                               {p.b, C * plan.ld_k * 2u},
-                               {p.k, C * plan.ld_k * 2u},
-                               {p.v, C * plan.ld_k * 2u},
-                               {p.scores, 4 * C * plan.ld_score * 4u},
-                               {p.t, C * plan.ld_c * 2u},
-                               {p.acc, C * plan.ld_acc * 4u}},
+      expect_disjoint_aligned({{p.decay, C * D * 4}, {p.a, rows}, {p.r, rows}, {p.b, rows}, {p.k, rows}, {p.v, rows},
+                               {p.scores, 4 * C * plan.ld_score * 4u}, {p.t, scores}, {p.acc, C * plan.ld_acc * 4u}},
                               p.bytes);
       const auto& s = plan.pass_layout;
-      expect_disjoint_aligned({{s.w, C * plan.ld_k * 2u},
-                               {s.r, C * plan.ld_k * 2u},
-                               {s.b, C * plan.ld_k * 2u},
-                               {s.k, C * plan.ld_k * 2u},
-                               {s.m, C * plan.ld_c * 2u},
-                               {s.p_rb, C * plan.ld_c * 2u},
-                               {s.p_rk, C * plan.ld_c * 2u},
-                               {s.v, C * plan.ld_n * 2u},
-                               {s.u, C * plan.ld_n * 2u},
-                               {s.s, D * plan.ld_s * 4u},
-                               {s.s_operand, D * plan.ld_n * 2u},
-                               {s.acc, C * plan.ld_s * 4u}},
+      expect_disjoint_aligned({{s.w, rows}, {s.r, rows}, {s.b, rows}, {s.k, rows}, {s.m, scores}, {s.p_rb, scores},
+                               {s.p_rk, scores}, {s.v, values}, {s.u, values}, {s.s, D * plan.ld_s * 4u},
+                               {s.s_operand, D * plan.ld_n * 2u}, {s.acc, C * plan.ld_s * 4u}},
                               s.bytes);
     }
   }
@@ -139,31 +110,22 @@ TEST(Rwkv7ChunkPlan, WorkspaceIsExactlyWhatThePrepareKernelWritesAndThePassReads
       const std::int64_t bh = 3;
       const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(bh, tokens, d, 132);
       const std::int64_t total = plan.workspace_bf16_elements();
-      std::vector<int> written(static_cast<std::size_t>(total), 0), read(static_cast<std::size_t>(total), 0);
+      const WorkspacePart parts[] = {{plan.w_offset(), d},  {plan.r_offset(), d},  {plan.b_offset(), d},
+                                     {plan.k_offset(), d},  {plan.m_offset(), kC}, {plan.p_rb_offset(), kC},
+                                     {plan.p_rk_offset(), kC}};
+      // Prepare: block (bh, chunk) writes C x width of every region, and its e_last.
+      const std::vector<int> written = prepare_writes(plan, parts, kC, total, rwkv7_chunk_offset);
+      std::vector<int> read(static_cast<std::size_t>(total), 0);
       std::vector<int> decays(static_cast<std::size_t>(plan.workspace_decay_elements), 0);
-      struct Part {
-        std::int64_t offset;
-        int width;
-      };
-      const Part parts[] = {{plan.w_offset(), d},     {plan.r_offset(), d},     {plan.b_offset(), d},
-                            {plan.k_offset(), d},     {plan.m_offset(), kC},    {plan.p_rb_offset(), kC},
-                            {plan.p_rk_offset(), kC}};
       for (std::int64_t block = 0; block < plan.prepare_blocks; ++block) {
         const std::int64_t b = block / plan.chunks, c = block % plan.chunks;
-        for (const Part& part : parts) {
-          const std::int64_t base = part.offset + rwkv7_chunk_offset(plan, b, c, part.width);
-          for (std::int64_t e = 0; e < kC * part.width; ++e) {
-            ASSERT_LT(base + e, total);
-            ++written[static_cast<std::size_t>(base + e)];
-          }
-        }
         for (int e = 0; e < d; ++e) ++decays[static_cast<std::size_t>(rwkv7_chunk_decay_offset(plan, b, c) + e)];
       }
       // Pass: every block (bh, tile) reads all of its head's chunks (the same elements by every tile).
       for (std::int64_t block = 0; block < plan.pass_blocks; ++block) {
         const std::int64_t b = block / plan.value_tiles;
         for (std::int64_t c = 0; c < plan.chunks; ++c) {
-          for (const Part& part : parts) {
+          for (const WorkspacePart& part : parts) {
             const std::int64_t base = part.offset + rwkv7_chunk_offset(plan, b, c, part.width);
             for (std::int64_t e = 0; e < kC * part.width; ++e) {
               ASSERT_LT(base + e, total);

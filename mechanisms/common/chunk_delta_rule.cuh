@@ -25,92 +25,36 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/common/chunk_log_decay.cuh"
+#include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 
 namespace arch_bench {
 
 namespace delta_rule_detail {
 
-namespace wmma = nvcuda::wmma;
+using namespace chunk_wmma;  // tile steps, fragments, block indices, shared regions, row copies
 
 inline constexpr int kC = kDeltaRuleChunk;
-inline constexpr int kF = kDeltaRuleFragment;
+static_assert(kDeltaRuleFragment == kF, "the plan's fragment is chunk_wmma's");
+static_assert(kC == kLogDecayScanTokens, "cumulative_log_decay scans 64 tokens");
 inline constexpr int kTiles = kC / kF;                       // row tiles of a chunk
 inline constexpr int kLowerTiles = kTiles * (kTiles + 1) / 2;  // tiles of a C x C on or below the diagonal
 inline constexpr int kLdA = kC + kDeltaRuleFloatPad;         // A's row stride (the plan's ld_a)
 inline constexpr int kRowValuesPerLane = kDeltaRuleMaxDim / 32;
 inline constexpr int kSolveSums = 4;  // partial sums per row of the solve
 
-using RowA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
-using ColA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
-using RowB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
-using ColB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
-using Accumulator = wmma::fragment<wmma::accumulator, kF, kF, kF, float>;
-
-// b[0..C): the inclusive cumulative log-decay of the chunk's tokens, and beta[0..C), both 0 past
-// the sequence (b stays flat over the padding, so b[C-1] is the chunk's total; a padded token
-// writes nothing). Warp 0 only: lane l owns tokens 2l, 2l+1 and an inclusive shuffle scan adds the
-// lanes below it.
+// b[0..C): the inclusive cumulative log-decay of the chunk's tokens (chunk_log_decay.cuh), and
+// beta[0..C), both 0 past the sequence (b stays flat over the padding, so b[C-1] is the chunk's
+// total; a padded token writes nothing). Warp 0 only.
 template <class Policy>
 __device__ __forceinline__ void chunk_gates(const Policy& policy, float* __restrict__ b, float* __restrict__ beta,
                                             std::int64_t bh, std::int64_t first, int rows) {
+  cumulative_log_decay(policy, b, bh, first, rows);
   if (threadIdx.x >= 32) return;
-  const int lane = static_cast<int>(threadIdx.x);
-  const int m0 = 2 * lane, m1 = 2 * lane + 1;
-  const float x0 = m0 < rows ? policy.log_decay(bh, first + m0) : 0.0f;
-  const float x1 = m1 < rows ? policy.log_decay(bh, first + m1) : 0.0f;
-  float sum = x0 + x1;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset <<= 1) {
-    const float below = __shfl_up_sync(0xffffffffu, sum, offset);
-    if (lane >= offset) sum += below;
-  }
-  const float below = __shfl_up_sync(0xffffffffu, sum, 1);  // the lane below's inclusive sum: exact
-  b[m0] = (lane > 0 ? below : 0.0f) + x0;
-  b[m1] = sum;
+  const int m0 = 2 * static_cast<int>(threadIdx.x), m1 = m0 + 1;
   beta[m0] = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
   beta[m1] = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
-}
-
-// rows x width bf16 (width a multiple of 16) from src (row stride src_ld) to dst (row stride ld),
-// 16 bytes at a time: every row start is 16-byte aligned on both sides (the plan's strides).
-__device__ __forceinline__ void copy_rows(__nv_bfloat16* __restrict__ dst, int ld,
-                                          const __nv_bfloat16* __restrict__ src, int src_ld, int rows, int width) {
-  const int vectors = width / 8;
-  for (int e = threadIdx.x; e < rows * vectors; e += blockDim.x) {
-    const int r = e / vectors, c = e % vectors;
-    *reinterpret_cast<uint4*>(dst + r * ld + c * 8) = *reinterpret_cast<const uint4*>(src + r * src_ld + c * 8);
-  }
-}
-
-// Lower tile l (0 <= l < kLowerTiles) of a C x C: (ti, tj) with tj <= ti, row by row.
-__device__ __forceinline__ void lower_tile(int l, int& ti, int& tj) {
-  ti = 0;
-  while (l > ti) {
-    l -= ti + 1;
-    ++ti;
-  }
-  tj = l;
-}
-
-// The (head, chunk) or (head, value tile) of this block: block = bh * per_head + index. The grid is
-// one-dimensional (< 2^31 blocks, the callers check), so 32-bit division suffices.
-struct HeadIndex {
-  std::int64_t bh;
-  std::int64_t index;
-};
-__device__ __forceinline__ HeadIndex head_index_of_block(std::int64_t per_head) {
-  const unsigned n = static_cast<unsigned>(per_head);
-  return {static_cast<std::int64_t>(blockIdx.x / n), static_cast<std::int64_t>(blockIdx.x % n)};
-}
-
-// Region `offset` of the block's dynamic shared memory as T*: the offsets are the plan's layouts
-// (128-byte aligned, smem_layout.hpp), and every extern __shared__ array of a kernel is the same
-// memory, so this names no more than the kernel's own declaration would.
-template <class T>
-__device__ __forceinline__ T* shared_region(std::size_t offset) {
-  extern __shared__ __align__(128) unsigned char shared[];
-  return reinterpret_cast<T*>(shared + offset);
 }
 
 }  // namespace delta_rule_detail
@@ -207,19 +151,12 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
     int ti, tj;
     lower_tile(keys ? job : job - kLowerTiles, ti, tj);
     const __nv_bfloat16* left = keys ? k_tile : q_tile;
-    Accumulator acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk < dk / kF; ++kk) {
-      RowA a;
-      ColB kt;  // K^T as matrix_b: element (r, n) is K[n][r], at n * ld_k + r: column-major
-      wmma::load_matrix_sync(a, left + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::load_matrix_sync(kt, k_tile + tj * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::mma_sync(acc, a, kt, acc);
-    }
+    Accumulator acc = zero_accumulator();
+    mma_abt_panel(acc, left, plan.ld_k, k_tile, plan.ld_k, ti, tj, dk / kF);
     if (keys) {
-      wmma::store_matrix_sync(a_tile + ti * kF * kLdA + tj * kF, acc, kLdA, wmma::mem_row_major);
+      store_tile(a_tile + ti * kF * kLdA + tj * kF, acc, kLdA);
     } else {
-      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+      store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
     }
   }
   __syncthreads();
@@ -260,26 +197,13 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
     const bool keys = product == 0;
     const int width = keys ? dk : dv, ld = keys ? plan.ld_k : plan.ld_v;
     const __nv_bfloat16* right = keys ? k_scaled : v_tile;
-    const int tiles_j = width / kF;
-    for (int tile = warp; tile < kTiles * tiles_j; tile += warps) {
-      const int ti = tile / tiles_j, tj = tile % tiles_j;
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk <= ti; ++kk) {
-        RowA t;
-        RowB r;
-        wmma::load_matrix_sync(t, t_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
-        wmma::load_matrix_sync(r, right + kk * kF * ld + tj * kF, ld);
-        wmma::mma_sync(acc, t, r, acc);
-      }
-      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
-    }
+    for_warp_tiles(kTiles, width / kF, [&](int ti, int tj) {
+      Accumulator acc = zero_accumulator();
+      mma_ab_panel(acc, t_tile, plan.ld_c, right, ld, ti, tj, ti + 1);
+      store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
+    });
     __syncthreads();
-    __nv_bfloat16* out = keys ? w_out : u_out;
-    for (int e = threadIdx.x; e < kC * width; e += blockDim.x) {
-      const int i = e / width, c = e % width;
-      out[e] = __float2bfloat16_rn(acc_tile[i * plan.ld_acc + c]);
-    }
+    round_rows(keys ? w_out : u_out, acc_tile, plan.ld_acc, kC, width);
     __syncthreads();  // acc_tile is read: the next product may overwrite it
   }
   if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
@@ -310,14 +234,10 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
   const std::int64_t bh = ht.bh;
   const int dk = plan.dk, dv = plan.dv, n = plan.value_tile;
   const int j0 = static_cast<int>(ht.index) * n;
-  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
   const int tiles_n = n / kF, tiles_k = dk / kF;
   float* head_state = state + bh * dk * dv;
 
-  for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
-    const int i = e / n, j = e % n;
-    s[i * plan.ld_s + j] = head_state[i * dv + j0 + j];
-  }
+  load_state_columns(s, plan.ld_s, head_state, dv, j0, dk, n);
   __syncthreads();
 
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
@@ -335,19 +255,11 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
     __syncthreads();
 
     // W S_c into acc_tile.
-    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
-      const int ti = tile / tiles_n, tj = tile % tiles_n;
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk < tiles_k; ++kk) {
-        RowA w;
-        RowB sb;
-        wmma::load_matrix_sync(w, w_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-        wmma::load_matrix_sync(sb, s_operand + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
-        wmma::mma_sync(acc, w, sb, acc);
-      }
-      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_s + tj * kF, acc, plan.ld_s, wmma::mem_row_major);
-    }
+    for_warp_tiles(kTiles, tiles_n, [&](int ti, int tj) {
+      Accumulator acc = zero_accumulator();
+      mma_ab_panel(acc, w_tile, plan.ld_k, s_operand, plan.ld_n, ti, tj, tiles_k);
+      store_tile(acc_tile + ti * kF * plan.ld_s + tj * kF, acc, plan.ld_s);
+    });
     __syncthreads();
 
     // V' = U - W S_c, in fp32, rounded once as the operand of P V' and K~^T V'.
@@ -360,42 +272,21 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
 
     // O = Q~ S_c + P V' into acc_tile (P is lower triangular: row tile ti sums kk <= ti only), and
     // S_{c+1} = exp(b_last) S_c + K~^T V' in place on the fp32 S (the operands read S_c's bf16 copy).
-    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
-      const int ti = tile / tiles_n, tj = tile % tiles_n;
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk < tiles_k; ++kk) {
-        RowA q;
-        RowB sb;
-        wmma::load_matrix_sync(q, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-        wmma::load_matrix_sync(sb, s_operand + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
-        wmma::mma_sync(acc, q, sb, acc);
-      }
-      for (int kk = 0; kk <= ti; ++kk) {
-        RowA p;
-        RowB v;
-        wmma::load_matrix_sync(p, p_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
-        wmma::load_matrix_sync(v, v_new + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
-        wmma::mma_sync(acc, p, v, acc);
-      }
-      wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_s + tj * kF, acc, plan.ld_s, wmma::mem_row_major);
-    }
-    for (int tile = warp; tile < tiles_k * tiles_n; tile += warps) {
-      const int ti = tile / tiles_n, tj = tile % tiles_n;
+    for_warp_tiles(kTiles, tiles_n, [&](int ti, int tj) {
+      Accumulator acc = zero_accumulator();
+      mma_ab_panel(acc, q_tile, plan.ld_k, s_operand, plan.ld_n, ti, tj, tiles_k);
+      mma_ab_panel(acc, p_tile, plan.ld_c, v_new, plan.ld_n, ti, tj, ti + 1);
+      store_tile(acc_tile + ti * kF * plan.ld_s + tj * kF, acc, plan.ld_s);
+    });
+    for_warp_tiles(tiles_k, tiles_n, [&](int ti, int tj) {
       Accumulator acc;
       float* s_at = s + ti * kF * plan.ld_s + tj * kF;
       wmma::load_matrix_sync(acc, s_at, plan.ld_s, wmma::mem_row_major);
 #pragma unroll
       for (int e = 0; e < acc.num_elements; ++e) acc.x[e] *= carry;  // a uniform scale: any element order
-      for (int kk = 0; kk < kTiles; ++kk) {
-        ColA kt;  // K~^T as matrix_a: element (r, m) is K~[m][r], at m * ld_k + r: column-major
-        RowB v;
-        wmma::load_matrix_sync(kt, k_tile + kk * kF * plan.ld_k + ti * kF, plan.ld_k);
-        wmma::load_matrix_sync(v, v_new + kk * kF * plan.ld_n + tj * kF, plan.ld_n);
-        wmma::mma_sync(acc, kt, v, acc);
-      }
-      wmma::store_matrix_sync(s_at, acc, plan.ld_s, wmma::mem_row_major);
-    }
+      mma_atb_panel(acc, k_tile, plan.ld_k, v_new, plan.ld_n, ti, tj, kTiles);  // K~^T V'
+      store_tile(s_at, acc, plan.ld_s);
+    });
     __syncthreads();
 
     const std::int64_t first = chunk * kC;
@@ -408,10 +299,7 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
     // acc_tile is next written after the barrier that follows them.
   }
 
-  for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
-    const int i = e / n, j = e % n;
-    head_state[i * dv + j0 + j] = s[i * plan.ld_s + j];
-  }
+  store_state_columns(head_state, dv, j0, s, plan.ld_s, dk, n);
 }
 
 // Once per plan, before the first launch (dynamic_shared_memory.cuh): lets each kernel take the

@@ -27,40 +27,29 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_log_decay.cuh"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 
 namespace arch_bench {
 
 namespace scalar_decay_detail {
 
-inline constexpr int kC = kScalarDecayChunk;
-inline constexpr int kF = kScalarDecayFragment;
-inline constexpr int kWarps = kScalarDecayThreads / 32;
+using chunk_wmma::Accumulator;  // and the block index and tile panels (chunk_wmma.cuh) the kernels call
+using chunk_wmma::head_index_of_block;
+using chunk_wmma::HeadIndex;
+using chunk_wmma::kF;
+using chunk_wmma::mma_ab_panel;
+using chunk_wmma::mma_abt_panel;
+using chunk_wmma::mma_atb_panel;
+using chunk_wmma::store_tile;
+using chunk_wmma::zero_accumulator;
 
-// b[0..C): the inclusive cumulative log-decay of the chunk's tokens (0 past the sequence, so b stays
-// flat over the padding and b[C-1] is the chunk's total). Warp 0 only: lane l owns tokens 2l, 2l+1
-// and an inclusive shuffle scan adds the lanes below it. The same code in kernels (1) and (3), so
-// both see bit-identical b.
-template <class Policy>
-__device__ __forceinline__ void cumulative_log_decay(const Policy& policy, float* __restrict__ b, std::int64_t bh,
-                                                     std::int64_t first, int rows) {
-  if (threadIdx.x >= 32) return;
-  const int lane = static_cast<int>(threadIdx.x);
-  const float x0 = 2 * lane < rows ? policy.log_decay(bh, first + 2 * lane) : 0.0f;
-  const float x1 = 2 * lane + 1 < rows ? policy.log_decay(bh, first + 2 * lane + 1) : 0.0f;
-  float sum = x0 + x1;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset <<= 1) {
-    const float below = __shfl_up_sync(0xffffffffu, sum, offset);
-    if (lane >= offset) sum += below;
-  }
-  // The lane below's inclusive sum, not sum - (x0 + x1): exact, so b is flat over the padding.
-  const float below = __shfl_up_sync(0xffffffffu, sum, 1);
-  const float before = lane > 0 ? below : 0.0f;
-  b[2 * lane] = before + x0;
-  b[2 * lane + 1] = sum;
-}
+inline constexpr int kC = kScalarDecayChunk;
+static_assert(kScalarDecayFragment == kF, "the plan's fragment is chunk_wmma's");
+static_assert(kC == kLogDecayScanTokens, "cumulative_log_decay scans 64 tokens");
+inline constexpr int kWarps = kScalarDecayThreads / 32;
 
 // Rows [0, C) x columns [0, width) of a chunk operand into dst [C][ld] (bf16); rows >= rows are 0.
 template <class Load>
@@ -70,18 +59,6 @@ __device__ __forceinline__ void stage_operand(__nv_bfloat16* __restrict__ dst, i
     const int m = e / width, i = e % width;
     dst[m * ld + i] = m < rows ? load(m, i) : __float2bfloat16_rn(0.0f);
   }
-}
-
-// The (head, chunk) of this block of kernel (1) or (3): block = bh * chunks + chunk. The grid is
-// one-dimensional (< 2^31 blocks, the plan's callers check), so 32-bit division suffices, not the
-// 64-bit division subroutine.
-struct HeadChunk {
-  std::int64_t bh;
-  std::int64_t chunk;
-};
-__device__ __forceinline__ HeadChunk head_chunk_of_block(const ChunkScalarDecayPlan& plan) {
-  const unsigned chunks = static_cast<unsigned>(plan.chunks);
-  return {static_cast<std::int64_t>(blockIdx.x / chunks), static_cast<std::int64_t>(blockIdx.x % chunks)};
 }
 
 }  // namespace scalar_decay_detail
@@ -94,7 +71,6 @@ template <class Policy>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_state_kernel(ChunkScalarDecayPlan plan, Policy policy, __nv_bfloat16* __restrict__ chunk_states,
                                     float* __restrict__ chunk_log_decay) {
-  namespace wmma = nvcuda::wmma;
   using namespace scalar_decay_detail;
   extern __shared__ __align__(128) unsigned char shared[];
   auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + plan.state_layout.k);
@@ -103,8 +79,8 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   float* u_stage = reinterpret_cast<float*>(shared + plan.state_layout.u) + warp * kF * kF;
 
-  const HeadChunk hc = head_chunk_of_block(plan);
-  const std::int64_t bh = hc.bh, chunk = hc.chunk;
+  const HeadIndex hc = head_index_of_block(plan.chunks);  // block = bh * chunks + chunk
+  const std::int64_t bh = hc.bh, chunk = hc.index;
   const std::int64_t first = chunk * kC;
   const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
 
@@ -123,18 +99,9 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   const int tiles = (plan.dk / kF) * tiles_j;
   for (int tile = warp; tile < tiles; tile += kWarps) {
     const int ti = tile / tiles_j, tj = tile % tiles_j;
-    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-    for (int kk = 0; kk < kC / kF; ++kk) {
-      // K^T as matrix_a: element (r, m) of K^T is K_c[m][r], at m * ld_k + r: column-major.
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col_major> a;
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> v;
-      wmma::load_matrix_sync(a, k_tile + kk * kF * plan.ld_k + ti * kF, plan.ld_k);
-      wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
-      wmma::mma_sync(acc, a, v, acc);
-    }
-    wmma::store_matrix_sync(u_stage, acc, kF, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_atb_panel(acc, k_tile, plan.ld_k, v_tile, plan.ld_v, ti, tj, kC / kF);  // K^T V
+    store_tile(u_stage, acc, kF);
     __syncwarp();
     // Lane l rounds row l / 2, columns 8 (l % 2) .. + 8 of the tile and stores them as one 16-byte
     // vector: the element offset is a multiple of 8 (dk * dv, dv and the tile's column are
@@ -199,7 +166,6 @@ template <class Policy>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_output_kernel(ChunkScalarDecayPlan plan, Policy policy,
                                      const __nv_bfloat16* __restrict__ chunk_states) {
-  namespace wmma = nvcuda::wmma;
   using namespace scalar_decay_detail;
   extern __shared__ __align__(128) unsigned char shared[];
   const ScalarDecayOutputLayout& at = plan.output_layout;
@@ -211,8 +177,8 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   auto* acc_tile = reinterpret_cast<float*>(shared + at.acc);
   auto* b = reinterpret_cast<float*>(shared + at.decay);
 
-  const HeadChunk hc = head_chunk_of_block(plan);
-  const std::int64_t bh = hc.bh, chunk = hc.chunk;
+  const HeadIndex hc = head_index_of_block(plan.chunks);  // block = bh * chunks + chunk
+  const std::int64_t bh = hc.bh, chunk = hc.index;
   const std::int64_t first = chunk * kC;
   const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
   const int warp = static_cast<int>(threadIdx.x / 32);
@@ -234,17 +200,9 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   for (int tile = warp; tile < kTiles * kTiles; tile += kWarps) {
     const int ti = tile / kTiles, tj = tile % kTiles;
     if (tj > ti) continue;
-    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk < plan.dk / kF; ++kk) {
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> a;
-      // K^T as matrix_b: element (r, n) of K^T is K_c[n][r], at n * ld_k + r: column-major.
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major> kt;
-      wmma::load_matrix_sync(a, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::load_matrix_sync(kt, k_tile + tj * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::mma_sync(acc, a, kt, acc);
-    }
-    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_abt_panel(acc, q_tile, plan.ld_k, k_tile, plan.ld_k, ti, tj, plan.dk / kF);  // Q K^T
+    store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
   }
   __syncthreads();
 
@@ -267,23 +225,10 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   const int tiles_j = plan.dv / kF;
   for (int tile = warp; tile < kTiles * tiles_j; tile += kWarps) {
     const int ti = tile / tiles_j, tj = tile % tiles_j;
-    wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk <= ti; ++kk) {  // intra-chunk: P V
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> p;
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> v;
-      wmma::load_matrix_sync(p, p_tile + ti * kF * plan.ld_p + kk * kF, plan.ld_p);
-      wmma::load_matrix_sync(v, v_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
-      wmma::mma_sync(acc, p, v, acc);
-    }
-    for (int kk = 0; kk < plan.dk / kF; ++kk) {  // inter-chunk: diag(exp(b)) Q S_c
-      wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major> q;
-      wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major> s;
-      wmma::load_matrix_sync(q, q_tile + ti * kF * plan.ld_k + kk * kF, plan.ld_k);
-      wmma::load_matrix_sync(s, s_tile + kk * kF * plan.ld_v + tj * kF, plan.ld_v);
-      wmma::mma_sync(acc, q, s, acc);
-    }
-    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_ab_panel(acc, p_tile, plan.ld_p, v_tile, plan.ld_v, ti, tj, ti + 1);              // intra-chunk: P V
+    mma_ab_panel(acc, q_tile, plan.ld_k, s_tile, plan.ld_v, ti, tj, plan.dk / kF);  // inter-chunk: diag(exp(b)) Q S_c
+    store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
   }
   __syncthreads();
 

@@ -82,4 +82,57 @@ __device__ __forceinline__ void stage_value_columns(float* __restrict__ dst, con
   }
 }
 
+// A head's token rows (q, k [tokens][dk]; v, out [tokens][dv]) and state ([dk][dv]): the slices of
+// the [bh, tokens, d] inputs and output and the [bh, dk, dv] state the lane's head `at.bh` owns.
+template <class T>
+struct ColumnHead {
+  const T* q;
+  const T* k;
+  const T* v;
+  T* out;
+  float* state;
+};
+template <class T>
+__device__ __forceinline__ ColumnHead<T> column_head(const ColumnRecurrencePlan& plan, const ColumnLane& at,
+                                                     const T* q, const T* k, const T* v, T* out, float* state) {
+  const std::int64_t tokens = plan.tokens;
+  return {q + at.bh * tokens * plan.dk, k + at.bh * tokens * plan.dk, v + at.bh * tokens * plan.dv,
+          out + at.bh * tokens * plan.dv, state + at.bh * plan.dk * plan.dv};
+}
+
+// The tokens of the stage starting at t0: stage_tokens, or what is left of the sequence.
+__device__ __forceinline__ int stage_tokens_from(const ColumnRecurrencePlan& plan, std::int64_t t0) {
+  return static_cast<int>(plan.tokens - t0 < plan.stage_tokens ? plan.tokens - t0 : plan.stage_tokens);
+}
+
+// Tokens [t0, t0 + n) of a head into shared memory: its q and k rows ([n][padded_rows]) and the
+// block's value columns of v ([n][columns_per_block]). The caller synchronises before and after.
+template <class T>
+__device__ __forceinline__ void stage_token_block(float* __restrict__ q_stage, float* __restrict__ k_stage,
+                                                  float* __restrict__ v_stage, const ColumnHead<T>& head,
+                                                  std::int64_t t0, int n, const ColumnRecurrencePlan& plan,
+                                                  int first_column) {
+  stage_rows(q_stage, head.q + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+  stage_rows(k_stage, head.k + t0 * plan.dk, n, plan.dk, plan.padded_rows);
+  stage_value_columns(v_stage, head.v + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+}
+
+// The end of a token's step in every column recurrence: S = decay S + k u^T on the lane's rows (u
+// the column's write), then the read-out o = S^T q summed over the column's lanes and stored by its
+// first lane at `out_at`. Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise,
+// and a token's latency is the whole prefill's critical path (a column's tokens are sequential).
+template <class T>
+__device__ __forceinline__ void decay_write_read(float (&s)[kColumnRowsPerLane], float decay, const float* k_row,
+                                                 float u, const float* q_row, const ColumnRecurrencePlan& plan,
+                                                 const ColumnLane& at, T* out_at) {
+  float o[4] = {};
+#pragma unroll
+  for (int m = 0; m < kColumnRowsPerLane; ++m) {
+    s[m] = fmaf(decay, s[m], k_row[m * plan.lanes_per_column] * u);
+    o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
+  }
+  const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
+  if (at.active && at.group == 0) store_float(out_at, read);
+}
+
 }  // namespace arch_bench

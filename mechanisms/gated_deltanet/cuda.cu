@@ -51,23 +51,16 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   const ColumnLane at = column_lane(plan);
   const int first_column = at.column_block * plan.columns_per_block;
   const float query_scale = 1.0f / sqrtf(static_cast<float>(plan.dk));
-  const std::int64_t tokens = plan.tokens;
-  const T* q_head = q + at.bh * tokens * plan.dk;
-  const T* k_head = k + at.bh * tokens * plan.dk;
-  const T* v_head = v + at.bh * tokens * plan.dv;
-  const float* g_head = g + at.bh * tokens;
-  const float* beta_head = beta + at.bh * tokens;
-  T* out_head = out + at.bh * tokens * plan.dv;
-  float* head_state = state + at.bh * plan.dk * plan.dv;
+  const ColumnHead<T> head = column_head(plan, at, q, k, v, out, state);
+  const float* g_head = g + at.bh * plan.tokens;
+  const float* beta_head = beta + at.bh * plan.tokens;
 
   float s[kColumnRowsPerLane];
-  load_column_rows(s, head_state, plan, at);
-  for (std::int64_t t0 = 0; t0 < tokens; t0 += plan.stage_tokens) {
-    const int n = static_cast<int>(tokens - t0 < plan.stage_tokens ? tokens - t0 : plan.stage_tokens);
+  load_column_rows(s, head.state, plan, at);
+  for (std::int64_t t0 = 0; t0 < plan.tokens; t0 += plan.stage_tokens) {
+    const int n = stage_tokens_from(plan, t0);
     __syncthreads();  // the previous stage has been read by every warp
-    stage_rows(q_stage, q_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
-    stage_rows(k_stage, k_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
-    stage_value_columns(v_stage, v_head + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+    stage_token_block(q_stage, k_stage, v_stage, head, t0, n, plan, first_column);
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
       gates[2 * t] = expf(g_head[t0 + t]);  // expf, not __expf: alpha^L compounds its error
       gates[2 * t + 1] = beta_head[t0 + t];
@@ -93,17 +86,10 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
           column_sum((partial[0] + partial[1]) + (partial[2] + partial[3]), plan.columns_per_warp);
       // alpha (I - beta k k^T) S + beta k v^T = alpha S + k u^T with u = beta (v - alpha S^T k).
       const float update = strength * (value - alpha * recalled);
-      float o[4] = {};
-#pragma unroll
-      for (int m = 0; m < kColumnRowsPerLane; ++m) {
-        s[m] = fmaf(alpha, s[m], k_row[m * plan.lanes_per_column] * update);
-        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
-      }
-      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
-      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
+      decay_write_read(s, alpha, k_row, update, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
     }
   }
-  store_column_rows(s, head_state, plan, at);
+  store_column_rows(s, head.state, plan, at);
 }
 
 // Gated DeltaNet's operands for the chunkwise prefill: the tokens' q, k, v as they come

@@ -9,6 +9,7 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cell.hpp"
@@ -39,33 +40,26 @@ class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
         state_(backend.allocator(), state_elements(cell)),
         g_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads())),
         beta_(backend.allocator(), g_.size()),
-        q_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
-        k_(backend.allocator(), q_.size()),
-        v_(backend.allocator(), q_.size()),
-        out_(backend.allocator(), q_.size()) {
+        io_(cuda_, backend.allocator(), inputs_, length_, 1) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
-    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
     upload<float>(cuda_, gates_.head_rows(gates_.g, length_, 1).data(), static_cast<std::int64_t>(g_.size()),
                   g_.data());
     upload<float>(cuda_, gates_.head_rows(gates_.beta, length_, 1).data(), static_cast<std::int64_t>(beta_.size()),
                   beta_.data());
-    poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
-    launch_gated_deltanet_recurrence<T>(plan_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
-                                        out_.data(), cuda_.stream());
+    launch_gated_deltanet_recurrence<T>(plan_, io_.q.data(), io_.k.data(), io_.v.data(), g_.data(), beta_.data(),
+                                        state_.data(), io_.out.data(), cuda_.stream());
   }
 
   Accuracy check() const override {
-    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    return check_gated_deltanet_decode(inputs_, gates_, length_, out.data());
+    return check_gated_deltanet_decode(inputs_, gates_, length_, io_.download_out(cuda_).data());
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), g_.byte_span(), beta_.byte_span(), q_.byte_span(),
-            k_.byte_span(),     v_.byte_span(), out_.byte_span()};
+    return cell_spans({state_.byte_span(), g_.byte_span(), beta_.byte_span()}, io_);
   }
 
  private:
@@ -77,16 +71,13 @@ class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
     const ColumnRecurrencePlan plan = plan_gated_deltanet_cuda(inputs_.batch_heads, length_, inputs_.dim, inputs_.dim,
                                                                cuda_.device().multiprocessors);
     DeviceAllocator staging;
-    const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
+    DeviceQkv<T> context(cuda_, staging, inputs_, 0, length_);
     const std::int64_t gate_count = inputs_.batch_heads * length_;
-    Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
-        out(staging, q.size());
     Buffer<float> g(staging, static_cast<std::size_t>(gate_count)), beta(staging, g.size());
-    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
     upload<float>(cuda_, gates_.head_rows(gates_.g, 0, length_).data(), gate_count, g.data());
     upload<float>(cuda_, gates_.head_rows(gates_.beta, 0, length_).data(), gate_count, beta.data());
-    launch_gated_deltanet_recurrence<T>(plan, q.data(), k.data(), v.data(), g.data(), beta.data(), state_.data(),
-                                        out.data(), cuda_.stream());
+    launch_gated_deltanet_recurrence<T>(plan, context.q.data(), context.k.data(), context.v.data(), g.data(),
+                                        beta.data(), state_.data(), context.out.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
   }
 
@@ -96,7 +87,7 @@ class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
   GatedDeltaNetGates gates_;
   ColumnRecurrencePlan plan_;
   Buffer<float> state_, g_, beta_;
-  Buffer<T> q_, k_, v_, out_;
+  DeviceQkv<T> io_;  // token L's q, k, v and the step's output
 };
 
 template <class T>
@@ -108,10 +99,7 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
         gates_(make_gated_deltanet_gates(cell, cell.sequence_length, seed)),
         plan_(plan_gated_deltanet_cuda(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim,
                                        cuda_.device().multiprocessors)),
-        q_(backend.allocator(), inputs_.q.size()),
-        k_(backend.allocator(), inputs_.k.size()),
-        v_(backend.allocator(), inputs_.v.size()),
-        out_(backend.allocator(), inputs_.v.size()),
+        io_(cuda_, backend.allocator(), inputs_),
         g_(backend.allocator(), gates_.g.size()),
         beta_(backend.allocator(), gates_.beta.size()),
         state_(backend.allocator(), state_elements(cell)) {
@@ -126,12 +114,8 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
         configure_gated_deltanet_chunked_prefill(*chunked_);
       }
     }
-    upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
     upload<float>(cuda_, gates_.g.data(), static_cast<std::int64_t>(g_.size()), g_.data());
     upload<float>(cuda_, gates_.beta.data(), static_cast<std::int64_t>(beta_.size()), beta_.data());
-    poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
@@ -139,24 +123,22 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
     zero_async(cuda_, state_.data(), state_.bytes());
     if constexpr (std::is_same_v<T, bf16>) {
       if (chunked_) {
-        launch_gated_deltanet_chunked_prefill(*chunked_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(),
-                                              state_.data(), out_.data(), workspace_.data(), chunk_log_decay_.data(),
-                                              cuda_.stream());
+        launch_gated_deltanet_chunked_prefill(*chunked_, io_.q.data(), io_.k.data(), io_.v.data(), g_.data(),
+                                              beta_.data(), state_.data(), io_.out.data(), workspace_.data(),
+                                              chunk_log_decay_.data(), cuda_.stream());
         return;
       }
     }
-    launch_gated_deltanet_recurrence<T>(plan_, q_.data(), k_.data(), v_.data(), g_.data(), beta_.data(), state_.data(),
-                                        out_.data(), cuda_.stream());
+    launch_gated_deltanet_recurrence<T>(plan_, io_.q.data(), io_.k.data(), io_.v.data(), g_.data(), beta_.data(),
+                                        state_.data(), io_.out.data(), cuda_.stream());
   }
 
   Accuracy check() const override {
-    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    return check_gated_deltanet_prefill(inputs_, gates_, out.data());
+    return check_gated_deltanet_prefill(inputs_, gates_, io_.download_out(cuda_).data());
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{q_.byte_span(), k_.byte_span(),    v_.byte_span(),    out_.byte_span(),
-                                g_.byte_span(), beta_.byte_span(), state_.byte_span()};
+    std::vector<ByteSpan> spans = cell_spans({g_.byte_span(), beta_.byte_span(), state_.byte_span()}, io_);
     if (chunked_) {
       spans.push_back(workspace_.byte_span());
       spans.push_back(chunk_log_decay_.byte_span());
@@ -169,7 +151,7 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
   AttentionInputs inputs_;
   GatedDeltaNetGates gates_;
   ColumnRecurrencePlan plan_;
-  Buffer<T> q_, k_, v_, out_;
+  DeviceQkv<T> io_;  // every token's q, k, v and the output
   Buffer<float> g_, beta_, state_;
   std::optional<ChunkDeltaRulePlan> chunked_;  // set: the bf16 prefill runs chunkwise on tensor cores
   Buffer<bf16> workspace_;                     // its per-chunk operands (empty otherwise)

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/options.hpp"
@@ -37,30 +38,23 @@ class LinearDecodeCudaCell final : public PreparedCell {
         plan_(plan_linear_attention_decode(cell.batch_heads(), cell.head_dim, cell.head_dim)),
         state_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim * cell.head_dim)),
         normalizer_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
-        q_(backend.allocator(), normalizer_.size()),
-        k_(backend.allocator(), normalizer_.size()),
-        v_(backend.allocator(), normalizer_.size()),
-        out_(backend.allocator(), normalizer_.size()) {
+        io_(cuda_, backend.allocator(), inputs_, length_, 1) {
     zero_async(cuda_, state_.data(), state_.bytes());
     zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
     build_context_state();
-    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
-    poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
-    launch_linear_attention_decode<T>(plan_, map_, q_.data(), k_.data(), v_.data(), state_.data(), normalizer_.data(),
-                                      out_.data(), cuda_.stream());
+    launch_linear_attention_decode<T>(plan_, map_, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(),
+                                      normalizer_.data(), io_.out.data(), cuda_.stream());
   }
 
   Accuracy check() const override {
-    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    return check_linear_attention_decode(inputs_, length_, map_, out.data());
+    return check_linear_attention_decode(inputs_, length_, map_, io_.download_out(cuda_).data());
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), normalizer_.byte_span(), q_.byte_span(),
-            k_.byte_span(),     v_.byte_span(),          out_.byte_span()};
+    return cell_spans({state_.byte_span(), normalizer_.byte_span()}, io_);
   }
 
  private:
@@ -71,14 +65,12 @@ class LinearDecodeCudaCell final : public PreparedCell {
     if (length_ == 0) return;
     const LinearPrefillPlan plan = plan_linear_attention_prefill(inputs_.batch_heads, length_, inputs_.dim, inputs_.dim);
     DeviceAllocator staging;
-    const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
-    Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
-        out(staging, q.size());
+    DeviceQkv<T> context(cuda_, staging, inputs_, 0, length_);
     Buffer<float> chunk_states(staging, static_cast<std::size_t>(plan.workspace_state_elements));
     Buffer<float> chunk_sums(staging, static_cast<std::size_t>(plan.workspace_sum_elements));
-    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
-    launch_linear_attention_prefill<T>(plan, map_, q.data(), k.data(), v.data(), state_.data(), normalizer_.data(),
-                                       out.data(), chunk_states.data(), chunk_sums.data(), cuda_.stream());
+    launch_linear_attention_prefill<T>(plan, map_, context.q.data(), context.k.data(), context.v.data(), state_.data(),
+                                       normalizer_.data(), context.out.data(), chunk_states.data(), chunk_sums.data(),
+                                       cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
   }
 
@@ -88,7 +80,7 @@ class LinearDecodeCudaCell final : public PreparedCell {
   AttentionInputs inputs_;
   LinearDecodePlan plan_;
   Buffer<float> state_, normalizer_;
-  Buffer<T> q_, k_, v_, out_;
+  DeviceQkv<T> io_;  // token L's q, k, v and the step's output
 };
 
 template <class T>
@@ -99,10 +91,7 @@ class LinearPrefillCudaCell final : public PreparedCell {
         map_(map_of(cell)),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
         plan_(plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim)),
-        q_(backend.allocator(), inputs_.q.size()),
-        k_(backend.allocator(), inputs_.k.size()),
-        v_(backend.allocator(), inputs_.v.size()),
-        out_(backend.allocator(), inputs_.v.size()),
+        io_(cuda_, backend.allocator(), inputs_),
         state_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim * cell.head_dim)),
         normalizer_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)) {
     // The workspace is the cell's, from the backend's allocator, so the peak counts it
@@ -121,10 +110,6 @@ class LinearPrefillCudaCell final : public PreparedCell {
       chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(plan_.workspace_state_elements));
       chunk_sums_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(plan_.workspace_sum_elements));
     }
-    upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
-    poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
@@ -133,25 +118,25 @@ class LinearPrefillCudaCell final : public PreparedCell {
     zero_async(cuda_, normalizer_.data(), normalizer_.bytes());
     if constexpr (std::is_same_v<T, bf16>) {
       if (tensor_core_) {
-        launch_linear_attention_tensor_core_prefill(*tensor_core_, map_, q_.data(), k_.data(), v_.data(), state_.data(),
-                                                    normalizer_.data(), out_.data(), extended_state_.data(),
-                                                    chunk_states_.data(), chunk_sums_.data(), cuda_.stream());
+        launch_linear_attention_tensor_core_prefill(*tensor_core_, map_, io_.q.data(), io_.k.data(), io_.v.data(),
+                                                    state_.data(), normalizer_.data(), io_.out.data(),
+                                                    extended_state_.data(), chunk_states_.data(), chunk_sums_.data(),
+                                                    cuda_.stream());
         return;
       }
     }
-    launch_linear_attention_prefill<T>(plan_, map_, q_.data(), k_.data(), v_.data(), state_.data(), normalizer_.data(),
-                                       out_.data(), chunk_states_.data(), chunk_sums_.data(), cuda_.stream());
+    launch_linear_attention_prefill<T>(plan_, map_, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(),
+                                       normalizer_.data(), io_.out.data(), chunk_states_.data(), chunk_sums_.data(),
+                                       cuda_.stream());
   }
 
   Accuracy check() const override {
-    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    return check_linear_attention_prefill(inputs_, map_, out.data());
+    return check_linear_attention_prefill(inputs_, map_, io_.download_out(cuda_).data());
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{q_.byte_span(),     v_.byte_span(),          k_.byte_span(),
-                                out_.byte_span(),   state_.byte_span(),      normalizer_.byte_span(),
-                                chunk_states_.byte_span(), chunk_sums_.byte_span()};
+    std::vector<ByteSpan> spans = cell_spans(
+        {state_.byte_span(), normalizer_.byte_span(), chunk_states_.byte_span(), chunk_sums_.byte_span()}, io_);
     if (tensor_core_) spans.push_back(extended_state_.byte_span());
     return spans;
   }
@@ -161,7 +146,7 @@ class LinearPrefillCudaCell final : public PreparedCell {
   FeatureMap map_;
   AttentionInputs inputs_;
   LinearPrefillPlan plan_;
-  Buffer<T> q_, k_, v_, out_;
+  DeviceQkv<T> io_;  // every token's q, k, v and the output
   Buffer<float> state_, normalizer_;
   // The per-chunk workspace: the SIMT plan's (states, key sums), or on tensor cores the shared
   // plan's (states, log-decays) and the extended state [S | z | 0].

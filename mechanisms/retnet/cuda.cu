@@ -30,21 +30,14 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   // retnet_gamma(h) rounded to fp32: 1 - 2^(-5-h) is exact in fp64 and ldexpf is exact, so the
   // fp32 subtraction rounds the same value the host's cast does.
   const float gamma = 1.0f - ldexpf(1.0f, -5 - static_cast<int>(static_cast<unsigned>(at.bh) % static_cast<unsigned>(heads)));
-  const std::int64_t tokens = plan.tokens;
-  const T* q_head = q + at.bh * tokens * plan.dk;
-  const T* k_head = k + at.bh * tokens * plan.dk;
-  const T* v_head = v + at.bh * tokens * plan.dv;
-  T* out_head = out + at.bh * tokens * plan.dv;
-  float* head_state = state + at.bh * plan.dk * plan.dv;
+  const ColumnHead<T> head = column_head(plan, at, q, k, v, out, state);
 
   float s[kColumnRowsPerLane];
-  load_column_rows(s, head_state, plan, at);
-  for (std::int64_t t0 = 0; t0 < tokens; t0 += plan.stage_tokens) {
-    const int n = static_cast<int>(tokens - t0 < plan.stage_tokens ? tokens - t0 : plan.stage_tokens);
+  load_column_rows(s, head.state, plan, at);
+  for (std::int64_t t0 = 0; t0 < plan.tokens; t0 += plan.stage_tokens) {
+    const int n = stage_tokens_from(plan, t0);
     __syncthreads();  // the previous stage has been read by every warp
-    stage_rows(q_stage, q_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
-    stage_rows(k_stage, k_head + t0 * plan.dk, n, plan.dk, plan.padded_rows);
-    stage_value_columns(v_stage, v_head + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
+    stage_token_block(q_stage, k_stage, v_stage, head, t0, n, plan, first_column);
     __syncthreads();
     for (int t = 0; t < n; ++t) {
       // Rows group + R m of the token's q and k: R consecutive floats per m across the group
@@ -52,19 +45,10 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
       const float* q_row = q_stage + t * plan.padded_rows + at.group;
       const float* k_row = k_stage + t * plan.padded_rows + at.group;
       const float value = v_stage[t * plan.columns_per_block + at.local_column];
-      // Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise, and a token's
-      // latency is the whole prefill's critical path (a column's tokens are sequential).
-      float o[4] = {};
-#pragma unroll
-      for (int m = 0; m < kColumnRowsPerLane; ++m) {
-        s[m] = fmaf(gamma, s[m], k_row[m * plan.lanes_per_column] * value);
-        o[m % 4] = fmaf(q_row[m * plan.lanes_per_column], s[m], o[m % 4]);
-      }
-      const float read = column_sum((o[0] + o[1]) + (o[2] + o[3]), plan.columns_per_warp);
-      if (at.active && at.group == 0) store_float(out_head + (t0 + t) * plan.dv + at.column, read);
+      decay_write_read(s, gamma, k_row, value, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
     }
   }
-  store_column_rows(s, head_state, plan, at);
+  store_column_rows(s, head.state, plan, at);
 }
 
 // retnet's operands for the chunkwise prefill: the tokens' q, k, v as they come (ChunkTokenOperands);

@@ -36,29 +36,21 @@ class RetNetDecodeCudaCell final : public PreparedCell {
         inputs_(make_attention_inputs(cell, length_ + 1, seed)),
         plan_(plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, cuda_.device().multiprocessors)),
         state_(backend.allocator(), state_elements(cell)),
-        q_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads() * cell.head_dim)),
-        k_(backend.allocator(), q_.size()),
-        v_(backend.allocator(), q_.size()),
-        out_(backend.allocator(), q_.size()) {
+        io_(cuda_, backend.allocator(), inputs_, length_, 1) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
-    upload_token_rows<T>(cuda_, inputs_, length_, 1, q_.data(), k_.data(), v_.data());
-    poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
-    launch_retnet_recurrence<T>(plan_, heads_, q_.data(), k_.data(), v_.data(), state_.data(), out_.data(),
-                                cuda_.stream());
+    launch_retnet_recurrence<T>(plan_, heads_, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(),
+                                io_.out.data(), cuda_.stream());
   }
 
   Accuracy check() const override {
-    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    return check_retnet_decode(inputs_, heads_, length_, out.data());
+    return check_retnet_decode(inputs_, heads_, length_, io_.download_out(cuda_).data());
   }
 
-  std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(), q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span()};
-  }
+  std::vector<ByteSpan> buffers() const override { return cell_spans({state_.byte_span()}, io_); }
 
  private:
   // Runs the CUDA prefill over the L context tokens to leave their state in S. Its inputs and output
@@ -69,11 +61,9 @@ class RetNetDecodeCudaCell final : public PreparedCell {
     const ColumnRecurrencePlan plan = plan_retnet_cuda(inputs_.batch_heads, length_, inputs_.dim, inputs_.dim,
                                                        cuda_.device().multiprocessors);
     DeviceAllocator staging;
-    const std::int64_t count = inputs_.batch_heads * length_ * inputs_.dim;
-    Buffer<T> q(staging, static_cast<std::size_t>(count)), k(staging, q.size()), v(staging, q.size()),
-        out(staging, q.size());
-    upload_token_rows<T>(cuda_, inputs_, 0, length_, q.data(), k.data(), v.data());
-    launch_retnet_recurrence<T>(plan, heads_, q.data(), k.data(), v.data(), state_.data(), out.data(), cuda_.stream());
+    DeviceQkv<T> context(cuda_, staging, inputs_, 0, length_);
+    launch_retnet_recurrence<T>(plan, heads_, context.q.data(), context.k.data(), context.v.data(), state_.data(),
+                                context.out.data(), cuda_.stream());
     cuda_.synchronize();  // the staging buffers are freed on return
   }
 
@@ -83,7 +73,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
   AttentionInputs inputs_;
   ColumnRecurrencePlan plan_;
   Buffer<float> state_;
-  Buffer<T> q_, k_, v_, out_;
+  DeviceQkv<T> io_;  // token L's q, k, v and the step's output
 };
 
 template <class T>
@@ -95,10 +85,7 @@ class RetNetPrefillCudaCell final : public PreparedCell {
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
         plan_(plan_retnet_cuda(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim,
                                cuda_.device().multiprocessors)),
-        q_(backend.allocator(), inputs_.q.size()),
-        k_(backend.allocator(), inputs_.k.size()),
-        v_(backend.allocator(), inputs_.v.size()),
-        out_(backend.allocator(), inputs_.v.size()),
+        io_(cuda_, backend.allocator(), inputs_),
         state_(backend.allocator(), state_elements(cell)) {
     if constexpr (std::is_same_v<T, bf16>) {
       if (retnet_cuda_prefill_is_chunked(cell)) {  // retnet_cuda_workspace_bytes counts the workspace
@@ -106,10 +93,6 @@ class RetNetPrefillCudaCell final : public PreparedCell {
         configure_retnet_chunked_prefill(*chunked_.plan);
       }
     }
-    upload<T>(cuda_, inputs_.q.data(), static_cast<std::int64_t>(q_.size()), q_.data());
-    upload<T>(cuda_, inputs_.k.data(), static_cast<std::int64_t>(k_.size()), k_.data());
-    upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
-    poison(cuda_, out_.data(), out_.bytes());
   }
 
   void run() override {
@@ -117,31 +100,26 @@ class RetNetPrefillCudaCell final : public PreparedCell {
     zero_async(cuda_, state_.data(), state_.bytes());
     if constexpr (std::is_same_v<T, bf16>) {
       if (chunked_.plan) {
-        launch_retnet_chunked_prefill(*chunked_.plan, heads_, q_.data(), k_.data(), v_.data(), state_.data(),
-                                      out_.data(), chunked_.chunk_states.data(), chunked_.chunk_log_decay.data(),
+        launch_retnet_chunked_prefill(*chunked_.plan, heads_, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(),
+                                      io_.out.data(), chunked_.chunk_states.data(), chunked_.chunk_log_decay.data(),
                                       cuda_.stream());
         return;
       }
     }
-    launch_retnet_recurrence<T>(plan_, heads_, q_.data(), k_.data(), v_.data(), state_.data(), out_.data(),
-                                cuda_.stream());
+    launch_retnet_recurrence<T>(plan_, heads_, io_.q.data(), io_.k.data(), io_.v.data(), state_.data(),
+                                io_.out.data(), cuda_.stream());
   }
 
-  Accuracy check() const override {
-    const std::vector<float> out = download<T>(cuda_, out_.data(), static_cast<std::int64_t>(out_.size()));
-    return check_retnet_prefill(inputs_, heads_, out.data());
-  }
+  Accuracy check() const override { return check_retnet_prefill(inputs_, heads_, io_.download_out(cuda_).data()); }
 
-  std::vector<ByteSpan> buffers() const override {
-    return cell_spans({q_.byte_span(), k_.byte_span(), v_.byte_span(), out_.byte_span(), state_.byte_span()}, chunked_);
-  }
+  std::vector<ByteSpan> buffers() const override { return cell_spans({state_.byte_span()}, io_, chunked_); }
 
  private:
   CudaBackend& cuda_;
   std::int64_t heads_;
   AttentionInputs inputs_;
   ColumnRecurrencePlan plan_;
-  Buffer<T> q_, k_, v_, out_;
+  DeviceQkv<T> io_;  // every token's q, k, v and the output
   Buffer<float> state_;
   ChunkScalarDecayWorkspace chunked_;
 };

@@ -390,13 +390,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const PrefillBlock block = prefill_block(g, kTile);
-  const int query_tile = block.query_tile;
-  const int q0 = block.q0;
+  const auto [query_tile, q0, first_key_tile, head, kv_head] = prefill_block(g, kTile);
   const int tokens = g.tokens;
   const int dim = g.dim;
-  const std::size_t head = block.head;
-  const std::size_t kv_head = block.kv_head;
 
   const __nv_bfloat16* q_warp = q_tile + warp * kFrag * g.ld_q;
   float* s_warp = s_tile + warp * kFrag * g.ld_s;
@@ -415,7 +411,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   float m = -INFINITY;
   float l = 0.0f;
 
-  for (int key_tile = block.first_key_tile; key_tile <= query_tile; ++key_tile) {
+  for (int key_tile = first_key_tile; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();  // every warp is done with the previous K/V tile (and Q is written)
     load_bf16_rows(k_tile, g.ld_k, k + kv_head, k0, kTile, tokens, dim);
@@ -499,13 +495,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const PrefillBlock block = prefill_block(g, kTile);
-  const int query_tile = block.query_tile;
-  const int q0 = block.q0;
+  const auto [query_tile, q0, first_key_tile, head, kv_head] = prefill_block(g, kTile);
   const int tokens = g.tokens;
   const int dim = g.dim;
-  const std::size_t head = block.head;
-  const std::size_t kv_head = block.kv_head;
 
   // The tile's rows are contiguous in memory, so element i of the tile is element q0 * dim + i.
   for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {
@@ -528,7 +520,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     for (int i = 0; i < kDimsPerLane; ++i) acc[r][i] = 0.0f;
   }
 
-  for (int key_tile = block.first_key_tile; key_tile <= query_tile; ++key_tile) {
+  for (int key_tile = first_key_tile; key_tile <= query_tile; ++key_tile) {
     const int k0 = key_tile * kTile;
     __syncthreads();
     for (int i = threadIdx.x; i < kTile * dim; i += blockDim.x) {

@@ -1,13 +1,16 @@
 #pragma once
 // What the chunkwise tensor-core kernels (mechanisms/common/chunk_delta_rule.cuh,
-// chunk_scalar_decay.cuh) need of a plan, asserted once for both plan tests: chunks that cover the
-// tokens once each; shared-memory regions in the order placed, 128-byte aligned, disjoint and inside
-// the layout's bytes; and row strides wmma::load/store_matrix_sync accept (ldm a multiple of 8 bf16
-// or 4 fp32 elements, and a tile 16 rows down moving the pointer by a multiple of 32 bytes).
+// chunk_scalar_decay.cuh, rwkv/rwkv7/chunk_cuda.cu) need of a plan, asserted once for the plan
+// tests: chunks that cover the tokens once each; shared-memory regions in the order placed, 128-byte
+// aligned, disjoint and inside the layout's bytes; row strides wmma::load/store_matrix_sync accept
+// (ldm a multiple of 8 bf16 or 4 fp32 elements, and a tile 16 rows down moving the pointer by a
+// multiple of 32 bytes); the pass's value tile (common/chunk_pass_grid.hpp); and the workspace
+// elements the prepare kernel writes.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace arch_bench::testing {
@@ -60,6 +63,55 @@ inline void expect_wmma_bf16_stride(int ld) {
 inline void expect_wmma_float_stride(int ld) {
   EXPECT_EQ(ld % 4, 0) << ld;
   EXPECT_EQ((kWmmaFragmentRows * ld * 4) % 32, 0) << ld;
+}
+
+// The pass grid of a two-kernel chunkwise plan (common/chunk_pass_grid.hpp) of `batch_heads` heads
+// with `width` value columns planned for `sms` multiprocessors: the value tile is a multiple of 16
+// dividing the width, each grid is one block per (head, chunk) or (head, value tile), and the tile is
+// the widest of `widths` dividing the width whose grid gives every multiprocessor two blocks.
+template <class Plan>
+void expect_value_tile_fills_the_device(const Plan& plan, std::span<const int> widths, std::int64_t batch_heads,
+                                        int width, int sms) {
+  EXPECT_EQ(plan.value_tile % kWmmaFragmentRows, 0);
+  EXPECT_EQ(width % plan.value_tile, 0) << width;
+  EXPECT_EQ(plan.value_tiles * plan.value_tile, width);
+  EXPECT_EQ(plan.pass_blocks, batch_heads * plan.value_tiles);
+  EXPECT_EQ(plan.prepare_blocks, batch_heads * plan.chunks);
+  if (sms > 0 && plan.value_tile > kWmmaFragmentRows) {
+    EXPECT_GE(plan.pass_blocks, 2 * sms) << "a wider tile only where the grid still fills the device";
+  }
+  // No wider tile dividing the width would also have filled it.
+  for (const int wider : widths) {
+    if (wider > plan.value_tile && width % wider == 0) {
+      EXPECT_TRUE(sms > 0 && batch_heads * (width / wider) < 2 * sms) << width << " " << batch_heads << " " << sms;
+    }
+  }
+}
+
+// A workspace region: its element offset and row width ([heads][chunks][chunk tokens][width]).
+struct WorkspacePart {
+  std::int64_t offset;
+  int width;
+};
+
+// How often the prepare kernel (one block per (head, chunk): block = bh * chunks + chunk) writes
+// each of the `total` workspace elements, every block writing `chunk_tokens` rows of every part at
+// part.offset + chunk_offset(plan, bh, chunk, part.width).
+template <class Plan, class ChunkOffset>
+std::vector<int> prepare_writes(const Plan& plan, std::span<const WorkspacePart> parts, int chunk_tokens,
+                                std::int64_t total, ChunkOffset chunk_offset) {
+  std::vector<int> written(static_cast<std::size_t>(total), 0);
+  for (std::int64_t block = 0; block < plan.prepare_blocks; ++block) {
+    const std::int64_t b = block / plan.chunks, c = block % plan.chunks;
+    for (const WorkspacePart& part : parts) {
+      const std::int64_t base = part.offset + chunk_offset(plan, b, c, part.width);
+      for (std::int64_t e = 0; e < chunk_tokens * part.width; ++e) {
+        EXPECT_LT(base + e, total);
+        if (base + e < total) ++written[static_cast<std::size_t>(base + e)];
+      }
+    }
+  }
+  return written;
 }
 
 }  // namespace arch_bench::testing

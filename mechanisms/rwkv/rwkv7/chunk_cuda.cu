@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
-#include "mechanisms/common/chunk_delta_rule.cuh"
+#include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 #include "mechanisms/rwkv/rwkv7/chunk_cuda.hpp"
 
@@ -22,26 +22,16 @@ namespace arch_bench {
 
 namespace {
 
-namespace wmma = nvcuda::wmma;
 using nv_bf16 = __nv_bfloat16;
-// The shared pieces of the delta-rule kernels: the block's (head, index), a region of dynamic
-// shared memory, 16-byte row copies.
-using delta_rule_detail::copy_rows;
-using delta_rule_detail::head_index_of_block;
-using delta_rule_detail::HeadIndex;
-using delta_rule_detail::shared_region;
+// The pieces the chunkwise kernels share with common/chunk_delta_rule.cuh: the block's (head,
+// index), regions of dynamic shared memory, row copies, the state columns, the wmma tile steps.
+using namespace chunk_wmma;
 
 constexpr int kC = kRwkv7ChunkTokens;
-constexpr int kF = kRwkv7ChunkFragment;
+static_assert(kRwkv7ChunkFragment == kF, "the plan's fragment is chunk_wmma's");
 constexpr int kTiles = kC / kF;                          // row tiles of a chunk
 constexpr int kLowerTiles = kTiles * (kTiles + 1) / 2;   // tiles of a C x C on or below the diagonal
 constexpr float kDecayScale = 0.60653065971263342f;      // e^{-0.5}, as kRwkv7DecayScale
-
-using RowA = wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major>;
-using ColA = wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::col_major>;
-using RowB = wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major>;
-using ColB = wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::col_major>;
-using Accumulator = wmma::fragment<wmma::accumulator, kF, kF, kF, float>;
 
 struct Inputs {
   const nv_bf16* __restrict__ r;
@@ -51,25 +41,6 @@ struct Inputs {
   const nv_bf16* __restrict__ kappa;
   const nv_bf16* __restrict__ iclr;
 };
-
-// Lower tile l (0 <= l < kLowerTiles) of a C x C: (ti, tj) with tj <= ti, row by row.
-__device__ __forceinline__ void lower_tile(int l, int& ti, int& tj) {
-  ti = 0;
-  while (l > ti) {
-    l -= ti + 1;
-    ++ti;
-  }
-  tj = l;
-}
-
-// acc (fp32 [C][ld]) rounded to bf16 into a workspace region ([C][width], row-major).
-__device__ __forceinline__ void store_rows(nv_bf16* __restrict__ out, const float* __restrict__ acc, int ld,
-                                           int width) {
-  for (int e = threadIdx.x; e < kC * width; e += blockDim.x) {
-    const int t = e / width, c = e % width;
-    out[e] = __float2bfloat16_rn(acc[t * ld + c]);
-  }
-}
 
 // (1) One block per (head, chunk).
 __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
@@ -146,16 +117,9 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
     lower_tile(job % kLowerTiles, ti, tj);
     const nv_bf16* left = product < 2 ? a_tile : r_tile;
     const nv_bf16* right = product % 2 == 0 ? b_tile : k_tile;
-    Accumulator acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk < dim / kF; ++kk) {
-      RowA xa;
-      ColB yt;  // Y^T as matrix_b: element (c, s) is Y[s][c], at s * ld + c: column-major
-      wmma::load_matrix_sync(xa, left + ti * kF * ld + kk * kF, ld);
-      wmma::load_matrix_sync(yt, right + tj * kF * ld + kk * kF, ld);
-      wmma::mma_sync(acc, xa, yt, acc);
-    }
-    wmma::store_matrix_sync(scores + (product * kC + ti * kF) * lds + tj * kF, acc, lds, wmma::mem_row_major);
+    Accumulator acc = zero_accumulator();
+    mma_abt_panel(acc, left, ld, right, ld, ti, tj, dim / kF);
+    store_tile(scores + (product * kC + ti * kF) * lds + tj * kF, acc, lds);
   }
   __syncthreads();
 
@@ -199,22 +163,13 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
 
   // W = T A^ through acc_tile to the workspace. T is lower triangular: row tile ti sums over token
   // tiles kk <= ti only.
-  const int tiles_j = dim / kF;
-  for (int tile = warp; tile < kTiles * tiles_j; tile += warps) {
-    const int ti = tile / tiles_j, tj = tile % tiles_j;
-    Accumulator acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk <= ti; ++kk) {
-      RowA tf;
-      RowB af;
-      wmma::load_matrix_sync(tf, t_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
-      wmma::load_matrix_sync(af, a_tile + kk * kF * ld + tj * kF, ld);
-      wmma::mma_sync(acc, tf, af, acc);
-    }
-    wmma::store_matrix_sync(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc, wmma::mem_row_major);
-  }
+  for_warp_tiles(kTiles, dim / kF, [&](int ti, int tj) {
+    Accumulator acc = zero_accumulator();
+    mma_ab_panel(acc, t_tile, plan.ld_c, a_tile, ld, ti, tj, ti + 1);
+    store_tile(acc_tile + ti * kF * plan.ld_acc + tj * kF, acc, plan.ld_acc);
+  });
   __syncthreads();
-  store_rows(w_out, acc_tile, plan.ld_acc, dim);
+  round_rows(w_out, acc_tile, plan.ld_acc, kC, dim);
   float* decay_out = chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk);
   for (int c = threadIdx.x; c < dim; c += blockDim.x) decay_out[c] = e_last[c];
 }
@@ -246,14 +201,10 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
   const std::int64_t bh = ht.bh;
   const int dim = plan.dim, n = plan.value_tile, ld = plan.ld_k, ldn = plan.ld_n, lds = plan.ld_s;
   const int j0 = static_cast<int>(ht.index) * n;
-  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
   const int tiles_n = n / kF, tiles_k = dim / kF;
   float* head_state = state + bh * dim * dim;
 
-  for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {
-    const int i = e / n, j = e % n;
-    s[i * lds + j] = head_state[i * dim + j0 + j];
-  }
+  load_state_columns(s, lds, head_state, dim, j0, dim, n);
   __syncthreads();
 
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
@@ -286,26 +237,12 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     __syncthreads();
 
     // U = W H_0 + M V into acc_tile (M is strictly lower triangular: kk <= ti), then rounded to bf16.
-    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
-      const int ti = tile / tiles_n, tj = tile % tiles_n;
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk < tiles_k; ++kk) {
-        RowA wf;
-        RowB sf;
-        wmma::load_matrix_sync(wf, w_tile + ti * kF * ld + kk * kF, ld);
-        wmma::load_matrix_sync(sf, s_operand + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, wf, sf, acc);
-      }
-      for (int kk = 0; kk <= ti; ++kk) {
-        RowA mf;
-        RowB vf;
-        wmma::load_matrix_sync(mf, m_tile + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
-        wmma::load_matrix_sync(vf, v_tile + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, mf, vf, acc);
-      }
-      wmma::store_matrix_sync(acc_tile + ti * kF * lds + tj * kF, acc, lds, wmma::mem_row_major);
-    }
+    for_warp_tiles(kTiles, tiles_n, [&](int ti, int tj) {
+      Accumulator acc = zero_accumulator();
+      mma_ab_panel(acc, w_tile, ld, s_operand, ldn, ti, tj, tiles_k);
+      mma_ab_panel(acc, m_tile, plan.ld_c, v_tile, ldn, ti, tj, ti + 1);
+      store_tile(acc_tile + ti * kF * lds + tj * kF, acc, lds);
+    });
     __syncthreads();
     for (int e = threadIdx.x; e < kC * n; e += blockDim.x) {
       const int m = e / n, j = e % n;
@@ -316,48 +253,27 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     // O = R^ H_0 + P_rb U + P_rk V into acc_tile (P_rb and P_rk are lower triangular: row tile ti
     // sums kk <= ti only), and
     // H = diag(e_last) H_0 + B~^T U + K~^T V in place on the fp32 H.
-    for (int tile = warp; tile < kTiles * tiles_n; tile += warps) {
-      const int ti = tile / tiles_n, tj = tile % tiles_n;
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk < tiles_k; ++kk) {
-        RowA rf;
-        RowB sf;
-        wmma::load_matrix_sync(rf, r_tile + ti * kF * ld + kk * kF, ld);
-        wmma::load_matrix_sync(sf, s_operand + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, rf, sf, acc);
-      }
+    // The P_rb U and P_rk V steps interleave per kk (one, then the other): the kernel's summation order.
+    for_warp_tiles(kTiles, tiles_n, [&](int ti, int tj) {
+      Accumulator acc = zero_accumulator();
+      mma_ab_panel(acc, r_tile, ld, s_operand, ldn, ti, tj, tiles_k);
       for (int kk = 0; kk <= ti; ++kk) {
-        RowA pf;
-        RowB uf;
-        wmma::load_matrix_sync(pf, p_rb + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
-        wmma::load_matrix_sync(uf, u_tile + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, pf, uf, acc);
-        wmma::load_matrix_sync(pf, p_rk + ti * kF * plan.ld_c + kk * kF, plan.ld_c);
-        wmma::load_matrix_sync(uf, v_tile + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, pf, uf, acc);
+        mma_ab(acc, p_rb + ti * kF * plan.ld_c + kk * kF, plan.ld_c, u_tile + kk * kF * ldn + tj * kF, ldn);
+        mma_ab(acc, p_rk + ti * kF * plan.ld_c + kk * kF, plan.ld_c, v_tile + kk * kF * ldn + tj * kF, ldn);
       }
-      wmma::store_matrix_sync(acc_tile + ti * kF * lds + tj * kF, acc, lds, wmma::mem_row_major);
-    }
-    for (int tile = warp; tile < tiles_k * tiles_n; tile += warps) {
-      const int ti = tile / tiles_n, tj = tile % tiles_n;
+      store_tile(acc_tile + ti * kF * lds + tj * kF, acc, lds);
+    });
+    // B~^T U and K~^T V interleave the same way.
+    for_warp_tiles(tiles_k, tiles_n, [&](int ti, int tj) {
       Accumulator acc;
       float* s_at = s + ti * kF * lds + tj * kF;
       wmma::load_matrix_sync(acc, s_at, lds, wmma::mem_row_major);
       for (int kk = 0; kk < kTiles; ++kk) {
-        ColA bt;  // B~^T as matrix_a: element (i, m) is B~[m][i], at m * ld + i: column-major
-        ColA kt;
-        RowB uf;
-        RowB vf;
-        wmma::load_matrix_sync(bt, b_tile + kk * kF * ld + ti * kF, ld);
-        wmma::load_matrix_sync(uf, u_tile + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, bt, uf, acc);
-        wmma::load_matrix_sync(kt, k_tile + kk * kF * ld + ti * kF, ld);
-        wmma::load_matrix_sync(vf, v_tile + kk * kF * ldn + tj * kF, ldn);
-        wmma::mma_sync(acc, kt, vf, acc);
+        mma_atb(acc, b_tile + kk * kF * ld + ti * kF, ld, u_tile + kk * kF * ldn + tj * kF, ldn);
+        mma_atb(acc, k_tile + kk * kF * ld + ti * kF, ld, v_tile + kk * kF * ldn + tj * kF, ldn);
       }
-      wmma::store_matrix_sync(s_at, acc, lds, wmma::mem_row_major);
-    }
+      store_tile(s_at, acc, lds);
+    });
     __syncthreads();
 
     // O rounded to bf16, the sequence's rows only. The next chunk's loads overwrite only the operand
@@ -369,10 +285,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     }
   }
 
-  for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {
-    const int i = e / n, j = e % n;
-    head_state[i * dim + j0 + j] = s[i * lds + j];
-  }
+  store_state_columns(head_state, dim, j0, s, lds, dim, n);
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+#pragma once
+// The launch geometry the two-kernel chunkwise tensor-core prefills share (common/chunk_delta_rule
+// and rwkv/rwkv7/chunk: "prepare", one block per (head, chunk) in parallel, then "pass", one block
+// per (head, value tile) walking the chunks in order), written once so that the two plans cannot
+// drift apart. Plain C++: the plans are compiled in every build and tested on the CPU.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/checked_size.hpp"
+#include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/smem_layout.hpp"
+
+namespace arch_bench {
+
+// Whether a head size is whole wmma tiles: a multiple of `fragment` in fragment..max_dim.
+constexpr bool fits_wmma_tiles(std::int64_t dim, int fragment, int max_dim) {
+  return dim >= fragment && dim <= max_dim && dim % fragment == 0;
+}
+
+// The pass kernel's value tile: the widest of `widths` (widest first, the last dividing every
+// supported width) dividing `width` whose grid, batch_heads * width / tile blocks, gives every
+// multiprocessor two blocks (the pass is sequential over chunks: its blocks are its parallelism),
+// else the last; multiprocessors <= 0: the widest dividing `width`.
+inline int chunk_pass_value_tile(std::span<const int> widths, std::int64_t batch_heads, std::int64_t width,
+                                 int multiprocessors) {
+  for (const int tile : widths) {
+    if (width % tile != 0) continue;
+    if (multiprocessors <= 0 || batch_heads * (width / tile) >= 2 * static_cast<std::int64_t>(multiprocessors)) {
+      return tile;
+    }
+  }
+  return widths.back();
+}
+
+// Fills the grid fields a chunkwise plan shares (batch_heads, tokens, chunks, prepare_blocks,
+// value_tile, value_tiles, pass_blocks) for `value_width` value columns split in tiles of `value_tile`.
+template <class Plan>
+void place_chunk_pass_grid(Plan& plan, std::int64_t batch_heads, std::int64_t tokens, int chunk_tokens,
+                           std::int64_t value_width, int value_tile) {
+  plan.batch_heads = batch_heads;
+  plan.tokens = tokens;
+  plan.chunks = ceil_div(tokens, chunk_tokens);
+  plan.prepare_blocks = checked_product(batch_heads, plan.chunks);
+  plan.value_tile = value_tile;
+  plan.value_tiles = static_cast<int>(value_width / value_tile);
+  plan.pass_blocks = checked_product(batch_heads, plan.value_tiles);
+}
+
+// Bytes of `rows` rows of `ld` elements of `element_bytes` each (a shared-memory tile).
+constexpr std::size_t tile_bytes(std::size_t rows, int ld, std::size_t element_bytes) {
+  return rows * static_cast<std::size_t>(ld) * element_bytes;
+}
+
+// A layout struct of shared-memory offsets (std::size_t fields, the last `bytes`) filled by placing
+// regions of the given sizes in the order of its fields (place_shared_region): a brace list is
+// evaluated left to right, so field i gets the i-th region, and `bytes` the end of the last.
+template <class Layout, class... Bytes>
+Layout place_shared_layout(Bytes... region_bytes) {
+  static_assert(sizeof(Layout) == (sizeof...(Bytes) + 1) * sizeof(std::size_t), "one size per region of the layout");
+  std::size_t end = 0;
+  Layout layout{place_shared_region(end, static_cast<std::size_t>(region_bytes))..., std::size_t{0}};
+  layout.bytes = end;
+  return layout;
+}
+
+}  // namespace arch_bench

@@ -1,0 +1,68 @@
+// The launch geometry the two-kernel chunkwise prefills share (mechanisms/common/chunk_pass_grid.hpp),
+// on its own: head sizes on the wmma grid, the pass's value tile, the grid fields, and layouts
+// placed in the order of their fields. The plans that use it are tested in
+// test_chunk_delta_rule_plan.cpp and test_rwkv7_chunk_plan.cpp.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mechanisms/common/chunk_pass_grid.hpp"
+
+namespace arch_bench {
+namespace {
+
+TEST(ChunkPassGrid, HeadSizesAreWholeWmmaTilesUpToTheLimit) {
+  for (std::int64_t d = -16; d <= 300; ++d) {
+    EXPECT_EQ(fits_wmma_tiles(d, 16, 128), d >= 16 && d <= 128 && d % 16 == 0) << d;
+  }
+}
+
+TEST(ChunkPassGrid, ValueTileIsTheWidestThatStillGivesEveryMultiprocessorTwoBlocks) {
+  constexpr int kWidths[] = {64, 32, 16};
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 128, 64, 132), 16);   // 128 x 4 = 512 blocks; 64: 128 < 264
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1024, 64, 132), 64);  // 1024 blocks of 64 columns
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 264, 64, 132), 64);   // exactly two per multiprocessor
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 263, 64, 132), 32);
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1, 96, 0), 32) << "no device: the widest dividing the width";
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1, 48, 0), 16);
+  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1, 128, 132), 16) << "none fills the device: the narrowest";
+}
+
+struct GridOnly {
+  std::int64_t batch_heads = 0, tokens = 0, chunks = 0, prepare_blocks = 0;
+  int value_tile = 0, value_tiles = 0;
+  std::int64_t pass_blocks = 0;
+};
+
+TEST(ChunkPassGrid, GridIsOneBlockPerHeadAndChunkThenPerHeadAndValueTile) {
+  GridOnly plan;
+  place_chunk_pass_grid(plan, 6, 65, 32, 96, 32);
+  EXPECT_EQ(plan.batch_heads, 6);
+  EXPECT_EQ(plan.tokens, 65);
+  EXPECT_EQ(plan.chunks, 3);  // 32 + 32 + 1
+  EXPECT_EQ(plan.prepare_blocks, 18);
+  EXPECT_EQ(plan.value_tile, 32);
+  EXPECT_EQ(plan.value_tiles, 3);
+  EXPECT_EQ(plan.pass_blocks, 18);
+  place_chunk_pass_grid(plan, 6, 0, 32, 96, 32);
+  EXPECT_EQ(plan.chunks, 0);
+  EXPECT_EQ(plan.prepare_blocks, 0);
+}
+
+struct ThreeRegions {
+  std::size_t a = 0, b = 0, c = 0;
+  std::size_t bytes = 0;
+};
+
+TEST(ChunkPassGrid, LayoutRegionsFollowTheFieldsEach128ByteAligned) {
+  const ThreeRegions layout = place_shared_layout<ThreeRegions>(100, std::size_t{256}, 4);
+  EXPECT_EQ(layout.a, 0u);
+  EXPECT_EQ(layout.b, 128u);  // 100 rounded up
+  EXPECT_EQ(layout.c, 384u);  // 128 + 256
+  EXPECT_EQ(layout.bytes, 388u);
+  EXPECT_EQ(tile_bytes(64, 72, 2), 64u * 72u * 2u);
+}
+
+}  // namespace
+}  // namespace arch_bench
