@@ -115,7 +115,21 @@ constexpr std::int64_t mamba_segment_dt_index(const MambaPrefillPlan& plan, std:
 // are shorter than the unsplit walk, 2 ceil(chunks / segments) < chunks. This counts pass 1 as
 // costly as pass 3 and a block sharing its SM with another as fast as one alone: at <= 2 blocks (16
 // warps) per SM the scan is bound by the latency of its shuffle chain, not by the SM's issue rate.
+// A device of more than kMambaSplitMaxMultiprocessors SMs is planned as one of that many (fewer
+// segments than it could run at once, never a wrong split), so that the workspace has a bound
+// that does not depend on the device (mamba_prefill_cuda_workspace_bytes).
+inline constexpr int kMambaSplitMaxMultiprocessors = 256;
 std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors);
+
+// Device workspace bytes a prefill with `plan` allocates (launch_mamba_prefill's `workspace`): what
+// the CUDA cells allocate.
+std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan);
+// The most workspace bytes the CUDA prefill of `tokens` allocates on any device: the plan's on a
+// device of kMambaSplitMaxMultiprocessors SMs (segments never decrease as SMs are added), exact
+// there and an upper bound on smaller devices (139,264 bytes on an H200's 132 SMs at batch 1,
+// d_inner 512, N 16, L 8192; 278,528 bounded). predicted_peak_bytes counts it, since a cell's
+// prediction is made before any device is known.
+std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens);
 
 // Bytes a prefill must move at the least: u, dt_raw, z read and out written once per channel and
 // token, B and C read once per token, the fp32 parameters (A, dt_bias, D) and h read and written
