@@ -121,13 +121,34 @@ TEST(MambaCudaPlan, TileMapIsABijectionOfAlignedVectorsWithConflictFreeWrites) {
   }
 }
 
+// The kernel's vector staging: the block's threads take every token of the chunk once, and the 32
+// threads of a warp write each fp32 tile row to 32 distinct banks.
+TEST(MambaCudaPlan, VectorStagingCoversEveryTokenOnceWithConflictFreeWrites) {
+  std::vector<int> touched(kMambaScanChunk, 0);
+  for (int thread = 0; thread < kMambaScanThreads; ++thread) {
+    const int token = mamba_stage_token(thread);
+    ASSERT_GE(token, 0);
+    ASSERT_LT(token, kMambaScanChunk);
+    ++touched[static_cast<std::size_t>(token)];
+  }
+  EXPECT_TRUE(all_once(touched));
+  for (int warp = 0; warp < kMambaScanWarps; ++warp) {
+    for (int g = 0; g < kMambaScanStateGroup; ++g) {
+      std::set<int> banks;
+      for (int j = 0; j < 32; ++j) banks.insert(mamba_tile_index(4, g, mamba_stage_token(32 * warp + j)) % 32);
+      EXPECT_EQ(banks.size(), 32u) << "warp " << warp << " row " << g;
+    }
+  }
+}
+
 TEST(MambaCudaPlan, SharedMemoryFitsForEveryStateSizeAndDtype) {
   for (const std::int64_t n : {1, 16, 256}) {
     const MambaPrefillPlan plan = plan_mamba_prefill({1, 8, n}, 100);
     EXPECT_EQ(plan.shared_bytes, mamba_scan_shared_bytes(4, static_cast<int>(n)));
     EXPECT_GE(plan.shared_bytes, mamba_scan_shared_bytes(2, static_cast<int>(n)));  // bf16 tiles are smaller
     EXPECT_LE(plan.shared_bytes, kSharedWithoutOptIn) << n;
-    EXPECT_GE(plan.shared_bytes, 2 * kMambaScanStateGroup * kMambaScanChunk * 4 + kMambaScanWarps * n * 4);
+    // fp32 B and C tiles, and {h, A log2 e} per warp and entry.
+    EXPECT_GE(plan.shared_bytes, 2 * kMambaScanStateGroup * kMambaScanChunk * 4 + kMambaScanWarps * n * 8);
   }
   const MambaPrefillPlan empty = plan_mamba_prefill({1, 8, 16}, 0);
   EXPECT_EQ(empty.chunks, 0);

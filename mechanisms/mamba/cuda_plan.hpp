@@ -59,10 +59,23 @@ constexpr int mamba_tile_index(int element_bytes, int group_entry, int token) {
   const int v = mamba_tile_vector(element_bytes), lane = token / kMambaScanItems, item = token % kMambaScanItems;
   return group_entry * mamba_tile_stride(element_bytes) + (item / v) * (32 * v) + lane * v + item % v;
 }
-// Dynamic shared bytes of the scan kernel: the B and C tiles and the carried h [warps][N] (fp32).
+// The kernel stages B and C as fp32 tiles whatever the storage dtype (element_bytes 4): widening
+// bf16 once per block while staging costs each of the 8 warps nothing, where bf16 tiles cost every
+// warp a shift or mask per item read (2 of about 13 instructions per (token, channel, entry)).
+// Vector staging (N a multiple of 8, B and C 16-byte aligned): thread t of the block loads the
+// 8 entries of one token of the group as one (bf16) or two (fp32) 16-byte vectors and writes them
+// to the 8 tile rows. Its token: warp w = t / 32 stages lanes 8 (w % 4) .. + 7, items 4 (w / 4)
+// .. + 3, so that a warp's 32 writes to a row are 32 consecutive words (conflict-free).
+constexpr int mamba_stage_token(int thread) {
+  const int warp = thread / 32, j = thread % 32;
+  const int lane = 8 * (warp % 4) + j / 4, item = 4 * (warp / 4) + j % 4;
+  return lane * kMambaScanItems + item;
+}
+// Dynamic shared bytes of the scan kernel: the B and C tiles and, per warp and state entry, the
+// carried h and the entry's A log2 e (fp32 pairs [warps][N][2], read together as one 8-byte load).
 constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size) {
   return static_cast<std::size_t>(2 * kMambaScanStateGroup * mamba_tile_stride(element_bytes) * element_bytes) +
-         sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
+         2 * sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
 }
 
 // Split-L at small batch: the grid above has batch x ceil(d_inner / 8) blocks, each walking the
