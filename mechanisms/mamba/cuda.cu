@@ -1,8 +1,10 @@
 // CUDA kernels of Mamba's selective scan: a fused decode step and a prefill in which a warp scans
 // one channel's recurrence, chunk after chunk, with a shuffle scan over (a, b) pairs and h carried
 // between chunks; at small batch the sequence is split into segments scanned by separate blocks,
-// whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and
-// log1pf keep softplus and silu within 1e-4 of the fp64 reference, and exp(dt A) is one ex2.approx.
+// whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math
+// throughout; expf and log1pf keep softplus and silu within 1e-4 of the fp64 reference, and
+// exp(dt A) is one ex2.approx. The prefill is bound by instruction issue, not by the MUFU: its
+// instruction counts per (token, channel, entry), read off the SASS, are in docs/gpu-guide.md.
 #include <cstdint>
 #include <stdexcept>
 

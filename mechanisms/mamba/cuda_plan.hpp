@@ -31,14 +31,16 @@ struct MambaDecodePlan {
 // walks the sequence in chunks of kMambaScanChunk = 32 x kMambaScanItems tokens; lane l holds the
 // kMambaScanItems consecutive tokens l * kMambaScanItems .. of the chunk, so u, dt_raw, z and out
 // are read and written once, as one 16-byte vector per lane where aligned. Per state entry s the
-// lane folds its steps (a, b) = (exp(dt A_s), dt B_s u) into one element (ScanElement's combine),
-// a five-step shuffle scan (Hillis-Steele) combines the 32 lane elements, the channel's carried h_s
-// (shared memory, one float per state entry and warp) enters at lane 0 and leaves from lane 31,
-// and each lane re-runs its few steps from the h entering them, accumulating C_s h into its
-// outputs. No block-wide barrier sits inside the scan. The block's kMambaScanWarps channels belong
-// to one batch element, so B and C of the chunk (the same for every channel) are staged in shared
-// memory once per block, kMambaScanStateGroup entries at a time, in the storage dtype.
-// One exp per (token, channel, state entry), as exp2 of dt (A log2 e), is the floor of the work.
+// lane folds its steps (a, b) = (exp(dt A_s), dt B_s u) into one element (ScanElement's combine;
+// the element's a as exp2 of the lane's dt sum times A_s log2 e), a five-step shuffle scan
+// (Hillis-Steele) combines the 32 lane elements, the channel's carried h_s (shared memory, beside
+// A_s log2 e, per state entry and warp) enters at lane 0 and leaves from lane 31, and each lane
+// re-runs its few steps from the h entering them, accumulating C_s h into its outputs. No
+// block-wide barrier sits inside the scan. The block's kMambaScanWarps channels belong to one
+// batch element, so B and C of the chunk (the same for every channel) are staged in shared memory
+// once per block, kMambaScanStateGroup entries at a time, as fp32 tiles.
+// One exp per (token, channel, state entry), as exp2 of dt (A log2 e), is the floor of the work;
+// the kernel is bound by instruction issue before it (docs/gpu-guide.md counts both).
 inline constexpr int kMambaScanWarps = 8;
 inline constexpr int kMambaScanThreads = 32 * kMambaScanWarps;
 inline constexpr int kMambaScanItems = 8;
@@ -52,7 +54,8 @@ inline constexpr float kMambaLog2e = 1.4426950408889634f;
 // item token % items) the element sits so that a lane's items are whole 16-byte vectors and the
 // 32 lanes' j-th vectors are 512 contiguous bytes (a warp's vector read is conflict-free). A row
 // per entry, padded by one vector so that the staging writes of neighbouring entries fall on
-// different banks. `element_bytes` is the storage dtype's size (4 fp32, 2 bf16).
+// different banks. `element_bytes` is the tile element's size: the kernel stages fp32 tiles (4)
+// for both storage dtypes; the map takes 2 as well (bf16 tiles, as the kernel had them before).
 constexpr int mamba_tile_vector(int element_bytes) { return 16 / element_bytes; }
 constexpr int mamba_tile_stride(int element_bytes) { return kMambaScanChunk + mamba_tile_vector(element_bytes); }
 constexpr int mamba_tile_index(int element_bytes, int group_entry, int token) {
