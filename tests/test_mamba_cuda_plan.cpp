@@ -3,7 +3,8 @@
 // a chunk once, the shared tiles are whole aligned vectors, conflict-free to stage, and fit without
 // opt-in; the least bytes of a prefill count every tensor once. The split of the sequence at small
 // batch: how many segments at batch 1 and 16, ragged and short sequences, the grid within one wave
-// and the CUDA limits, and every (row, segment) and chunk covered once by each pass.
+// and the CUDA limits, and every (row, segment) and chunk covered once by each pass; the workspace
+// a cell's predicted peak counts bounds what any device's plan allocates.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,13 +121,34 @@ TEST(MambaCudaPlan, TileMapIsABijectionOfAlignedVectorsWithConflictFreeWrites) {
   }
 }
 
+// The kernel's vector staging: the block's threads take every token of the chunk once, and the 32
+// threads of a warp write each fp32 tile row to 32 distinct banks.
+TEST(MambaCudaPlan, VectorStagingCoversEveryTokenOnceWithConflictFreeWrites) {
+  std::vector<int> touched(kMambaScanChunk, 0);
+  for (int thread = 0; thread < kMambaScanThreads; ++thread) {
+    const int token = mamba_stage_token(thread);
+    ASSERT_GE(token, 0);
+    ASSERT_LT(token, kMambaScanChunk);
+    ++touched[static_cast<std::size_t>(token)];
+  }
+  EXPECT_TRUE(all_once(touched));
+  for (int warp = 0; warp < kMambaScanWarps; ++warp) {
+    for (int g = 0; g < kMambaScanStateGroup; ++g) {
+      std::set<int> banks;
+      for (int j = 0; j < 32; ++j) banks.insert(mamba_tile_index(4, g, mamba_stage_token(32 * warp + j)) % 32);
+      EXPECT_EQ(banks.size(), 32u) << "warp " << warp << " row " << g;
+    }
+  }
+}
+
 TEST(MambaCudaPlan, SharedMemoryFitsForEveryStateSizeAndDtype) {
   for (const std::int64_t n : {1, 16, 256}) {
     const MambaPrefillPlan plan = plan_mamba_prefill({1, 8, n}, 100);
     EXPECT_EQ(plan.shared_bytes, mamba_scan_shared_bytes(4, static_cast<int>(n)));
     EXPECT_GE(plan.shared_bytes, mamba_scan_shared_bytes(2, static_cast<int>(n)));  // bf16 tiles are smaller
     EXPECT_LE(plan.shared_bytes, kSharedWithoutOptIn) << n;
-    EXPECT_GE(plan.shared_bytes, 2 * kMambaScanStateGroup * kMambaScanChunk * 4 + kMambaScanWarps * n * 4);
+    // fp32 B and C tiles, and {h, A log2 e} per warp and entry.
+    EXPECT_GE(plan.shared_bytes, 2 * kMambaScanStateGroup * kMambaScanChunk * 4 + kMambaScanWarps * n * 8);
   }
   const MambaPrefillPlan empty = plan_mamba_prefill({1, 8, 16}, 0);
   EXPECT_EQ(empty.chunks, 0);
@@ -265,6 +287,38 @@ TEST(MambaCudaPlan, SplitPlansCoverEveryRowSegmentAndChunkOnce) {
     }
   }
   EXPECT_GT(split_plans, 50);
+}
+
+// The device workspace a cell's prediction counts (mamba_prefill_cuda_workspace_bytes) is what the
+// CUDA cells allocate (mamba_prefill_workspace_bytes of the device's plan) on a device of
+// kMambaSplitMaxMultiprocessors SMs or more, and never less than it on any device; the mechanism's
+// predicted peak of a prefill cell includes it.
+TEST(MambaCudaPlan, PredictedPeakCountsTheWorkspaceAnyDeviceAllocates) {
+  // Issue 39's batch-1 cell: 512 rows x 4 segments x (16 + 1) floats on an H200.
+  const MambaShape b1{1, 512, 16};
+  EXPECT_EQ(mamba_prefill_workspace_bytes(plan_mamba_prefill(b1, 8192, kH200Sms)), 139264);
+  EXPECT_EQ(mamba_prefill_cuda_workspace_bytes(b1, 8192), 512 * 8 * 17 * 4);  // 8 segments at 256 SMs
+  EXPECT_EQ(mamba_prefill_cuda_workspace_bytes({16, 512, 16}, 8192), 0);      // never split
+  for (const MambaShape shape : {MambaShape{1, 512, 16}, MambaShape{1, 9, 5}, MambaShape{2, 64, 256}, MambaShape{3, 1, 1}}) {
+    for (const std::int64_t tokens : {0, 300, 744, 8000, 65536}) {
+      const std::int64_t bound = mamba_prefill_cuda_workspace_bytes(shape, tokens);
+      std::int64_t previous = 0;
+      for (int sms = 0; sms <= 2 * kMambaSplitMaxMultiprocessors; sms += 7) {
+        const std::int64_t bytes = mamba_prefill_workspace_bytes(plan_mamba_prefill(shape, tokens, sms));
+        EXPECT_LE(bytes, bound) << sms << " SMs, L " << tokens;
+        EXPECT_GE(bytes, previous) << sms << " SMs, L " << tokens;  // more SMs, never fewer segments
+        previous = bytes;
+      }
+      EXPECT_EQ(mamba_prefill_workspace_bytes(plan_mamba_prefill(shape, tokens, 1000)), bound) << tokens;
+    }
+  }
+  const Mechanism* mamba = find_mechanism("mamba");
+  ASSERT_NE(mamba, nullptr);
+  Cell prefill = testing::mechanism_cell("mamba", 8, 64, 8192, DType::bfloat16, Phase::prefill, 1);
+  prefill.options.set("state_size", std::int64_t{16});
+  const std::int64_t tensors = 4 * 512 * 8192 * 2 + 2 * 8192 * 16 * 2;  // u, dt_raw, z, out; B, C
+  const std::int64_t fixed = 512 * 16 * 4 + (512 * 16 + 2 * 512) * 4;  // h; A, dt_bias, D
+  EXPECT_GE(mamba->predicted_peak_bytes(prefill), tensors + fixed + mamba_prefill_cuda_workspace_bytes(b1, 8192));
 }
 
 TEST(MambaCudaPlan, UnsupportedCells) {

@@ -4,7 +4,8 @@
 // continuing from a carried state, in fp32 and bf16; a replay that skips the carry must fail. The
 // split form (segment maps, their combination, outputs from each segment's entering h) is held to
 // the same reference at several segment counts, and replays that drop the segments' carry or
-// their decay must fail by at least three times the tolerance.
+// their decay, or decay a lane's fold by one item instead of its dt sum, must fail by at least
+// three times the tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -241,6 +242,21 @@ TEST(MambaScanReplay, SkippingTheCarryFailsTheCheckAcrossChunks) {
                                                     : replay_against_reference<bf16>(in, MambaReplayFault::carry_skipped);
     EXPECT_GT(faulty.max_rel_error, dtype_tolerance(dtype)) << dtype_name(dtype);
     std::printf("%s without the carry: max_rel_error %.3g\n", dtype_name(dtype).c_str(), faulty.max_rel_error);
+  }
+}
+
+// The check can fail on the lanes' decay: a fold that decays h by its first item's exp alone, not
+// by exp2 of the lane's dt sum (the kernel's one exp per lane and entry), misses the reference.
+TEST(MambaScanReplay, ALaneDecayOfOneItemFailsTheCheck) {
+  for (const DType dtype : {DType::float32, DType::bfloat16}) {
+    const MambaInputs in = make_mamba_inputs(replay_cell(dtype, 9, 16, 1, 1000), 1000, 79);
+    const MambaReplayFault fault = MambaReplayFault::lane_decay_from_first_item;
+    const Accuracy faulty = dtype == DType::float32 ? replay_against_reference<float>(in, fault)
+                                                    : replay_against_reference<bf16>(in, fault);
+    const double tolerance = dtype == DType::float32 ? kReplayFp32Tolerance : dtype_tolerance(dtype);
+    EXPECT_GT(faulty.max_rel_error, 3 * tolerance) << dtype_name(dtype);
+    std::printf("%s with a lane decayed by its first item only: max_rel_error %.3g (tolerance %.3g)\n",
+                dtype_name(dtype).c_str(), faulty.max_rel_error, tolerance);
   }
 }
 

@@ -1,8 +1,10 @@
 // CUDA kernels of Mamba's selective scan: a fused decode step and a prefill in which a warp scans
 // one channel's recurrence, chunk after chunk, with a shuffle scan over (a, b) pairs and h carried
 // between chunks; at small batch the sequence is split into segments scanned by separate blocks,
-// whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math throughout; expf and
-// log1pf keep softplus and silu within 1e-4 of the fp64 reference, and exp(dt A) is one ex2.approx.
+// whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math
+// throughout; expf and log1pf keep softplus and silu within 1e-4 of the fp64 reference, and
+// exp(dt A) is one ex2.approx. The prefill is bound by instruction issue, not by the MUFU: its
+// instruction counts per (token, channel, entry), read off the SASS, are in docs/gpu-guide.md.
 #include <cstdint>
 #include <stdexcept>
 
@@ -57,6 +59,7 @@ __global__ void __launch_bounds__(kMambaDecodeThreads)
 // operation for operation, is cuda_replay.cpp).
 
 constexpr int kItems = kMambaScanItems;
+constexpr int kGroup = kMambaScanStateGroup;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 // 2^x on the MUFU unit (within 2 ulp; flushes results below 2^-126 to zero, where h's terms are
@@ -122,38 +125,92 @@ __device__ __forceinline__ void store_items(__nv_bfloat16* p, int count, const f
   }
 }
 
-// A lane's kItems values of one tile row (mamba_tile_index: vector j of lane l at (32 j + l) v).
+// One Hillis-Steele step of the lanes' inclusive scan over (a, b) pairs: a lane at or above
+// `offset` combines the pair `offset` lanes below with its own, (a, b) <- (a a', a b' + b); a lane
+// below keeps its pair. The shuffle's own in-range predicate guards the update in place (written
+// with __shfl_up_sync and a branch, nvcc keeps copies of both values and adds four moves and two
+// selects per step: 30 instructions a scan instead of 20).
+__device__ __forceinline__ void scan_step(float& a, float& b, int offset) {
+  asm("{\n\t.reg .pred in;\n\t.reg .f32 pa, pb;\n\t"
+      "shfl.sync.up.b32 pa|in, %0, %2, 0, -1;\n\t"
+      "shfl.sync.up.b32 pb, %1, %2, 0, -1;\n\t"
+      "@in fma.rn.f32 %1, %0, pb, %1;\n\t"
+      "@in mul.rn.f32 %0, %0, pa;\n\t}"
+      : "+f"(a), "+f"(b)
+      : "r"(offset));
+}
+
+// A lane's kItems values of one fp32 tile row (mamba_tile_index(4, ...): vector j of lane l at (32 j + l) 4).
+constexpr int kTileStride = mamba_tile_stride(4);
 __device__ __forceinline__ void tile_items(const float* row, int lane, float (&v)[kItems]) {
   const float4 lo = reinterpret_cast<const float4*>(row)[lane], hi = reinterpret_cast<const float4*>(row)[32 + lane];
   v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
 }
-__device__ __forceinline__ void tile_items(const __nv_bfloat16* row, int lane, float (&v)[kItems]) {
-  unpack_bf16x8(reinterpret_cast<const uint4*>(row)[lane], v);
+// 8 consecutive values at a 16-byte aligned p, widened to fp32.
+__device__ __forceinline__ void load_aligned8(const float* p, float (&v)[kItems]) {
+  const float4 lo = reinterpret_cast<const float4*>(p)[0], hi = reinterpret_cast<const float4*>(p)[1];
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+__device__ __forceinline__ void load_aligned8(const __nv_bfloat16* p, float (&v)[kItems]) {
+  unpack_bf16x8(*reinterpret_cast<const uint4*>(p), v);
 }
 
 // One warp's channel in a scan pass: its per-channel constants and where its rows start (u, dt_raw,
 // z, out at the row's token 0; B, C at the batch element's).
 template <class S>
 struct ScanChannel {
-  const float* a_row;
   const S *u, *dt_raw, *z, *b_rows, *c_rows;
   S* out;
   float bias, skip;
   std::int64_t tokens;
   int n;
-  bool active;  // uniform over the warp; an idle warp still meets the barriers
+  bool active;      // uniform over the warp; an idle warp still meets the barriers
+  bool vector_bc;   // N % 8 == 0 and B, C 16-byte aligned: staging by vectors (mamba_stage_token)
 };
 
-// One 256-token chunk from `first`, h carried in shared memory (h[s], one float per entry): the
-// body of every scan pass. kOutputs: also C h, the D skip and the gate, writing out (the outputs
-// pass and the unsplit kernel); without it (the map pass of a split prefill) B alone is staged, the
-// lanes' re-run and the outputs are skipped, and dt_total gains the chunk's sum of dt (lane sums,
-// then a butterfly, which leaves the same bits in every lane: a + b == b + a).
+// B (and with kOutputs C) entries s0 .. s0 + kGroup - 1 of the chunk from `first` into the fp32
+// tiles, by the whole block. Past the sequence or N: zeros.
 template <bool kOutputs, class S>
-__device__ __forceinline__ void scan_chunk(const ScanChannel<S>& ch, std::int64_t first, int lane, float* h,
-                                           S* b_tile, S* c_tile, float& dt_total) {
-  constexpr int kBytes = static_cast<int>(sizeof(S)), kGroup = kMambaScanStateGroup;
-  constexpr int kStride = mamba_tile_stride(kBytes);
+__device__ __forceinline__ void stage_group(const ScanChannel<S>& ch, std::int64_t first, int s0, float* b_tile,
+                                            float* c_tile) {
+  static_assert(kMambaScanStateGroup == kItems && kMambaScanThreads == kMambaScanChunk,
+                "vector staging: one thread per token, one 8-entry vector per tensor");
+  const int n = ch.n;
+  if (ch.vector_bc) {
+    const int token = mamba_stage_token(threadIdx.x);
+    const std::int64_t at = first + token;
+    float b[kItems] = {}, c[kItems] = {};
+    if (at < ch.tokens) {
+      load_aligned8(ch.b_rows + at * n + s0, b);
+      if constexpr (kOutputs) load_aligned8(ch.c_rows + at * n + s0, c);
+    }
+    const int to = mamba_tile_index(4, 0, token);
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      b_tile[to + g * kTileStride] = b[g];
+      if constexpr (kOutputs) c_tile[to + g * kTileStride] = c[g];
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < kMambaScanChunk * kGroup; e += kMambaScanThreads) {
+    const int token = e / kGroup, g = e % kGroup;  // consecutive threads: consecutive entries of a token
+    const std::int64_t at = first + token;
+    const bool inside = at < ch.tokens && s0 + g < n;
+    const int to = mamba_tile_index(4, g, token);
+    b_tile[to] = inside ? load_float(ch.b_rows[at * n + s0 + g]) : 0.0f;
+    if constexpr (kOutputs) c_tile[to] = inside ? load_float(ch.c_rows[at * n + s0 + g]) : 0.0f;
+  }
+}
+
+// One 256-token chunk from `first`, per state entry s the carried h and A_s log2 e in shared
+// memory (hs[s] = {h, a2}): the body of every scan pass. kOutputs: also C h, the D skip and the
+// gate, writing out (the outputs pass and the unsplit kernel); without it (the map pass of a split
+// prefill) B alone is staged, the lanes' re-run and the outputs are skipped, and dt_total gains the
+// chunk's sum of dt (lane sums, then a butterfly, which leaves the same bits in every lane:
+// a + b == b + a).
+template <bool kOutputs, class S>
+__device__ __forceinline__ void scan_chunk(const ScanChannel<S>& ch, std::int64_t first, int lane, float2* hs,
+                                           float* b_tile, float* c_tile, float& dt_total) {
   const int n = ch.n;
   const std::int64_t token0 = first + mamba_scan_token(lane, 0);
   const std::int64_t left = ch.tokens - token0;
@@ -170,67 +227,58 @@ __device__ __forceinline__ void scan_chunk(const ScanChannel<S>& ch, std::int64_
     du[i] = dt[i] * x[i];
     y[i] = 0.0f;
   }
-  if constexpr (!kOutputs) {
-    float sum = dt[0];
+  // The lane's sum of dt, in item order: its decay of entry s is exp2(lane_dt a2), one exp per
+  // (lane, entry) instead of 7 products of the items' decays.
+  float lane_dt = dt[0];
 #pragma unroll
-    for (int i = 1; i < kItems; ++i) sum += dt[i];
+  for (int i = 1; i < kItems; ++i) lane_dt += dt[i];
+  if constexpr (!kOutputs) {
+    float sum = lane_dt;
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(kFullWarp, sum, offset);
     dt_total += sum;
   }
   for (int s0 = 0; s0 < n; s0 += kGroup) {
     __syncthreads();  // every warp is done with the previous group's tiles
-    for (int e = threadIdx.x; e < kMambaScanChunk * kGroup; e += kMambaScanThreads) {
-      const int token = e / kGroup, g = e % kGroup;  // consecutive threads: consecutive entries of a token
-      const std::int64_t at = first + token;
-      const bool inside = at < ch.tokens && s0 + g < n;
-      const int to = mamba_tile_index(kBytes, g, token);
-      b_tile[to] = inside ? ch.b_rows[at * n + s0 + g] : S(0.0f);
-      if constexpr (kOutputs) c_tile[to] = inside ? ch.c_rows[at * n + s0 + g] : S(0.0f);
-    }
+    stage_group<kOutputs>(ch, first, s0, b_tile, c_tile);
     __syncthreads();
     if (!ch.active) continue;
     const int group_size = min(kGroup, n - s0);
     for (int g = 0; g < group_size; ++g) {
       const int s = s0 + g;
-      const float a2 = ch.a_row[s] * kMambaLog2e;
+      const float2 carried = hs[s];  // {h entering the chunk, A_s log2 e}
+      const float a2 = carried.y;
       float b_in[kItems], a[kItems], b[kItems];
-      tile_items(b_tile + g * kStride, lane, b_in);
+      tile_items(b_tile + g * kTileStride, lane, b_in);
       // The lane's fold of its steps: (fold_a, fold_b) maps h entering the lane to h leaving it.
-      float fold_a = 1.0f, fold_b = 0.0f;
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
         a[i] = exp2_approx(dt[i] * a2);
         b[i] = du[i] * b_in[i];
-        fold_b = fmaf(a[i], fold_b, b[i]);
-        fold_a = fold_a * a[i];
       }
+      float fold_b = b[0];
+#pragma unroll
+      for (int i = 1; i < kItems; ++i) fold_b = fmaf(a[i], fold_b, b[i]);
+      float fold_a = exp2_approx(lane_dt * a2);
       // Inclusive scan over the lanes (ScanElement's combine: lower lanes first).
 #pragma unroll
-      for (int offset = 1; offset < 32; offset *= 2) {
-        const float prev_a = __shfl_up_sync(kFullWarp, fold_a, offset);
-        const float prev_b = __shfl_up_sync(kFullWarp, fold_b, offset);
-        if (lane >= offset) {
-          fold_b = fmaf(fold_a, prev_b, fold_b);
-          fold_a = fold_a * prev_a;
-        }
-      }
-      const float entering = h[s];
+      for (int offset = 1; offset < 32; offset *= 2) scan_step(fold_a, fold_b, offset);
+      const float entering = carried.x;
       const float exit = fmaf(fold_a, entering, fold_b);  // h after this lane's last token
       const float leaving = __shfl_sync(kFullWarp, exit, 31);
       if constexpr (kOutputs) {
         float state_s = __shfl_up_sync(kFullWarp, exit, 1);
         if (lane == 0) state_s = entering;
         float c_in[kItems];
-        tile_items(c_tile + g * kStride, lane, c_in);
+        tile_items(c_tile + g * kTileStride, lane, c_in);
 #pragma unroll
         for (int i = 0; i < kItems; ++i) {
           state_s = fmaf(a[i], state_s, b[i]);
           y[i] = fmaf(c_in[i], state_s, y[i]);
         }
       }
-      __syncwarp();  // every lane has read h[s]
-      if (lane == 0) h[s] = leaving;
+      __syncwarp();  // every lane has read hs[s]
+      if (lane == 0) hs[s].x = leaving;
     }
   }
   if constexpr (kOutputs) {
@@ -257,35 +305,39 @@ __global__ void __launch_bounds__(kMambaScanThreads, kMambaScanMinBlocksPerSm)
                            const S* __restrict__ z, const S* __restrict__ B, const S* __restrict__ C,
                            const float* entering, float* state, float* __restrict__ workspace, S* __restrict__ out,
                            MambaPrefillPlan plan, std::int64_t grid_segments) {
-  constexpr int kBytes = static_cast<int>(sizeof(S)), kGroup = kMambaScanStateGroup;
-  constexpr int kStride = mamba_tile_stride(kBytes);
   static_assert(kItems == 8, "load_items, store_items and tile_items move 8 items: 2 fp32 or 1 bf16 vector");
   extern __shared__ __align__(16) unsigned char shared[];
-  S* b_tile = reinterpret_cast<S*>(shared);                                // [kGroup][kStride]
-  S* c_tile = b_tile + kGroup * kStride;                                   // [kGroup][kStride]
-  float* carry = reinterpret_cast<float*>(c_tile + kGroup * kStride);      // [warps][n]
+  float* b_tile = reinterpret_cast<float*>(shared);                        // [kGroup][kTileStride]
+  float* c_tile = b_tile + kGroup * kTileStride;                           // [kGroup][kTileStride]
+  float2* carry = reinterpret_cast<float2*>(c_tile + kGroup * kTileStride);  // [warps][n] {h, A log2 e}
 
   const MambaScanRun run = mamba_scan_run(blockIdx.x, plan.channel_groups, grid_segments);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n = plan.state_size;
   const int c = run.first_channel + warp;
   const bool active = c < plan.channels;
   const std::int64_t row = run.batch * plan.channels + (active ? c : 0), tokens = plan.tokens;
-  const ScanChannel<S> ch{A + static_cast<std::int64_t>(active ? c : 0) * n,
-                          u + row * tokens,
+  const S* b_rows = B + run.batch * tokens * n;
+  const S* c_rows = C + run.batch * tokens * n;
+  const bool vector_bc = n % kGroup == 0 && reinterpret_cast<std::uintptr_t>(B) % 16 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(C) % 16 == 0;
+  const ScanChannel<S> ch{u + row * tokens,
                           dt_raw + row * tokens,
                           z + row * tokens,
-                          B + run.batch * tokens * n,
-                          C + run.batch * tokens * n,
+                          b_rows,
+                          c_rows,
                           kOutputs ? out + row * tokens : nullptr,
                           active ? dt_bias[c] : 0.0f,
                           active ? D[c] : 0.0f,
                           tokens,
                           n,
-                          active};
-  float* h = carry + warp * n;
+                          active,
+                          vector_bc};
+  float2* hs = carry + warp * n;
   if (active) {
+    const float* a_row = A + static_cast<std::int64_t>(c) * n;
     for (int s = lane; s < n; s += 32) {
-      h[s] = kOutputs ? entering[mamba_segment_state_index(plan, row, run.segment, s)] : 0.0f;
+      const float h = kOutputs ? entering[mamba_segment_state_index(plan, row, run.segment, s)] : 0.0f;
+      hs[s] = make_float2(h, a_row[s] * kMambaLog2e);
     }
   }
   __syncwarp();
@@ -293,16 +345,16 @@ __global__ void __launch_bounds__(kMambaScanThreads, kMambaScanMinBlocksPerSm)
   const std::int64_t begin = run.segment * plan.segment_tokens;
   const std::int64_t end = begin + plan.segment_tokens < tokens ? begin + plan.segment_tokens : tokens;
   for (std::int64_t first = begin; first < end; first += kMambaScanChunk) {
-    scan_chunk<kOutputs>(ch, first, lane, h, b_tile, c_tile, dt_total);
+    scan_chunk<kOutputs>(ch, first, lane, hs, b_tile, c_tile, dt_total);
   }
   __syncwarp();  // lane 0's last writes of h
   if (!active) return;
   if constexpr (kOutputs) {
     if (run.segment == plan.segments - 1) {
-      for (int s = lane; s < n; s += 32) state[row * n + s] = h[s];
+      for (int s = lane; s < n; s += 32) state[row * n + s] = hs[s].x;
     }
   } else {
-    for (int s = lane; s < n; s += 32) workspace[mamba_segment_state_index(plan, row, run.segment, s)] = h[s];
+    for (int s = lane; s < n; s += 32) workspace[mamba_segment_state_index(plan, row, run.segment, s)] = hs[s].x;
     if (lane == 0) workspace[mamba_segment_dt_index(plan, row, run.segment)] = dt_total;
   }
 }

@@ -113,7 +113,7 @@ class MambaDecodeCudaCell final : public PreparedCell {
     const DeviceTokens<T> context(cuda_, staging, inputs_, 0, length_);
     Buffer<T> out(staging, static_cast<std::size_t>(shape_.rows() * length_));
     const MambaPrefillPlan plan = plan_mamba_prefill(shape_, length_, cuda_.device().multiprocessors);
-    Buffer<float> workspace(staging, static_cast<std::size_t>(plan.workspace_floats));
+    Buffer<float> workspace(staging, static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan) / sizeof(float)));
     launch_mamba_prefill<T>(plan, params_.view(), context.view(), state_.data(), workspace.data(), out.data(),
                             cuda_.stream());
     cuda_.synchronize();
@@ -142,7 +142,8 @@ class MambaPrefillCudaCell final : public PreparedCell {
         tokens_(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens),
         out_(backend.allocator(), inputs_.u.size()),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size)),
-        workspace_(backend.allocator(), static_cast<std::size_t>(plan_.workspace_floats)) {
+        // mamba_prefill_workspace_bytes: what predicted_peak_bytes bounds (mamba_prefill_cuda_workspace_bytes).
+        workspace_(backend.allocator(), static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan_) / sizeof(float))) {
     poison(cuda_, out_.data(), out_.bytes());
   }
 

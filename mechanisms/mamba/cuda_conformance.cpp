@@ -46,7 +46,7 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   Buffer<T> prefill = device_output<T>(cuda, u.size());
   Buffer<float> state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
   const MambaPrefillPlan plan = plan_mamba_prefill(shape, length, cuda.device().multiprocessors);
-  Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_floats));
+  Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan) / sizeof(float)));
   launch_mamba_prefill<T>(plan, params, MambaTokens<T>{u_d.data(), dt_d.data(), z_d.data(), B_d.data(), C_d.data()},
                           state.data(), workspace.data(), prefill.data(), cuda.stream());
   replace_values(out.prefill_out, fetch(cuda, prefill));

@@ -24,7 +24,8 @@ MambaDecodePlan plan_mamba_decode(const MambaShape& shape) {
 
 std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors) {
   if (multiprocessors <= 0 || row_blocks < 1 || chunks < 2) return 1;
-  const std::int64_t resident = static_cast<std::int64_t>(kMambaScanMinBlocksPerSm) * multiprocessors;
+  const std::int64_t resident =
+      static_cast<std::int64_t>(kMambaScanMinBlocksPerSm) * std::min(multiprocessors, kMambaSplitMaxMultiprocessors);
   const std::int64_t segments = std::min(chunks, resident / row_blocks);
   if (segments < 2) return 1;
   const std::int64_t per_segment = ceil_div(chunks, segments);
@@ -57,6 +58,14 @@ MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segment
   plan.combine_blocks = split ? ceil_div(checked_mul(rows, plan.state_size), kMambaCombineThreads) : 0;
   plan.workspace_floats = split ? checked_product(rows, plan.segments, plan.state_size + 1) : 0;
   return plan;
+}
+
+std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan) {
+  return checked_mul(plan.workspace_floats, static_cast<std::int64_t>(sizeof(float)));
+}
+
+std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens) {
+  return mamba_prefill_workspace_bytes(plan_mamba_prefill(shape, tokens, kMambaSplitMaxMultiprocessors));
 }
 
 std::int64_t mamba_prefill_min_bytes(const MambaShape& shape, std::int64_t tokens, int element_bytes) {

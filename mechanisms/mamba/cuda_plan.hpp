@@ -31,14 +31,16 @@ struct MambaDecodePlan {
 // walks the sequence in chunks of kMambaScanChunk = 32 x kMambaScanItems tokens; lane l holds the
 // kMambaScanItems consecutive tokens l * kMambaScanItems .. of the chunk, so u, dt_raw, z and out
 // are read and written once, as one 16-byte vector per lane where aligned. Per state entry s the
-// lane folds its steps (a, b) = (exp(dt A_s), dt B_s u) into one element (ScanElement's combine),
-// a five-step shuffle scan (Hillis-Steele) combines the 32 lane elements, the channel's carried h_s
-// (shared memory, one float per state entry and warp) enters at lane 0 and leaves from lane 31,
-// and each lane re-runs its few steps from the h entering them, accumulating C_s h into its
-// outputs. No block-wide barrier sits inside the scan. The block's kMambaScanWarps channels belong
-// to one batch element, so B and C of the chunk (the same for every channel) are staged in shared
-// memory once per block, kMambaScanStateGroup entries at a time, in the storage dtype.
-// One exp per (token, channel, state entry), as exp2 of dt (A log2 e), is the floor of the work.
+// lane folds its steps (a, b) = (exp(dt A_s), dt B_s u) into one element (ScanElement's combine;
+// the element's a as exp2 of the lane's dt sum times A_s log2 e), a five-step shuffle scan
+// (Hillis-Steele) combines the 32 lane elements, the channel's carried h_s (shared memory, beside
+// A_s log2 e, per state entry and warp) enters at lane 0 and leaves from lane 31, and each lane
+// re-runs its few steps from the h entering them, accumulating C_s h into its outputs. No
+// block-wide barrier sits inside the scan. The block's kMambaScanWarps channels belong to one
+// batch element, so B and C of the chunk (the same for every channel) are staged in shared memory
+// once per block, kMambaScanStateGroup entries at a time, as fp32 tiles.
+// One exp per (token, channel, state entry), as exp2 of dt (A log2 e), is the floor of the work;
+// the kernel is bound by instruction issue before it (docs/gpu-guide.md counts both).
 inline constexpr int kMambaScanWarps = 8;
 inline constexpr int kMambaScanThreads = 32 * kMambaScanWarps;
 inline constexpr int kMambaScanItems = 8;
@@ -52,17 +54,31 @@ inline constexpr float kMambaLog2e = 1.4426950408889634f;
 // item token % items) the element sits so that a lane's items are whole 16-byte vectors and the
 // 32 lanes' j-th vectors are 512 contiguous bytes (a warp's vector read is conflict-free). A row
 // per entry, padded by one vector so that the staging writes of neighbouring entries fall on
-// different banks. `element_bytes` is the storage dtype's size (4 fp32, 2 bf16).
+// different banks. `element_bytes` is the tile element's size: the kernel stages fp32 tiles (4)
+// for both storage dtypes; the map takes 2 as well (bf16 tiles, as the kernel had them before).
 constexpr int mamba_tile_vector(int element_bytes) { return 16 / element_bytes; }
 constexpr int mamba_tile_stride(int element_bytes) { return kMambaScanChunk + mamba_tile_vector(element_bytes); }
 constexpr int mamba_tile_index(int element_bytes, int group_entry, int token) {
   const int v = mamba_tile_vector(element_bytes), lane = token / kMambaScanItems, item = token % kMambaScanItems;
   return group_entry * mamba_tile_stride(element_bytes) + (item / v) * (32 * v) + lane * v + item % v;
 }
-// Dynamic shared bytes of the scan kernel: the B and C tiles and the carried h [warps][N] (fp32).
+// The kernel stages B and C as fp32 tiles whatever the storage dtype (element_bytes 4): widening
+// bf16 once per block while staging costs each of the 8 warps nothing, where bf16 tiles cost every
+// warp a shift or mask per item read (2 of about 13 instructions per (token, channel, entry)).
+// Vector staging (N a multiple of 8, B and C 16-byte aligned): thread t of the block loads the
+// 8 entries of one token of the group as one (bf16) or two (fp32) 16-byte vectors and writes them
+// to the 8 tile rows. Its token: warp w = t / 32 stages lanes 8 (w % 4) .. + 7, items 4 (w / 4)
+// .. + 3, so that a warp's 32 writes to a row are 32 consecutive words (conflict-free).
+constexpr int mamba_stage_token(int thread) {
+  const int warp = thread / 32, j = thread % 32;
+  const int lane = 8 * (warp % 4) + j / 4, item = 4 * (warp / 4) + j % 4;
+  return lane * kMambaScanItems + item;
+}
+// Dynamic shared bytes of the scan kernel: the B and C tiles and, per warp and state entry, the
+// carried h and the entry's A log2 e (fp32 pairs [warps][N][2], read together as one 8-byte load).
 constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size) {
   return static_cast<std::size_t>(2 * kMambaScanStateGroup * mamba_tile_stride(element_bytes) * element_bytes) +
-         sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
+         2 * sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
 }
 
 // Split-L at small batch: the grid above has batch x ceil(d_inner / 8) blocks, each walking the
@@ -115,7 +131,21 @@ constexpr std::int64_t mamba_segment_dt_index(const MambaPrefillPlan& plan, std:
 // are shorter than the unsplit walk, 2 ceil(chunks / segments) < chunks. This counts pass 1 as
 // costly as pass 3 and a block sharing its SM with another as fast as one alone: at <= 2 blocks (16
 // warps) per SM the scan is bound by the latency of its shuffle chain, not by the SM's issue rate.
+// A device of more than kMambaSplitMaxMultiprocessors SMs is planned as one of that many (fewer
+// segments than it could run at once, never a wrong split), so that the workspace has a bound
+// that does not depend on the device (mamba_prefill_cuda_workspace_bytes).
+inline constexpr int kMambaSplitMaxMultiprocessors = 256;
 std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors);
+
+// Device workspace bytes a prefill with `plan` allocates (launch_mamba_prefill's `workspace`): what
+// the CUDA cells allocate.
+std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan);
+// The most workspace bytes the CUDA prefill of `tokens` allocates on any device: the plan's on a
+// device of kMambaSplitMaxMultiprocessors SMs (segments never decrease as SMs are added), exact
+// there and an upper bound on smaller devices (139,264 bytes on an H200's 132 SMs at batch 1,
+// d_inner 512, N 16, L 8192; 278,528 bounded). predicted_peak_bytes counts it, since a cell's
+// prediction is made before any device is known.
+std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens);
 
 // Bytes a prefill must move at the least: u, dt_raw, z read and out written once per channel and
 // token, B and C read once per token, the fp32 parameters (A, dt_bias, D) and h read and written

@@ -16,16 +16,16 @@ constexpr int kItems = kMambaScanItems, kGroup = kMambaScanStateGroup;
 using Lanes = std::array<float, 32>;
 using Items = std::array<std::array<float, kItems>, 32>;  // [lane][item]
 
-// One warp: its channel's per-token values of the chunk.
+// One warp: its channel's per-token values of the chunk and its lanes' sums of dt.
 struct WarpChunk {
   Items dt{}, du{}, u{}, y{};
+  Lanes lane_dt{};
 };
 
-// The kernel's read of a lane's items from a tile row: vector j of lane l holds items j v .. j v + v - 1.
-template <class T>
-float tile_item(const std::vector<T>& tile, int row_start, int lane, int item) {
-  constexpr int v = mamba_tile_vector(static_cast<int>(sizeof(T)));
-  return to_float(tile[static_cast<std::size_t>(row_start + ((item / v) * 32 + lane) * v + item % v)]);
+// The kernel's read of a lane's items from an fp32 tile row: vector j of lane l holds items 4 j .. 4 j + 3.
+float tile_item(const std::vector<float>& tile, int row_start, int lane, int item) {
+  constexpr int v = mamba_tile_vector(4);
+  return tile[static_cast<std::size_t>(row_start + ((item / v) * 32 + lane) * v + item % v)];
 }
 
 // One scan block of mamba_warp_scan_kernel: its warps' carried h ([warps][N], shared memory in the
@@ -40,7 +40,7 @@ class ScanBlock {
         params_(params),
         x_(x),
         fault_(fault),
-        b_tile_(static_cast<std::size_t>(kGroup * mamba_tile_stride(static_cast<int>(sizeof(T))))),
+        b_tile_(static_cast<std::size_t>(kGroup * mamba_tile_stride(4))),
         c_tile_(b_tile_.size()) {}
 
   bool active(const MambaScanRun& run, int w) const { return run.first_channel + w < plan_.channels; }
@@ -60,9 +60,8 @@ class ScanBlock {
 
  private:
   void chunk(const MambaScanRun& run, std::int64_t first, bool outputs, T* out) {
-    constexpr int bytes = static_cast<int>(sizeof(T));
     const std::int64_t tokens = plan_.tokens;
-    const int n = plan_.state_size, stride = mamba_tile_stride(bytes);
+    const int n = plan_.state_size, stride = mamba_tile_stride(4);
     for (int w = 0; w < kMambaScanWarps; ++w) {
       if (!active(run, w)) continue;
       const int c = run.first_channel + w;
@@ -81,6 +80,7 @@ class ScanBlock {
           sums[lane] = i == 0 ? dt : sums[lane] + dt;
         }
       }
+      warps_[w].lane_dt = sums;
       // The butterfly over __shfl_xor_sync: every lane ends with the same sum; lane 0's is kept.
       for (int offset = 16; offset > 0; offset >>= 1) {
         const Lanes before = sums;
@@ -89,14 +89,14 @@ class ScanBlock {
       if (!outputs) dt_total[w] += sums[0];
     }
     for (int s0 = 0; s0 < n; s0 += kGroup) {
-      // Staging, as the block's threads write it.
+      // Staging, widened to fp32 (exact) as the block's threads write it, by vectors or one by one.
       for (int e = 0; e < kMambaScanChunk * kGroup; ++e) {
         const int token = e / kGroup, g = e % kGroup;
         const std::int64_t at = first + token;
         const bool inside = at < tokens && s0 + g < n;
         const std::int64_t from = (run.batch * tokens + at) * n + s0 + g;
-        b_tile_[static_cast<std::size_t>(mamba_tile_index(bytes, g, token))] = inside ? x_.B[from] : T(0.0f);
-        c_tile_[static_cast<std::size_t>(mamba_tile_index(bytes, g, token))] = inside ? x_.C[from] : T(0.0f);
+        b_tile_[static_cast<std::size_t>(mamba_tile_index(4, g, token))] = inside ? to_float(x_.B[from]) : 0.0f;
+        c_tile_[static_cast<std::size_t>(mamba_tile_index(4, g, token))] = inside ? to_float(x_.C[from]) : 0.0f;
       }
       const int group_size = std::min(kGroup, n - s0);
       for (int w = 0; w < kMambaScanWarps; ++w) {
@@ -129,14 +129,15 @@ class ScanBlock {
       Items a{}, b{};
       Lanes fold_a{}, fold_b{};
       for (int lane = 0; lane < 32; ++lane) {
-        float aa = 1.0f, bb = 0.0f;
         for (int i = 0; i < kItems; ++i) {
           a[lane][i] = std::exp2(wc.dt[lane][i] * a2);
           b[lane][i] = wc.du[lane][i] * tile_item(b_tile_, g * stride, lane, i);
-          bb = std::fma(a[lane][i], bb, b[lane][i]);
-          aa = aa * a[lane][i];
         }
-        fold_a[lane] = aa;
+        float bb = b[lane][0];
+        for (int i = 1; i < kItems; ++i) bb = std::fma(a[lane][i], bb, b[lane][i]);
+        // The lane's decay as one exp of its dt sum (not the product of its items' decays).
+        fold_a[lane] = fault_ == MambaReplayFault::lane_decay_from_first_item ? a[lane][0]
+                                                                              : std::exp2(wc.lane_dt[lane] * a2);
         fold_b[lane] = bb;
       }
       // Inclusive shuffle scan: at each offset every lane reads its neighbour's value from before
@@ -168,7 +169,7 @@ class ScanBlock {
   const MambaParameters& params_;
   const MambaTokens<T>& x_;
   MambaReplayFault fault_;
-  std::vector<T> b_tile_, c_tile_;
+  std::vector<float> b_tile_, c_tile_;  // fp32 whatever T, as the kernel stages them
   std::array<WarpChunk, kMambaScanWarps> warps_;
 };
 

@@ -5,8 +5,9 @@
 // vectors, the same per-lane fold, the same five-step shuffle scan, the same carry of h between
 // chunks, and for a split plan the same three passes (segment maps from h = 0 with their dt sums,
 // their combination in order, the outputs from each segment's entering h), in fp32 with the same
-// roundings (exp2 of dt (A log2 e), fmaf where the kernel fuses, the dt sums' butterfly). Only the
-// exp2 differs (the device's ex2.approx is within 2 ulp of exp2f). Without a GPU this is the
+// roundings (B and C widened to fp32 tiles, exp2 of dt (A log2 e), a lane's decay as exp2 of its dt
+// sum, fmaf where the kernel fuses, the dt sums' butterfly). Only the exp2 differs (the device's
+// ex2.approx is within 2 ulp of exp2f). Without a GPU this is the
 // evidence that the kernel's algorithm is right: tests/test_mamba_scan_replay.cpp holds it to the
 // fp64 reference.
 #include "mechanisms/mamba/cpu.hpp"
@@ -20,6 +21,7 @@ enum class MambaReplayFault {
   carry_skipped,          // every chunk starts from h = 0 instead of the carried h
   segment_carry_skipped,  // split: every segment but the first starts from h = 0 (pass 2 dropped)
   segment_decay_skipped,  // split: pass 2 carries h through a segment undecayed (P = 1)
+  lane_decay_from_first_item,  // a lane's fold decays h by its first item's exp only, not by its dt sum's
 };
 
 // The prefill of `plan.tokens` tokens, as launch_mamba_prefill computes it; `state` carries in and

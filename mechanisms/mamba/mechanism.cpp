@@ -173,8 +173,12 @@ class Mamba final : public KernelMechanism {
     const std::int64_t tokens = run_tokens(cell);
     std::int64_t workspace = 0;
     if (cell.phase == Phase::prefill) {
+      // The backend's workspace, whichever runs the cell: the CPU's chunked scan (its (a, b) pairs),
+      // or the CUDA split prefill's (row, segment) states and dt sums on the device with the most
+      // segments (cuda_plan.hpp; the cell's prediction is made before a device is known).
       const std::int64_t chunk = mamba_prefill_chunk(shape, tokens, omp_get_max_threads());
-      workspace = checked_mul(mamba_prefill_workspace_floats(shape, tokens, chunk), 4);
+      workspace = std::max(checked_mul(mamba_prefill_workspace_floats(shape, tokens, chunk), 4),
+                           mamba_prefill_cuda_workspace_bytes(shape, tokens));
     }
     // state + parameters + u, dt_raw, z, out per channel-token + B, C per token + workspace.
     return checked_sum(state_bytes(cell), parameter_bytes(shape), checked_product(4, shape.batch, shape.channels, tokens, e),
