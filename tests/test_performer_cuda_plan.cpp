@@ -158,8 +158,8 @@ TEST(PerformerCudaPlan, TensorCoreFeatureBlocksCoverEveryTokenOfQueriesAndKeysOn
   for (const std::int64_t tokens : {1, 63, 64, 65, 300}) {
     const std::int64_t heads = 3;
     const PerformerPrefillPlan plan =
-        plan_performer_prefill(shape(heads, 64, 256), tokens, PerformerFeaturePath::tensor_core_bf16);
-    ASSERT_EQ(plan.feature_path, PerformerFeaturePath::tensor_core_bf16);
+        plan_performer_prefill(shape(heads, 64, 256), tokens, PerformerPrefillPath::tensor_core_bf16);
+    ASSERT_EQ(plan.prefill_path, PerformerPrefillPath::tensor_core_bf16);
     const PerformerTensorCoreFeaturePlan& tc = plan.tensor_core;
     EXPECT_EQ(tc.blocks, heads * ceil_div(tokens, kPerformerTensorCoreTokens) * 2);
     std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
@@ -219,7 +219,7 @@ TEST(PerformerCudaPlan, TensorCoreFeatureTilesArePaddedAlignedAndFit) {
 
 TEST(PerformerCudaPlan, Bf16PrefillCellsRunTheirFeaturesOnTensorCores) {
   Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
-  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::tensor_core_bf16);
+  EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::tensor_core_bf16);
   EXPECT_EQ(performer_gpu_kernel_name(cell), "prefill features wmma_bf16 (W hi+lo), chunks simt");
   // The tensor-core cell also holds W_hi and W_lo.
   const std::int64_t simt = plan_performer_prefill(shape(8, 64, 256), 1024).workspace_bytes();
@@ -227,12 +227,12 @@ TEST(PerformerCudaPlan, Bf16PrefillCellsRunTheirFeaturesOnTensorCores) {
   EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt + 2 * tc.split_elements());
   // fp32 must meet 1e-4 (fp32 products); a decode step and its context fill are unchanged.
   cell.dtype = DType::float32;
-  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::simt);
+  EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::simt);
   EXPECT_EQ(performer_gpu_kernel_name(cell), "prefill simt");
   EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt);
   cell.dtype = DType::bfloat16;
   cell.phase = Phase::decode;
-  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::simt);
+  EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::simt);
   EXPECT_EQ(performer_gpu_kernel_name(cell), "decode simt");
 }
 

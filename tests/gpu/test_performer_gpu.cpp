@@ -120,13 +120,13 @@ struct DeviceHeads {
 template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in,
                            std::int64_t first, std::int64_t rows, DeviceHeads& heads,
-                           PerformerFeaturePath path = PerformerFeaturePath::simt) {
+                           PerformerPrefillPath path = PerformerPrefillPath::simt) {
   const PerformerPrefillPlan plan = plan_performer_prefill(shape, rows, path);
   testing::DeviceTokens<T> x(cuda, in, first, rows);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
   poison(cuda, workspace.data(), workspace.bytes());
   Buffer<bf16> split;
-  if (path == PerformerFeaturePath::tensor_core_bf16) {
+  if (path == PerformerPrefillPath::tensor_core_bf16) {
     split = Buffer<bf16>(cuda.allocator(), static_cast<std::size_t>(plan.tensor_core.split_elements()));
     poison(cuda, split.data(), split.bytes());  // the split kernel must write every element, padding included
     launch_performer_split_projection(plan.tensor_core, heads.projection.data(), split.data(), cuda.stream());
@@ -221,7 +221,7 @@ TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
     DeviceHeads simt(cuda, shape, 11), tensor_core(cuda, shape, 11);
     const std::vector<float> expected = prefill<bf16>(cuda, shape, in, 0, c.length, simt);
     const std::vector<float> got =
-        prefill<bf16>(cuda, shape, in, 0, c.length, tensor_core, PerformerFeaturePath::tensor_core_bf16);
+        prefill<bf16>(cuda, shape, in, 0, c.length, tensor_core, PerformerPrefillPath::tensor_core_bf16);
     EXPECT_LT(testing::relative_max_error(got, expected), dtype_tolerance(DType::bfloat16)) << where;
     EXPECT_LT(testing::relative_max_error(tensor_core.all_state(cuda), simt.all_state(cuda)), 1e-2) << where;
 
@@ -243,7 +243,7 @@ TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
 TEST(PerformerGpu, TensorCorePrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
-  constexpr PerformerFeaturePath kTensorCore = PerformerFeaturePath::tensor_core_bf16;
+  constexpr PerformerPrefillPath kTensorCore = PerformerPrefillPath::tensor_core_bf16;
   for (const char* map : {"favor+", "trig"}) {
     const Cell cell = performer_cell(Phase::prefill, 160, DType::bfloat16, map);
     const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim,
@@ -265,7 +265,7 @@ TEST(PerformerGpu, TensorCorePrefillContinuesFromTheStateItIsGiven) {
 // (runs without a device: nothing is enqueued).
 TEST(PerformerGpu, TensorCorePlanRefusesFp32StorageAndAMissingSplit) {
   const PerformerShape shape{2, 64, 64, 128, PerformerFeatures::favor_plus};
-  const PerformerPrefillPlan plan = plan_performer_prefill(shape, 64, PerformerFeaturePath::tensor_core_bf16);
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, 64, PerformerPrefillPath::tensor_core_bf16);
   const bf16 split{};
   EXPECT_THROW(launch_performer_prefill<float>(plan, nullptr, &split, nullptr, nullptr, nullptr, nullptr, nullptr,
                                                nullptr, nullptr, nullptr, nullptr),
