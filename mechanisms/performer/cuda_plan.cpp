@@ -63,6 +63,7 @@ PerformerTensorCoreStateLayout performer_tensor_core_state_layout() {
   PerformerTensorCoreStateLayout at;
   std::size_t end = 0;
   at.k = place_shared_region(end, bf16_tile);
+  at.k_low = place_shared_region(end, bf16_tile);
   at.v = place_shared_region(end, bf16_tile);
   at.stage = place_shared_region(end, sizeof(float) * kPerformerTensorCoreWarps * kPerformerTensorCoreFragment *
                                           kPerformerTensorCoreFragment);
@@ -80,6 +81,7 @@ PerformerTensorCoreOutputLayout performer_tensor_core_output_layout() {
   at.q_scaled = place_shared_region(end, step_tile);
   at.k = place_shared_region(end, step_tile);
   at.s = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
+  at.s_low = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
   at.loop_end = end;
   // The scores and the outputs exist only after the loop: they reuse its regions.
   std::size_t after_loop = 0;
@@ -141,7 +143,7 @@ std::int64_t PerformerPrefillPlan::workspace_bytes() const { return checked_mul(
 PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell) {
   // Every head width and feature count the CUDA kernels take fits the tensor-core kernels (dk and n
   // are padded to 16, m and dv to the 64-wide tiles; stage 1's shared memory stays under 48 KiB up
-  // to dk 256, stages 3 and 5 take a fixed 26 and 39 KiB).
+  // to dk 256, stages 3 and 5 take a fixed 35 and 43 KiB).
   return prefill_runs_on_tensor_cores(cell, true) ? PerformerPrefillPath::tensor_core_bf16 : PerformerPrefillPath::simt;
 }
 

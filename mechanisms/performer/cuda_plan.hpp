@@ -125,7 +125,8 @@ inline constexpr int kPerformerFloatLd = kChunkTile + 4;                      //
 // Stage 3: block = (head, chunk, 64 features, 64 value columns); warp w computes the 16 x 16 tiles
 // w and w + 8 of U_c = K~^T V_c (row tile = tile / 4), each through its fp32 staging tile.
 struct PerformerTensorCoreStateLayout {
-  std::size_t k = 0;        // K~ = bf16(e^(c_j - M_end) phi(k_j)) [64 tokens][kPerformerBf16Ld]
+  std::size_t k = 0;        // K~ = e^(c_j - M_end) phi(k_j) as bf16 hi [64 tokens][kPerformerBf16Ld]
+  std::size_t k_low = 0;    // ... and lo, likewise
   std::size_t v = 0;        // V_c, bf16 [64 tokens][kPerformerBf16Ld]
   std::size_t stage = 0;    // fp32 [warps][16][16]
   std::size_t weights = 0;  // e^(c_j - M_end), fp32 [64]
@@ -138,7 +139,8 @@ struct PerformerTensorCoreStateLayout {
 // the output tiles, after P V, back to `a` for the epilogue's division.
 struct PerformerTensorCoreOutputLayout {
   std::size_t q = 0, q_scaled = 0, k = 0;  // bf16 [64][kPerformerStepLd]
-  std::size_t s = 0;                       // S entering the chunk, bf16 [32][kPerformerBf16Ld]
+  std::size_t s = 0;      // S entering the chunk as bf16 hi [32][kPerformerBf16Ld]
+  std::size_t s_low = 0;  // ... and lo, likewise
   std::size_t loop_end = 0;
   std::size_t a = 0;  // scores, then outputs, fp32 [64][kPerformerFloatLd] (over q..s)
   std::size_t p = 0;  // masked, weighted scores, bf16 [64][kPerformerBf16Ld]
@@ -147,6 +149,18 @@ struct PerformerTensorCoreOutputLayout {
   std::size_t row_scale = 0, row_max = 0, key_scale = 0, denominator = 0;  // fp32 [64] each
   std::size_t bytes = 0;
 };
+// Warp w's two 16 x 16 tiles x = 0, 1 of a 64 x 64 block in both kernels: (row tile, column tile)
+// = (w / 4 + 2x, w % 4). Both share the column tile, so a warp loads each B fragment once for the
+// pair; together the 8 warps cover the 16 tiles once.
+struct PerformerWarpTile {
+  int row = 0, column = 0;
+};
+constexpr PerformerWarpTile performer_tensor_core_warp_tile(int warp, int x) {
+  return {warp / (kChunkTile / kPerformerTensorCoreFragment) + 2 * x, warp % (kChunkTile / kPerformerTensorCoreFragment)};
+}
+static_assert(2 * kPerformerTensorCoreWarps * kPerformerTensorCoreFragment * kPerformerTensorCoreFragment ==
+                  kChunkTile * kChunkTile,
+              "each warp takes two of the 16 tiles of a 64 x 64 block");
 PerformerTensorCoreStateLayout performer_tensor_core_state_layout();
 PerformerTensorCoreOutputLayout performer_tensor_core_output_layout();
 

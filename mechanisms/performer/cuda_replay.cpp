@@ -116,31 +116,45 @@ HeadFeatures replay_features(const PerformerShape& shape, std::int64_t tokens, c
   return h;
 }
 
+// A value as bf16 hi + lo, as the kernels split W, K~ and S (hi + lo is exact in fp32).
+struct Split {
+  float high, low;
+};
+Split split_bf16(float x, PerformerReplayFault fault) {
+  const float high = to_bf16(x);
+  return {high, fault == PerformerReplayFault::state_high_part_only ? 0.0f : to_bf16(x - high)};
+}
+
 // Stage 3 of one chunk: U_c [m][dv] and z_c [m].
 void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
-                        std::int64_t dv, float* u, float* z) {
+                        std::int64_t dv, PerformerReplayFault fault, float* u, float* z) {
   const float end_max = h.max[static_cast<std::size_t>(first + rows - 1)];
-  std::vector<float> keys(static_cast<std::size_t>(rows * m));  // K~, bf16 values
+  std::vector<Split> keys(static_cast<std::size_t>(rows * m));  // K~ = e^(c_j - M_end) phi(k_j), hi + lo
   for (int r = 0; r < rows; ++r) {
     const float weight = std::exp(h.scale[static_cast<std::size_t>(first + r)] - end_max);
     for (std::int64_t i = 0; i < m; ++i) {
-      keys[static_cast<std::size_t>(r * m + i)] = to_bf16(weight * h.key[static_cast<std::size_t>((first + r) * m + i)]);
+      keys[static_cast<std::size_t>(r * m + i)] = split_bf16(weight * h.key[static_cast<std::size_t>((first + r) * m + i)], fault);
     }
   }
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < dv; ++j) {
       float acc = 0.0f;
       for (int t0 = 0; t0 < rows; t0 += kF) {
-        double step = 0.0;
+        double high = 0.0, low = 0.0;
         for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
-          step += static_cast<double>(keys[static_cast<std::size_t>(t * m + i)]) * v[(first + t) * dv + j];
+          const Split& key = keys[static_cast<std::size_t>(t * m + i)];
+          high += static_cast<double>(key.high) * v[(first + t) * dv + j];
+          low += static_cast<double>(key.low) * v[(first + t) * dv + j];
         }
-        acc = mma_step(acc, step);
+        acc = mma_step(mma_step(acc, high), low);
       }
       u[i * dv + j] = acc;
     }
     float sum = 0.0f;
-    for (int r = 0; r < rows; ++r) sum += keys[static_cast<std::size_t>(r * m + i)];
+    for (int r = 0; r < rows; ++r) {
+      const Split& key = keys[static_cast<std::size_t>(r * m + i)];
+      sum += key.high + key.low;
+    }
     z[i] = sum;
   }
 }
@@ -163,8 +177,8 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
       k[at(r, i)] = to_bf16(h.key[at(first + r, i)]);
     }
   }
-  std::vector<float> s(static_cast<std::size_t>(m * dv));
-  for (std::size_t e = 0; e < s.size(); ++e) s[e] = to_bf16(s_in[e]);
+  std::vector<Split> s(static_cast<std::size_t>(m * dv));
+  for (std::size_t e = 0; e < s.size(); ++e) s[e] = split_bf16(s_in[e], fault);
   std::vector<float> p(static_cast<std::size_t>(rows * kC), 0.0f);
   for (int r = 0; r < rows; ++r) {
     const float row_max = h.max[static_cast<std::size_t>(first + r)];
@@ -191,11 +205,13 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
     for (std::int64_t j = 0; j < dv; ++j) {
       float acc = 0.0f;
       for (std::int64_t i0 = 0; inter && i0 < m; i0 += kF) {
-        double step = 0.0;
+        double high = 0.0, low = 0.0;
         for (std::int64_t i = i0; i < std::min<std::int64_t>(i0 + kF, m); ++i) {
-          step += static_cast<double>(scaled[at(r, i)]) * s[static_cast<std::size_t>(i * dv + j)];
+          const Split& state = s[static_cast<std::size_t>(i * dv + j)];
+          high += static_cast<double>(scaled[at(r, i)]) * state.high;
+          low += static_cast<double>(scaled[at(r, i)]) * state.low;
         }
-        acc = mma_step(acc, step);
+        acc = mma_step(mma_step(acc, high), low);
       }
       for (int t0 = 0; t0 < std::min(key_end, rows); t0 += kF) {
         double step = 0.0;
@@ -231,7 +247,7 @@ std::vector<float> replay_performer_tensor_core_prefill(const PerformerShape& sh
     for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
       const std::int64_t first = chunk * kC;
       const int rows = static_cast<int>(std::min(kC, tokens - first));
-      replay_chunk_state(h, v_head, first, rows, m, dv, u.data(), zc.data());
+      replay_chunk_state(h, v_head, first, rows, m, dv, fault, u.data(), zc.data());
       // Stage 5 reads the state entering the chunk, which stage 4 leaves in place of U_c.
       replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault, out.data() + (bh * tokens + first) * dv);
       // Stage 4's fold: entering = -inf only before the first key, when (S, z) are 0: 0 * e^-inf = 0.

@@ -22,13 +22,10 @@ namespace {
 using namespace nvcuda;
 constexpr int kF = kPerformerTensorCoreFragment;
 constexpr int kC = kChunkTile;
-constexpr int kTiles = kC / kF;  // 16-wide tiles along a 64-wide side
-constexpr int kWarps = kPerformerTensorCoreWarps;
 constexpr int kStep = kPerformerTensorCoreStep;
 constexpr int kLd = kPerformerBf16Ld;
 constexpr int kStepLd = kPerformerStepLd;
 constexpr int kFloatLd = kPerformerFloatLd;
-static_assert(kTiles * kTiles == 2 * kWarps, "each warp takes two of the 16 tiles of a 64 x 64 block");
 
 using Accumulator = wmma::fragment<wmma::accumulator, kF, kF, kF, float>;
 using RowA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
@@ -36,10 +33,9 @@ using ColA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col
 using RowB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
 using ColB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
 
-// Warp w's two tiles of a 64 x 64 block: (row tile, column tile) = (w / 4, w % 4) and (w / 4 + 2,
-// w % 4). Both share the column tile, so a warp loads each B fragment once for the pair.
-__device__ __forceinline__ int warp_row_tile(int warp, int x) { return warp / kTiles + 2 * x; }
-__device__ __forceinline__ int warp_column_tile(int warp) { return warp % kTiles; }
+// Warp w's two tiles (cuda_plan.hpp's performer_tensor_core_warp_tile).
+__device__ __forceinline__ int warp_row_tile(int warp, int x) { return performer_tensor_core_warp_tile(warp, x).row; }
+__device__ __forceinline__ int warp_column_tile(int warp) { return performer_tensor_core_warp_tile(warp, 0).column; }
 
 __device__ __forceinline__ __nv_bfloat16 bf16_zero() { return __float2bfloat16_rn(0.0f); }
 
@@ -52,7 +48,8 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
                                        float* __restrict__ chunk_sums, std::int64_t tokens, int m, int dv,
                                        std::int64_t chunks, int key_tiles, int value_tiles) {
   extern __shared__ __align__(128) unsigned char shared[];
-  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.k);
+  auto* k_high = reinterpret_cast<__nv_bfloat16*>(shared + layout.k);
+  auto* k_low = reinterpret_cast<__nv_bfloat16*>(shared + layout.k_low);
   auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.v);
   auto* weights = reinterpret_cast<float*>(shared + layout.weights);
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
@@ -74,9 +71,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
     const int r = e / kC, c = e % kC;
     const bool row = r < rows;
-    k_tile[r * kLd + c] = row && i0 + c < m
-                              ? __float2bfloat16_rn(weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i0 + c])
-                              : bf16_zero();
+    // K~ = e^(c_j - M_end) phi(k_j) as hi + lo (exact in fp32: hi holds K~'s leading 8 bits).
+    const float key = row && i0 + c < m ? weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f;
+    const __nv_bfloat16 high = __float2bfloat16_rn(key);
+    k_high[r * kLd + c] = high;
+    k_low[r * kLd + c] = __float2bfloat16_rn(key - __bfloat162float(high));
     v_tile[r * kLd + c] = row && j0 + c < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + c] : bf16_zero();
   }
   __syncthreads();
@@ -91,11 +90,13 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     wmma::fill_fragment(acc, 0.0f);
     for (int kk = 0; kk < token_tiles; ++kk) {
       // K~^T as matrix_a: element (i, t) of K~^T is K~[t][i], at t * kLd + i: column-major.
-      ColA a;
+      ColA high, low;
       RowB b;
-      wmma::load_matrix_sync(a, k_tile + kk * kF * kLd + ti * kF, kLd);
+      wmma::load_matrix_sync(high, k_high + kk * kF * kLd + ti * kF, kLd);
+      wmma::load_matrix_sync(low, k_low + kk * kF * kLd + ti * kF, kLd);
       wmma::load_matrix_sync(b, v_tile + kk * kF * kLd + tj * kF, kLd);
-      wmma::mma_sync(acc, a, b, acc);
+      wmma::mma_sync(acc, high, b, acc);
+      wmma::mma_sync(acc, low, b, acc);
     }
     wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
     __syncwarp();
@@ -112,9 +113,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     __syncwarp();  // the next tile's store overwrites the staging tile
   }
   if (tile.value_tile == 0 && threadIdx.x < kC && i0 + static_cast<int>(threadIdx.x) < m) {
-    // z_c from the same rounded K~ as U_c, summed in fp32 in token order.
+    // z_c from the same K~ hi + lo as U_c (their sum is exact in fp32), summed in token order.
     float sum = 0.0f;
-    for (int r = 0; r < rows; ++r) sum += __bfloat162float(k_tile[r * kLd + threadIdx.x]);
+    for (int r = 0; r < rows; ++r) {
+      sum += __bfloat162float(k_high[r * kLd + threadIdx.x]) + __bfloat162float(k_low[r * kLd + threadIdx.x]);
+    }
     chunk_sums[(bh * chunks + chunk) * m + i0 + threadIdx.x] = sum;
   }
 }
@@ -134,7 +137,8 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.q);
   auto* qs_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.q_scaled);
   auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.k);
-  auto* s_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.s);
+  auto* s_high = reinterpret_cast<__nv_bfloat16*>(shared + layout.s);
+  auto* s_low = reinterpret_cast<__nv_bfloat16*>(shared + layout.s_low);
   auto* a_tile = reinterpret_cast<float*>(shared + layout.a);
   auto* p_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.p);
   auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.v);
@@ -190,10 +194,13 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
       k_tile[r * kStepLd + c] = __float2bfloat16_rn(inside ? k_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f);
     }
     for (int e = threadIdx.x; e < kStep * kC; e += blockDim.x) {
+      // The fp32 state as hi + lo: two products hold it to ~2^-17 (one would put 2^-9 on elements
+      // whose signed sum, the output, is much smaller than they are).
       const int i = e / kC, j = e % kC;
-      s_tile[i * kLd + j] = i0 + i < m && j0 + j < dv
-                                ? __float2bfloat16_rn(s_in[static_cast<std::int64_t>(i0 + i) * dv + j0 + j])
-                                : bf16_zero();
+      const float state = i0 + i < m && j0 + j < dv ? s_in[static_cast<std::int64_t>(i0 + i) * dv + j0 + j] : 0.0f;
+      const __nv_bfloat16 high = __float2bfloat16_rn(state);
+      s_high[i * kLd + j] = high;
+      s_low[i * kLd + j] = __float2bfloat16_rn(state - __bfloat162float(high));
     }
     if (threadIdx.x < kStep) z_tile[threadIdx.x] = i0 + static_cast<int>(threadIdx.x) < m ? z_in[i0 + threadIdx.x] : 0.0f;
     __syncthreads();
@@ -201,9 +208,10 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     for (int kk = 0; kk < kStep / kF; ++kk) {
       // phi(K)^T as matrix_b: element (i, t) is K[t][i], at t * kStepLd + i: column-major.
       ColB kt;
-      RowB s;
+      RowB sh, sl;
       wmma::load_matrix_sync(kt, k_tile + tj * kF * kStepLd + kk * kF, kStepLd);
-      wmma::load_matrix_sync(s, s_tile + kk * kF * kLd + tj * kF, kLd);
+      wmma::load_matrix_sync(sh, s_high + kk * kF * kLd + tj * kF, kLd);
+      wmma::load_matrix_sync(sl, s_low + kk * kF * kLd + tj * kF, kLd);
 #pragma unroll
       for (int x = 0; x < 2; ++x) {
         const int ti = warp_row_tile(warp, x);
@@ -214,7 +222,8 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
         }
         RowA qs;
         wmma::load_matrix_sync(qs, qs_tile + ti * kF * kStepLd + kk * kF, kStepLd);
-        wmma::mma_sync(acc_o[x], qs, s, acc_o[x]);
+        wmma::mma_sync(acc_o[x], qs, sh, acc_o[x]);
+        wmma::mma_sync(acc_o[x], qs, sl, acc_o[x]);
       }
     }
     if (threadIdx.x < kC) {
