@@ -64,16 +64,18 @@ struct PerformerPrefillWorkspace {
 // exp(p - stabiliser) turns an absolute error in p into the same relative error (1-3% at dk 64, too
 // much for bf16's 1e-2). So W is split once per cell into W_hi = bf16(W) and W_lo = bf16(W - W_hi)
 // and each projection accumulates x W_hi + x W_lo: W is then held to ~2^-17 relative.
-// Stages 3 and 5 (cuda_tensor_core_chunks.cu) round their operands to bf16 once each, a relative
-// 2^-9 per element that averages over the m features and the chunk's tokens rather than sitting in
-// an exponent: the weighted key features e^(c_j - M_end) phi(k_j) of a chunk state, phi(q) and
-// phi(k) of the scores, the weighted masked scores, phi(q) e^(M_in - M_r) and the entering state S
-// of the inter-chunk term. Every sum is fp32 (the accumulators, the normaliser sums z, each row's
-// denominator), and numerator and denominator take the same rounded operands (the key sums z are
-// summed from the rounded weighted keys, the intra-chunk denominator from the rounded masked scores,
-// the inter-chunk one from the rounded scaled queries), so a rounding moves a row's weights, not the
-// balance of its numerator against its denominator. fp32 storage keeps the SIMT kernels throughout
-// (1e-4 needs fp32 products).
+// Stages 3 and 5 (cuda_tensor_core_chunks.cu) split the two operands that carry the state the same
+// way: the weighted keys K~ = e^(c_j - M_end) phi(k_j) of a chunk state, and the state S entering a
+// chunk in the inter-chunk term. Rounded to bf16 once, they would put 2^-9 on every element of S,
+// and an output is a signed sum of S's elements much smaller than they are (the replay: favor+'s
+// error doubles, the state left behind misses 1e-4 by 8-26x). As hi + lo they are held to ~2^-17,
+// so the state carried across chunks keeps fp32's precision where it matters. The rest is rounded
+// to bf16 once, a relative 2^-9 per element that averages over the features and the chunk's
+// tokens: phi(q) and phi(k) of the scores, phi(q) e^(M_in - M_r) of the inter-chunk term, and the
+// weighted masked scores P. Every sum is fp32 (the accumulators, the key sums z as the sum of
+// hi + lo, each row's denominator), and numerator and denominator take the same rounded queries and
+// the same P, so those roundings move a row's weights, not their balance. fp32 storage keeps the
+// SIMT kernels throughout (1e-4 needs fp32 products).
 enum class PerformerPrefillPath { simt, tensor_core_bf16 };
 
 // Tokens of one block of the tensor-core feature kernel (four 16-row wmma tiles), and its warps.
