@@ -158,8 +158,8 @@ TEST(PerformerCudaPlan, TensorCoreFeatureBlocksCoverEveryTokenOfQueriesAndKeysOn
   for (const std::int64_t tokens : {1, 63, 64, 65, 300}) {
     const std::int64_t heads = 3;
     const PerformerPrefillPlan plan =
-        plan_performer_prefill(shape(heads, 64, 256), tokens, PerformerFeaturePath::tensor_core_bf16);
-    ASSERT_EQ(plan.feature_path, PerformerFeaturePath::tensor_core_bf16);
+        plan_performer_prefill(shape(heads, 64, 256), tokens, PerformerPrefillPath::tensor_core_bf16);
+    ASSERT_EQ(plan.prefill_path, PerformerPrefillPath::tensor_core_bf16);
     const PerformerTensorCoreFeaturePlan& tc = plan.tensor_core;
     EXPECT_EQ(tc.blocks, heads * ceil_div(tokens, kPerformerTensorCoreTokens) * 2);
     std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
@@ -217,22 +217,94 @@ TEST(PerformerCudaPlan, TensorCoreFeatureTilesArePaddedAlignedAndFit) {
   }
 }
 
-TEST(PerformerCudaPlan, Bf16PrefillCellsRunTheirFeaturesOnTensorCores) {
+// Stages 3 and 5 on tensor cores: every region 128-byte aligned, the regions used together disjoint
+// (the output kernel's scores and outputs reuse its loop's tiles, nothing else does), wmma's row
+// strides, 48 KiB without opt-in; the warps' tiles cover a 64 x 64 block once.
+TEST(PerformerCudaPlan, TensorCoreChunkLayoutsAreAlignedDisjointAndFit) {
+  struct Region {
+    std::size_t at, bytes;
+  };
+  const auto disjoint = [](const std::vector<Region>& regions) {
+    for (std::size_t a = 0; a < regions.size(); ++a) {
+      for (std::size_t b = a + 1; b < regions.size(); ++b) {
+        const bool apart = regions[a].at + regions[a].bytes <= regions[b].at || regions[b].at + regions[b].bytes <= regions[a].at;
+        if (!apart) return false;
+      }
+    }
+    return true;
+  };
+  constexpr std::size_t kBf16Tile = 2u * 64 * kPerformerBf16Ld, kStepTile = 2u * 64 * kPerformerStepLd;
+  const PerformerTensorCoreStateLayout state = performer_tensor_core_state_layout();
+  const std::vector<Region> state_regions{
+      {state.k, kBf16Tile}, {state.k_low, kBf16Tile}, {state.v, kBf16Tile}, {state.stage, 4u * kPerformerTensorCoreWarps * 256}, {state.weights, 4u * 64}};
+  EXPECT_TRUE(disjoint(state_regions));
+  for (const Region& r : state_regions) {
+    EXPECT_EQ(r.at % 128, 0u);
+    EXPECT_LE(r.at + r.bytes, state.bytes);
+  }
+  const PerformerTensorCoreOutputLayout out = performer_tensor_core_output_layout();
+  const std::vector<Region> loop{{out.q, kStepTile}, {out.q_scaled, kStepTile}, {out.k, kStepTile},
+                                 {out.s, 2u * kPerformerTensorCoreStep * kPerformerBf16Ld},
+                                 {out.s_low, 2u * kPerformerTensorCoreStep * kPerformerBf16Ld}};
+  const std::vector<Region> after{{out.a, 4u * 64 * kPerformerFloatLd}, {out.p, kBf16Tile}, {out.v, kBf16Tile},
+                                  {out.z, 4u * kPerformerTensorCoreStep}, {out.row_scale, 256}, {out.row_max, 256},
+                                  {out.key_scale, 256}, {out.denominator, 256}};
+  EXPECT_TRUE(disjoint(loop));
+  EXPECT_TRUE(disjoint(after));
+  for (const Region& r : loop) {  // V, z and the per-row values live through the loop too
+    EXPECT_TRUE(disjoint({r, after[2], after[3], after[4], after[5], after[6], after[7]}));
+  }
+  for (const std::vector<Region>* regions : {&loop, &after}) {
+    for (const Region& r : *regions) {
+      EXPECT_EQ(r.at % 128, 0u);
+      EXPECT_LE(r.at + r.bytes, out.bytes);
+    }
+  }
+  EXPECT_LE(loop.back().at + loop.back().bytes, out.loop_end);
+  EXPECT_LE(state.bytes, kSharedWithoutOptIn);
+  EXPECT_LE(out.bytes, kSharedWithoutOptIn);
+  // wmma: bf16 strides a multiple of 8 elements, fp32 of 4; a 16-row step of each stays 32-byte aligned.
+  EXPECT_EQ(kPerformerBf16Ld % 8, 0);
+  EXPECT_EQ(kPerformerStepLd % 8, 0);
+  EXPECT_EQ(kPerformerFloatLd % 4, 0);
+  EXPECT_EQ(kChunkTile % kPerformerTensorCoreStep, 0);
+  EXPECT_EQ(kPerformerTensorCoreStep % kPerformerTensorCoreFragment, 0);
+  std::vector<int> tiles(16, 0);
+  for (int warp = 0; warp < kPerformerTensorCoreWarps; ++warp) {
+    for (int x = 0; x < 2; ++x) {
+      const PerformerWarpTile t = performer_tensor_core_warp_tile(warp, x);
+      ASSERT_LT(t.row, 4);
+      ASSERT_LT(t.column, 4);
+      ++tiles[static_cast<std::size_t>(t.row * 4 + t.column)];
+      EXPECT_EQ(t.column, performer_tensor_core_warp_tile(warp, 0).column);  // one B fragment per pair
+    }
+  }
+  EXPECT_TRUE(all_once(tiles));
+  // The plan carries them on the tensor-core path, and the grids are the SIMT stages' own.
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape(3, 64, 256), 300, PerformerPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(plan.tensor_core_state.bytes, state.bytes);
+  EXPECT_EQ(plan.tensor_core_output.bytes, out.bytes);
+  EXPECT_EQ(plan.state_blocks, 3 * 5 * 4 * 1);
+  EXPECT_EQ(plan.output_blocks, 3 * 5 * 1);
+}
+
+TEST(PerformerCudaPlan, Bf16PrefillCellsRunOnTensorCores) {
   Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
-  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::tensor_core_bf16);
-  EXPECT_EQ(performer_gpu_kernel_name(cell), "prefill features wmma_bf16 (W hi+lo), chunks simt");
+  EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::tensor_core_bf16);
+  EXPECT_EQ(performer_gpu_kernel_name(cell),
+            "prefill wmma_bf16: features (W hi+lo), chunk states, outputs; simt: row max, chunk prefix");
   // The tensor-core cell also holds W_hi and W_lo.
   const std::int64_t simt = plan_performer_prefill(shape(8, 64, 256), 1024).workspace_bytes();
   const PerformerTensorCoreFeaturePlan tc = plan_performer_tensor_core_features(shape(8, 64, 256), 1024);
   EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt + 2 * tc.split_elements());
   // fp32 must meet 1e-4 (fp32 products); a decode step and its context fill are unchanged.
   cell.dtype = DType::float32;
-  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::simt);
+  EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::simt);
   EXPECT_EQ(performer_gpu_kernel_name(cell), "prefill simt");
   EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt);
   cell.dtype = DType::bfloat16;
   cell.phase = Phase::decode;
-  EXPECT_EQ(performer_cuda_feature_path(cell), PerformerFeaturePath::simt);
+  EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::simt);
   EXPECT_EQ(performer_gpu_kernel_name(cell), "decode simt");
 }
 

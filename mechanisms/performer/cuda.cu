@@ -1,8 +1,8 @@
 // CUDA kernels of causal Performer attention: a fused decode step and a five-stage chunkwise prefill
 // (cuda_plan.hpp describes the geometry). Every product here is fp32 FMA on SIMT cores, as in
 // linear_attention's kernels: fp32 storage must meet 1e-4 against the fp64 reference, which tf32
-// tensor cores would not, and the bf16 path widens to fp32 on load (the features are fp32 anyway).
-// The bf16 prefill's stage 1 runs on tensor cores instead (cuda_tensor_core.cu; the plan chooses).
+// tensor cores would not. The bf16 prefill runs stages 1, 3 and 5 on tensor cores instead
+// (cuda_tensor_core.cu, cuda_tensor_core_chunks.cu; the plan chooses) and stages 2 and 4 here.
 // expf (not __expf) keeps fp32 within the tolerance; the stabiliser is the CPU
 // kernel's (cpu.cpp): favor+ features relative to the token's largest projection, the keys' log-scale
 // carried by the causal running max M.
@@ -17,6 +17,7 @@
 #include "mechanisms/common/chunk_state_tile.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/common/prefix_pass.cuh"
+#include "mechanisms/performer/cuda_chunk_max.cuh"
 #include "mechanisms/performer/cuda.hpp"
 #include "mechanisms/performer/cuda_trig.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
@@ -311,17 +312,6 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   if (threadIdx.x == 0) running_max[bh] = carry;
 }
 
-// The M the state entering chunk `chunk` is relative to, and the M after its last token.
-__device__ __forceinline__ float chunk_entering_max(const float* row_max, const float* carried_max, std::int64_t bh,
-                                                    std::int64_t tokens, std::int64_t chunk) {
-  return chunk == 0 ? carried_max[bh] : row_max[bh * tokens + chunk * kChunkTile - 1];
-}
-__device__ __forceinline__ float chunk_end_max(const float* row_max, std::int64_t bh, std::int64_t tokens,
-                                               std::int64_t chunk) {
-  const std::int64_t end = (chunk + 1) * kChunkTile < tokens ? (chunk + 1) * kChunkTile : tokens;
-  return row_max[bh * tokens + end - 1];
-}
-
 // Prefill stage 3: U_c = sum_j exp(c_j - M_end) f(k_j) v_j^T for one 64 x 64 tile of S, and (value
 // tile 0) the weighted key sums. Rows past the sequence load as 0.
 template <class T>
@@ -481,7 +471,7 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
                               const T* q, const T* k, const T* v, float* state, float* normalizer, float* running_max,
                               T* out, float* workspace, CUstream_st* stream) {
   using D = typename DeviceStorage<T>::type;
-  const bool tensor_core = plan.feature_path == PerformerFeaturePath::tensor_core_bf16;
+  const bool tensor_core = plan.prefill_path == PerformerPrefillPath::tensor_core_bf16;
   if (tensor_core && (!std::is_same_v<T, bf16> || split_projection == nullptr)) {
     throw std::invalid_argument("performer: the tensor-core prefill takes bf16 storage and the split projection "
                                 "(launch_performer_split_projection)");
@@ -512,15 +502,32 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   performer_row_max_kernel<<<static_cast<unsigned>(plan.max_blocks), plan.threads, 0, stream>>>(
       key_scale, row_max, running_max, carried_max, plan.tokens);
   check_launch("performer_row_max_kernel");
-  performer_chunk_state_kernel<D>
-      <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_shared_bytes, stream>>>(
-          key_features, key_scale, row_max, v_d, chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv,
-          plan.chunks, static_cast<int>(plan.key_tiles), static_cast<int>(plan.value_tiles));
-  check_launch("performer_chunk_state_kernel");
+  bool chunks_done = false;  // stages 3 and 5 on tensor cores (bf16 only)
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (tensor_core) {
+      launch_performer_tensor_core_chunk_states(plan, key_features, key_scale, row_max, v, chunk_states, chunk_sums,
+                                                stream);
+      chunks_done = true;
+    }
+  }
+  if (!chunks_done) {
+    performer_chunk_state_kernel<D>
+        <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_shared_bytes, stream>>>(
+            key_features, key_scale, row_max, v_d, chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv,
+            plan.chunks, static_cast<int>(plan.key_tiles), static_cast<int>(plan.value_tiles));
+    check_launch("performer_chunk_state_kernel");
+  }
   performer_chunk_prefix_kernel<<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
       chunk_states, chunk_sums, state, normalizer, row_max, carried_max, plan.tokens, plan.features, plan.dv,
       plan.chunks, plan.prefix_blocks / plan.batch_heads);
   check_launch("performer_chunk_prefix_kernel");
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (tensor_core) {
+      launch_performer_tensor_core_chunk_outputs(plan, query_features, key_features, key_scale, row_max, carried_max,
+                                                 v, chunk_states, chunk_sums, workspace + w.denominators, out, stream);
+      return;
+    }
+  }
   performer_chunk_output_kernel<D>
       <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_shared_bytes, stream>>>(
           query_features, key_features, key_scale, row_max, carried_max, v_d, chunk_states, chunk_sums,

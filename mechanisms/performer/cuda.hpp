@@ -23,9 +23,9 @@ void launch_performer_decode(const PerformerDecodePlan& plan, const float* proje
 
 // Causal prefill over plan.tokens tokens (five kernels, see PerformerPrefillPlan); (S, z, M) carry
 // in and out. `workspace` holds plan.workspace.floats floats; its `denominators` part receives every
-// row's phi(q).z. Stage 1 runs on plan.feature_path: SIMT from the fp32 `projection`, or (bf16
-// storage only) on tensor cores from `split_projection` (launch_performer_split_projection; null on
-// the SIMT path). A tensor-core plan with fp32 storage or without the split throws
+// row's phi(q).z. plan.prefill_path picks the kernels: SIMT throughout (stage 1 from the fp32
+// `projection`), or (bf16 storage only) stages 1, 3 and 5 on tensor cores, stage 1 from
+// `split_projection` (launch_performer_split_projection; null on the SIMT path). A tensor-core plan with fp32 storage or without the split throws
 // std::invalid_argument before anything is enqueued.
 template <class T>
 void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* projection, const bf16* split_projection,
@@ -43,6 +43,18 @@ void launch_performer_split_projection(const PerformerTensorCoreFeaturePlan& pla
 void launch_performer_tensor_core_features(const PerformerTensorCoreFeaturePlan& plan, std::int64_t batch_heads,
                                            const bf16* split, const bf16* q, const bf16* k, float* query_features,
                                            float* key_features, float* key_scale, CUstream_st* stream);
+
+// Stages 3 and 5 on tensor cores (cuda_tensor_core_chunks.cu), on plan's workspace parts as the
+// SIMT stages 3 and 5 use them: the per-chunk states and key sums (fp32, for the SIMT prefix of
+// stage 4), then the outputs (bf16) and every row's denominator.
+void launch_performer_tensor_core_chunk_states(const PerformerPrefillPlan& plan, const float* key_features,
+                                               const float* key_scale, const float* row_max, const bf16* v,
+                                               float* chunk_states, float* chunk_sums, CUstream_st* stream);
+void launch_performer_tensor_core_chunk_outputs(const PerformerPrefillPlan& plan, const float* query_features,
+                                                const float* key_features, const float* key_scale,
+                                                const float* row_max, const float* carried_max, const bf16* v,
+                                                const float* chunk_states, const float* chunk_sums,
+                                                float* denominators, bf16* out, CUstream_st* stream);
 
 // The CUDA decode or prefill cell (cuda_cells.cpp; CUDA builds only). `backend` is the CUDA backend.
 std::unique_ptr<PreparedCell> prepare_performer_cuda(const Cell& cell, std::uint64_t seed, Backend& backend);

@@ -164,7 +164,7 @@ class PerformerPrefillCudaCell final : public PreparedCell, public NamesGpuKerne
         shape_(shape_of(cell)),
         inputs_(make_attention_inputs(cell, cell.sequence_length, seed)),
         plan_(plan_performer_prefill(shape_, cell.sequence_length,
-                                     std::is_same_v<T, bf16> ? performer_cuda_feature_path(cell) : PerformerFeaturePath::simt)),
+                                     std::is_same_v<T, bf16> ? performer_cuda_prefill_path(cell) : PerformerPrefillPath::simt)),
         projection_(cuda_, shape_, seed),
         q_(backend.allocator(), inputs_.q.size()),
         k_(backend.allocator(), inputs_.k.size()),
@@ -179,7 +179,7 @@ class PerformerPrefillCudaCell final : public PreparedCell, public NamesGpuKerne
     upload<T>(cuda_, inputs_.v.data(), static_cast<std::int64_t>(v_.size()), v_.data());
     poison(cuda_, out_.data(), out_.bytes());
     poison(cuda_, workspace_.data(), workspace_.bytes());
-    if (plan_.feature_path == PerformerFeaturePath::tensor_core_bf16) {
+    if (plan_.prefill_path == PerformerPrefillPath::tensor_core_bf16) {
       // W is the cell's: split once here, outside the timed run (cuda_plan.hpp says why two parts).
       split_ = Buffer<bf16>(backend.allocator(), static_cast<std::size_t>(plan_.tensor_core.split_elements()));
       launch_performer_split_projection(plan_.tensor_core, projection_.packed.data(), split_.data(), cuda_.stream());
@@ -216,7 +216,7 @@ class PerformerPrefillCudaCell final : public PreparedCell, public NamesGpuKerne
     std::vector<ByteSpan> spans{projection_.packed.byte_span(), q_.byte_span(),           k_.byte_span(),
                                 v_.byte_span(),                 out_.byte_span(),         state_.byte_span(),
                                 normalizer_.byte_span(),        running_max_.byte_span(), workspace_.byte_span()};
-    if (plan_.feature_path == PerformerFeaturePath::tensor_core_bf16) spans.push_back(split_.byte_span());
+    if (plan_.prefill_path == PerformerPrefillPath::tensor_core_bf16) spans.push_back(split_.byte_span());
     return spans;
   }
 

@@ -41,10 +41,10 @@ void performer_on_cuda(const ConformanceInputs& inputs, DType dtype, Conformance
                                cuda.stream());
   // bf16 prefills take the cells' path: stage 1 on tensor cores from the split W (cuda_plan.hpp).
   const PerformerPrefillPlan plan = plan_performer_prefill(
-      shape, x.length, std::is_same_v<T, bf16> ? PerformerFeaturePath::tensor_core_bf16 : PerformerFeaturePath::simt);
+      shape, x.length, std::is_same_v<T, bf16> ? PerformerPrefillPath::tensor_core_bf16 : PerformerPrefillPath::simt);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
   Buffer<bf16> split;
-  if (plan.feature_path == PerformerFeaturePath::tensor_core_bf16) {
+  if (plan.prefill_path == PerformerPrefillPath::tensor_core_bf16) {
     split = Buffer<bf16>(cuda.allocator(), static_cast<std::size_t>(plan.tensor_core.split_elements()));
     launch_performer_split_projection(plan.tensor_core, projection.data(), split.data(), cuda.stream());
   }

@@ -58,8 +58,48 @@ PerformerTensorCoreFeaturePlan plan_performer_tensor_core_features(const Perform
   return plan;
 }
 
+PerformerTensorCoreStateLayout performer_tensor_core_state_layout() {
+  constexpr std::size_t bf16_tile = sizeof(std::uint16_t) * kChunkTile * kPerformerBf16Ld;
+  PerformerTensorCoreStateLayout at;
+  std::size_t end = 0;
+  at.k = place_shared_region(end, bf16_tile);
+  at.k_low = place_shared_region(end, bf16_tile);
+  at.v = place_shared_region(end, bf16_tile);
+  at.stage = place_shared_region(end, sizeof(float) * kPerformerTensorCoreWarps * kPerformerTensorCoreFragment *
+                                          kPerformerTensorCoreFragment);
+  at.weights = place_shared_region(end, sizeof(float) * kChunkTile);
+  at.bytes = end;
+  return at;
+}
+
+PerformerTensorCoreOutputLayout performer_tensor_core_output_layout() {
+  constexpr std::size_t step_tile = sizeof(std::uint16_t) * kChunkTile * kPerformerStepLd;
+  constexpr std::size_t row = sizeof(float) * kChunkTile;
+  PerformerTensorCoreOutputLayout at;
+  std::size_t end = 0;
+  at.q = place_shared_region(end, step_tile);
+  at.q_scaled = place_shared_region(end, step_tile);
+  at.k = place_shared_region(end, step_tile);
+  at.s = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
+  at.s_low = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
+  at.loop_end = end;
+  // The scores and the outputs exist only after the loop: they reuse its regions.
+  std::size_t after_loop = 0;
+  at.a = place_shared_region(after_loop, sizeof(float) * kChunkTile * kPerformerFloatLd);
+  end = std::max(end, after_loop);
+  at.p = place_shared_region(end, sizeof(std::uint16_t) * kChunkTile * kPerformerBf16Ld);
+  at.v = place_shared_region(end, sizeof(std::uint16_t) * kChunkTile * kPerformerBf16Ld);
+  at.z = place_shared_region(end, sizeof(float) * kPerformerTensorCoreStep);
+  at.row_scale = place_shared_region(end, row);
+  at.row_max = place_shared_region(end, row);
+  at.key_scale = place_shared_region(end, row);
+  at.denominator = place_shared_region(end, row);
+  at.bytes = end;
+  return at;
+}
+
 PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens,
-                                            PerformerFeaturePath feature_path) {
+                                            PerformerPrefillPath prefill_path) {
   PerformerPrefillPlan plan;
   plan.batch_heads = shape.batch_heads;
   plan.tokens = tokens;
@@ -76,8 +116,12 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   plan.feature_shared_bytes = sizeof(float) * static_cast<std::size_t>(performer_feature_shared_floats(plan.dk));
   plan.state_shared_bytes = sizeof(float) * ChunkStateSharedLayout::floats;
   plan.output_shared_bytes = sizeof(float) * PerformerOutputSharedLayout::floats;
-  plan.feature_path = feature_path;
-  if (feature_path == PerformerFeaturePath::tensor_core_bf16) plan.tensor_core = plan_performer_tensor_core_features(shape, tokens);
+  plan.prefill_path = prefill_path;
+  if (prefill_path == PerformerPrefillPath::tensor_core_bf16) {
+    plan.tensor_core = plan_performer_tensor_core_features(shape, tokens);
+    plan.tensor_core_state = performer_tensor_core_state_layout();
+    plan.tensor_core_output = performer_tensor_core_output_layout();
+  }
   // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
   PerformerPrefillWorkspace& w = plan.workspace;
   const std::int64_t features = checked_product(bh, tokens, m);
@@ -96,24 +140,25 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
 
 std::int64_t PerformerPrefillPlan::workspace_bytes() const { return checked_mul(workspace.floats, 4); }
 
-PerformerFeaturePath performer_cuda_feature_path(const Cell& cell) {
-  // Every head width and feature count the CUDA kernels take fits the tensor-core kernel (dk and n
-  // are padded to 16; its shared memory stays under 48 KiB up to dk 256).
-  return prefill_runs_on_tensor_cores(cell, true) ? PerformerFeaturePath::tensor_core_bf16 : PerformerFeaturePath::simt;
+PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell) {
+  // Every head width and feature count the CUDA kernels take fits the tensor-core kernels (dk and n
+  // are padded to 16, m and dv to the 64-wide tiles; stage 1's shared memory stays under 48 KiB up
+  // to dk 256, stages 3 and 5 take a fixed 35 and 43 KiB).
+  return prefill_runs_on_tensor_cores(cell, true) ? PerformerPrefillPath::tensor_core_bf16 : PerformerPrefillPath::simt;
 }
 
 std::string performer_gpu_kernel_name(const Cell& cell) {
   if (cell.phase == Phase::decode) return "decode simt";
-  return performer_cuda_feature_path(cell) == PerformerFeaturePath::tensor_core_bf16
-             ? "prefill features wmma_bf16 (W hi+lo), chunks simt"
+  return performer_cuda_prefill_path(cell) == PerformerPrefillPath::tensor_core_bf16
+             ? kPerformerTensorCoreKernelName
              : "prefill simt";
 }
 
 std::int64_t performer_cuda_workspace_bytes(const Cell& cell) {
   if (cell.phase == Phase::decode) return checked_mul(cell.batch_heads(), 4);
   const PerformerPrefillPlan plan =
-      plan_performer_prefill(shape_of(cell), cell.sequence_length, performer_cuda_feature_path(cell));
-  if (plan.feature_path == PerformerFeaturePath::simt) return plan.workspace_bytes();
+      plan_performer_prefill(shape_of(cell), cell.sequence_length, performer_cuda_prefill_path(cell));
+  if (plan.prefill_path == PerformerPrefillPath::simt) return plan.workspace_bytes();
   return checked_add(plan.workspace_bytes(), checked_mul(plan.tensor_core.split_elements(), 2));
 }
 
@@ -136,15 +181,16 @@ std::optional<std::string> performer_cuda_unsupported(const Cell& cell) {
   if (decode.shared_bytes > kCudaDefaultSharedBytes) return "performer decode shared memory exceeds 48 KiB";
   // A decode cell builds its context with the prefill, so both must fit.
   if (cell.sequence_length == 0) return std::nullopt;
-  const PerformerPrefillPlan plan = plan_performer_prefill(shape, cell.sequence_length, performer_cuda_feature_path(cell));
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, cell.sequence_length, performer_cuda_prefill_path(cell));
   if (std::max({plan.feature_blocks, plan.state_blocks, plan.prefix_blocks, plan.output_blocks, plan.tensor_core.blocks}) >
       kCudaMaxGridX) {
     return "batch * heads * chunks exceeds the CUDA grid limit (2^31 - 1 blocks); use a shorter sequence or "
            "fewer heads";
   }
   if (plan.feature_shared_bytes > kCudaDefaultSharedBytes) return "performer feature shared memory exceeds 48 KiB";
-  if (plan.tensor_core.shared_bytes > kCudaDefaultSharedBytes) {
-    return "performer tensor-core feature shared memory exceeds 48 KiB";
+  if (std::max({plan.tensor_core.shared_bytes, plan.tensor_core_state.bytes, plan.tensor_core_output.bytes}) >
+      kCudaDefaultSharedBytes) {
+    return "performer tensor-core shared memory exceeds 48 KiB";
   }
   return std::nullopt;
 }

@@ -56,15 +56,27 @@ struct PerformerPrefillWorkspace {
   std::int64_t floats = 0;          // total
 };
 
-// Which kernel computes the prefill's stage 1 (the features). The bf16 prefill projects on tensor
-// cores (cuda_tensor_core.cu): [64 tokens x dk] x [dk x projection_rows] per block as wmma bf16
-// products with fp32 accumulators. x is exactly bf16 there, but W rounded to bf16 would put 2^-9
-// relative on every term, and a feature exp(p - stabiliser) turns an absolute error in p into the
-// same relative error (1-3% at dk 64, too much for bf16's 1e-2). So W is split once per cell into
-// W_hi = bf16(W) and W_lo = bf16(W - W_hi) and each projection accumulates x W_hi + x W_lo: W is
-// then held to ~2^-17 relative. fp32 storage keeps the SIMT kernel (1e-4 needs fp32 products);
-// stages 2-5 are the same kernels on both paths.
-enum class PerformerFeaturePath { simt, tensor_core_bf16 };
+// Which kernels compute the prefill. The bf16 prefill runs stages 1, 3 and 5 on tensor cores (wmma
+// bf16 16 x 16 x 16, fp32 accumulators); stages 2 and 4 (the running max, the prefix over chunks)
+// stay the SIMT kernels on both paths, so the state carried across chunks is fp32 throughout.
+// Stage 1 (cuda_tensor_core.cu) projects [64 tokens x dk] x [dk x projection_rows] per block. x is
+// exactly bf16 there, but W rounded to bf16 would put 2^-9 relative on every term, and a feature
+// exp(p - stabiliser) turns an absolute error in p into the same relative error (1-3% at dk 64, too
+// much for bf16's 1e-2). So W is split once per cell into W_hi = bf16(W) and W_lo = bf16(W - W_hi)
+// and each projection accumulates x W_hi + x W_lo: W is then held to ~2^-17 relative.
+// Stages 3 and 5 (cuda_tensor_core_chunks.cu) split the two operands that carry the state the same
+// way: the weighted keys K~ = e^(c_j - M_end) phi(k_j) of a chunk state, and the state S entering a
+// chunk in the inter-chunk term. Rounded to bf16 once, they would put 2^-9 on every element of S,
+// and an output is a signed sum of S's elements much smaller than they are (the replay: favor+'s
+// error doubles, the state left behind misses 1e-4 by 8-26x). As hi + lo they are held to ~2^-17,
+// so the state carried across chunks keeps fp32's precision where it matters. The rest is rounded
+// to bf16 once, a relative 2^-9 per element that averages over the features and the chunk's
+// tokens: phi(q) and phi(k) of the scores, phi(q) e^(M_in - M_r) of the inter-chunk term, and the
+// weighted masked scores P. Every sum is fp32 (the accumulators, the key sums z as the sum of
+// hi + lo, each row's denominator), and numerator and denominator take the same rounded queries and
+// the same P, so those roundings move a row's weights, not their balance. fp32 storage keeps the
+// SIMT kernels throughout (1e-4 needs fp32 products).
+enum class PerformerPrefillPath { simt, tensor_core_bf16 };
 
 // Tokens of one block of the tensor-core feature kernel (four 16-row wmma tiles), and its warps.
 inline constexpr int kPerformerTensorCoreTokens = 64;
@@ -102,8 +114,60 @@ struct PerformerTensorCoreFeaturePlan {
   constexpr std::int64_t split_elements() const { return 2 * split_part_elements(); }
 };
 
+// Stages 3 and 5 on tensor cores (cuda_tensor_core_chunks.cu): the SIMT kernels' grids
+// (chunk_state_block, chunk_output_block: 64-token chunks, 64 x 64 tiles of S, 64-column tiles of
+// the output) with bf16 tiles in shared memory. Shared memory in bytes from the base, each region
+// 128-byte aligned (wmma needs 32-byte aligned tile pointers), the same for every shape: rows of
+// bf16 tiles padded by 8 elements, of fp32 tiles by 4 (wmma's ld must be a multiple of 8 or 4; the
+// padding moves consecutive rows to other banks).
+inline constexpr int kPerformerTensorCoreStep = 32;  // features per step of the output kernel's loop
+inline constexpr int kPerformerBf16Ld = kChunkTile + 8;                       // [.][64] bf16 tiles
+inline constexpr int kPerformerStepLd = kPerformerTensorCoreStep + 8;         // [64][32] bf16 tiles
+inline constexpr int kPerformerFloatLd = kChunkTile + 4;                      // [64][64] fp32 tiles
+// Stage 3: block = (head, chunk, 64 features, 64 value columns); warp w computes the 16 x 16 tiles
+// w and w + 8 of U_c = K~^T V_c (row tile = tile / 4), each through its fp32 staging tile.
+struct PerformerTensorCoreStateLayout {
+  std::size_t k = 0;        // K~ = e^(c_j - M_end) phi(k_j) as bf16 hi [64 tokens][kPerformerBf16Ld]
+  std::size_t k_low = 0;    // ... and lo, likewise
+  std::size_t v = 0;        // V_c, bf16 [64 tokens][kPerformerBf16Ld]
+  std::size_t stage = 0;    // fp32 [warps][16][16]
+  std::size_t weights = 0;  // e^(c_j - M_end), fp32 [64]
+  std::size_t bytes = 0;
+};
+// Stage 5: block = (head, chunk, 64 value columns). The loop over the m features in steps of 32
+// stages phi(Q), phi(Q) e^(M_in - M_r), phi(K) and the entering S; warp w accumulates the score
+// tiles and output tiles w and w + 8 (row tile = tile / 4) in registers across the whole loop.
+// After it the scores go to `a` (over the loop's regions), the weighted masked scores to `p`, and
+// the output tiles, after P V, back to `a` for the epilogue's division.
+struct PerformerTensorCoreOutputLayout {
+  std::size_t q = 0, q_scaled = 0, k = 0;  // bf16 [64][kPerformerStepLd]
+  std::size_t s = 0;      // S entering the chunk as bf16 hi [32][kPerformerBf16Ld]
+  std::size_t s_low = 0;  // ... and lo, likewise
+  std::size_t loop_end = 0;
+  std::size_t a = 0;  // scores, then outputs, fp32 [64][kPerformerFloatLd] (over q..s)
+  std::size_t p = 0;  // masked, weighted scores, bf16 [64][kPerformerBf16Ld]
+  std::size_t v = 0;  // V_c, bf16 [64][kPerformerBf16Ld]
+  std::size_t z = 0;  // z entering the chunk, fp32 [32]
+  std::size_t row_scale = 0, row_max = 0, key_scale = 0, denominator = 0;  // fp32 [64] each
+  std::size_t bytes = 0;
+};
+// Warp w's two 16 x 16 tiles x = 0, 1 of a 64 x 64 block in both kernels: (row tile, column tile)
+// = (w / 4 + 2x, w % 4). Both share the column tile, so a warp loads each B fragment once for the
+// pair; together the 8 warps cover the 16 tiles once.
+struct PerformerWarpTile {
+  int row = 0, column = 0;
+};
+constexpr PerformerWarpTile performer_tensor_core_warp_tile(int warp, int x) {
+  return {warp / (kChunkTile / kPerformerTensorCoreFragment) + 2 * x, warp % (kChunkTile / kPerformerTensorCoreFragment)};
+}
+static_assert(2 * kPerformerTensorCoreWarps * kPerformerTensorCoreFragment * kPerformerTensorCoreFragment ==
+                  kChunkTile * kChunkTile,
+              "each warp takes two of the 16 tiles of a 64 x 64 block");
+PerformerTensorCoreStateLayout performer_tensor_core_state_layout();
+PerformerTensorCoreOutputLayout performer_tensor_core_output_layout();
+
 // Prefill in five stages, parallel over chunks:
-//  1. features: per (bh, 16-token tile, q or k) the projections and stabilised features, and the
+//  1. features: per (bh, 16-token tile (64 on tensor cores), q or k) the projections and stabilised features, and the
 //     keys' log-scales c_j, into the workspace;
 //  2. row_max: per bh, M_t = max(M_carried, c_0..c_t), an inclusive block scan (max) over tokens;
 //  3. chunk_state: per (bh, chunk, 64 x 64 tile of S), U_c = sum_j exp(c_j - M_end(c)) f(k_j) v_j^T
@@ -113,7 +177,8 @@ struct PerformerTensorCoreFeaturePlan {
 //     total goes back to the state (relative to the final M, which stage 2 wrote);
 //  5. chunk_output: per (bh, chunk, 64-column tile of dv), o_r = [f(q_r) S_in e^(M_in - M_r) +
 //     sum_{j<=r} f(q_r).f(k_j) e^(c_j - M_r) v_j] / [the same with z and 1].
-// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv.
+// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv; stages 1, 3 and 5 on
+// tensor cores for bf16 (PerformerPrefillPath).
 struct PerformerPrefillPlan : ChunkwiseGrid {
   std::int64_t batch_heads = 0;
   std::int64_t tokens = 0;
@@ -129,8 +194,10 @@ struct PerformerPrefillPlan : ChunkwiseGrid {
   std::size_t feature_shared_bytes = 0;
   std::size_t state_shared_bytes = 0;
   std::size_t output_shared_bytes = 0;
-  PerformerFeaturePath feature_path = PerformerFeaturePath::simt;
-  PerformerTensorCoreFeaturePlan tensor_core;  // stage 1 when feature_path is tensor_core_bf16
+  PerformerPrefillPath prefill_path = PerformerPrefillPath::simt;
+  PerformerTensorCoreFeaturePlan tensor_core;  // stage 1 when prefill_path is tensor_core_bf16
+  PerformerTensorCoreStateLayout tensor_core_state;    // stage 3 likewise
+  PerformerTensorCoreOutputLayout tensor_core_output;  // stage 5 likewise
   PerformerPrefillWorkspace workspace;
   std::int64_t workspace_bytes() const;  // checked: throws SizeOverflow rather than wrapping
 };
@@ -170,16 +237,18 @@ constexpr PerformerFeatureTile performer_feature_block(std::int64_t block, std::
 
 PerformerDecodePlan plan_performer_decode(const PerformerShape& shape);
 PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::int64_t tokens,
-                                            PerformerFeaturePath feature_path = PerformerFeaturePath::simt);
+                                            PerformerPrefillPath prefill_path = PerformerPrefillPath::simt);
 PerformerTensorCoreFeaturePlan plan_performer_tensor_core_features(const PerformerShape& shape, std::int64_t tokens);
 
-// The stage-1 path of a cell's prefill: tensor cores for a bf16 prefill (common/
+// The path of a cell's prefill: tensor cores for a bf16 prefill (common/
 // tensor_core_prefill.hpp), SIMT for fp32 and for the context fill of a decode cell (decode is
 // unchanged: its context prefill stays the kernels its state was validated with).
-PerformerFeaturePath performer_cuda_feature_path(const Cell& cell);
+PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell);
 
 // What a CUDA cell records as `gpu_kernel` (mechanisms/gpu_kernel_name.hpp): "prefill simt",
-// "prefill features wmma_bf16 (W hi+lo), chunks simt" or "decode simt".
+// kPerformerTensorCoreKernelName or "decode simt".
+inline constexpr const char* kPerformerTensorCoreKernelName =
+    "prefill wmma_bf16: features (W hi+lo), chunk states, outputs; simt: row max, chunk prefix";
 std::string performer_gpu_kernel_name(const Cell& cell);
 
 // Device bytes a CUDA cell holds beyond inputs, outputs, W and (S, z, M): the prefill's workspace

@@ -12,11 +12,12 @@ namespace arch_bench {
 
 namespace {
 
+constexpr int kF = kPerformerTensorCoreFragment;
+
 float to_bf16(float x) { return round_through<bf16>(x); }
 
 // p_i = x . W[:, i], as project_column_tile accumulates it.
 float projection(const PerformerSplitProjection& w, const float* x, int i, PerformerReplayFault fault) {
-  constexpr int kF = kPerformerTensorCoreFragment;
   float acc = 0.0f;
   for (int d0 = 0; d0 < w.dk; d0 += kF) {
     const int d1 = std::min(d0 + kF, w.dk);
@@ -82,47 +83,181 @@ PerformerReplayState performer_replay_empty_state(const PerformerShape& shape) {
   return s;
 }
 
+namespace {
+
+constexpr std::int64_t kC = kPerformerChunk;
+
+// The next fp32 accumulator of an mma chain: the step's exact products summed in fp64, added once.
+float mma_step(float acc, double step) { return static_cast<float>(acc + step); }
+
+// One head's tokens as the kernels lay them out in the workspace: the fp32 features, the keys'
+// log-scales c and the running max M at every token.
+struct HeadFeatures {
+  std::vector<float> query, key;  // [tokens][m]
+  std::vector<float> scale, max;  // [tokens]
+};
+
+HeadFeatures replay_features(const PerformerShape& shape, std::int64_t tokens, const PerformerSplitProjection& w,
+                             const float* q, const float* k, float carried_max, PerformerReplayFault fault) {
+  const std::int64_t m = shape.features, dk = shape.dk;
+  HeadFeatures h;
+  h.query.resize(static_cast<std::size_t>(tokens * m));
+  h.key.resize(h.query.size());
+  h.scale.resize(static_cast<std::size_t>(tokens));
+  h.max.resize(h.scale.size());
+  float running = carried_max;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    replay_performer_tensor_core_token(shape, w, q + t * dk, h.query.data() + t * m, fault);
+    const float c = replay_performer_tensor_core_token(shape, w, k + t * dk, h.key.data() + t * m, fault);
+    h.scale[static_cast<std::size_t>(t)] = c;
+    running = std::max(running, c);  // -inf before the first key
+    h.max[static_cast<std::size_t>(t)] = running;
+  }
+  return h;
+}
+
+// A value as bf16 hi + lo, as the kernels split W, K~ and S (hi + lo is exact in fp32).
+struct Split {
+  float high, low;
+};
+Split split_bf16(float x, PerformerReplayFault fault) {
+  const float high = to_bf16(x);
+  return {high, fault == PerformerReplayFault::state_high_part_only ? 0.0f : to_bf16(x - high)};
+}
+
+// Stage 3 of one chunk: U_c [m][dv] and z_c [m].
+void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
+                        std::int64_t dv, PerformerReplayFault fault, float* u, float* z) {
+  const float end_max = h.max[static_cast<std::size_t>(first + rows - 1)];
+  std::vector<Split> keys(static_cast<std::size_t>(rows * m));  // K~ = e^(c_j - M_end) phi(k_j), hi + lo
+  for (int r = 0; r < rows; ++r) {
+    const float weight = std::exp(h.scale[static_cast<std::size_t>(first + r)] - end_max);
+    for (std::int64_t i = 0; i < m; ++i) {
+      keys[static_cast<std::size_t>(r * m + i)] = split_bf16(weight * h.key[static_cast<std::size_t>((first + r) * m + i)], fault);
+    }
+  }
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < dv; ++j) {
+      float acc = 0.0f;
+      for (int t0 = 0; t0 < rows; t0 += kF) {
+        double high = 0.0, low = 0.0;
+        for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
+          const Split& key = keys[static_cast<std::size_t>(t * m + i)];
+          high += static_cast<double>(key.high) * v[(first + t) * dv + j];
+          low += static_cast<double>(key.low) * v[(first + t) * dv + j];
+        }
+        acc = mma_step(mma_step(acc, high), low);
+      }
+      u[i * dv + j] = acc;
+    }
+    float sum = 0.0f;
+    for (int r = 0; r < rows; ++r) {
+      const Split& key = keys[static_cast<std::size_t>(r * m + i)];
+      sum += key.high + key.low;
+    }
+    z[i] = sum;
+  }
+}
+
+// Stage 5 of one chunk: the outputs of its rows from the state entering it (fp32 S_in, z_in, and the
+// M it is relative to).
+void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
+                          std::int64_t dv, const float* s_in, const float* z_in, float entering_max,
+                          PerformerReplayFault fault, float* out) {
+  const bool inter = fault != PerformerReplayFault::no_carried_state;
+  const bool causal = fault != PerformerReplayFault::no_causal_mask;
+  const auto at = [m](std::int64_t r, std::int64_t i) { return static_cast<std::size_t>(r * m + i); };
+  std::vector<float> q(static_cast<std::size_t>(rows * m)), scaled(q.size()), k(q.size());
+  for (int r = 0; r < rows; ++r) {
+    const float row_scale = std::exp(entering_max - h.max[static_cast<std::size_t>(first + r)]);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float f = h.query[at(first + r, i)];
+      q[at(r, i)] = to_bf16(f);
+      scaled[at(r, i)] = to_bf16(f * row_scale);
+      k[at(r, i)] = to_bf16(h.key[at(first + r, i)]);
+    }
+  }
+  std::vector<Split> s(static_cast<std::size_t>(m * dv));
+  for (std::size_t e = 0; e < s.size(); ++e) s[e] = split_bf16(s_in[e], fault);
+  std::vector<float> p(static_cast<std::size_t>(rows * kC), 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    const float row_max = h.max[static_cast<std::size_t>(first + r)];
+    for (int t = 0; t < (causal ? r + 1 : rows); ++t) {
+      float a = 0.0f;
+      for (std::int64_t i0 = 0; i0 < m; i0 += kF) {
+        double step = 0.0;
+        for (std::int64_t i = i0; i < std::min<std::int64_t>(i0 + kF, m); ++i) {
+          step += static_cast<double>(q[at(r, i)]) * k[at(t, i)];
+        }
+        a = mma_step(a, step);
+      }
+      p[static_cast<std::size_t>(r * kC + t)] = to_bf16(a * std::exp(h.scale[static_cast<std::size_t>(first + t)] - row_max));
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    float denominator = 0.0f;
+    if (inter) {
+      for (std::int64_t i = 0; i < m; ++i) denominator = std::fmaf(scaled[at(r, i)], z_in[i], denominator);
+    }
+    for (int t = 0; t < kC; ++t) denominator += p[static_cast<std::size_t>(r * kC + t)];
+    // Row tile r / 16 sums P V over key tiles up to its own (all of them without the mask).
+    const int key_end = causal ? (r / kF + 1) * kF : rows;
+    for (std::int64_t j = 0; j < dv; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t i0 = 0; inter && i0 < m; i0 += kF) {
+        double high = 0.0, low = 0.0;
+        for (std::int64_t i = i0; i < std::min<std::int64_t>(i0 + kF, m); ++i) {
+          const Split& state = s[static_cast<std::size_t>(i * dv + j)];
+          high += static_cast<double>(scaled[at(r, i)]) * state.high;
+          low += static_cast<double>(scaled[at(r, i)]) * state.low;
+        }
+        acc = mma_step(mma_step(acc, high), low);
+      }
+      for (int t0 = 0; t0 < std::min(key_end, rows); t0 += kF) {
+        double step = 0.0;
+        for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
+          step += static_cast<double>(p[static_cast<std::size_t>(r * kC + t)]) * v[(first + t) * dv + j];
+        }
+        acc = mma_step(acc, step);
+      }
+      out[r * dv + j] = to_bf16(acc * (1.0f / denominator));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<float> replay_performer_tensor_core_prefill(const PerformerShape& shape, std::int64_t tokens,
                                                         const PerformerSplitProjection& w, const float* q,
                                                         const float* k, const float* v, PerformerReplayState& carried,
                                                         PerformerReplayFault fault) {
   const std::int64_t m = shape.features, dk = shape.dk, dv = shape.dv;
   std::vector<float> out(static_cast<std::size_t>(shape.batch_heads * tokens * dv));
-  std::vector<float> fq(static_cast<std::size_t>(m)), fk(static_cast<std::size_t>(m));
-  std::vector<double> s(static_cast<std::size_t>(m * dv)), z(static_cast<std::size_t>(m));
+  if (tokens == 0) return out;  // (S, z, M) unchanged, as the kernels leave them
+  const std::int64_t chunks = (tokens + kC - 1) / kC;
   for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    // (S, z) relative to exp(M), as the kernels hold them: a key above M rescales them by
-    // exp(M_old - M_new) and enters with weight exp(c - M_new), both <= 1 (0 before the first key).
-    std::copy_n(carried.state.begin() + bh * m * dv, m * dv, s.begin());
-    std::copy_n(carried.normalizer.begin() + bh * m, m, z.begin());
-    double running = carried.running_max[static_cast<std::size_t>(bh)];
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      const std::int64_t row = bh * tokens + t;
-      replay_performer_tensor_core_token(shape, w, q + row * dk, fq.data(), fault);
-      const double c = replay_performer_tensor_core_token(shape, w, k + row * dk, fk.data(), fault);
-      const double next = std::max(running, c);
-      const double rescale = std::isinf(running) ? 0.0 : std::exp(running - next);
-      const double weight = std::exp(c - next);
-      running = next;
-      double denominator = 0.0;
-      std::vector<double> numerator(static_cast<std::size_t>(dv), 0.0);
-      for (std::int64_t i = 0; i < m; ++i) {
-        const double key = weight * fk[static_cast<std::size_t>(i)];
-        z[static_cast<std::size_t>(i)] = z[static_cast<std::size_t>(i)] * rescale + key;
-        denominator += fq[static_cast<std::size_t>(i)] * z[static_cast<std::size_t>(i)];
-        for (std::int64_t j = 0; j < dv; ++j) {
-          double& sij = s[static_cast<std::size_t>(i * dv + j)];
-          sij = sij * rescale + key * v[row * dv + j];
-          numerator[static_cast<std::size_t>(j)] += fq[static_cast<std::size_t>(i)] * sij;
-        }
-      }
-      for (std::int64_t j = 0; j < dv; ++j) {
-        out[static_cast<std::size_t>(row * dv + j)] = to_bf16(static_cast<float>(numerator[static_cast<std::size_t>(j)] / denominator));
-      }
+    const float carried_max = carried.running_max[static_cast<std::size_t>(bh)];
+    const HeadFeatures h =
+        replay_features(shape, tokens, w, q + bh * tokens * dk, k + bh * tokens * dk, carried_max, fault);
+    const float* v_head = v + bh * tokens * dv;
+    float* s = carried.state.data() + bh * m * dv;
+    float* z = carried.normalizer.data() + bh * m;
+    std::vector<float> u(static_cast<std::size_t>(m * dv)), zc(static_cast<std::size_t>(m));
+    float entering = carried_max;
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const std::int64_t first = chunk * kC;
+      const int rows = static_cast<int>(std::min(kC, tokens - first));
+      replay_chunk_state(h, v_head, first, rows, m, dv, fault, u.data(), zc.data());
+      // Stage 5 reads the state entering the chunk, which stage 4 leaves in place of U_c.
+      replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault, out.data() + (bh * tokens + first) * dv);
+      // Stage 4's fold: entering = -inf only before the first key, when (S, z) are 0: 0 * e^-inf = 0.
+      const float end = h.max[static_cast<std::size_t>(first + rows - 1)];
+      const float carry = std::exp(entering - end);
+      for (std::int64_t e = 0; e < m * dv; ++e) s[e] = std::fmaf(s[e], carry, u[static_cast<std::size_t>(e)]);
+      for (std::int64_t i = 0; i < m; ++i) z[i] = std::fmaf(z[i], carry, zc[static_cast<std::size_t>(i)]);
+      entering = end;
     }
-    for (std::int64_t e = 0; e < m * dv; ++e) carried.state[static_cast<std::size_t>(bh * m * dv + e)] = static_cast<float>(s[static_cast<std::size_t>(e)]);
-    for (std::int64_t i = 0; i < m; ++i) carried.normalizer[static_cast<std::size_t>(bh * m + i)] = static_cast<float>(z[static_cast<std::size_t>(i)]);
-    carried.running_max[static_cast<std::size_t>(bh)] = static_cast<float>(running);
+    carried.running_max[static_cast<std::size_t>(bh)] = entering;
   }
   return out;
 }

@@ -120,13 +120,13 @@ struct DeviceHeads {
 template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const PerformerShape& shape, const AttentionInputs& in,
                            std::int64_t first, std::int64_t rows, DeviceHeads& heads,
-                           PerformerFeaturePath path = PerformerFeaturePath::simt) {
+                           PerformerPrefillPath path = PerformerPrefillPath::simt) {
   const PerformerPrefillPlan plan = plan_performer_prefill(shape, rows, path);
   testing::DeviceTokens<T> x(cuda, in, first, rows);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace.floats));
   poison(cuda, workspace.data(), workspace.bytes());
   Buffer<bf16> split;
-  if (path == PerformerFeaturePath::tensor_core_bf16) {
+  if (path == PerformerPrefillPath::tensor_core_bf16) {
     split = Buffer<bf16>(cuda.allocator(), static_cast<std::size_t>(plan.tensor_core.split_elements()));
     poison(cuda, split.data(), split.bytes());  // the split kernel must write every element, padding included
     launch_performer_split_projection(plan.tensor_core, heads.projection.data(), split.data(), cuda.stream());
@@ -198,10 +198,13 @@ TEST(PerformerGpu, PrefillContinuesFromTheStateItIsGiven) {
   EXPECT_LT(testing::relative_max_error(carried.all_state(cuda), whole.all_state(cuda)), 1e-5);
 }
 
-// The bf16 prefill with its features on tensor cores (W split into bf16 W_hi + W_lo): the same
-// outputs as the SIMT prefill within bf16's tolerance, and as its CPU replay (cuda_replay.hpp), over
-// head widths and feature counts that are and are not multiples of 16, both maps, L around the
-// 64-token tiles; the state it leaves continues like the SIMT one's.
+// The bf16 prefill on tensor cores (features from W split into bf16 W_hi + W_lo; chunk states and
+// outputs as wmma bf16 products): the same outputs as the SIMT prefill within bf16's tolerance, and
+// as its CPU replay (cuda_replay.hpp), over head widths, feature counts and value widths that are
+// and are not multiples of 16 or of the 64-wide tiles, both maps, L around the 64-token chunks; the
+// state it leaves is the replay's to 1e-4 (K~ and S go in as hi + lo, ~2^-17; what is left is fp32
+// order and expf's last bits) and the SIMT prefill's to 1e-3 (stage 1's features differ from the
+// SIMT kernel's by up to ~6e-5, the replay's feature check).
 TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
@@ -221,9 +224,9 @@ TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
     DeviceHeads simt(cuda, shape, 11), tensor_core(cuda, shape, 11);
     const std::vector<float> expected = prefill<bf16>(cuda, shape, in, 0, c.length, simt);
     const std::vector<float> got =
-        prefill<bf16>(cuda, shape, in, 0, c.length, tensor_core, PerformerFeaturePath::tensor_core_bf16);
+        prefill<bf16>(cuda, shape, in, 0, c.length, tensor_core, PerformerPrefillPath::tensor_core_bf16);
     EXPECT_LT(testing::relative_max_error(got, expected), dtype_tolerance(DType::bfloat16)) << where;
-    EXPECT_LT(testing::relative_max_error(tensor_core.all_state(cuda), simt.all_state(cuda)), 1e-2) << where;
+    EXPECT_LT(testing::relative_max_error(tensor_core.all_state(cuda), simt.all_state(cuda)), 1e-3) << where;
 
     std::vector<float> packed(static_cast<std::size_t>(performer_projection_floats(shape)));
     pack_performer_projection(performer_projection(kind, c.features, c.dim, 11), packed.data());
@@ -233,6 +236,9 @@ TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
     const std::vector<float> replayed =
         replay_performer_tensor_core_prefill(shape, c.length, split, in.q.data(), in.k.data(), in.v.data(), state);
     EXPECT_LT(testing::relative_max_error(got, replayed), dtype_tolerance(DType::bfloat16)) << where;
+    std::vector<float> replayed_state = state.state;
+    replayed_state.insert(replayed_state.end(), state.normalizer.begin(), state.normalizer.end());
+    EXPECT_LT(testing::relative_max_error(tensor_core.all_state(cuda), replayed_state), 1e-4) << where;
     const std::vector<float> m_device =
         download<float>(cuda, tensor_core.running_max.data(), static_cast<std::int64_t>(tensor_core.running_max.size()));
     // M is a log-scale: its error is absolute (a relative error of e^M), ~1e-6 from accumulation order.
@@ -243,7 +249,7 @@ TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
 TEST(PerformerGpu, TensorCorePrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
-  constexpr PerformerFeaturePath kTensorCore = PerformerFeaturePath::tensor_core_bf16;
+  constexpr PerformerPrefillPath kTensorCore = PerformerPrefillPath::tensor_core_bf16;
   for (const char* map : {"favor+", "trig"}) {
     const Cell cell = performer_cell(Phase::prefill, 160, DType::bfloat16, map);
     const PerformerShape shape{cell.batch_heads(), cell.head_dim, cell.head_dim,
@@ -265,7 +271,7 @@ TEST(PerformerGpu, TensorCorePrefillContinuesFromTheStateItIsGiven) {
 // (runs without a device: nothing is enqueued).
 TEST(PerformerGpu, TensorCorePlanRefusesFp32StorageAndAMissingSplit) {
   const PerformerShape shape{2, 64, 64, 128, PerformerFeatures::favor_plus};
-  const PerformerPrefillPlan plan = plan_performer_prefill(shape, 64, PerformerFeaturePath::tensor_core_bf16);
+  const PerformerPrefillPlan plan = plan_performer_prefill(shape, 64, PerformerPrefillPath::tensor_core_bf16);
   const bf16 split{};
   EXPECT_THROW(launch_performer_prefill<float>(plan, nullptr, &split, nullptr, nullptr, nullptr, nullptr, nullptr,
                                                nullptr, nullptr, nullptr, nullptr),

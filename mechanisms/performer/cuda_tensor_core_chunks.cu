@@ -1,0 +1,310 @@
+// Stages 3 and 5 of Performer's bf16 prefill on tensor cores: the per-chunk states
+// U_c = sum_j e^(c_j - M_end) phi(k_j) v_j^T with the key sums z_c, and the outputs
+// o_r = [phi(q_r) e^(M_in - M_r) S_in + sum_{j<=r} phi(q_r).phi(k_j) e^(c_j - M_r) v_j] / [the same
+// with z and 1], as wmma bf16 16 x 16 x 16 products with fp32 accumulators. The grids, the weights
+// and the stage-4 prefix between them are the SIMT path's (cuda.cu); what is rounded to bf16 and why
+// is in cuda_plan.hpp (PerformerPrefillPath), the shared layouts in PerformerTensorCore*Layout. The
+// CPU replay of this arithmetic is cuda_replay.cpp. Compiled, not yet run on a GPU.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cmath>
+
+#include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/performer/cuda.hpp"
+#include "mechanisms/performer/cuda_chunk_max.cuh"
+
+namespace arch_bench {
+
+namespace {
+
+using namespace nvcuda;
+constexpr int kF = kPerformerTensorCoreFragment;
+constexpr int kC = kChunkTile;
+constexpr int kStep = kPerformerTensorCoreStep;
+constexpr int kLd = kPerformerBf16Ld;
+constexpr int kStepLd = kPerformerStepLd;
+constexpr int kFloatLd = kPerformerFloatLd;
+
+using Accumulator = wmma::fragment<wmma::accumulator, kF, kF, kF, float>;
+using RowA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
+using ColA = wmma::fragment<wmma::matrix_a, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
+using RowB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::row_major>;
+using ColB = wmma::fragment<wmma::matrix_b, kF, kF, kF, __nv_bfloat16, wmma::col_major>;
+
+// Warp w's two tiles (cuda_plan.hpp's performer_tensor_core_warp_tile).
+__device__ __forceinline__ int warp_row_tile(int warp, int x) { return performer_tensor_core_warp_tile(warp, x).row; }
+__device__ __forceinline__ int warp_column_tile(int warp) { return performer_tensor_core_warp_tile(warp, 0).column; }
+
+__device__ __forceinline__ __nv_bfloat16 bf16_zero() { return __float2bfloat16_rn(0.0f); }
+
+// Stage 3: U_c on the 64 x 64 tile (key_tile, value_tile) of S into chunk_states (fp32, for stage
+// 4), and (value tile 0) the column sums of K~ (hi + lo) into chunk_sums.
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_tensor_core_state_kernel(PerformerTensorCoreStateLayout layout, const float* __restrict__ key_features,
+                                       const float* __restrict__ key_scale, const float* __restrict__ row_max,
+                                       const __nv_bfloat16* __restrict__ v, float* __restrict__ chunk_states,
+                                       float* __restrict__ chunk_sums, std::int64_t tokens, int m, int dv,
+                                       std::int64_t chunks, int key_tiles, int value_tiles) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  auto* k_high = reinterpret_cast<__nv_bfloat16*>(shared + layout.k);
+  auto* k_low = reinterpret_cast<__nv_bfloat16*>(shared + layout.k_low);
+  auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.v);
+  auto* weights = reinterpret_cast<float*>(shared + layout.weights);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  float* stage = reinterpret_cast<float*>(shared + layout.stage) + warp * kF * kF;
+
+  const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
+  const std::int64_t bh = tile.bh, chunk = tile.chunk;
+  const std::int64_t first = chunk * kC;
+  const int rows = chunk_rows(tokens, chunk);
+  const int i0 = static_cast<int>(tile.key_tile) * kC, j0 = static_cast<int>(tile.value_tile) * kC;
+  if (threadIdx.x < kC) {
+    const int r = static_cast<int>(threadIdx.x);
+    // e^(c_j - M_end) <= 1: relative to the chunk's last M, as stage 4 expects U_c.
+    weights[r] = r < rows ? expf(key_scale[bh * tokens + first + r] - chunk_end_max(row_max, bh, tokens, chunk)) : 0.0f;
+  }
+  __syncthreads();
+  const float* k_rows = key_features + (bh * tokens + first) * m;
+  const __nv_bfloat16* v_rows = v + (bh * tokens + first) * dv;
+  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+    const int r = e / kC, c = e % kC;
+    const bool row = r < rows;
+    // K~ = e^(c_j - M_end) phi(k_j) as hi + lo (exact in fp32: hi holds K~'s leading 8 bits).
+    const float key = row && i0 + c < m ? weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f;
+    const __nv_bfloat16 high = __float2bfloat16_rn(key);
+    k_high[r * kLd + c] = high;
+    k_low[r * kLd + c] = __float2bfloat16_rn(key - __bfloat162float(high));
+    v_tile[r * kLd + c] = row && j0 + c < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + c] : bf16_zero();
+  }
+  __syncthreads();
+
+  float* u = chunk_states + (bh * chunks + chunk) * m * dv;
+  const int tj = warp_column_tile(warp);
+  const int token_tiles = (rows + kF - 1) / kF;  // tiles wholly past the sequence add nothing
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    const int ti = warp_row_tile(warp, x);
+    Accumulator acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int kk = 0; kk < token_tiles; ++kk) {
+      // K~^T as matrix_a: element (i, t) of K~^T is K~[t][i], at t * kLd + i: column-major.
+      ColA high, low;
+      RowB b;
+      wmma::load_matrix_sync(high, k_high + kk * kF * kLd + ti * kF, kLd);
+      wmma::load_matrix_sync(low, k_low + kk * kF * kLd + ti * kF, kLd);
+      wmma::load_matrix_sync(b, v_tile + kk * kF * kLd + tj * kF, kLd);
+      wmma::mma_sync(acc, high, b, acc);
+      wmma::mma_sync(acc, low, b, acc);
+    }
+    wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
+    __syncwarp();
+    // Lane l stores column l % 16 of rows l / 16, l / 16 + 2, ...: 16 lanes write 16 consecutive
+    // floats of a row of S.
+    const int column = lane % kF, j = j0 + tj * kF + column;
+    if (j < dv) {
+#pragma unroll 1
+      for (int h = 0; h < kF / 2; ++h) {
+        const int rr = lane / kF + 2 * h, i = i0 + ti * kF + rr;
+        if (i < m) u[static_cast<std::int64_t>(i) * dv + j] = stage[rr * kF + column];
+      }
+    }
+    __syncwarp();  // the next tile's store overwrites the staging tile
+  }
+  if (tile.value_tile == 0 && threadIdx.x < kC && i0 + static_cast<int>(threadIdx.x) < m) {
+    // z_c from the same K~ hi + lo as U_c (their sum is exact in fp32), summed in token order.
+    float sum = 0.0f;
+    for (int r = 0; r < rows; ++r) {
+      sum += __bfloat162float(k_high[r * kLd + threadIdx.x]) + __bfloat162float(k_low[r * kLd + threadIdx.x]);
+    }
+    chunk_sums[(bh * chunks + chunk) * m + i0 + threadIdx.x] = sum;
+  }
+}
+
+// Stage 5: the outputs of one chunk for one 64-column tile of dv (see the layout's comment for who
+// computes what). The score tiles above the diagonal are never computed (P is block lower
+// triangular); row tile ti of the outputs sums P V over key tiles kk <= ti only.
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_tensor_core_output_kernel(PerformerTensorCoreOutputLayout layout, const float* __restrict__ query_features,
+                                        const float* __restrict__ key_features, const float* __restrict__ key_scale,
+                                        const float* __restrict__ row_max, const float* __restrict__ carried_max,
+                                        const __nv_bfloat16* __restrict__ v, const float* __restrict__ chunk_states,
+                                        const float* __restrict__ chunk_sums, float* __restrict__ denominators_out,
+                                        __nv_bfloat16* __restrict__ out, std::int64_t tokens, int m, int dv,
+                                        std::int64_t chunks, int value_tiles) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.q);
+  auto* qs_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.q_scaled);
+  auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.k);
+  auto* s_high = reinterpret_cast<__nv_bfloat16*>(shared + layout.s);
+  auto* s_low = reinterpret_cast<__nv_bfloat16*>(shared + layout.s_low);
+  auto* a_tile = reinterpret_cast<float*>(shared + layout.a);
+  auto* p_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.p);
+  auto* v_tile = reinterpret_cast<__nv_bfloat16*>(shared + layout.v);
+  auto* z_tile = reinterpret_cast<float*>(shared + layout.z);
+  auto* row_scale = reinterpret_cast<float*>(shared + layout.row_scale);
+  auto* maxima = reinterpret_cast<float*>(shared + layout.row_max);
+  auto* scales = reinterpret_cast<float*>(shared + layout.key_scale);
+  auto* denominators = reinterpret_cast<float*>(shared + layout.denominator);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+
+  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
+  const std::int64_t bh = tile.bh, chunk = tile.chunk;
+  const std::int64_t first = chunk * kC;
+  const int rows = chunk_rows(tokens, chunk);
+  const int j0 = static_cast<int>(tile.value_tile) * kC;
+  const float* q_rows = query_features + (bh * tokens + first) * m;
+  const float* k_rows = key_features + (bh * tokens + first) * m;
+  const __nv_bfloat16* v_rows = v + (bh * tokens + first) * dv;
+  const float* s_in = chunk_states + (bh * chunks + chunk) * m * dv;
+  const float* z_in = chunk_sums + (bh * chunks + chunk) * m;
+  if (threadIdx.x < kC) {
+    const int r = static_cast<int>(threadIdx.x);
+    const float entering = chunk_entering_max(row_max, carried_max, bh, tokens, chunk);
+    const float own = r < rows ? row_max[bh * tokens + first + r] : 0.0f;
+    maxima[r] = own;
+    scales[r] = r < rows ? key_scale[bh * tokens + first + r] : 0.0f;
+    // M_in <= M_r; M_in = -inf (no key before) multiplies a zero state.
+    row_scale[r] = r < rows ? expf(entering - own) : 0.0f;
+  }
+  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+    const int r = e / kC, j = e % kC;
+    v_tile[r * kLd + j] = r < rows && j0 + j < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + j] : bf16_zero();
+  }
+  __syncthreads();  // row_scale, for the scaled queries
+
+  const int tj = warp_column_tile(warp);
+  // Score tile (ti, tj) is needed on or below the diagonal only.
+  const bool needed[2] = {tj <= warp_row_tile(warp, 0), tj <= warp_row_tile(warp, 1)};
+  Accumulator acc_a[2], acc_o[2];
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    wmma::fill_fragment(acc_a[x], 0.0f);
+    wmma::fill_fragment(acc_o[x], 0.0f);
+  }
+  float denominator = 0.0f;  // threads < 64: row threadIdx.x's phi(q) e^(M_in - M_r) . z_in
+  for (int i0 = 0; i0 < m; i0 += kStep) {
+    for (int e = threadIdx.x; e < kC * kStep; e += blockDim.x) {
+      const int r = e / kStep, c = e % kStep;
+      const bool inside = r < rows && i0 + c < m;
+      const float q = inside ? q_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f;
+      q_tile[r * kStepLd + c] = __float2bfloat16_rn(q);
+      qs_tile[r * kStepLd + c] = __float2bfloat16_rn(q * row_scale[r]);
+      k_tile[r * kStepLd + c] = __float2bfloat16_rn(inside ? k_rows[static_cast<std::int64_t>(r) * m + i0 + c] : 0.0f);
+    }
+    for (int e = threadIdx.x; e < kStep * kC; e += blockDim.x) {
+      // The fp32 state as hi + lo: two products hold it to ~2^-17 (one would put 2^-9 on elements
+      // whose signed sum, the output, is much smaller than they are).
+      const int i = e / kC, j = e % kC;
+      const float state = i0 + i < m && j0 + j < dv ? s_in[static_cast<std::int64_t>(i0 + i) * dv + j0 + j] : 0.0f;
+      const __nv_bfloat16 high = __float2bfloat16_rn(state);
+      s_high[i * kLd + j] = high;
+      s_low[i * kLd + j] = __float2bfloat16_rn(state - __bfloat162float(high));
+    }
+    if (threadIdx.x < kStep) z_tile[threadIdx.x] = i0 + static_cast<int>(threadIdx.x) < m ? z_in[i0 + threadIdx.x] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kStep / kF; ++kk) {
+      // phi(K)^T as matrix_b: element (i, t) is K[t][i], at t * kStepLd + i: column-major.
+      ColB kt;
+      RowB sh, sl;
+      wmma::load_matrix_sync(kt, k_tile + tj * kF * kStepLd + kk * kF, kStepLd);
+      wmma::load_matrix_sync(sh, s_high + kk * kF * kLd + tj * kF, kLd);
+      wmma::load_matrix_sync(sl, s_low + kk * kF * kLd + tj * kF, kLd);
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        const int ti = warp_row_tile(warp, x);
+        if (needed[x]) {
+          RowA q;
+          wmma::load_matrix_sync(q, q_tile + ti * kF * kStepLd + kk * kF, kStepLd);
+          wmma::mma_sync(acc_a[x], q, kt, acc_a[x]);
+        }
+        RowA qs;
+        wmma::load_matrix_sync(qs, qs_tile + ti * kF * kStepLd + kk * kF, kStepLd);
+        wmma::mma_sync(acc_o[x], qs, sh, acc_o[x]);
+        wmma::mma_sync(acc_o[x], qs, sl, acc_o[x]);
+      }
+    }
+    if (threadIdx.x < kC) {
+      const int r = static_cast<int>(threadIdx.x);
+#pragma unroll 8
+      for (int i = 0; i < kStep; ++i) denominator = fmaf(__bfloat162float(qs_tile[r * kStepLd + i]), z_tile[i], denominator);
+    }
+    __syncthreads();  // the next step overwrites the tiles (and after the last, the scores do)
+  }
+
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    const int ti = warp_row_tile(warp, x);
+    if (needed[x]) wmma::store_matrix_sync(a_tile + ti * kF * kFloatLd + tj * kF, acc_a[x], kFloatLd, wmma::mem_row_major);
+  }
+  __syncthreads();
+  // The intra-chunk weights e^(c_j - M_r) <= 1, causal inclusive (row r sees keys j <= r); the
+  // tiles above the diagonal were never written and are never read.
+  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+    const int r = e / kC, j = e % kC;
+    const float p = j <= r && r < rows ? a_tile[r * kFloatLd + j] * expf(scales[j] - maxima[r]) : 0.0f;
+    p_tile[r * kLd + j] = __float2bfloat16_rn(p);
+  }
+  __syncthreads();  // P complete; the scores are consumed, so the outputs may take their region
+  if (threadIdx.x < kC) {
+    const int r = static_cast<int>(threadIdx.x);
+    // The intra-chunk part from the same rounded P as the numerator's.
+    for (int j = 0; j < kC; ++j) denominator += __bfloat162float(p_tile[r * kLd + j]);
+    denominators[r] = denominator;
+    if (tile.value_tile == 0 && r < rows) denominators_out[bh * tokens + first + r] = denominator;
+  }
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    const int ti = warp_row_tile(warp, x);
+    for (int kk = 0; kk <= ti; ++kk) {
+      RowA p;
+      RowB vb;
+      wmma::load_matrix_sync(p, p_tile + ti * kF * kLd + kk * kF, kLd);
+      wmma::load_matrix_sync(vb, v_tile + kk * kF * kLd + tj * kF, kLd);
+      wmma::mma_sync(acc_o[x], p, vb, acc_o[x]);
+    }
+    wmma::store_matrix_sync(a_tile + ti * kF * kFloatLd + tj * kF, acc_o[x], kFloatLd, wmma::mem_row_major);
+  }
+  __syncthreads();  // the outputs and the denominators
+  __nv_bfloat16* out_rows = out + (bh * tokens + first) * dv;
+  for (int e = threadIdx.x; e < rows * kC; e += blockDim.x) {
+    const int r = e / kC, j = e % kC;
+    if (j0 + j < dv) {
+      out_rows[static_cast<std::int64_t>(r) * dv + j0 + j] =
+          __float2bfloat16_rn(a_tile[r * kFloatLd + j] * (1.0f / denominators[r]));
+    }
+  }
+}
+
+}  // namespace
+
+void launch_performer_tensor_core_chunk_states(const PerformerPrefillPlan& plan, const float* key_features,
+                                               const float* key_scale, const float* row_max, const bf16* v,
+                                               float* chunk_states, float* chunk_sums, CUstream_st* stream) {
+  if (plan.state_blocks == 0) return;
+  performer_tensor_core_state_kernel<<<static_cast<unsigned>(plan.state_blocks), kPerformerCudaThreads,
+                                       plan.tensor_core_state.bytes, stream>>>(
+      plan.tensor_core_state, key_features, key_scale, row_max, reinterpret_cast<const __nv_bfloat16*>(v),
+      chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv, plan.chunks, static_cast<int>(plan.key_tiles),
+      static_cast<int>(plan.value_tiles));
+  check_launch("performer_tensor_core_state_kernel");
+}
+
+void launch_performer_tensor_core_chunk_outputs(const PerformerPrefillPlan& plan, const float* query_features,
+                                                const float* key_features, const float* key_scale,
+                                                const float* row_max, const float* carried_max, const bf16* v,
+                                                const float* chunk_states, const float* chunk_sums,
+                                                float* denominators, bf16* out, CUstream_st* stream) {
+  if (plan.output_blocks == 0) return;
+  performer_tensor_core_output_kernel<<<static_cast<unsigned>(plan.output_blocks), kPerformerCudaThreads,
+                                        plan.tensor_core_output.bytes, stream>>>(
+      plan.tensor_core_output, query_features, key_features, key_scale, row_max, carried_max,
+      reinterpret_cast<const __nv_bfloat16*>(v), chunk_states, chunk_sums, denominators,
+      reinterpret_cast<__nv_bfloat16*>(out), plan.tokens, plan.features, plan.dv, plan.chunks,
+      static_cast<int>(plan.value_tiles));
+  check_launch("performer_tensor_core_output_kernel");
+}
+
+}  // namespace arch_bench
