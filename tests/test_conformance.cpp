@@ -17,6 +17,7 @@
 #include "support/cli.hpp"
 #include "support/usage_error.hpp"
 #include "runner/conformance/npy_files.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench::testing {
 namespace {
@@ -585,7 +586,7 @@ TEST(ConformanceCli, GenerateHintKeepsTheFeatureMap) {
 TEST(ConformanceCli, AWriteThatFailsPartWayLeavesNoPartialSet) {
   TempFolder folder;
   auto limited = [&](const std::string& arguments) {
-    const std::string command = "bash -c \"ulimit -f 64; trap '' XFSZ; '" + std::string(ARCH_BENCH_EXECUTABLE) +
+    const std::string command = "bash -c \"ulimit -f 64; trap '' XFSZ; '" + std::string(executable_path()) +
                                 "' conformance " + arguments + " > /dev/null 2> '" + (folder / "err").string() + "'\"";
     const int status = std::system(command.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

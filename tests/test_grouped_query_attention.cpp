@@ -53,13 +53,13 @@ TEST(GroupedQueryAttention, DecodeMatchesFp64ReferenceAtEveryGroupAndKernelSet) 
           const Cell f32_cell = small_cell(kQueryHeads, dim, length, DType::float32);
           const AttentionInputs f32 = make_attention_inputs(f32_cell, length + 1, 31);
           EXPECT_LT(relative_max_error(grouped_decode<float>(f32, group, length, 2, isa),
-                                       row_of_every_head(attention_reference(f32, group, 0), f32, length)),
+                                       attention_reference_row(f32, group, 0, length)),
                     1e-5)
               << cpu_isa_name(isa) << " kv_heads " << kv_heads << " dim " << dim << " L " << length;
           const Cell b16_cell = small_cell(kQueryHeads, dim, length, DType::bfloat16);
           const AttentionInputs b16 = make_attention_inputs(b16_cell, length + 1, 32);
           EXPECT_LT(relative_max_error(grouped_decode<bf16>(b16, group, length, 2, isa),
-                                       row_of_every_head(attention_reference(b16, group, 0), b16, length)),
+                                       attention_reference_row(b16, group, 0, length)),
                     dtype_tolerance(DType::bfloat16))
               << cpu_isa_name(isa) << " bf16 kv_heads " << kv_heads << " dim " << dim << " L " << length;
         }

@@ -18,6 +18,7 @@
 #include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench {
 namespace {
@@ -26,7 +27,7 @@ using testing::run_cli;
 using testing::TempFolder;
 namespace fs = std::filesystem;
 
-const fs::path kSource = ARCH_BENCH_SOURCE_DIR;
+const fs::path kSource = testing::source_dir();
 const fs::path kCommittedReport = kSource / "results" / "45_linear_recurrent_state_cpp-kernels-2core.json";
 
 std::string usage_error(const std::function<void()>& action) {
@@ -262,9 +263,9 @@ TEST(ValidateCli, InputCapComesFromTheEnvironment) {
   const auto r = run_cli("validate '" + kCommittedReport.string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string capped = "env ARCH_BENCH_MAX_INPUT_BYTES=1K ";
-  const int status = std::system((capped + "'" + ARCH_BENCH_EXECUTABLE + "' validate '" + kCommittedReport.string() +
-                                  "' > /dev/null 2>&1")
-                                     .c_str());
+  const std::string command =
+      capped + "'" + testing::executable_path() + "' validate '" + kCommittedReport.string() + "' > /dev/null 2>&1";
+  const int status = std::system(command.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 

@@ -21,6 +21,7 @@
 #include "runner/plugins/self_check.hpp"
 #include "runner/plugins/sha256.hpp"
 #include "support/cli.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench {
 namespace {
@@ -31,7 +32,7 @@ using testing::run_cli;
 using testing::TempFolder;
 
 std::string fixture(const std::string& name) {
-  return (std::filesystem::path(ARCH_BENCH_TEST_PLUGIN_DIR) / ("libtest_plugin_" + name + ".so")).string();
+  return (std::filesystem::path(testing::plugin_fixture_dir()) / ("libtest_plugin_" + name + ".so")).string();
 }
 
 std::string file_bytes(const std::string& path) {
@@ -299,11 +300,11 @@ TEST(PluginCli, DryRunAndPreflightTakeThePlugin) {
   EXPECT_EQ(planned, 2);
   const auto preflight = run_cli("preflight --profile ARCH-CPU-MECHANISM --mode landscape --candidates window_softmax "
                                  "--sequence-lengths 64 --plugin '" + plugin + "'",
-                                 ARCH_BENCH_SOURCE_DIR);
+                                 testing::source_dir());
   EXPECT_NE(preflight.exit_code, 2) << preflight.err;
   const auto unknown = run_cli("preflight --profile ARCH-CPU-MECHANISM --mode landscape --candidates window_softmax "
                                "--sequence-lengths 64",
-                               ARCH_BENCH_SOURCE_DIR);
+                               testing::source_dir());
   EXPECT_EQ(unknown.exit_code, 2);  // without the plugin, the candidate is unknown
 }
 

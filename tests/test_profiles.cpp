@@ -11,12 +11,13 @@
 #include "runner/profiles/profile.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench::testing {
 namespace {
 
 const std::string& kTiny = testing::kTinyRun;
-const std::filesystem::path kProfiles = std::filesystem::path(ARCH_BENCH_SOURCE_DIR) / "profiles";
+const std::filesystem::path kProfiles = std::filesystem::path(source_dir()) / "profiles";
 
 // A copy of the CPU profile under another id, with settings a test can recognise.
 std::filesystem::path write_test_profile(const std::filesystem::path& folder, const std::string& id) {

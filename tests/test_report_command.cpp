@@ -16,6 +16,7 @@
 #include "runner/present/summarize_reports.hpp"
 #include "support/cli.hpp"
 #include "support/stored_reports.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench::testing {
 namespace {
@@ -328,7 +329,7 @@ TEST(ReportCli, PlottingUnavailableIsExitTwoNamingThePackage) {
   // A Python that cannot exist: the command must say what to install, not crash.
   const std::string command =
       fmt::format("ARCH_BENCH_PYTHON=/nonexistent/python3 '{}' report '{}' --plots '{}' > /dev/null 2> '{}'",
-                  ARCH_BENCH_EXECUTABLE, kLinearReport, (folder / "charts2").string(), (folder / "err").string());
+                  executable_path(), kLinearReport, (folder / "charts2").string(), (folder / "err").string());
   const int status = std::system(command.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_NE(testing::read_text(folder / "err").find("python3-matplotlib"), std::string::npos)

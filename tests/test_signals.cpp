@@ -14,6 +14,7 @@
 
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "tests/support/build_paths.hpp"
 
 extern char** environ;
 
@@ -25,7 +26,7 @@ using testing::TempFolder;
 
 // Starts arch-bench with `arguments`, stderr to `err`, stdout discarded.
 pid_t start(const std::vector<std::string>& arguments, const fs::path& err) {
-  std::vector<std::string> words = {ARCH_BENCH_EXECUTABLE};
+  std::vector<std::string> words = {testing::executable_path()};
   words.insert(words.end(), arguments.begin(), arguments.end());
   std::vector<char*> argv;
   for (std::string& word : words) argv.push_back(word.data());
@@ -35,7 +36,7 @@ pid_t start(const std::vector<std::string>& arguments, const fs::path& err) {
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, ARCH_BENCH_EXECUTABLE, &actions, nullptr, argv.data(), environ), 0);
+  EXPECT_EQ(posix_spawn(&pid, testing::executable_path(), &actions, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&actions);
   return pid;
 }
@@ -58,9 +59,12 @@ int exit_code(pid_t pid) {
 }
 
 std::vector<std::string> measuring_run(const fs::path& output) {
-  // Enough samples that the run is still measuring when the signal arrives.
+  // The tests wait for the first row ("[1/"), then act while the run is still measuring. A cold-cache
+  // sample costs ~0.6 ms here (the eviction), so the first row comes after ~1.2 s and seven more cells
+  // (~8 s) are left: room for the signal, which follows the row within 10 ms. (20000 repeats made each
+  // run wait 12 s for its first row: 45 s of the suite.)
   return {"run", "--output", output.string(), "--sequence-lengths", "64,128,256,512", "--query-heads", "1",
-          "--head-dim", "8", "--warmup", "0", "--repeats", "20000", "--cache", "cold"};
+          "--head-dim", "8", "--warmup", "0", "--repeats", "2000", "--cache", "cold"};
 }
 
 TEST(Signals, AnInterruptedRunWritesTheRowsMeasuredSoFar) {
@@ -113,7 +117,7 @@ TEST(Signals, AReportWhoseNameWasTakenDuringMeasuringGoesToANamedFallback) {
   ::setenv("TMPDIR", tmpdir.path().c_str(), 1);
   std::vector<std::string> arguments = measuring_run(output);
   arguments[4] = "64,128";
-  arguments[12] = "3000";
+  arguments[12] = "1000";  // four cells: ~0.6 s to the first row, ~1.8 s of measuring after it
   const pid_t pid = start(arguments, err);
   ::unsetenv("TMPDIR");
   ASSERT_TRUE(wait_for(err, "[1/")) << testing::read_text(err);

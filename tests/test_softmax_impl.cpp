@@ -20,6 +20,7 @@
 #include "support/cli.hpp"
 #include "support/report_rows.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench {
 namespace {
@@ -170,7 +171,7 @@ TEST(CudnnLibrary, PreflightWarnsWithTheReasonWhereItCannotBeOpened) {
 
 TEST(FetchCudnnFrontend, AFailedDownloadFailsCleanlyAndWritesNothing) {
   TempFolder build;
-  const std::string script = std::string(ARCH_BENCH_SOURCE_DIR) + "/scripts/fetch-cudnn-frontend.sh";
+  const std::string script = std::string(testing::source_dir()) + "/scripts/fetch-cudnn-frontend.sh";
   TempFolder capture;
   const std::string command = "ARCH_BENCH_PIP=false bash '" + script + "' '" + build.path().string() + "' 2> '" +
                               (capture / "err").string() + "'";
@@ -186,7 +187,7 @@ TEST(FetchCudnnFrontend, HeadersAlreadyInPlaceAreKept) {
   TempFolder build;
   std::filesystem::create_directories(build.path() / "_deps/cudnn-frontend/include");
   { std::ofstream(build.path() / "_deps/cudnn-frontend/include/cudnn_frontend.h") << "// present\n"; }
-  const std::string script = std::string(ARCH_BENCH_SOURCE_DIR) + "/scripts/fetch-cudnn-frontend.sh";
+  const std::string script = std::string(testing::source_dir()) + "/scripts/fetch-cudnn-frontend.sh";
   // pip is never asked: `false` would fail.
   const std::string command = "ARCH_BENCH_PIP=false bash '" + script + "' '" + build.path().string() + "' 2>/dev/null";
   const int status = std::system(command.c_str());

@@ -13,6 +13,7 @@
 
 #include "runner/present/printable_text.hpp"
 #include "support/cli.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench {
 namespace {
@@ -22,13 +23,13 @@ using testing::run_cli;
 using testing::TempFolder;
 
 const std::string kReport =
-    (fs::path(ARCH_BENCH_SOURCE_DIR) / "results" / "45_linear_recurrent_state_cpp-kernels-2core.json").string();
+    (fs::path(testing::source_dir()) / "results" / "45_linear_recurrent_state_cpp-kernels-2core.json").string();
 
 // The executable with stdout on /dev/full (every write fails with ENOSPC); stderr captured.
 testing::CliResult run_to_full_device(const std::string& arguments) {
   TempFolder capture;
   const auto err = capture / "stderr";
-  const std::string command = std::string("'") + ARCH_BENCH_EXECUTABLE + "' " + arguments + " > /dev/full 2> '" +
+  const std::string command = std::string("'") + testing::executable_path() + "' " + arguments + " > /dev/full 2> '" +
                               err.string() + "' < /dev/null";
   const int status = std::system(command.c_str());
   testing::CliResult result;

@@ -1,7 +1,8 @@
 #pragma once
 // Shared by the softmax_kv family's CPU tests (test_grouped_query_attention.cpp,
 // test_sliding_window.cpp): the kernel sets this CPU runs, the CPU prefill and the fp64 reference
-// over grouped K/V heads with an optional window (0: causal attention), and one row of every head.
+// over grouped K/V heads with an optional window (0: causal attention) for every row or one, and one row of
+// every head.
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +47,21 @@ inline std::vector<float> attention_reference(const AttentionInputs& in, std::in
                                                     in.head_matrix(in.k, source, in.tokens),
                                                     in.head_matrix(in.v, source, in.tokens), window);
     out.insert(out.end(), ref.data.begin(), ref.data.end());
+  }
+  return out;
+}
+
+// Row t alone of every query head against its group's K/V, in fp64: what a decode step at position t
+// must produce, at O(t) per head where attention_reference's every row costs O(t^2).
+inline std::vector<float> attention_reference_row(const AttentionInputs& in, std::int64_t group, std::int64_t window,
+                                                  std::int64_t t) {
+  std::vector<float> out;
+  for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+    const std::int64_t source = kv_source_head(h, group);
+    const std::vector<double> row = softmax_attention_row(in.head_matrix(in.q, h, in.tokens),
+                                                          in.head_matrix(in.k, source, in.tokens),
+                                                          in.head_matrix(in.v, source, in.tokens), t, window);
+    out.insert(out.end(), row.begin(), row.end());
   }
   return out;
 }

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/build_paths.hpp"
+
 namespace arch_bench::testing {
 
 // The fewest lengths, repeats and warm-ups a quiet run takes: for tests of what a run plans and
@@ -58,7 +60,7 @@ inline CliResult run_cli(const std::string& arguments, const std::filesystem::pa
   const auto out = capture / "stdout", err = capture / "stderr";
   std::string command;
   if (!cwd.empty()) command += "cd '" + cwd.string() + "' && ";
-  command += std::string("'") + ARCH_BENCH_EXECUTABLE + "' " + arguments + " > '" + out.string() + "' 2> '" +
+  command += std::string("'") + executable_path() + "' " + arguments + " > '" + out.string() + "' 2> '" +
              err.string() + "' < /dev/null";
   const int status = std::system(command.c_str());
   CliResult result;

@@ -8,10 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace arch_bench::testing {
 
-inline const std::filesystem::path kResults = std::filesystem::path(ARCH_BENCH_SOURCE_DIR) / "results";
+inline const std::filesystem::path kResults = std::filesystem::path(source_dir()) / "results";
 inline const std::string kLinearReport = (kResults / "45_linear_recurrent_state_cpp-kernels-2core.json").string();
 inline const std::string kPerformerReport = (kResults / "performer_favor_cpp-kernels-2core.json").string();
 
