@@ -38,7 +38,11 @@ function(arch_bench_configure_cudnn)
     return()
   endif()
   target_compile_definitions(arch_bench_cxx_base INTERFACE ARCH_BENCH_HAVE_CUDNN=1)
-  target_include_directories(arch_bench_core SYSTEM PRIVATE ${CUDNN_FRONTEND_INCLUDE_DIR} ${CUDNN_INCLUDE_DIR})
+  # C++ files only: the .cu files need neither, and nvcc's form of the flag (-isystem=<path>) is one
+  # ccache cannot make relative, so on nvcc's command lines the build folder's path would make every
+  # .cu object miss the cache in each new clone.
+  target_include_directories(arch_bench_core SYSTEM PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${CUDNN_FRONTEND_INCLUDE_DIR}>
+                             $<$<COMPILE_LANGUAGE:CXX>:${CUDNN_INCLUDE_DIR}>)
   set_source_files_properties(${ARCH_BENCH_CUDNN_SOURCES} PROPERTIES
     COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING;CUDNN_FRONTEND_SKIP_JSON_LIB")
 endfunction()
