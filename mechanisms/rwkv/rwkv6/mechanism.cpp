@@ -1,6 +1,8 @@
 #include <stdexcept>
 
 #include "mechanisms/capacity.hpp"
+#include "mechanisms/common/recall_probe.hpp"
+#include "mechanisms/common/recall_reads.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
@@ -29,29 +31,11 @@ struct Rwkv6Policy : RwkvMatrixStatePolicy {
   }
 };
 
-class Rwkv6Capacity final : public CapacityProbe {
- public:
-  MatrixD recall(const MatrixD& keys, const MatrixD& values) const override {
-    if (keys.rows != values.rows) throw std::invalid_argument("rwkv6's capacity probe needs one value per key");
-    const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
-    MatrixD S(dk, dv), out(n, dv);
-    for (std::int64_t t = 0; t < n; ++t) {
-      for (std::int64_t i = 0; i < dk; ++i) {
-        for (std::int64_t j = 0; j < dv; ++j) S(i, j) += keys(t, i) * values(t, j);
-      }
-    }
-    for (std::int64_t t = 0; t < n; ++t) {
-      for (std::int64_t i = 0; i < dk; ++i) {
-        for (std::int64_t j = 0; j < dv; ++j) out(t, j) += keys(t, i) * S(i, j);
-      }
-    }
-    return out;
-  }
-  std::string setting() const override {
-    return "w = 1 (d = -inf: no decay); S = sum_i k_i v_i^T, read with r = k_i after all n writes, so the bonus u "
-           "(which weighs only the current token) does not enter: o = k_i^T S";
-  }
-};
+// w = 1 leaves S = sum_i k_i v_i^T, the additive memory read with r = k_i (recall_reads.hpp).
+MatrixD rwkv6_recall(const MatrixD& keys, const MatrixD& values) {
+  if (keys.rows != values.rows) throw std::invalid_argument("rwkv6's capacity probe needs one value per key");
+  return additive_recall(keys, values);
+}
 
 class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
  public:
@@ -85,7 +69,10 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
 
   const ConformanceAdapter* conformance() const override { return &rwkv6_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
-    static const Rwkv6Capacity probe;
+    static const RecallProbe probe(
+        rwkv6_recall,
+        "w = 1 (d = -inf: no decay); S = sum_i k_i v_i^T, read with r = k_i after all n writes, so the bonus u "
+        "(which weighs only the current token) does not enter: o = k_i^T S");
     return &probe;
   }
 };
