@@ -1,0 +1,62 @@
+#pragma once
+// The CUDA cells' counterparts of SsmParameterBuffers (ssm_parameters.hpp) and SsmTokenBuffers
+// (ssm_token_buffers.hpp), for mamba/cuda_cells.cpp and mamba2/cuda_cells.cpp: the layer's fp32
+// parameters and the five per-token inputs in device buffers, uploaded from the host values. The
+// layouts are each mechanism's; the buffers, the uploads and how they are listed are the same.
+// Built with CUDA only.
+#include <cstdint>
+#include <vector>
+
+#include "core/backends/allocator.hpp"
+#include "core/backends/backend.hpp"
+#include "core/backends/cuda/cuda_backend.hpp"
+#include "core/backends/cuda/device_transfer.hpp"
+
+namespace arch_bench {
+
+// A = -exp(A_log) (Inputs::A()), dt_bias and D in the backend's allocator; View is the kernels'
+// pointer triple {A, dt_bias, D} (MambaParameters, Mamba2Parameters).
+template <class View>
+struct SsmDeviceParameters {
+  template <class Inputs>
+  SsmDeviceParameters(CudaBackend& cuda, const Inputs& in)
+      : A(cuda.allocator(), in.A_log.size()), dt_bias(cuda.allocator(), in.dt_bias.size()), D(cuda.allocator(), in.D.size()) {
+    const std::vector<float> a = in.A();
+    upload<float>(cuda, a.data(), static_cast<std::int64_t>(a.size()), A.data());
+    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), dt_bias.data());
+    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D.data());
+  }
+  View view() const { return {A.data(), dt_bias.data(), D.data()}; }
+  void add_spans(std::vector<ByteSpan>& spans) const {
+    spans.insert(spans.end(), {A.byte_span(), dt_bias.byte_span(), D.byte_span()});
+  }
+  Buffer<float> A, dt_bias, D;
+};
+
+// x (mamba's u), dt_raw, z, B and C of some tokens in storage T, from their fp32 host values, in any
+// allocator (the cell's, or a staging one); View is the kernels' pointer set (MambaTokens,
+// Mamba2Tokens).
+template <class T, class View>
+struct SsmDeviceTokens {
+  SsmDeviceTokens(CudaBackend& cuda, Allocator& allocator, const std::vector<float>& x_values,
+                  const std::vector<float>& dt_values, const std::vector<float>& z_values,
+                  const std::vector<float>& B_values, const std::vector<float>& C_values)
+      : x(allocator, x_values.size()),
+        dt_raw(allocator, dt_values.size()),
+        z(allocator, z_values.size()),
+        B(allocator, B_values.size()),
+        C(allocator, C_values.size()) {
+    upload<T>(cuda, x_values.data(), static_cast<std::int64_t>(x_values.size()), x.data());
+    upload<T>(cuda, dt_values.data(), static_cast<std::int64_t>(dt_values.size()), dt_raw.data());
+    upload<T>(cuda, z_values.data(), static_cast<std::int64_t>(z_values.size()), z.data());
+    upload<T>(cuda, B_values.data(), static_cast<std::int64_t>(B_values.size()), B.data());
+    upload<T>(cuda, C_values.data(), static_cast<std::int64_t>(C_values.size()), C.data());
+  }
+  View view() const { return {x.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  void add_spans(std::vector<ByteSpan>& spans) const {
+    spans.insert(spans.end(), {x.byte_span(), dt_raw.byte_span(), z.byte_span(), B.byte_span(), C.byte_span()});
+  }
+  Buffer<T> x, dt_raw, z, B, C;
+};
+
+}  // namespace arch_bench
