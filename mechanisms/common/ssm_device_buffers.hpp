@@ -1,7 +1,8 @@
 #pragma once
-// The CUDA cells' counterparts of SsmParameterBuffers (ssm_parameters.hpp) and SsmTokenBuffers
-// (ssm_token_buffers.hpp), for mamba/cuda_cells.cpp and mamba2/cuda_cells.cpp: the layer's fp32
-// parameters and the five per-token inputs in device buffers, uploaded from the host values. The
+// The CUDA counterparts of SsmParameterBuffers (ssm_parameters.hpp) and SsmTokenBuffers
+// (ssm_token_buffers.hpp), for mamba's and mamba2's cuda_cells.cpp and cuda_conformance.cpp: the
+// layer's fp32 parameters and the five per-token inputs in device buffers, uploaded from the host
+// values. The
 // layouts are each mechanism's; the buffers, the uploads and how they are listed are the same.
 // Built with CUDA only.
 #include <cstdint>
@@ -14,17 +15,20 @@
 
 namespace arch_bench {
 
-// A = -exp(A_log) (Inputs::A()), dt_bias and D in the backend's allocator; View is the kernels'
+// A = -exp(A_log) (Inputs::A(), or given), dt_bias and D in the backend's allocator; View is the kernels'
 // pointer triple {A, dt_bias, D} (MambaParameters, Mamba2Parameters).
 template <class View>
 struct SsmDeviceParameters {
   template <class Inputs>
-  SsmDeviceParameters(CudaBackend& cuda, const Inputs& in)
-      : A(cuda.allocator(), in.A_log.size()), dt_bias(cuda.allocator(), in.dt_bias.size()), D(cuda.allocator(), in.D.size()) {
-    const std::vector<float> a = in.A();
-    upload<float>(cuda, a.data(), static_cast<std::int64_t>(a.size()), A.data());
-    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), dt_bias.data());
-    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D.data());
+  SsmDeviceParameters(CudaBackend& cuda, const Inputs& in) : SsmDeviceParameters(cuda, in.A(), in.dt_bias, in.D) {}
+  SsmDeviceParameters(CudaBackend& cuda, const std::vector<float>& A_values, const std::vector<float>& dt_bias_values,
+                      const std::vector<float>& D_values)
+      : A(cuda.allocator(), A_values.size()),
+        dt_bias(cuda.allocator(), dt_bias_values.size()),
+        D(cuda.allocator(), D_values.size()) {
+    upload<float>(cuda, A_values.data(), static_cast<std::int64_t>(A_values.size()), A.data());
+    upload<float>(cuda, dt_bias_values.data(), static_cast<std::int64_t>(dt_bias_values.size()), dt_bias.data());
+    upload<float>(cuda, D_values.data(), static_cast<std::int64_t>(D_values.size()), D.data());
   }
   View view() const { return {A.data(), dt_bias.data(), D.data()}; }
   void add_spans(std::vector<ByteSpan>& spans) const {
@@ -53,6 +57,12 @@ struct SsmDeviceTokens {
     upload<T>(cuda, C_values.data(), static_cast<std::int64_t>(C_values.size()), C.data());
   }
   View view() const { return {x.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  // Token t's inputs when every tensor holds its tokens one after another (token-major): x and z
+  // `x_stride` values a token, dt_raw `dt_stride`, B and C `bc_stride`.
+  View token(std::int64_t t, std::int64_t x_stride, std::int64_t dt_stride, std::int64_t bc_stride) const {
+    return {x.data() + t * x_stride, dt_raw.data() + t * dt_stride, z.data() + t * x_stride,
+            B.data() + t * bc_stride, C.data() + t * bc_stride};
+  }
   void add_spans(std::vector<ByteSpan>& spans) const {
     spans.insert(spans.end(), {x.byte_span(), dt_raw.byte_span(), z.byte_span(), B.byte_span(), C.byte_span()});
   }
