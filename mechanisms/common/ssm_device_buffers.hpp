@@ -32,7 +32,7 @@ struct SsmDeviceParameters {
   }
   View view() const { return {A.data(), dt_bias.data(), D.data()}; }
   void add_spans(std::vector<ByteSpan>& spans) const {
-    spans.insert(spans.end(), {A.byte_span(), dt_bias.byte_span(), D.byte_span()});
+    for (const ByteSpan span : {A.byte_span(), dt_bias.byte_span(), D.byte_span()}) spans.push_back(span);
   }
   Buffer<float> A, dt_bias, D;
 };
@@ -64,7 +64,9 @@ struct SsmDeviceTokens {
             B.data() + t * bc_stride, C.data() + t * bc_stride};
   }
   void add_spans(std::vector<ByteSpan>& spans) const {
-    spans.insert(spans.end(), {x.byte_span(), dt_raw.byte_span(), z.byte_span(), B.byte_span(), C.byte_span()});
+    for (const ByteSpan span : {x.byte_span(), dt_raw.byte_span(), z.byte_span(), B.byte_span(), C.byte_span()}) {
+      spans.push_back(span);
+    }
   }
   Buffer<T> x, dt_raw, z, B, C;
 };
