@@ -2,7 +2,6 @@
 
 #include "mechanisms/capacity.hpp"
 #include "mechanisms/common/recall_probe.hpp"
-#include "mechanisms/common/recall_reads.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
@@ -31,10 +30,23 @@ struct Rwkv6Policy : RwkvMatrixStatePolicy {
   }
 };
 
-// w = 1 leaves S = sum_i k_i v_i^T, the additive memory read with r = k_i (recall_reads.hpp).
+// w = 1 leaves S = sum_i k_i v_i^T, read with r = k_i. The additive memory of recall_reads.hpp, kept in
+// this loop order (over value channels innermost), whose roundings the reports have always carried.
 MatrixD rwkv6_recall(const MatrixD& keys, const MatrixD& values) {
   if (keys.rows != values.rows) throw std::invalid_argument("rwkv6's capacity probe needs one value per key");
-  return additive_recall(keys, values);
+  const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
+  MatrixD S(dk, dv), out(n, dv);
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < dk; ++i) {
+      for (std::int64_t j = 0; j < dv; ++j) S(i, j) += keys(t, i) * values(t, j);
+    }
+  }
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < dk; ++i) {
+      for (std::int64_t j = 0; j < dv; ++j) out(t, j) += keys(t, i) * S(i, j);
+    }
+  }
+  return out;
 }
 
 class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
