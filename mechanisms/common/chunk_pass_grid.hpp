@@ -1,8 +1,9 @@
 #pragma once
 // The launch geometry the two-kernel chunkwise tensor-core prefills share (common/chunk_delta_rule
 // and rwkv/rwkv7/chunk: "prepare", one block per (head, chunk) in parallel, then "pass", one block
-// per (head, value tile) walking the chunks in order), written once so that the two plans cannot
-// drift apart. Plain C++: the plans are compiled in every build and tested on the CPU.
+// per (head, value tile) walking the chunks in order), and the three-kernel ones (state, prefix,
+// output passes: common/chunk_scalar_decay and rwkv/rwkv6/chunk), written once so that the plans of
+// a family cannot drift apart. Plain C++: the plans are compiled in every build and tested on the CPU.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -45,6 +46,22 @@ void place_chunk_pass_grid(Plan& plan, std::int64_t batch_heads, std::int64_t to
   plan.value_tile = value_tile;
   plan.value_tiles = static_cast<int>(value_width / value_tile);
   plan.pass_blocks = checked_product(batch_heads, plan.value_tiles);
+}
+
+// Fills the grid fields the three-kernel chunkwise prefills share (common/chunk_scalar_decay and
+// rwkv/rwkv6/chunk: a state pass and an output pass of one block per (head, chunk), between them a
+// prefix pass with one thread per pair of a head's `state_elements`): batch_heads, tokens, chunks,
+// state_blocks, output_blocks, prefix_blocks_per_head, prefix_blocks. plan.threads must be set.
+template <class Plan>
+void place_chunk_state_grid(Plan& plan, std::int64_t batch_heads, std::int64_t tokens, int chunk_tokens,
+                            std::int64_t state_elements) {
+  plan.batch_heads = batch_heads;
+  plan.tokens = tokens;
+  plan.chunks = ceil_div(tokens, chunk_tokens);
+  plan.state_blocks = checked_product(batch_heads, plan.chunks);
+  plan.output_blocks = plan.state_blocks;
+  plan.prefix_blocks_per_head = ceil_div(state_elements / 2, plan.threads);
+  plan.prefix_blocks = checked_product(batch_heads, plan.prefix_blocks_per_head);
 }
 
 // Bytes of `rows` rows of `ld` elements of `element_bytes` each (a shared-memory tile).

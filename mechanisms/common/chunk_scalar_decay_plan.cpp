@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/chunk_pass_grid.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/common/smem_layout.hpp"
 
@@ -25,15 +26,9 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   }
   if (batch_heads < 0 || tokens < 0) throw std::invalid_argument("batch_heads and tokens must be >= 0");
   ChunkScalarDecayPlan plan;
-  plan.batch_heads = batch_heads;
-  plan.tokens = tokens;
   plan.dk = static_cast<int>(dk);
   plan.dv = static_cast<int>(dv);
-  plan.chunks = ceil_div(tokens, kScalarDecayChunk);
-  plan.state_blocks = checked_product(batch_heads, plan.chunks);
-  plan.output_blocks = plan.state_blocks;
-  plan.prefix_blocks_per_head = ceil_div(dk * dv / 2, plan.threads);
-  plan.prefix_blocks = checked_product(batch_heads, plan.prefix_blocks_per_head);
+  place_chunk_state_grid(plan, batch_heads, tokens, kScalarDecayChunk, dk * dv);
   plan.ld_k = plan.dk + kScalarDecayBf16Pad;
   plan.ld_v = plan.dv + kScalarDecayBf16Pad;
   plan.ld_p = kScalarDecayChunk + kScalarDecayBf16Pad;

@@ -2,6 +2,7 @@
 // The terms the built-in mechanisms write their backends, costs and memory predictions in
 // (docs/design.md, "Mechanism contract"), named once so that each mechanism.cpp states only its own
 // counting rules.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,7 +36,10 @@ inline std::int64_t qkv_out_bytes(const Cell& cell) {
 }
 
 // A head_dim x head_dim fp32 state per (batch, head), whatever the storage dtype (RetNet's and
-// Gated DeltaNet's S).
+// Gated DeltaNet's S): its floats (what a cell allocates) and its bytes.
+inline std::size_t square_state_floats(const Cell& cell) {
+  return static_cast<std::size_t>(checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim));
+}
 inline std::int64_t square_fp32_state_bytes(const Cell& cell) {
   return checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim, 4);
 }

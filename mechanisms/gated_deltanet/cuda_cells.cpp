@@ -10,9 +10,10 @@
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
 #include "mechanisms/common/cell_spans.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
 #include "mechanisms/gated_deltanet/check.hpp"
 #include "mechanisms/gated_deltanet/cuda.hpp"
 #include "mechanisms/gated_deltanet/inputs.hpp"
@@ -21,10 +22,6 @@
 namespace arch_bench {
 
 namespace {
-
-std::size_t state_elements(const Cell& cell) {
-  return static_cast<std::size_t>(checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim));
-}
 
 // Decode: S already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
@@ -37,7 +34,7 @@ class GatedDeltaNetDecodeCudaCell final : public PreparedCell {
         gates_(make_gated_deltanet_gates(cell, length_ + 1, seed)),
         plan_(plan_gated_deltanet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim,
                                        cuda_.device().multiprocessors)),
-        state_(backend.allocator(), state_elements(cell)),
+        state_(backend.allocator(), square_state_floats(cell)),
         g_(backend.allocator(), static_cast<std::size_t>(cell.batch_heads())),
         beta_(backend.allocator(), g_.size()),
         io_(cuda_, backend.allocator(), inputs_, length_, 1) {
@@ -102,7 +99,7 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
         io_(cuda_, backend.allocator(), inputs_),
         g_(backend.allocator(), gates_.g.size()),
         beta_(backend.allocator(), gates_.beta.size()),
-        state_(backend.allocator(), state_elements(cell)) {
+        state_(backend.allocator(), square_state_floats(cell)) {
     if constexpr (std::is_same_v<T, bf16>) {
       if (gated_deltanet_cuda_prefill_is_chunked(cell)) {
         // The workspace is the cell's, from the backend's allocator, so the peak counts it
@@ -161,8 +158,7 @@ class GatedDeltaNetPrefillCudaCell final : public PreparedCell {
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_gated_deltanet_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
-  if (auto why = gated_deltanet_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  return prepare_cell<GatedDeltaNetDecodeCudaCell, GatedDeltaNetPrefillCudaCell>(cell, seed, backend);
+  return prepare_cuda_cell<GatedDeltaNetDecodeCudaCell, GatedDeltaNetPrefillCudaCell>(gated_deltanet_cuda_unsupported, cell, seed, backend);
 }
 
 }  // namespace arch_bench

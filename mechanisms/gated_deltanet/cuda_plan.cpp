@@ -1,5 +1,6 @@
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 
+#include "mechanisms/common/column_recurrence_limits.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/common/tensor_core_prefill.hpp"
 #include "mechanisms/gated_deltanet/cpu.hpp"
@@ -26,17 +27,10 @@ std::int64_t gated_deltanet_cuda_workspace_bytes(const Cell& cell) {
 }
 
 std::optional<std::string> gated_deltanet_cuda_unsupported(const Cell& cell) {
-  if (cell.head_dim < 1 || cell.head_dim > kGatedDeltaNetMaxDim) {
-    return "the CUDA kernels of gated_deltanet take head_dim 1.." + std::to_string(kGatedDeltaNetMaxDim);
+  if (auto problem = column_recurrence_unsupported(cell, "gated_deltanet", kGatedDeltaNetMaxDim,
+                                                   kGatedDeltaNetStagedGates)) {
+    return problem;
   }
-  if (cell.batch_heads() < 1) return "the CUDA kernels of gated_deltanet need batch * heads >= 1";
-  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
-  // The widest grid (one warp per block, whatever the SM count) and the largest stage.
-  const ColumnRecurrencePlan widest =
-      plan_gated_deltanet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 1 << 30);
-  if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
-  const ColumnRecurrencePlan one_block = plan_gated_deltanet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
-  if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
   if (gated_deltanet_cuda_prefill_is_chunked(cell)) {
     // One block per value column of a head: the most pass blocks any device's plan has.
     const ChunkDeltaRulePlan chunked = gated_deltanet_chunked_prefill_plan(cell, 1 << 30);

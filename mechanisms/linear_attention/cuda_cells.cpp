@@ -12,7 +12,7 @@
 #include "mechanisms/linear_attention/options.hpp"
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -158,8 +158,7 @@ class LinearPrefillCudaCell final : public PreparedCell {
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_linear_attention_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
-  if (auto why = linear_attention_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  return prepare_cell<LinearDecodeCudaCell, LinearPrefillCudaCell>(cell, seed, backend);
+  return prepare_cuda_cell<LinearDecodeCudaCell, LinearPrefillCudaCell>(linear_attention_cuda_unsupported, cell, seed, backend);
 }
 
 }  // namespace arch_bench

@@ -9,7 +9,8 @@
 #include "mechanisms/mamba/check.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
+#include "mechanisms/common/ssm_device_buffers.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -38,38 +39,21 @@ std::vector<float> batch_tokens(const MambaInputs& in, const std::vector<float>&
   return out;
 }
 
-// The layer's fp32 parameters on the device.
-struct DeviceParameters {
-  DeviceParameters(CudaBackend& cuda, const MambaInputs& in)
-      : A(cuda.allocator(), in.A_log.size()), dt_bias(cuda.allocator(), in.dt_bias.size()), D(cuda.allocator(), in.D.size()) {
-    const std::vector<float> a = in.A();
-    upload<float>(cuda, a.data(), static_cast<std::int64_t>(a.size()), A.data());
-    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), dt_bias.data());
-    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D.data());
-  }
-  MambaParameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
-  Buffer<float> A, dt_bias, D;
-};
+using DeviceParameters = SsmDeviceParameters<MambaParameters>;
 
-// Sequence inputs of `count` tokens on the device (any allocator: the cell's or a staging one).
+// Sequence inputs of tokens [first, first + count) on the device (any allocator: the cell's or a
+// staging one).
 template <class T>
-struct DeviceTokens {
-  DeviceTokens(CudaBackend& cuda, Allocator& allocator, const MambaInputs& in, std::int64_t first, std::int64_t count)
-      : u(allocator, static_cast<std::size_t>(in.rows() * count)),
-        dt_raw(allocator, u.size()),
-        z(allocator, u.size()),
-        B(allocator, static_cast<std::size_t>(in.batch * count * in.state_size)),
-        C(allocator, B.size()) {
-    const auto per_row = static_cast<std::int64_t>(u.size()), per_batch = static_cast<std::int64_t>(B.size());
-    upload<T>(cuda, row_tokens(in, in.u, first, count).data(), per_row, u.data());
-    upload<T>(cuda, row_tokens(in, in.dt_raw, first, count).data(), per_row, dt_raw.data());
-    upload<T>(cuda, row_tokens(in, in.z, first, count).data(), per_row, z.data());
-    upload<T>(cuda, batch_tokens(in, in.B, first, count).data(), per_batch, B.data());
-    upload<T>(cuda, batch_tokens(in, in.C, first, count).data(), per_batch, C.data());
-  }
-  MambaTokens<T> view() const { return {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
-  Buffer<T> u, dt_raw, z, B, C;
-};
+SsmDeviceTokens<T, MambaTokens<T>> device_tokens(CudaBackend& cuda, Allocator& allocator, const MambaInputs& in,
+                                                 std::int64_t first, std::int64_t count) {
+  return {cuda,
+          allocator,
+          row_tokens(in, in.u, first, count),
+          row_tokens(in, in.dt_raw, first, count),
+          row_tokens(in, in.z, first, count),
+          batch_tokens(in, in.B, first, count),
+          batch_tokens(in, in.C, first, count)};
+}
 
 template <class T>
 class MambaDecodeCudaCell final : public PreparedCell {
@@ -82,7 +66,7 @@ class MambaDecodeCudaCell final : public PreparedCell {
         plan_(plan_mamba_decode(shape_)),
         params_(cuda_, inputs_),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size)),
-        token_(cuda_, backend.allocator(), inputs_, length_, 1),
+        token_(device_tokens<T>(cuda_, backend.allocator(), inputs_, length_, 1)),
         out_(backend.allocator(), static_cast<std::size_t>(shape_.rows())) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
@@ -99,9 +83,11 @@ class MambaDecodeCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(),     params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(),
-            token_.u.byte_span(),   token_.dt_raw.byte_span(), token_.z.byte_span(),    token_.B.byte_span(),
-            token_.C.byte_span(),   out_.byte_span()};
+    std::vector<ByteSpan> spans{state_.byte_span()};
+    params_.add_spans(spans);
+    token_.add_spans(spans);
+    spans.push_back(out_.byte_span());
+    return spans;
   }
 
  private:
@@ -110,7 +96,7 @@ class MambaDecodeCudaCell final : public PreparedCell {
   void build_context_state() {
     if (length_ == 0) return;
     DeviceAllocator staging;
-    const DeviceTokens<T> context(cuda_, staging, inputs_, 0, length_);
+    const auto context = device_tokens<T>(cuda_, staging, inputs_, 0, length_);
     Buffer<T> out(staging, static_cast<std::size_t>(shape_.rows() * length_));
     const MambaPrefillPlan plan = plan_mamba_prefill(shape_, length_, cuda_.device().multiprocessors);
     Buffer<float> workspace(staging, static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan) / sizeof(float)));
@@ -126,7 +112,7 @@ class MambaDecodeCudaCell final : public PreparedCell {
   MambaDecodePlan plan_;
   DeviceParameters params_;
   Buffer<float> state_;
-  DeviceTokens<T> token_;
+  SsmDeviceTokens<T, MambaTokens<T>> token_;
   Buffer<T> out_;
 };
 
@@ -139,7 +125,7 @@ class MambaPrefillCudaCell final : public PreparedCell {
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
         plan_(plan_mamba_prefill(shape_, cell.sequence_length, cuda_.device().multiprocessors)),
         params_(cuda_, inputs_),
-        tokens_(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens),
+        tokens_(device_tokens<T>(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens)),
         out_(backend.allocator(), inputs_.u.size()),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size)),
         // mamba_prefill_workspace_bytes: what predicted_peak_bytes bounds (mamba_prefill_cuda_workspace_bytes).
@@ -160,9 +146,11 @@ class MambaPrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {params_.A.byte_span(), params_.dt_bias.byte_span(), params_.D.byte_span(), tokens_.u.byte_span(),
-            tokens_.dt_raw.byte_span(), tokens_.z.byte_span(),  tokens_.B.byte_span(), tokens_.C.byte_span(),
-            out_.byte_span(),      state_.byte_span(),        workspace_.byte_span()};
+    std::vector<ByteSpan> spans;
+    params_.add_spans(spans);
+    tokens_.add_spans(spans);
+    spans.insert(spans.end(), {out_.byte_span(), state_.byte_span(), workspace_.byte_span()});
+    return spans;
   }
 
  private:
@@ -171,7 +159,7 @@ class MambaPrefillCudaCell final : public PreparedCell {
   MambaInputs inputs_;
   MambaPrefillPlan plan_;  // split across the SMs at small batch (mamba_prefill_segments)
   DeviceParameters params_;
-  DeviceTokens<T> tokens_;
+  SsmDeviceTokens<T, MambaTokens<T>> tokens_;
   Buffer<T> out_;
   Buffer<float> state_, workspace_;
 };
@@ -179,8 +167,7 @@ class MambaPrefillCudaCell final : public PreparedCell {
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_mamba_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
-  if (auto why = mamba_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  return prepare_cell<MambaDecodeCudaCell, MambaPrefillCudaCell>(cell, seed, backend);
+  return prepare_cuda_cell<MambaDecodeCudaCell, MambaPrefillCudaCell>(mamba_cuda_unsupported, cell, seed, backend);
 }
 
 }  // namespace arch_bench

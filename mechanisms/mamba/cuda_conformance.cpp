@@ -2,9 +2,9 @@
 // mechanisms/mamba/conformance.hpp and returned by its adapter's cuda_kernels(). Built with CUDA only.
 #include "mechanisms/mamba/conformance.hpp"
 
-#include <cmath>
-
 #include "mechanisms/common/cuda_conformance.hpp"
+#include "mechanisms/common/ssm_device_buffers.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/options.hpp"
 
@@ -34,36 +34,29 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   const std::vector<float> z = to_storage_values(inputs.at("z"), dtype);
   const std::vector<float> B = swap_last_two(to_storage_values(inputs.at("B"), dtype), batch, n, length);
   const std::vector<float> C = swap_last_two(to_storage_values(inputs.at("C"), dtype), batch, n, length);
-  std::vector<float> A = to_fp32_values(inputs.at("A_log"));
-  for (float& a : A) a = -std::exp(a);  // as the adapter and MambaInputs::A()
-  const Buffer<float> A_d = device_copy<float>(cuda, A);
-  const Buffer<float> bias = device_copy<float>(cuda, to_fp32_values(inputs.at("dt_bias")));
-  const Buffer<float> D = device_copy<float>(cuda, to_fp32_values(inputs.at("D")));
-  const MambaParameters params{A_d.data(), bias.data(), D.data()};
-
-  const Buffer<T> u_d = device_copy<T>(cuda, u), dt_d = device_copy<T>(cuda, dt), z_d = device_copy<T>(cuda, z);
-  const Buffer<T> B_d = device_copy<T>(cuda, B), C_d = device_copy<T>(cuda, C);
+  // A = -exp(A_log) as the adapter and MambaInputs::A().
+  const SsmDeviceParameters<MambaParameters> params(cuda, negated_exp(to_fp32_values(inputs.at("A_log"))),
+                                                    to_fp32_values(inputs.at("dt_bias")),
+                                                    to_fp32_values(inputs.at("D")));
+  const SsmDeviceTokens<T, MambaTokens<T>> tokens(cuda, cuda.allocator(), u, dt, z, B, C);
   Buffer<T> prefill = device_output<T>(cuda, u.size());
   Buffer<float> state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
   const MambaPrefillPlan plan = plan_mamba_prefill(shape, length, cuda.device().multiprocessors);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan) / sizeof(float)));
-  launch_mamba_prefill<T>(plan, params, MambaTokens<T>{u_d.data(), dt_d.data(), z_d.data(), B_d.data(), C_d.data()},
-                          state.data(), workspace.data(), prefill.data(), cuda.stream());
+  launch_mamba_prefill<T>(plan, params.view(), tokens.view(), state.data(), workspace.data(), prefill.data(),
+                          cuda.stream());
   replace_values(out.prefill_out, fetch(cuda, prefill));
 
   // Decode layouts: token t of every row ([rows]) and of every batch element ([batch, N]).
-  const Buffer<T> u_t = device_copy<T>(cuda, token_major(u, rows, length, 1));
-  const Buffer<T> dt_t = device_copy<T>(cuda, token_major(dt, rows, length, 1));
-  const Buffer<T> z_t = device_copy<T>(cuda, token_major(z, rows, length, 1));
-  const Buffer<T> B_t = device_copy<T>(cuda, token_major(B, batch, length, n));
-  const Buffer<T> C_t = device_copy<T>(cuda, token_major(C, batch, length, n));
+  const SsmDeviceTokens<T, MambaTokens<T>> steps(
+      cuda, cuda.allocator(), token_major(u, rows, length, 1), token_major(dt, rows, length, 1),
+      token_major(z, rows, length, 1), token_major(B, batch, length, n), token_major(C, batch, length, n));
   Buffer<T> decode = device_output<T>(cuda, u.size());
   Buffer<float> decode_state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
   const MambaDecodePlan step = plan_mamba_decode(shape);
   for (std::int64_t t = 0; t < length; ++t) {
-    const MambaTokens<T> token{u_t.data() + t * rows, dt_t.data() + t * rows, z_t.data() + t * rows,
-                               B_t.data() + t * batch * n, C_t.data() + t * batch * n};
-    launch_mamba_decode<T>(step, params, token, decode_state.data(), decode.data() + t * rows, cuda.stream());
+    launch_mamba_decode<T>(step, params.view(), steps.token(t, rows, rows, batch * n), decode_state.data(),
+                           decode.data() + t * rows, cuda.stream());
   }
   replace_values(out.decode_out, row_major(fetch(cuda, decode), rows, length, 1));
   replace_state(out, "final_state", fetch(cuda, state), fetch(cuda, decode_state));

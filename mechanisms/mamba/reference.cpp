@@ -4,30 +4,21 @@
 #include <stdexcept>
 #include <string>
 
+#include "mechanisms/common/ssm_reference_math.hpp"
+
 namespace arch_bench {
 
 namespace {
-std::string shape(const MatrixD& m) {
-  return "[" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]";
-}
-
-void expect_shape(const MatrixD& m, std::int64_t rows, std::int64_t cols, const char* name) {
-  if (m.rows != rows || m.cols != cols) {
-    throw std::invalid_argument(std::string(name) + " must be [" + std::to_string(rows) + ", " +
-                                std::to_string(cols) + "], got " + shape(m));
-  }
-}
-
 void check_contract(const MambaSequenceD& x, const MambaParametersD& p) {
   const std::int64_t tokens = x.u.rows, channels = x.u.cols, n = p.A_log.cols;
   if (tokens == 0) throw std::invalid_argument("mamba_selective_scan needs at least one token");
   if (channels == 0) throw std::invalid_argument("u must have at least one channel (d_inner > 0)");
   if (n == 0) throw std::invalid_argument("A_log must have at least one state column (N > 0)");
-  expect_shape(x.dt_raw, tokens, channels, "dt_raw");
-  expect_shape(x.z, tokens, channels, "z");
-  expect_shape(x.B, tokens, n, "B");
-  expect_shape(x.C, tokens, n, "C");
-  expect_shape(p.A_log, channels, n, "A_log");
+  expect_matrix_shape(x.dt_raw, tokens, channels, "dt_raw");
+  expect_matrix_shape(x.z, tokens, channels, "z");
+  expect_matrix_shape(x.B, tokens, n, "B");
+  expect_matrix_shape(x.C, tokens, n, "C");
+  expect_matrix_shape(p.A_log, channels, n, "A_log");
   if (static_cast<std::int64_t>(p.dt_bias.size()) != channels) {
     throw std::invalid_argument("dt_bias must have d_inner = " + std::to_string(channels) + " entries");
   }
@@ -36,10 +27,6 @@ void check_contract(const MambaSequenceD& x, const MambaParametersD& p) {
   }
 }
 }  // namespace
-
-double mamba_softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
-
-double mamba_silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 MambaReferenceResult mamba_selective_scan(const MambaSequenceD& x, const MambaParametersD& p) {
   check_contract(x, p);
@@ -52,13 +39,13 @@ MambaReferenceResult mamba_selective_scan(const MambaSequenceD& x, const MambaPa
     for (std::int64_t c = 0; c < channels; ++c) {
       double* h = result.state.row(c);
       const double u = x.u(t, c);
-      const double dt = mamba_softplus(x.dt_raw(t, c) + p.dt_bias[c]);
+      const double dt = softplus_fp64(x.dt_raw(t, c) + p.dt_bias[c]);
       double y = 0;
       for (std::int64_t s = 0; s < n; ++s) {
         h[s] = std::exp(dt * A(c, s)) * h[s] + dt * x.B(t, s) * u;
         y += x.C(t, s) * h[s];
       }
-      result.outputs(t, c) = (y + p.D[c] * u) * mamba_silu(x.z(t, c));
+      result.outputs(t, c) = (y + p.D[c] * u) * silu_fp64(x.z(t, c));
     }
   }
   return result;

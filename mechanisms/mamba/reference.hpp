@@ -34,8 +34,4 @@ struct MambaReferenceResult {
 // shape disagrees with u ([tokens, d_inner]) and A_log ([d_inner, N]).
 MambaReferenceResult mamba_selective_scan(const MambaSequenceD& x, const MambaParametersD& p);
 
-// The scalar maps of the layer, in fp64.
-double mamba_softplus(double x);
-double mamba_silu(double x);
-
 }  // namespace arch_bench

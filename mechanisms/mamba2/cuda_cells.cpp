@@ -10,7 +10,8 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
 #include "mechanisms/common/check_heads.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
+#include "mechanisms/common/ssm_device_buffers.hpp"
 #include "mechanisms/mamba2/cuda.hpp"
 #include "mechanisms/mamba2/inputs.hpp"
 #include "mechanisms/mamba2/options.hpp"
@@ -30,37 +31,14 @@ MatrixD reference_outputs(const Mamba2Inputs& inputs, std::int64_t bh, std::int6
   return mamba2_ssd_scan(inputs.head_sequence(bh, rows), inputs.head_parameters(bh % inputs.heads)).outputs;
 }
 
-// The layer's fp32 parameters on the device.
-struct DeviceParameters {
-  DeviceParameters(CudaBackend& cuda, const Mamba2Inputs& in)
-      : A(cuda.allocator(), in.A_log.size()), dt_bias(cuda.allocator(), in.dt_bias.size()), D(cuda.allocator(), in.D.size()) {
-    const std::vector<float> a = in.A();
-    upload<float>(cuda, a.data(), static_cast<std::int64_t>(a.size()), A.data());
-    upload<float>(cuda, in.dt_bias.data(), static_cast<std::int64_t>(in.dt_bias.size()), dt_bias.data());
-    upload<float>(cuda, in.D.data(), static_cast<std::int64_t>(in.D.size()), D.data());
-  }
-  Mamba2Parameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
-  Buffer<float> A, dt_bias, D;
-};
+using DeviceParameters = SsmDeviceParameters<Mamba2Parameters>;
 
-// Sequence inputs of `count` tokens on the device (any allocator: the cell's or a staging one).
+// Sequence inputs of the slice's tokens on the device (any allocator: the cell's or a staging one).
 template <class T>
-struct DeviceTokens {
-  DeviceTokens(CudaBackend& cuda, Allocator& allocator, const Mamba2TokenSlice& slice)
-      : x(allocator, slice.x.size()),
-        dt_raw(allocator, slice.dt_raw.size()),
-        z(allocator, slice.z.size()),
-        B(allocator, slice.B.size()),
-        C(allocator, slice.C.size()) {
-    upload<T>(cuda, slice.x.data(), static_cast<std::int64_t>(slice.x.size()), x.data());
-    upload<T>(cuda, slice.dt_raw.data(), static_cast<std::int64_t>(slice.dt_raw.size()), dt_raw.data());
-    upload<T>(cuda, slice.z.data(), static_cast<std::int64_t>(slice.z.size()), z.data());
-    upload<T>(cuda, slice.B.data(), static_cast<std::int64_t>(slice.B.size()), B.data());
-    upload<T>(cuda, slice.C.data(), static_cast<std::int64_t>(slice.C.size()), C.data());
-  }
-  Mamba2Tokens<T> view() const { return {x.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
-  Buffer<T> x, dt_raw, z, B, C;
-};
+SsmDeviceTokens<T, Mamba2Tokens<T>> device_tokens(CudaBackend& cuda, Allocator& allocator,
+                                                  const Mamba2TokenSlice& slice) {
+  return {cuda, allocator, slice.x, slice.dt_raw, slice.z, slice.B, slice.C};
+}
 
 template <class T>
 class Mamba2DecodeCudaCell final : public PreparedCell {
@@ -73,7 +51,7 @@ class Mamba2DecodeCudaCell final : public PreparedCell {
         plan_(plan_mamba2_cuda(shape_, 1)),
         params_(cuda_, inputs_),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)),
-        token_(cuda_, backend.allocator(), inputs_.slice(length_, 1)),
+        token_(device_tokens<T>(cuda_, backend.allocator(), inputs_.slice(length_, 1))),
         out_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.head_dim)) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
@@ -91,9 +69,11 @@ class Mamba2DecodeCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    return {state_.byte_span(),    params_.A.byte_span(),      params_.dt_bias.byte_span(), params_.D.byte_span(),
-            token_.x.byte_span(),  token_.dt_raw.byte_span(),  token_.z.byte_span(),        token_.B.byte_span(),
-            token_.C.byte_span(),  out_.byte_span()};
+    std::vector<ByteSpan> spans{state_.byte_span()};
+    params_.add_spans(spans);
+    token_.add_spans(spans);
+    spans.push_back(out_.byte_span());
+    return spans;
   }
 
  private:
@@ -102,7 +82,7 @@ class Mamba2DecodeCudaCell final : public PreparedCell {
   void build_context_state() {
     if (length_ == 0) return;
     DeviceAllocator staging;
-    const DeviceTokens<T> context(cuda_, staging, inputs_.slice(0, length_));
+    const auto context = device_tokens<T>(cuda_, staging, inputs_.slice(0, length_));
     Buffer<T> out(staging, static_cast<std::size_t>(shape_.rows() * length_ * shape_.head_dim));
     launch_mamba2_scan<T>(plan_mamba2_cuda(shape_, length_), params_.view(), context.view(), state_.data(), out.data(),
                           cuda_.stream());
@@ -116,7 +96,7 @@ class Mamba2DecodeCudaCell final : public PreparedCell {
   Mamba2CudaPlan plan_;
   DeviceParameters params_;
   Buffer<float> state_;
-  DeviceTokens<T> token_;
+  SsmDeviceTokens<T, Mamba2Tokens<T>> token_;
   Buffer<T> out_;
 };
 
@@ -129,7 +109,7 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
         inputs_(make_mamba2_inputs(cell, cell.sequence_length, seed)),
         plan_(plan_mamba2_cuda(shape_, cell.sequence_length)),
         params_(cuda_, inputs_),
-        tokens_(cuda_, backend.allocator(), inputs_.slice(0, inputs_.tokens)),
+        tokens_(device_tokens<T>(cuda_, backend.allocator(), inputs_.slice(0, inputs_.tokens))),
         out_(backend.allocator(), inputs_.x.size()),
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)) {
     if constexpr (std::is_same_v<T, bf16>) {
@@ -162,10 +142,10 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
   }
 
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans{params_.A.byte_span(),  params_.dt_bias.byte_span(), params_.D.byte_span(),
-                                tokens_.x.byte_span(),  tokens_.dt_raw.byte_span(),  tokens_.z.byte_span(),
-                                tokens_.B.byte_span(),  tokens_.C.byte_span(),       out_.byte_span(),
-                                state_.byte_span()};
+    std::vector<ByteSpan> spans;
+    params_.add_spans(spans);
+    tokens_.add_spans(spans);
+    spans.insert(spans.end(), {out_.byte_span(), state_.byte_span()});
     chunked_.add_spans(spans);
     return spans;
   }
@@ -176,7 +156,7 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
   Mamba2Inputs inputs_;
   Mamba2CudaPlan plan_;
   DeviceParameters params_;
-  DeviceTokens<T> tokens_;
+  SsmDeviceTokens<T, Mamba2Tokens<T>> tokens_;
   Buffer<T> out_;
   Buffer<float> state_;
   ChunkScalarDecayWorkspace chunked_;  // the chunked SSD's, for a bf16 prefill on tensor cores
@@ -185,8 +165,7 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_mamba2_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
-  if (auto why = mamba2_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  return prepare_cell<Mamba2DecodeCudaCell, Mamba2PrefillCudaCell>(cell, seed, backend);
+  return prepare_cuda_cell<Mamba2DecodeCudaCell, Mamba2PrefillCudaCell>(mamba2_cuda_unsupported, cell, seed, backend);
 }
 
 }  // namespace arch_bench

@@ -3,9 +3,9 @@
 // only; compiled, not yet run on a GPU.
 #include "mechanisms/mamba2/conformance.hpp"
 
-#include <cmath>
-
 #include "mechanisms/common/cuda_conformance.hpp"
+#include "mechanisms/common/ssm_device_buffers.hpp"
+#include "mechanisms/common/ssm_parameters.hpp"
 #include "mechanisms/mamba2/cuda.hpp"
 #include "mechanisms/mamba2/options.hpp"
 
@@ -38,38 +38,31 @@ void mamba2_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOut
   const std::vector<float> x = kernel_layout("ssd_x", heads, p), z = kernel_layout("ssd_z", heads, p);
   const std::vector<float> dt = kernel_layout("ssd_dt", heads, 1);
   const std::vector<float> B = kernel_layout("ssd_B", groups, n), C = kernel_layout("ssd_C", groups, n);
-  std::vector<float> A = to_fp32_values(inputs.at("ssd_A_log"));
-  for (float& a : A) a = -std::exp(a);  // as the adapter and Mamba2Inputs::A()
-  const Buffer<float> A_d = device_copy<float>(cuda, A);
-  const Buffer<float> bias = device_copy<float>(cuda, to_fp32_values(inputs.at("ssd_dt_bias")));
-  const Buffer<float> D = device_copy<float>(cuda, to_fp32_values(inputs.at("ssd_D")));
-  const Mamba2Parameters params{A_d.data(), bias.data(), D.data()};
+  // A = -exp(A_log) as the adapter and Mamba2Inputs::A().
+  const SsmDeviceParameters<Mamba2Parameters> params(cuda, negated_exp(to_fp32_values(inputs.at("ssd_A_log"))),
+                                                     to_fp32_values(inputs.at("ssd_dt_bias")),
+                                                     to_fp32_values(inputs.at("ssd_D")));
   const auto to_files = [&](const std::vector<float>& head_major) {
     return mamba2_swap_middle(head_major, batch, heads, length, p);
   };
 
-  const Buffer<T> x_d = device_copy<T>(cuda, x), dt_d = device_copy<T>(cuda, dt), z_d = device_copy<T>(cuda, z);
-  const Buffer<T> B_d = device_copy<T>(cuda, B), C_d = device_copy<T>(cuda, C);
+  const SsmDeviceTokens<T, Mamba2Tokens<T>> tokens(cuda, cuda.allocator(), x, dt, z, B, C);
   Buffer<T> prefill = device_output<T>(cuda, x.size());
   Buffer<float> state = device_zeros(cuda, static_cast<std::size_t>(rows * n * p));
-  launch_mamba2_scan<T>(plan_mamba2_cuda(shape, length), params,
-                        Mamba2Tokens<T>{x_d.data(), dt_d.data(), z_d.data(), B_d.data(), C_d.data()}, state.data(),
-                        prefill.data(), cuda.stream());
+  launch_mamba2_scan<T>(plan_mamba2_cuda(shape, length), params.view(), tokens.view(), state.data(), prefill.data(),
+                        cuda.stream());
   replace_values(out.prefill_out, to_files(fetch(cuda, prefill)));
 
   // Decode layouts: token t of every row ([rows, P], [rows]) and of every group ([batch * groups, N]).
-  const Buffer<T> x_t = device_copy<T>(cuda, token_major(x, rows, length, p));
-  const Buffer<T> z_t = device_copy<T>(cuda, token_major(z, rows, length, p));
-  const Buffer<T> dt_t = device_copy<T>(cuda, token_major(dt, rows, length, 1));
-  const Buffer<T> B_t = device_copy<T>(cuda, token_major(B, group_rows, length, n));
-  const Buffer<T> C_t = device_copy<T>(cuda, token_major(C, group_rows, length, n));
+  const SsmDeviceTokens<T, Mamba2Tokens<T>> steps(
+      cuda, cuda.allocator(), token_major(x, rows, length, p), token_major(dt, rows, length, 1),
+      token_major(z, rows, length, p), token_major(B, group_rows, length, n), token_major(C, group_rows, length, n));
   Buffer<T> decode = device_output<T>(cuda, x.size());
   Buffer<float> decode_state = device_zeros(cuda, static_cast<std::size_t>(rows * n * p));
   const Mamba2CudaPlan step = plan_mamba2_cuda(shape, 1);
   for (std::int64_t t = 0; t < length; ++t) {
-    const Mamba2Tokens<T> token{x_t.data() + t * rows * p, dt_t.data() + t * rows, z_t.data() + t * rows * p,
-                                B_t.data() + t * group_rows * n, C_t.data() + t * group_rows * n};
-    launch_mamba2_scan<T>(step, params, token, decode_state.data(), decode.data() + t * rows * p, cuda.stream());
+    launch_mamba2_scan<T>(step, params.view(), steps.token(t, rows * p, rows, group_rows * n), decode_state.data(),
+                          decode.data() + t * rows * p, cuda.stream());
   }
   replace_values(out.decode_out, to_files(row_major(fetch(cuda, decode), rows, length, p)));
   replace_state(out, "final_state", mamba2_states_to_files(fetch(cuda, state), rows, n, p),

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "mechanisms/common/recall_probe.hpp"
 
 namespace arch_bench {
 
@@ -55,12 +55,9 @@ class PerformerCapacity final : public CapacityProbe {
 }  // namespace
 
 const CapacityProbe& performer_capacity(PerformerFeatures kind, std::int64_t features) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, std::int64_t>, std::unique_ptr<PerformerCapacity>> probes;
-  const std::lock_guard lock(mutex);
-  auto& probe = probes[{static_cast<int>(kind), features}];
-  if (!probe) probe = std::make_unique<PerformerCapacity>(kind, features);
-  return *probe;
+  return probe_per_key(std::pair{static_cast<int>(kind), features}, [](const std::pair<int, std::int64_t>& key) {
+    return std::make_unique<PerformerCapacity>(static_cast<PerformerFeatures>(key.first), key.second);
+  });
 }
 
 }  // namespace arch_bench

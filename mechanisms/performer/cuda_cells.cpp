@@ -11,7 +11,7 @@
 #include "mechanisms/performer/options.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
 #include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/performer/approximation.hpp"
@@ -237,8 +237,7 @@ class PerformerPrefillCudaCell final : public PreparedCell, public NamesGpuKerne
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_performer_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
-  if (auto why = performer_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  return prepare_cell<PerformerDecodeCudaCell, PerformerPrefillCudaCell>(cell, seed, backend);
+  return prepare_cuda_cell<PerformerDecodeCudaCell, PerformerPrefillCudaCell>(performer_cuda_unsupported, cell, seed, backend);
 }
 
 }  // namespace arch_bench

@@ -10,9 +10,10 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
+#include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
-#include "mechanisms/common/prepare_cell.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/retnet/check.hpp"
 #include "mechanisms/retnet/cuda.hpp"
@@ -20,10 +21,6 @@
 namespace arch_bench {
 
 namespace {
-
-std::size_t state_elements(const Cell& cell) {
-  return static_cast<std::size_t>(checked_product(cell.batch_heads(), cell.head_dim, cell.head_dim));
-}
 
 // Decode: S already holds the L context tokens; the step folds in token L and reads it out.
 template <class T>
@@ -35,7 +32,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
         length_(cell.sequence_length),
         inputs_(make_attention_inputs(cell, length_ + 1, seed)),
         plan_(plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, cuda_.device().multiprocessors)),
-        state_(backend.allocator(), state_elements(cell)),
+        state_(backend.allocator(), square_state_floats(cell)),
         io_(cuda_, backend.allocator(), inputs_, length_, 1) {
     zero_async(cuda_, state_.data(), state_.bytes());
     build_context_state();
@@ -86,7 +83,7 @@ class RetNetPrefillCudaCell final : public PreparedCell {
         plan_(plan_retnet_cuda(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim,
                                cuda_.device().multiprocessors)),
         io_(cuda_, backend.allocator(), inputs_),
-        state_(backend.allocator(), state_elements(cell)) {
+        state_(backend.allocator(), square_state_floats(cell)) {
     if constexpr (std::is_same_v<T, bf16>) {
       if (retnet_cuda_prefill_is_chunked(cell)) {  // retnet_cuda_workspace_bytes counts the workspace
         chunked_ = ChunkScalarDecayWorkspace(retnet_chunked_prefill_plan(cell), backend.allocator());
@@ -127,8 +124,7 @@ class RetNetPrefillCudaCell final : public PreparedCell {
 }  // namespace
 
 std::unique_ptr<PreparedCell> prepare_retnet_cuda(const Cell& cell, std::uint64_t seed, Backend& backend) {
-  if (auto why = retnet_cuda_unsupported(cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
-  return prepare_cell<RetNetDecodeCudaCell, RetNetPrefillCudaCell>(cell, seed, backend);
+  return prepare_cuda_cell<RetNetDecodeCudaCell, RetNetPrefillCudaCell>(retnet_cuda_unsupported, cell, seed, backend);
 }
 
 }  // namespace arch_bench

@@ -1,6 +1,6 @@
 #include "mechanisms/retnet/cuda_plan.hpp"
 
-#include "mechanisms/common/cuda_launch_limits.hpp"
+#include "mechanisms/common/column_recurrence_limits.hpp"
 #include "mechanisms/common/tensor_core_prefill.hpp"
 #include "mechanisms/retnet/cpu.hpp"
 
@@ -25,16 +25,7 @@ std::int64_t retnet_cuda_workspace_bytes(const Cell& cell) {
 }
 
 std::optional<std::string> retnet_cuda_unsupported(const Cell& cell) {
-  if (cell.head_dim < 1 || cell.head_dim > kRetNetMaxDim) {
-    return "the CUDA kernels of retnet take head_dim 1.." + std::to_string(kRetNetMaxDim);
-  }
-  if (cell.batch_heads() < 1) return "the CUDA kernels of retnet need batch * heads >= 1";
-  if (cell.sequence_length < 0) return "sequence_length must be >= 0";
-  // The widest grid (one warp per block, whatever the SM count) and the largest stage.
-  const ColumnRecurrencePlan widest = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 1 << 30);
-  if (widest.blocks > kCudaMaxGridX) return "batch * heads exceeds the CUDA grid limit (2^31 - 1 blocks)";
-  const ColumnRecurrencePlan one_block = plan_retnet_cuda(cell.batch_heads(), 1, cell.head_dim, cell.head_dim, 0);
-  if (one_block.shared_bytes > kCudaDefaultSharedBytes) return "the staged tokens exceed 48 KiB of shared memory";
+  if (auto problem = column_recurrence_unsupported(cell, "retnet", kRetNetMaxDim, 0)) return problem;
   if (retnet_cuda_prefill_is_chunked(cell)) return chunk_scalar_decay_unlaunchable(retnet_chunked_prefill_plan(cell));
   return std::nullopt;
 }

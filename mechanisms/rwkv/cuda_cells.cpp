@@ -14,6 +14,7 @@
 #include "core/errors.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/prepare_cuda_cell.hpp"
 #include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
@@ -222,7 +223,7 @@ class RwkvPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
 
 std::unique_ptr<PreparedCell> prepare_rwkv_cuda(RwkvVersion version, const Cell& cell, std::uint64_t seed,
                                                 Backend& backend) {
-  if (auto why = rwkv_cuda_unsupported(version, cell)) throw CellFailure("mechanism_error", *why);  // the plan skips these first
+  require_cuda_supported(rwkv_cuda_unsupported(version, cell));
   const bool bf = cell.dtype == DType::bfloat16;
   if (cell.phase == Phase::decode) {
     if (bf) return std::make_unique<RwkvDecodeCudaCell<bf16>>(version, cell, seed, backend);

@@ -18,15 +18,6 @@ namespace arch_bench {
 
 namespace {
 
-const char* mechanism_of(RwkvVersion version) {
-  switch (version) {
-    case RwkvVersion::v4: return "rwkv4";
-    case RwkvVersion::v6: return "rwkv6";
-    case RwkvVersion::v7: return "rwkv7";
-  }
-  return "rwkv";
-}
-
 // The parameters the CPU adapter reads from the files (rwkv4: w = exp(time_decay), u = time_first;
 // rwkv6: u = time_faaaa; rwkv7: none).
 void read_parameters(const ConformanceInputs& files, RwkvInputs& in) {
@@ -96,7 +87,7 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
                   CudaBackend& cuda) {
   RwkvInputs in = rwkv_inputs_from_files(files, dtype, version);
   read_parameters(files, in);
-  require_cuda_cell(attention_cell(mechanism_of(version), files, dtype, out.options, in.dim));
+  require_cuda_cell(attention_cell(rwkv_mechanism_id(version), files, dtype, out.options, in.dim));
   const std::int64_t bh = in.batch_heads, dim = in.dim, length = in.tokens;
   const Buffer<float> w = in.w.empty() ? Buffer<float>() : device_copy<float>(cuda, in.w);
   const Buffer<float> u = in.u.empty() ? Buffer<float>() : device_copy<float>(cuda, in.u);

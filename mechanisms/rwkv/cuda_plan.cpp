@@ -9,19 +9,6 @@
 
 namespace arch_bench {
 
-namespace {
-
-const char* name_of(RwkvVersion version) {
-  switch (version) {
-    case RwkvVersion::v4: return "rwkv4";
-    case RwkvVersion::v6: return "rwkv6";
-    case RwkvVersion::v7: return "rwkv7";
-  }
-  return "rwkv";
-}
-
-}  // namespace
-
 RwkvScanPlan plan_rwkv_scan(RwkvVersion version, std::int64_t batch_heads, std::int64_t heads, std::int64_t tokens,
                             std::int64_t dim) {
   RwkvScanPlan plan;
@@ -53,7 +40,7 @@ RwkvScanPlan plan_rwkv_scan(RwkvVersion version, std::int64_t batch_heads, std::
 }
 
 std::optional<std::string> rwkv_cuda_unsupported(RwkvVersion version, const Cell& cell) {
-  const std::string name = name_of(version);
+  const std::string name = rwkv_mechanism_id(version);
   if (cell.head_dim < 1 || cell.head_dim > kRwkvCudaMaxHeadDim) {
     return "the CUDA kernels of " + name + " take head_dim 1.." + std::to_string(kRwkvCudaMaxHeadDim);
   }

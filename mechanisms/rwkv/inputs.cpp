@@ -30,6 +30,11 @@ double channel_position(std::int64_t c, std::int64_t channels) {
 
 }  // namespace
 
+const char* rwkv_mechanism_id(RwkvVersion version) {
+  static constexpr std::array<const char*, 3> kIds = {"rwkv4", "rwkv6", "rwkv7"};  // in RwkvVersion's order
+  return kIds[static_cast<std::size_t>(version)];
+}
+
 std::array<bool, kRwkvInputCount> rwkv_inputs_used(RwkvVersion version) {
   switch (version) {
     case RwkvVersion::v4: return {false, true, true, false, false, false};

@@ -16,6 +16,9 @@ namespace arch_bench {
 
 enum class RwkvVersion { v4, v6, v7 };
 
+// The generation's mechanism id: "rwkv4", "rwkv6" or "rwkv7".
+const char* rwkv_mechanism_id(RwkvVersion version);
+
 // The per-token inputs, in the order of RwkvTokens.
 enum RwkvInput : int { kRwkvR, kRwkvK, kRwkvV, kRwkvDecay, kRwkvKappa, kRwkvIclr, kRwkvInputCount };
 

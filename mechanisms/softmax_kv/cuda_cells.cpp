@@ -18,6 +18,7 @@
 #include "mechanisms/common/prepare_cell.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/softmax_kv/check.hpp"
+#include "mechanisms/softmax_kv/cuda_decode_token.hpp"
 #include "mechanisms/softmax_kv/decode_cache.hpp"
 #include "mechanisms/softmax_kv/cuda.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
@@ -57,11 +58,7 @@ class SoftmaxDecodeCudaCell final : public PreparedCell {
     // can make the output finite.
     upload_ring(inputs_.k, k_cache_);
     upload_ring(inputs_.v, v_cache_);
-    const std::int64_t kv_count = static_cast<std::int64_t>(k_new_.size());
-    upload<T>(backend, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()),
-              q_.data());
-    upload<T>(backend, kv_head_rows(inputs_, inputs_.k, group_, length_, 1).data(), kv_count, k_new_.data());
-    upload<T>(backend, kv_head_rows(inputs_, inputs_.v, group_, length_, 1).data(), kv_count, v_new_.data());
+    upload_decode_token(backend, inputs_, group_, length_, q_, k_new_, v_new_);
     poison(backend, out_.data(), out_.bytes());
     poison(backend, workspace_.data(), workspace_.bytes());
   }

@@ -17,6 +17,7 @@
 #include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/softmax_kv/check.hpp"
+#include "mechanisms/softmax_kv/cuda_decode_token.hpp"
 #include "mechanisms/softmax_kv/cudnn_sdpa.hpp"
 
 namespace arch_bench {
@@ -64,11 +65,7 @@ class SoftmaxDecodeCudnnCell final : public PreparedCell, public NamesGpuKernel 
       upload<bf16>(backend, k_context.data() + kv * length_ * dim_, length_ * dim_, k_cache_.data() + base);
       upload<bf16>(backend, v_context.data() + kv * length_ * dim_, length_ * dim_, v_cache_.data() + base);
     }
-    const std::int64_t kv_count = static_cast<std::int64_t>(k_new_.size());
-    upload<bf16>(backend, inputs_.head_rows(inputs_.q, length_, 1).data(), static_cast<std::int64_t>(q_.size()),
-                 q_.data());
-    upload<bf16>(backend, kv_head_rows(inputs_, inputs_.k, group_, length_, 1).data(), kv_count, k_new_.data());
-    upload<bf16>(backend, kv_head_rows(inputs_, inputs_.v, group_, length_, 1).data(), kv_count, v_new_.data());
+    upload_decode_token(backend, inputs_, group_, length_, q_, k_new_, v_new_);
     poison(backend, out_.data(), out_.bytes());
     if (workspace_.size() > 0) poison(backend, workspace_.data(), workspace_.bytes());
   }

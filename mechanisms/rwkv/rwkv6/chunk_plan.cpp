@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/chunk_pass_grid.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/common/smem_layout.hpp"
 
@@ -26,15 +27,9 @@ Rwkv6ChunkPlan plan_rwkv6_chunk(std::int64_t batch_heads, std::int64_t heads, st
     throw std::invalid_argument("rwkv6's chunkwise prefill needs batch_heads >= 0, heads >= 1, tokens >= 0");
   }
   Rwkv6ChunkPlan plan;
-  plan.batch_heads = batch_heads;
   plan.heads = heads;
-  plan.tokens = tokens;
   plan.dim = static_cast<int>(dim);
-  plan.chunks = ceil_div(tokens, kRwkv6ChunkTokens);
-  plan.state_blocks = checked_product(batch_heads, plan.chunks);
-  plan.output_blocks = plan.state_blocks;
-  plan.prefix_blocks_per_head = ceil_div(dim * dim / 2, plan.threads);
-  plan.prefix_blocks = checked_product(batch_heads, plan.prefix_blocks_per_head);
+  place_chunk_state_grid(plan, batch_heads, tokens, kRwkv6ChunkTokens, dim * dim);
   plan.ld_bf16 = plan.dim + kRwkv6ChunkBf16Pad;
   plan.ld_scalar = plan.dim + kRwkv6ChunkScalarPad;
   plan.ld_p = kRwkv6ChunkTokens + kRwkv6ChunkBf16Pad;

@@ -339,6 +339,19 @@ HeadPointers<T> head(const RwkvShape& shape, std::int64_t tokens, const RwkvToke
   return {x.r + offset, x.k + offset, x.v + offset, x.decay + offset, out + offset};
 }
 
+// Runs `head_kernel` (recurrent_head or chunkwise_head) on every (batch, head) with its bonus u, its
+// inputs, state and output, in parallel over heads once the work pays for the threads.
+template <class T, class HeadKernel>
+void over_heads(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens, const RwkvTokens<T>& x,
+                float* state, T* out, HeadKernel head_kernel) {
+  const std::int64_t dim = shape.dim;
+#pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
+  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
+    const HeadPointers<T> p = head(shape, tokens, x, out, bh);
+    head_kernel(dim, params.u + (bh % shape.heads) * dim, tokens, p.r, p.k, p.v, p.d, state + bh * dim * dim, p.out);
+  }
+}
+
 }  // namespace
 
 #if defined(ARCH_BENCH_KERNEL_DISPATCHER)  // not a kernel: compiled once, with the dispatched forms
@@ -376,26 +389,14 @@ template <class T, KernelVariant V>
 void rwkv6_recurrent(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                      const RwkvTokens<T>& x, float* state, T* out) {
   ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv6_recurrent<T, W>(shape, params, tokens, x, state, out)))
-  const std::int64_t dim = shape.dim;
-#pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
-  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    const HeadPointers<T> p = head(shape, tokens, x, out, bh);
-    recurrent_head(dim, params.u + (bh % shape.heads) * dim, tokens, p.r, p.k, p.v, p.d, state + bh * dim * dim,
-                   p.out);
-  }
+  over_heads(shape, params, tokens, x, state, out, [](auto... args) { recurrent_head(args...); });
 }
 
 template <class T, KernelVariant V>
 void rwkv6_prefill_chunkwise(const RwkvShape& shape, const RwkvParameters& params, std::int64_t tokens,
                              const RwkvTokens<T>& x, float* state, T* out) {
   ARCH_BENCH_DISPATCH_KERNEL(V, (rwkv6_prefill_chunkwise<T, W>(shape, params, tokens, x, state, out)))
-  const std::int64_t dim = shape.dim;
-#pragma omp parallel for schedule(static) if (shape.batch_heads * dim * dim * tokens >= kRwkvParallelWork)
-  for (std::int64_t bh = 0; bh < shape.batch_heads; ++bh) {
-    const HeadPointers<T> p = head(shape, tokens, x, out, bh);
-    chunkwise_head(dim, params.u + (bh % shape.heads) * dim, tokens, p.r, p.k, p.v, p.d, state + bh * dim * dim,
-                   p.out);
-  }
+  over_heads(shape, params, tokens, x, state, out, [](auto... args) { chunkwise_head(args...); });
 }
 
 #define ARCH_BENCH_RWKV6_KERNELS(PREFIX, T, V)                                                                   \

@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "mechanisms/capacity.hpp"
+#include "mechanisms/common/recall_probe.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/cuda_plan.hpp"
@@ -29,29 +30,24 @@ struct Rwkv6Policy : RwkvMatrixStatePolicy {
   }
 };
 
-class Rwkv6Capacity final : public CapacityProbe {
- public:
-  MatrixD recall(const MatrixD& keys, const MatrixD& values) const override {
-    if (keys.rows != values.rows) throw std::invalid_argument("rwkv6's capacity probe needs one value per key");
-    const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
-    MatrixD S(dk, dv), out(n, dv);
-    for (std::int64_t t = 0; t < n; ++t) {
-      for (std::int64_t i = 0; i < dk; ++i) {
-        for (std::int64_t j = 0; j < dv; ++j) S(i, j) += keys(t, i) * values(t, j);
-      }
+// w = 1 leaves S = sum_i k_i v_i^T, read with r = k_i. The additive memory of recall_reads.hpp, kept in
+// this loop order (over value channels innermost), whose roundings the reports have always carried.
+MatrixD rwkv6_recall(const MatrixD& keys, const MatrixD& values) {
+  if (keys.rows != values.rows) throw std::invalid_argument("rwkv6's capacity probe needs one value per key");
+  const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
+  MatrixD S(dk, dv), out(n, dv);
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < dk; ++i) {
+      for (std::int64_t j = 0; j < dv; ++j) S(i, j) += keys(t, i) * values(t, j);
     }
-    for (std::int64_t t = 0; t < n; ++t) {
-      for (std::int64_t i = 0; i < dk; ++i) {
-        for (std::int64_t j = 0; j < dv; ++j) out(t, j) += keys(t, i) * S(i, j);
-      }
+  }
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < dk; ++i) {
+      for (std::int64_t j = 0; j < dv; ++j) out(t, j) += keys(t, i) * S(i, j);
     }
-    return out;
   }
-  std::string setting() const override {
-    return "w = 1 (d = -inf: no decay); S = sum_i k_i v_i^T, read with r = k_i after all n writes, so the bonus u "
-           "(which weighs only the current token) does not enter: o = k_i^T S";
-  }
-};
+  return out;
+}
 
 class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
  public:
@@ -85,7 +81,10 @@ class Rwkv6 final : public RwkvMechanism<Rwkv6Policy> {
 
   const ConformanceAdapter* conformance() const override { return &rwkv6_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
-    static const Rwkv6Capacity probe;
+    static const RecallProbe probe(
+        rwkv6_recall,
+        "w = 1 (d = -inf: no decay); S = sum_i k_i v_i^T, read with r = k_i after all n writes, so the bonus u "
+        "(which weighs only the current token) does not enter: o = k_i^T S");
     return &probe;
   }
 };

@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "mechanisms/capacity.hpp"
+#include "mechanisms/common/recall_probe.hpp"
 #include "mechanisms/common/prefill_form.hpp"
 #include "mechanisms/rwkv/cells.hpp"
 #include "mechanisms/rwkv/cuda.hpp"
@@ -37,38 +38,31 @@ struct Rwkv7Policy : RwkvMatrixStatePolicy {
 
 // The delta rule at full strength: kappa_hat = k_i and iclr = 1 make diag(w) + a^T b = I - k_i^T k_i,
 // so each write replaces the value stored along k_i: S <- S (I - k_i^T k_i) + v_i^T k_i.
-class Rwkv7Capacity final : public CapacityProbe {
- public:
-  MatrixD recall(const MatrixD& keys, const MatrixD& values) const override {
-    if (keys.rows != values.rows) throw std::invalid_argument("rwkv7's capacity probe needs one value per key");
-    const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
-    MatrixD S(dv, dk), out(n, dv);
-    std::vector<double> sk(static_cast<std::size_t>(dv));
-    for (std::int64_t t = 0; t < n; ++t) {
-      const double* k = keys.row(t);
-      for (std::int64_t i = 0; i < dv; ++i) {
-        double dot = 0;
-        for (std::int64_t j = 0; j < dk; ++j) dot += S(i, j) * k[j];
-        sk[i] = dot;
-      }
-      for (std::int64_t i = 0; i < dv; ++i) {
-        for (std::int64_t j = 0; j < dk; ++j) S(i, j) += (values(t, i) - sk[i]) * k[j];
-      }
+MatrixD rwkv7_recall(const MatrixD& keys, const MatrixD& values) {
+  if (keys.rows != values.rows) throw std::invalid_argument("rwkv7's capacity probe needs one value per key");
+  const std::int64_t n = keys.rows, dk = keys.cols, dv = values.cols;
+  MatrixD S(dv, dk), out(n, dv);
+  std::vector<double> sk(static_cast<std::size_t>(dv));
+  for (std::int64_t t = 0; t < n; ++t) {
+    const double* k = keys.row(t);
+    for (std::int64_t i = 0; i < dv; ++i) {
+      double dot = 0;
+      for (std::int64_t j = 0; j < dk; ++j) dot += S(i, j) * k[j];
+      sk[i] = dot;
     }
-    for (std::int64_t t = 0; t < n; ++t) {
-      for (std::int64_t i = 0; i < dv; ++i) {
-        double dot = 0;
-        for (std::int64_t j = 0; j < dk; ++j) dot += S(i, j) * keys(t, j);
-        out(t, i) = dot;
-      }
+    for (std::int64_t i = 0; i < dv; ++i) {
+      for (std::int64_t j = 0; j < dk; ++j) S(i, j) += (values(t, i) - sk[i]) * k[j];
     }
-    return out;
   }
-  std::string setting() const override {
-    return "w = 1 (no decay), kappa_hat = k_i and iclr = 1 (a = -k_i, b = k_i): S <- S (I - k_i^T k_i) + v_i^T k_i, "
-           "the delta rule with beta = 1; read o = S k_i after all n writes";
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < dv; ++i) {
+      double dot = 0;
+      for (std::int64_t j = 0; j < dk; ++j) dot += S(i, j) * keys(t, j);
+      out(t, i) = dot;
+    }
   }
-};
+  return out;
+}
 
 class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
  public:
@@ -95,7 +89,10 @@ class Rwkv7 final : public RwkvMechanism<Rwkv7Policy> {
 
   const ConformanceAdapter* conformance() const override { return &rwkv7_conformance(); }
   const CapacityProbe* capacity_probe(const MechanismOptions&) const override {
-    static const Rwkv7Capacity probe;
+    static const RecallProbe probe(
+        rwkv7_recall,
+        "w = 1 (no decay), kappa_hat = k_i and iclr = 1 (a = -k_i, b = k_i): S <- S (I - k_i^T k_i) + v_i^T k_i, "
+        "the delta rule with beta = 1; read o = S k_i after all n writes");
     return &probe;
   }
 };
