@@ -44,4 +44,23 @@ __device__ __forceinline__ ChunkBlockRows chunk_block_rows(const ChunkTile& tile
   return at;
 }
 
+// The output stage's operands of the block's chunk: its rows of the query and key features
+// ([bh][token][width]) and of V ([bh][token][dv]), and the state and key sums entering it
+// ([bh][chunk][width][dv], [bh][chunk][width]).
+template <class Feature, class Value>
+struct ChunkOutputOperands {
+  const Feature* q_rows;
+  const Feature* k_rows;
+  const Value* v_rows;
+  const float* s_in;
+  const float* z_in;
+};
+template <class Feature, class Value>
+__device__ __forceinline__ ChunkOutputOperands<Feature, Value> chunk_output_operands(
+    const ChunkBlockRows& at, const Feature* q, const Feature* k, const Value* v, const float* chunk_states,
+    const float* chunk_sums, int width, int dv) {
+  return {at.token_rows(q, width), at.token_rows(k, width), at.token_rows(v, dv),
+          at.chunk_entry_of(chunk_states, width, dv), at.chunk_entry_of(chunk_sums, width)};
+}
+
 }  // namespace arch_bench

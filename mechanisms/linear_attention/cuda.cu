@@ -146,11 +146,8 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
   const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
   const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
   const int rows = at.rows, j0 = at.j0;
-  const T* q_rows = at.token_rows(q, dk);
-  const T* k_rows = at.token_rows(k, dk);
-  const T* v_rows = at.token_rows(v, dv);
-  const float* s_in = at.chunk_entry_of(chunk_states, dk, dv);
-  const float* z_in = at.chunk_entry_of(chunk_sums, dk);
+  const auto [q_rows, k_rows, v_rows, s_in, z_in] =
+      chunk_output_operands(at, q, k, v, chunk_states, chunk_sums, dk, dv);
 
   const int t = threadIdx.x;
   float acc_o[4][4] = {};

@@ -147,11 +147,8 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
   const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
   const int rows = at.rows, j0 = at.j0;
-  const float* q_rows = at.token_rows(query_features, m);
-  const float* k_rows = at.token_rows(key_features, m);
-  const __nv_bfloat16* v_rows = at.token_rows(v, dv);
-  const float* s_in = at.chunk_entry_of(chunk_states, m, dv);
-  const float* z_in = at.chunk_entry_of(chunk_sums, m);
+  const auto [q_rows, k_rows, v_rows, s_in, z_in] =
+      chunk_output_operands(at, query_features, key_features, v, chunk_states, chunk_sums, m, dv);
   chunk_row_weights(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, at);
   for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
     const int r = e / kC, j = e % kC;
