@@ -12,6 +12,7 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/matrix_scan.cuh"
+#include "mechanisms/rwkv/scan_instances.cuh"
 
 namespace arch_bench {
 
@@ -79,9 +80,6 @@ void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
   check_launch("rwkv6_scan_kernel");
 }
 
-template void launch_rwkv6_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
-                                       float*, CUstream_st*);
-template void launch_rwkv6_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
-                                      bf16*, CUstream_st*);
+ARCH_BENCH_RWKV_SCAN_INSTANCES(launch_rwkv6_scan)
 
 }  // namespace arch_bench

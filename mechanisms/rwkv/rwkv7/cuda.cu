@@ -13,6 +13,7 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/matrix_scan.cuh"
+#include "mechanisms/rwkv/scan_instances.cuh"
 
 namespace arch_bench {
 
@@ -89,9 +90,6 @@ void launch_rwkv7_scan(const RwkvScanPlan& plan, const RwkvParameters&, const Rw
   check_launch("rwkv7_scan_kernel");
 }
 
-template void launch_rwkv7_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
-                                       float*, CUstream_st*);
-template void launch_rwkv7_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
-                                      bf16*, CUstream_st*);
+ARCH_BENCH_RWKV_SCAN_INSTANCES(launch_rwkv7_scan)
 
 }  // namespace arch_bench
