@@ -4,6 +4,8 @@
 // how many of its 64 rows are inside the sequence, its first value column, and the offsets of its rows
 // in the [bh][token][...] tensors and of its entry in the [bh][chunk][...] workspace. Written once
 // so that every kernel of the grid addresses the same rows the same way.
+#include <cuda/std/tuple>
+
 #include <cstdint>
 
 #include "mechanisms/common/chunk_tile.hpp"
@@ -13,6 +15,7 @@ namespace arch_bench {
 struct ChunkBlockRows {
   std::int64_t bh = 0;
   std::int64_t chunk = 0;
+  std::int64_t value_tile = 0;
   std::int64_t first = 0;        // the chunk's first token
   std::int64_t token_row = 0;    // bh * tokens + first: the chunk's first row of a [bh][token] tensor
   std::int64_t chunk_entry = 0;  // bh * chunks + chunk: the chunk's entry in a [bh][chunk] workspace
@@ -36,6 +39,7 @@ __device__ __forceinline__ ChunkBlockRows chunk_block_rows(const ChunkTile& tile
   ChunkBlockRows at;
   at.bh = tile.bh;
   at.chunk = tile.chunk;
+  at.value_tile = tile.value_tile;
   at.first = tile.chunk * kChunkTile;
   at.token_row = tile.bh * tokens + at.first;
   at.chunk_entry = tile.bh * chunks + tile.chunk;
@@ -44,21 +48,13 @@ __device__ __forceinline__ ChunkBlockRows chunk_block_rows(const ChunkTile& tile
   return at;
 }
 
-// The output stage's operands of the block's chunk: its rows of the query and key features
-// ([bh][token][width]) and of V ([bh][token][dv]), and the state and key sums entering it
-// ([bh][chunk][width][dv], [bh][chunk][width]).
+// The output stage's operands of the block's chunk, in this order: its rows of the query and key
+// features ([bh][token][width]) and of V ([bh][token][dv]), and the state and key sums entering it
+// ([bh][chunk][width][dv], [bh][chunk][width]); for structured bindings.
 template <class Feature, class Value>
-struct ChunkOutputOperands {
-  const Feature* q_rows;
-  const Feature* k_rows;
-  const Value* v_rows;
-  const float* s_in;
-  const float* z_in;
-};
-template <class Feature, class Value>
-__device__ __forceinline__ ChunkOutputOperands<Feature, Value> chunk_output_operands(
-    const ChunkBlockRows& at, const Feature* q, const Feature* k, const Value* v, const float* chunk_states,
-    const float* chunk_sums, int width, int dv) {
+__device__ __forceinline__ cuda::std::tuple<const Feature*, const Feature*, const Value*, const float*, const float*>
+chunk_output_operands(const ChunkBlockRows& at, const Feature* q, const Feature* k, const Value* v,
+                      const float* chunk_states, const float* chunk_sums, int width, int dv) {
   return {at.token_rows(q, width), at.token_rows(k, width), at.token_rows(v, dv),
           at.chunk_entry_of(chunk_states, width, dv), at.chunk_entry_of(chunk_sums, width)};
 }

@@ -379,12 +379,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   float* maxima = shared + Layout::row_max;
   float* scales = shared + Layout::key_scale;
 
-  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
-  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+  const ChunkBlockRows at =
+      performer_output_chunk(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, chunks, value_tiles);
   const int rows = at.rows, j0 = at.j0;
   const auto [q_rows, k_rows, v_rows, s_in, z_in] =
       chunk_output_operands(at, query_features, key_features, v, chunk_states, chunk_sums, m, dv);
-  chunk_row_weights(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, at);
 
   const int t = threadIdx.x;
   float acc_a[4][4] = {};
@@ -416,7 +415,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     denominator *= row_scale[r];
     for (int j = 0; j < kChunkTile; ++j) denominator += a_tile[r * kA + j];
     denominators[r] = denominator;
-    if (tile.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
+    if (at.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
   }
   accumulate_masked_a_v(shared, rows, acc_o);
   store_chunk_output(shared, acc_o, rows, j0, dv, at.token_rows(out, dv));

@@ -51,4 +51,15 @@ __device__ __forceinline__ void chunk_row_weights(float* maxima, float* scales, 
   }
 }
 
+// Stage 5's block set-up, the SIMT and tensor-core output kernels' alike: the block's chunk and, in
+// shared memory, its rows' factors (chunk_row_weights; the caller synchronises before reading them).
+__device__ __forceinline__ ChunkBlockRows performer_output_chunk(float* maxima, float* scales, float* row_scale,
+                                                                 const float* key_scale, const float* row_max,
+                                                                 const float* carried_max, std::int64_t tokens,
+                                                                 std::int64_t chunks, int value_tiles) {
+  const ChunkBlockRows at = chunk_block_rows(chunk_output_block(blockIdx.x, chunks, value_tiles), tokens, chunks);
+  chunk_row_weights(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, at);
+  return at;
+}
+
 }  // namespace arch_bench

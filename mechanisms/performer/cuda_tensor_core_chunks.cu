@@ -144,12 +144,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   auto* denominators = reinterpret_cast<float*>(shared + layout.denominator);
   const int warp = static_cast<int>(threadIdx.x / 32);
 
-  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
-  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+  const ChunkBlockRows at =
+      performer_output_chunk(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, chunks, value_tiles);
   const int rows = at.rows, j0 = at.j0;
   const auto [q_rows, k_rows, v_rows, s_in, z_in] =
       chunk_output_operands(at, query_features, key_features, v, chunk_states, chunk_sums, m, dv);
-  chunk_row_weights(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, at);
   for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
     const int r = e / kC, j = e % kC;
     v_tile[r * kLd + j] = r < rows && j0 + j < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + j] : bf16_zero();
@@ -235,7 +234,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     // The intra-chunk part from the same rounded P as the numerator's.
     for (int j = 0; j < kC; ++j) denominator += __bfloat162float(p_tile[r * kLd + j]);
     denominators[r] = denominator;
-    if (tile.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
+    if (at.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
   }
 #pragma unroll
   for (int x = 0; x < 2; ++x) {
