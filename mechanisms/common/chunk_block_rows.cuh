@@ -13,9 +13,7 @@
 namespace arch_bench {
 
 struct ChunkBlockRows {
-  std::int64_t bh = 0;
-  std::int64_t chunk = 0;
-  std::int64_t value_tile = 0;
+  ChunkTile tile;                // the block's head, chunk and tiles
   std::int64_t first = 0;        // the chunk's first token
   std::int64_t token_row = 0;    // bh * tokens + first: the chunk's first row of a [bh][token] tensor
   std::int64_t chunk_entry = 0;  // bh * chunks + chunk: the chunk's entry in a [bh][chunk] workspace
@@ -37,9 +35,7 @@ struct ChunkBlockRows {
 __device__ __forceinline__ ChunkBlockRows chunk_block_rows(const ChunkTile& tile, std::int64_t tokens,
                                                            std::int64_t chunks) {
   ChunkBlockRows at;
-  at.bh = tile.bh;
-  at.chunk = tile.chunk;
-  at.value_tile = tile.value_tile;
+  at.tile = tile;
   at.first = tile.chunk * kChunkTile;
   at.token_row = tile.bh * tokens + at.first;
   at.chunk_entry = tile.bh * chunks + tile.chunk;

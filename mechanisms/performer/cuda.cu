@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     denominator *= row_scale[r];
     for (int j = 0; j < kChunkTile; ++j) denominator += a_tile[r * kA + j];
     denominators[r] = denominator;
-    if (at.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
+    if (at.tile.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
   }
   accumulate_masked_a_v(shared, rows, acc_o);
   store_chunk_output(shared, acc_o, rows, j0, dv, at.token_rows(out, dv));

@@ -29,8 +29,8 @@ __device__ __forceinline__ void chunk_key_weights(float* weights, const float* k
                                                   std::int64_t tokens, const ChunkBlockRows& at) {
   if (threadIdx.x < kChunkTile) {
     const int r = static_cast<int>(threadIdx.x);
-    weights[r] = r < at.rows ? expf(key_scale[at.token_row + r] - chunk_end_max(row_max, at.bh, tokens, at.chunk))
-                             : 0.0f;
+    const float end_max = chunk_end_max(row_max, at.tile.bh, tokens, at.tile.chunk);
+    weights[r] = r < at.rows ? expf(key_scale[at.token_row + r] - end_max) : 0.0f;
   }
 }
 
@@ -42,7 +42,7 @@ __device__ __forceinline__ void chunk_row_weights(float* maxima, float* scales, 
                                                   const ChunkBlockRows& at) {
   if (threadIdx.x < kChunkTile) {
     const int r = static_cast<int>(threadIdx.x);
-    const float entering = chunk_entering_max(row_max, carried_max, at.bh, tokens, at.chunk);
+    const float entering = chunk_entering_max(row_max, carried_max, at.tile.bh, tokens, at.tile.chunk);
     const float own = r < at.rows ? row_max[at.token_row + r] : 0.0f;
     maxima[r] = own;
     scales[r] = r < at.rows ? key_scale[at.token_row + r] : 0.0f;

@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     // The intra-chunk part from the same rounded P as the numerator's.
     for (int j = 0; j < kC; ++j) denominator += __bfloat162float(p_tile[r * kLd + j]);
     denominators[r] = denominator;
-    if (at.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
+    if (at.tile.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
   }
 #pragma unroll
   for (int x = 0; x < 2; ++x) {

@@ -54,7 +54,8 @@ TEST(ChunkScalarDecayGpu, RetNetHeadSizesAndOddHeadCountsMatchTheReference) {
     for (const std::int64_t heads : {1, 3, 9}) {
       const Cell cell = mechanism_cell("retnet", heads, dim, 130, DType::bfloat16, Phase::prefill, 2);
       ASSERT_TRUE(retnet_cuda_prefill_is_chunked(cell));
-      testing::expect_cell_matches_fp64_reference(*backend, cell, 29, std::to_string(dim) + " " + std::to_string(heads));
+      testing::expect_cell_matches_fp64_reference(*backend, cell, 29,
+                                                  std::to_string(dim) + " " + std::to_string(heads));
     }
   }
 }
