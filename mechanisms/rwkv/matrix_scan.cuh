@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/rwkv/cuda_plan.hpp"
 
 namespace arch_bench {
@@ -17,6 +18,14 @@ __device__ __forceinline__ float column_sum(float x) {
 #pragma unroll
   for (int offset = kRwkvCudaRowParts / 2; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
+}
+
+// The token's output o_j: the sum of the column's lane partials, stored at out_row[column] (the
+// token's row of out, in its storage type) by the column's first lane; padding columns store nothing.
+template <class T>
+__device__ __forceinline__ void store_column_sum(T* out_row, int dim, const RwkvScanThread& at, float partial) {
+  const float o = column_sum(partial);
+  if (at.column < dim && at.part == 0) store_float(out_row + at.column, o);
 }
 
 // Rows past dim (and every row of a padding column) are 0 in registers and never stored.

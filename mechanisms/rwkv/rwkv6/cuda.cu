@@ -57,8 +57,7 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
             s[q] = fmaf(token[kRwkv6StagedW * dim + i], s[q], token[kRwkv6StagedK * dim + i] * vj);
           }
         }
-        const float o = column_sum(partial);
-        if (live && at.part == 0) store_float(out + tt * dim + at.column, o);
+        store_column_sum(out + tt * dim, dim, at, partial);
       },
       [&](int advance) { advance_tokens(advance, r, k, v, d, out); });
   store_column(S, dim, at, s);

@@ -67,8 +67,7 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
             partial = fmaf(token[kRwkv7StagedR * dim + j], x, partial);
           }
         }
-        const float o = column_sum(partial);
-        if (live && at.part == 0) store_float(out + tt * dim + at.column, o);
+        store_column_sum(out + tt * dim, dim, at, partial);
       },
       [&](int advance) { advance_tokens(advance, r, k, v, w_raw, kappa, iclr, out); });
   store_column(H, dim, at, h);
