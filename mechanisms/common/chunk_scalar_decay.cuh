@@ -125,17 +125,13 @@ template <int kBatch = 8>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_prefix_kernel(ChunkScalarDecayPlan plan, __nv_bfloat162* __restrict__ chunk_states,
                                      const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
-  const unsigned per_head = static_cast<unsigned>(plan.prefix_blocks_per_head);
-  const std::int64_t bh = blockIdx.x / per_head;
-  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kScalarDecayThreads + threadIdx.x;
-  const std::int64_t pairs = static_cast<std::int64_t>(plan.dk) * plan.dv / 2;
-  if (e >= pairs) return;
-  // dk * dv is even, so each head's fp32 state starts 8-byte aligned.
-  float2* carried = reinterpret_cast<float2*>(state + bh * 2 * pairs) + e;
-  __nv_bfloat162* column = chunk_states + scalar_decay_state_offset(plan, bh, 0) / 2 + e;
-  const float* decay = chunk_log_decay + bh * plan.chunks;
-  carry_state_pair_over_chunks<kBatch>(column, pairs, plan.chunks, carried,
-                                       [=](std::int64_t chunk) { return decay[chunk]; });
+  carry_state_pair_over_chunks<kBatch, kScalarDecayThreads>(
+      plan.prefix_blocks_per_head, static_cast<std::int64_t>(plan.dk) * plan.dv / 2, plan.chunks, state,
+      [&](std::int64_t bh, std::int64_t e) { return chunk_states + scalar_decay_state_offset(plan, bh, 0) / 2 + e; },
+      [&](std::int64_t bh, std::int64_t) {
+        const float* decay = chunk_log_decay + bh * plan.chunks;
+        return [=](std::int64_t chunk) { return decay[chunk]; };
+      });
 }
 
 // (3) One block per (head, chunk): O = ((Q K^T) . M) V + diag(exp(b_i)) Q S_c, S_c being the state

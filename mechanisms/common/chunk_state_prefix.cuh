@@ -13,12 +13,21 @@
 
 namespace arch_bench {
 
-// `column` is the pair's U_0, chunk c's at column[c * pairs]; log_decay(c) is b_c, the log of the
-// pair's decay over chunk c.
-template <int kBatch, class LogDecay>
-__device__ __forceinline__ void carry_state_pair_over_chunks(__nv_bfloat162* __restrict__ column, std::int64_t pairs,
-                                                             std::int64_t chunks, float2* __restrict__ carried,
-                                                             LogDecay log_decay) {
+// Thread threadIdx.x of block blockIdx.x (blocks_per_head blocks of kThreads threads per head) owns
+// pair e of head bh, if e < pairs. column_of(bh, e) is the pair's U_0 (chunk c's at column[c *
+// pairs]); log_decay_of(bh, e) gives the pair's b_c as a function of the chunk c.
+template <int kBatch, int kThreads, class Column, class LogDecayOf>
+__device__ __forceinline__ void carry_state_pair_over_chunks(std::int64_t blocks_per_head, std::int64_t pairs,
+                                                             std::int64_t chunks, float* __restrict__ state,
+                                                             Column column_of, LogDecayOf log_decay_of) {
+  const unsigned per_head = static_cast<unsigned>(blocks_per_head);
+  const std::int64_t bh = blockIdx.x / per_head;
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kThreads + threadIdx.x;
+  if (e >= pairs) return;
+  // A head's state has 2 * pairs elements, so each head's fp32 state starts 8-byte aligned.
+  float2* carried = reinterpret_cast<float2*>(state + bh * 2 * pairs) + e;
+  __nv_bfloat162* column = column_of(bh, e);
+  const auto log_decay = log_decay_of(bh, e);
   float2 running = *carried;
   for (std::int64_t c0 = 0; c0 < chunks; c0 += kBatch) {
     __nv_bfloat162 local[kBatch];

@@ -152,19 +152,15 @@ template <int kBatch = 8>
 __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     rwkv6_chunk_prefix_kernel(Rwkv6ChunkPlan plan, __nv_bfloat162* __restrict__ states,
                               const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
-  const unsigned per_head = static_cast<unsigned>(plan.prefix_blocks_per_head);
-  const std::int64_t bh = blockIdx.x / per_head;
-  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kRwkv6ChunkThreads + threadIdx.x;
-  const std::int64_t pairs = static_cast<std::int64_t>(plan.dim) * plan.dim / 2;
-  if (e >= pairs) return;
-  const int row = static_cast<int>(2 * e / plan.dim);
-  // dim^2 is even, so each head's fp32 state starts 8-byte aligned.
-  float2* carried = reinterpret_cast<float2*>(state + bh * 2 * pairs) + e;
-  __nv_bfloat162* column = states + rwkv6_chunk_state_offset(plan, bh, 0) / 2 + e;
-  const float* decay = chunk_log_decay + rwkv6_chunk_decay_offset(plan, bh, 0) + row;  // + chunk * dim
   const int dim = plan.dim;
-  carry_state_pair_over_chunks<kBatch>(column, pairs, plan.chunks, carried,
-                                       [=](std::int64_t chunk) { return decay[chunk * dim]; });
+  carry_state_pair_over_chunks<kBatch, kRwkv6ChunkThreads>(
+      plan.prefix_blocks_per_head, static_cast<std::int64_t>(dim) * dim / 2, plan.chunks, state,
+      [&](std::int64_t bh, std::int64_t e) { return states + rwkv6_chunk_state_offset(plan, bh, 0) / 2 + e; },
+      [&](std::int64_t bh, std::int64_t e) {
+        const int row = static_cast<int>(2 * e / dim);
+        const float* decay = chunk_log_decay + rwkv6_chunk_decay_offset(plan, bh, 0) + row;  // + chunk * dim
+        return [=](std::int64_t chunk) { return decay[chunk * dim]; };
+      });
 }
 
 // (3) One block per (head, chunk): P, then O = P V + R^ S_c. After the loads (r, k fp32; V bf16;
