@@ -20,6 +20,17 @@ __device__ __forceinline__ float column_sum(float x) {
   return x;
 }
 
+// f(q, i) for each of the lane's key rows i (rwkv_scan_key_row(at.part, q), q in order) inside the
+// head, i < dim (load_column's s[q] holds row i of the lane's column).
+template <int kRows, class F>
+__device__ __forceinline__ void for_lane_key_rows(const RwkvScanThread& at, int dim, F f) {
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) {
+    const int i = rwkv_scan_key_row(at.part, q);
+    if (i < dim) f(q, i);
+  }
+}
+
 // The token's output o_j: the sum of the column's lane partials, stored at out_row[column] (the
 // token's row of out, in its storage type) by the column's first lane; padding columns store nothing.
 template <class T>

@@ -48,15 +48,11 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
       [&](const float* token, int tt) {
         const float vj = live ? token[kRwkv6StagedV * dim + at.column] : 0.0f;
         float partial = 0.0f;
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int i = rwkv_scan_key_row(at.part, q);
-          if (i < dim) {
-            partial = fmaf(token[kRwkv6StagedR * dim + i], s[q], partial);
-            partial = fmaf(token[kRwkv6StagedBonus * dim + i], vj, partial);
-            s[q] = fmaf(token[kRwkv6StagedW * dim + i], s[q], token[kRwkv6StagedK * dim + i] * vj);
-          }
-        }
+        for_lane_key_rows<kRows>(at, dim, [&](int q, int i) {
+          partial = fmaf(token[kRwkv6StagedR * dim + i], s[q], partial);
+          partial = fmaf(token[kRwkv6StagedBonus * dim + i], vj, partial);
+          s[q] = fmaf(token[kRwkv6StagedW * dim + i], s[q], token[kRwkv6StagedK * dim + i] * vj);
+        });
         store_column_sum(out + tt * dim, dim, at, partial);
       },
       [&](int advance) { advance_tokens(advance, r, k, v, d, out); });

@@ -50,23 +50,16 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
       [&](const float* token, int tt) {
         const float vi = live ? token[kRwkv7StagedV * dim + at.column] : 0.0f;
         float removed = 0.0f;
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int j = rwkv_scan_key_row(at.part, q);
-          if (j < dim) removed = fmaf(token[kRwkv7StagedA * dim + j], h[q], removed);
-        }
+        for_lane_key_rows<kRows>(
+            at, dim, [&](int q, int j) { removed = fmaf(token[kRwkv7StagedA * dim + j], h[q], removed); });
         removed = column_sum(removed);
         float partial = 0.0f;
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int j = rwkv_scan_key_row(at.part, q);
-          if (j < dim) {
-            const float x = fmaf(token[kRwkv7StagedW * dim + j], h[q],
-                                 fmaf(token[kRwkv7StagedB * dim + j], removed, token[kRwkv7StagedK * dim + j] * vi));
-            h[q] = x;
-            partial = fmaf(token[kRwkv7StagedR * dim + j], x, partial);
-          }
-        }
+        for_lane_key_rows<kRows>(at, dim, [&](int q, int j) {
+          const float x = fmaf(token[kRwkv7StagedW * dim + j], h[q],
+                               fmaf(token[kRwkv7StagedB * dim + j], removed, token[kRwkv7StagedK * dim + j] * vi));
+          h[q] = x;
+          partial = fmaf(token[kRwkv7StagedR * dim + j], x, partial);
+        });
         store_column_sum(out + tt * dim, dim, at, partial);
       },
       [&](int advance) { advance_tokens(advance, r, k, v, w_raw, kappa, iclr, out); });
