@@ -29,6 +29,7 @@
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_log_decay.cuh"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
+#include "mechanisms/common/chunk_state_prefix.cuh"
 #include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 
@@ -117,44 +118,20 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
 }
 
-// (2) One thread per pair of adjacent elements (2e, 2e + 1) of a head's S: in place over the
-// chunks, U_c (bf16) becomes the state entering chunk c (bf16), S_{c+1} = exp(b_last,c) S_c + U_c
-// carried in fp32 registers, and the state after the last chunk goes to `state` (fp32, which holds
-// the state before the first: a prefill continues from it). Loads are issued a batch at a time, so
-// the sequential chain is not one memory latency per chunk. (A template, though nothing varies, so
-// that the header defines it in every .cu that includes it without a duplicate symbol.)
+// (2) One thread per pair of adjacent elements (2e, 2e + 1) of a head's S, carried over the chunks
+// with b_c = b_last,c (chunk_state_prefix.cuh). (A template, though nothing varies, so that the
+// header defines it in every .cu that includes it without a duplicate symbol.)
 template <int kBatch = 8>
 __global__ void __launch_bounds__(kScalarDecayThreads)
     scalar_decay_chunk_prefix_kernel(ChunkScalarDecayPlan plan, __nv_bfloat162* __restrict__ chunk_states,
                                      const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
-  const unsigned per_head = static_cast<unsigned>(plan.prefix_blocks_per_head);
-  const std::int64_t bh = blockIdx.x / per_head;
-  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kScalarDecayThreads + threadIdx.x;
-  const std::int64_t pairs = static_cast<std::int64_t>(plan.dk) * plan.dv / 2;
-  if (e >= pairs) return;
-  // dk * dv is even, so each head's fp32 state starts 8-byte aligned.
-  float2* carried = reinterpret_cast<float2*>(state + bh * 2 * pairs) + e;
-  __nv_bfloat162* column = chunk_states + scalar_decay_state_offset(plan, bh, 0) / 2 + e;
-  const float* decay = chunk_log_decay + bh * plan.chunks;
-  float2 running = *carried;
-  for (std::int64_t c0 = 0; c0 < plan.chunks; c0 += kBatch) {
-    __nv_bfloat162 local[kBatch];
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      local[i] = c0 + i < plan.chunks ? column[(c0 + i) * pairs] : __floats2bfloat162_rn(0.0f, 0.0f);
-    }
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      if (c0 + i < plan.chunks) {
-        column[(c0 + i) * pairs] = __float22bfloat162_rn(running);
-        const float carry = expf(decay[c0 + i]);
-        const float2 u = __bfloat1622float2(local[i]);
-        running.x = fmaf(carry, running.x, u.x);
-        running.y = fmaf(carry, running.y, u.y);
-      }
-    }
-  }
-  *carried = running;
+  carry_state_pair_over_chunks<kBatch, kScalarDecayThreads>(
+      plan.prefix_blocks_per_head, static_cast<std::int64_t>(plan.dk) * plan.dv / 2, plan.chunks, state,
+      [&](std::int64_t bh, std::int64_t e) { return chunk_states + scalar_decay_state_offset(plan, bh, 0) / 2 + e; },
+      [&](std::int64_t bh, std::int64_t) {
+        const float* decay = chunk_log_decay + bh * plan.chunks;
+        return [=](std::int64_t chunk) { return decay[chunk]; };
+      });
 }
 
 // (3) One block per (head, chunk): O = ((Q K^T) . M) V + diag(exp(b_i)) Q S_c, S_c being the state

@@ -117,6 +117,30 @@ __device__ __forceinline__ void stage_token_block(float* __restrict__ q_stage, f
   stage_value_columns(v_stage, head.v + t0 * plan.dv, n, plan.dv, first_column, plan.columns_per_block);
 }
 
+// The walk of every column recurrence over a head's tokens: the lane's rows of S into registers, the
+// tokens a stage at a time (stage_token_block and stage_more(t0, n), what else the mechanism stages;
+// a barrier; prepare(n), the mechanism's pass over the staged rows, which synchronises itself if it
+// writes them; then step(s, t0, t) for each token of the stage in order), and S back.
+template <class T, class StageMore, class Prepare, class Step>
+__device__ __forceinline__ void walk_column_tokens(float* __restrict__ q_stage, float* __restrict__ k_stage,
+                                                   float* __restrict__ v_stage, const ColumnHead<T>& head,
+                                                   const ColumnRecurrencePlan& plan, const ColumnLane& at,
+                                                   int first_column, StageMore stage_more, Prepare prepare,
+                                                   Step step) {
+  float s[kColumnRowsPerLane];
+  load_column_rows(s, head.state, plan, at);
+  for (std::int64_t t0 = 0; t0 < plan.tokens; t0 += plan.stage_tokens) {
+    const int n = stage_tokens_from(plan, t0);
+    __syncthreads();  // the previous stage has been read by every warp
+    stage_token_block(q_stage, k_stage, v_stage, head, t0, n, plan, first_column);
+    stage_more(t0, n);
+    __syncthreads();
+    prepare(n);
+    for (int t = 0; t < n; ++t) step(s, t0, t);
+  }
+  store_column_rows(s, head.state, plan, at);
+}
+
 // The end of a token's step in every column recurrence: S = decay S + k u^T on the lane's rows (u
 // the column's write), then the read-out o = S^T q summed over the column's lanes and stored by its
 // first lane at `out_at`. Four partial sums: the read-out is a chain of 16 dependent FMAs otherwise,

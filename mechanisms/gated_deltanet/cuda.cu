@@ -55,41 +55,38 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   const float* g_head = g + at.bh * plan.tokens;
   const float* beta_head = beta + at.bh * plan.tokens;
 
-  float s[kColumnRowsPerLane];
-  load_column_rows(s, head.state, plan, at);
-  for (std::int64_t t0 = 0; t0 < plan.tokens; t0 += plan.stage_tokens) {
-    const int n = stage_tokens_from(plan, t0);
-    __syncthreads();  // the previous stage has been read by every warp
-    stage_token_block(q_stage, k_stage, v_stage, head, t0, n, plan, first_column);
-    for (int t = threadIdx.x; t < n; t += blockDim.x) {
-      gates[2 * t] = expf(g_head[t0 + t]);  // expf, not __expf: alpha^L compounds its error
-      gates[2 * t + 1] = beta_head[t0 + t];
-    }
-    __syncthreads();
-    normalise_staged_rows(q_stage, n, plan.padded_rows, query_scale);
-    normalise_staged_rows(k_stage, n, plan.padded_rows, 1.0f);
-    __syncthreads();
-    for (int t = 0; t < n; ++t) {
-      const float* q_row = q_stage + t * plan.padded_rows + at.group;
-      const float* k_row = k_stage + t * plan.padded_rows + at.group;
-      const float value = v_stage[t * plan.columns_per_block + at.local_column];
-      const float alpha = gates[2 * t], strength = gates[2 * t + 1];
-      // S^T k before the write: what the state returns for k now, summed over the column's lanes.
-      // Four partial sums in both reductions: a chain of 16 dependent FMAs each otherwise, and a
-      // token's latency is the whole prefill's critical path (a column's tokens are sequential).
-      float partial[4] = {};
+  walk_column_tokens(
+      q_stage, k_stage, v_stage, head, plan, at, first_column,
+      [&](std::int64_t t0, int n) {
+        for (int t = threadIdx.x; t < n; t += blockDim.x) {
+          gates[2 * t] = expf(g_head[t0 + t]);  // expf, not __expf: alpha^L compounds its error
+          gates[2 * t + 1] = beta_head[t0 + t];
+        }
+      },
+      [&](int n) {
+        normalise_staged_rows(q_stage, n, plan.padded_rows, query_scale);
+        normalise_staged_rows(k_stage, n, plan.padded_rows, 1.0f);
+        __syncthreads();
+      },
+      [&](float(&s)[kColumnRowsPerLane], std::int64_t t0, int t) {
+        const float* q_row = q_stage + t * plan.padded_rows + at.group;
+        const float* k_row = k_stage + t * plan.padded_rows + at.group;
+        const float value = v_stage[t * plan.columns_per_block + at.local_column];
+        const float alpha = gates[2 * t], strength = gates[2 * t + 1];
+        // S^T k before the write: what the state returns for k now, summed over the column's lanes.
+        // Four partial sums in both reductions: a chain of 16 dependent FMAs each otherwise, and a
+        // token's latency is the whole prefill's critical path (a column's tokens are sequential).
+        float partial[4] = {};
 #pragma unroll
-      for (int m = 0; m < kColumnRowsPerLane; ++m) {
-        partial[m % 4] = fmaf(k_row[m * plan.lanes_per_column], s[m], partial[m % 4]);
-      }
-      const float recalled =
-          column_sum((partial[0] + partial[1]) + (partial[2] + partial[3]), plan.columns_per_warp);
-      // alpha (I - beta k k^T) S + beta k v^T = alpha S + k u^T with u = beta (v - alpha S^T k).
-      const float update = strength * (value - alpha * recalled);
-      decay_write_read(s, alpha, k_row, update, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
-    }
-  }
-  store_column_rows(s, head.state, plan, at);
+        for (int m = 0; m < kColumnRowsPerLane; ++m) {
+          partial[m % 4] = fmaf(k_row[m * plan.lanes_per_column], s[m], partial[m % 4]);
+        }
+        const float recalled =
+            column_sum((partial[0] + partial[1]) + (partial[2] + partial[3]), plan.columns_per_warp);
+        // alpha (I - beta k k^T) S + beta k v^T = alpha S + k u^T with u = beta (v - alpha S^T k).
+        const float update = strength * (value - alpha * recalled);
+        decay_write_read(s, alpha, k_row, update, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
+      });
 }
 
 // Gated DeltaNet's operands for the chunkwise prefill: the tokens' q, k, v as they come

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "mechanisms/common/chunk_block_rows.cuh"
 #include "mechanisms/common/chunk_state_tile.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/common/prefix_pass.cuh"
@@ -107,11 +108,11 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
                                         int value_tiles, FeatureMap map) {
   extern __shared__ float shared[];
   const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
-  const std::int64_t first = tile.chunk * kChunkTile;
-  const T* k_rows = k + (tile.bh * tokens + first) * dk;
-  const T* v_rows = v + (tile.bh * tokens + first) * dv;
+  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+  const T* k_rows = at.token_rows(k, dk);
+  const T* v_rows = at.token_rows(v, dv);
   chunk_state_tile(
-      shared, tile, chunk_rows(tokens, tile.chunk), dk, dv, chunks,
+      shared, tile, at.rows, dk, dv, chunks,
       [=](int m, int i) { return phi(map, load_float(k_rows[m * dk + i])); },
       [=](int m, int j) { return load_float(v_rows[m * dv + j]); }, chunk_states, chunk_sums);
 }
@@ -143,15 +144,10 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
   float* denominators = shared + Layout::denominator;
 
   const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
-  const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kChunkTile;
-  const int rows = chunk_rows(tokens, chunk);
-  const int j0 = static_cast<int>(tile.value_tile) * kChunkTile;
-  const T* q_rows = q + (bh * tokens + first) * dk;
-  const T* k_rows = k + (bh * tokens + first) * dk;
-  const T* v_rows = v + (bh * tokens + first) * dv;
-  const float* s_in = chunk_states + (bh * chunks + chunk) * dk * dv;
-  const float* z_in = chunk_sums + (bh * chunks + chunk) * dk;
+  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+  const int rows = at.rows, j0 = at.j0;
+  const auto [q_rows, k_rows, v_rows, s_in, z_in] =
+      chunk_output_operands(at, q, k, v, chunk_states, chunk_sums, dk, dv);
 
   const int t = threadIdx.x;
   float acc_o[4][4] = {};
@@ -177,7 +173,7 @@ __global__ void __launch_bounds__(kLinearCudaThreads)
     denominators[threadIdx.x] = denominator;
   }
   accumulate_masked_a_v(shared, rows, acc_o);
-  store_chunk_output(shared, acc_o, rows, j0, dv, out + (bh * tokens + first) * dv);
+  store_chunk_output(shared, acc_o, rows, j0, dv, at.token_rows(out, dv));
 }
 
 }  // namespace

@@ -325,19 +325,13 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   __shared__ float weights[kChunkTile];
 
   const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
-  const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kChunkTile;
-  const int rows = chunk_rows(tokens, chunk);
-  const float end_max = chunk_end_max(row_max, bh, tokens, chunk);
-  if (threadIdx.x < kChunkTile) {
-    const int r = threadIdx.x;
-    weights[r] = r < rows ? expf(key_scale[bh * tokens + first + r] - end_max) : 0.0f;
-  }
+  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+  chunk_key_weights(weights, key_scale, row_max, tokens, at);
   __syncthreads();
-  const float* k_rows = key_features + (bh * tokens + first) * m;
-  const T* v_rows = v + (bh * tokens + first) * dv;
+  const float* k_rows = at.token_rows(key_features, m);
+  const T* v_rows = at.token_rows(v, dv);
   chunk_state_tile(
-      shared, tile, rows, m, dv, chunks,
+      shared, tile, at.rows, m, dv, chunks,
       [=](int r, int i) { return weights[r] * k_rows[static_cast<std::int64_t>(r) * m + i]; },
       [=](int r, int j) { return load_float(v_rows[static_cast<std::int64_t>(r) * dv + j]); }, chunk_states,
       chunk_sums);
@@ -385,25 +379,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   float* maxima = shared + Layout::row_max;
   float* scales = shared + Layout::key_scale;
 
-  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
-  const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kChunkTile;
-  const int rows = chunk_rows(tokens, chunk);
-  const int j0 = static_cast<int>(tile.value_tile) * kChunkTile;
-  const float* q_rows = query_features + (bh * tokens + first) * m;
-  const float* k_rows = key_features + (bh * tokens + first) * m;
-  const T* v_rows = v + (bh * tokens + first) * dv;
-  const float* s_in = chunk_states + (bh * chunks + chunk) * m * dv;
-  const float* z_in = chunk_sums + (bh * chunks + chunk) * m;
-  if (threadIdx.x < kChunkTile) {
-    const int r = threadIdx.x;
-    const float entering = chunk_entering_max(row_max, carried_max, bh, tokens, chunk);
-    const float own = r < rows ? row_max[bh * tokens + first + r] : 0.0f;
-    maxima[r] = own;
-    scales[r] = r < rows ? key_scale[bh * tokens + first + r] : 0.0f;
-    // M_in <= M_r; M_in = -inf (no key before) multiplies a zero state.
-    row_scale[r] = r < rows ? expf(entering - own) : 0.0f;
-  }
+  const ChunkBlockRows at =
+      performer_output_chunk(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, chunks, value_tiles);
+  const int rows = at.rows, j0 = at.j0;
+  const auto [q_rows, k_rows, v_rows, s_in, z_in] =
+      chunk_output_operands(at, query_features, key_features, v, chunk_states, chunk_sums, m, dv);
 
   const int t = threadIdx.x;
   float acc_a[4][4] = {};
@@ -435,10 +415,10 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     denominator *= row_scale[r];
     for (int j = 0; j < kChunkTile; ++j) denominator += a_tile[r * kA + j];
     denominators[r] = denominator;
-    if (tile.value_tile == 0 && r < rows) denominators_out[bh * tokens + first + r] = denominator;
+    if (at.tile.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
   }
   accumulate_masked_a_v(shared, rows, acc_o);
-  store_chunk_output(shared, acc_o, rows, j0, dv, out + (bh * tokens + first) * dv);
+  store_chunk_output(shared, acc_o, rows, j0, dv, at.token_rows(out, dv));
 }
 
 }  // namespace

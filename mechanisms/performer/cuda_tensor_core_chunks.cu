@@ -56,18 +56,13 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   float* stage = reinterpret_cast<float*>(shared + layout.stage) + warp * kF * kF;
 
   const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
-  const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kC;
-  const int rows = chunk_rows(tokens, chunk);
-  const int i0 = static_cast<int>(tile.key_tile) * kC, j0 = static_cast<int>(tile.value_tile) * kC;
-  if (threadIdx.x < kC) {
-    const int r = static_cast<int>(threadIdx.x);
-    // e^(c_j - M_end) <= 1: relative to the chunk's last M, as stage 4 expects U_c.
-    weights[r] = r < rows ? expf(key_scale[bh * tokens + first + r] - chunk_end_max(row_max, bh, tokens, chunk)) : 0.0f;
-  }
+  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+  const int rows = at.rows;
+  const int i0 = static_cast<int>(tile.key_tile) * kC, j0 = at.j0;
+  chunk_key_weights(weights, key_scale, row_max, tokens, at);
   __syncthreads();
-  const float* k_rows = key_features + (bh * tokens + first) * m;
-  const __nv_bfloat16* v_rows = v + (bh * tokens + first) * dv;
+  const float* k_rows = at.token_rows(key_features, m);
+  const __nv_bfloat16* v_rows = at.token_rows(v, dv);
   for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
     const int r = e / kC, c = e % kC;
     const bool row = r < rows;
@@ -80,7 +75,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   }
   __syncthreads();
 
-  float* u = chunk_states + (bh * chunks + chunk) * m * dv;
+  float* u = at.chunk_entry_of(chunk_states, m, dv);
   const int tj = warp_column_tile(warp);
   const int token_tiles = (rows + kF - 1) / kF;  // tiles wholly past the sequence add nothing
 #pragma unroll
@@ -118,7 +113,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     for (int r = 0; r < rows; ++r) {
       sum += __bfloat162float(k_high[r * kLd + threadIdx.x]) + __bfloat162float(k_low[r * kLd + threadIdx.x]);
     }
-    chunk_sums[(bh * chunks + chunk) * m + i0 + threadIdx.x] = sum;
+    at.chunk_entry_of(chunk_sums, m)[i0 + threadIdx.x] = sum;
   }
 }
 
@@ -149,25 +144,11 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   auto* denominators = reinterpret_cast<float*>(shared + layout.denominator);
   const int warp = static_cast<int>(threadIdx.x / 32);
 
-  const ChunkTile tile = chunk_output_block(blockIdx.x, chunks, value_tiles);
-  const std::int64_t bh = tile.bh, chunk = tile.chunk;
-  const std::int64_t first = chunk * kC;
-  const int rows = chunk_rows(tokens, chunk);
-  const int j0 = static_cast<int>(tile.value_tile) * kC;
-  const float* q_rows = query_features + (bh * tokens + first) * m;
-  const float* k_rows = key_features + (bh * tokens + first) * m;
-  const __nv_bfloat16* v_rows = v + (bh * tokens + first) * dv;
-  const float* s_in = chunk_states + (bh * chunks + chunk) * m * dv;
-  const float* z_in = chunk_sums + (bh * chunks + chunk) * m;
-  if (threadIdx.x < kC) {
-    const int r = static_cast<int>(threadIdx.x);
-    const float entering = chunk_entering_max(row_max, carried_max, bh, tokens, chunk);
-    const float own = r < rows ? row_max[bh * tokens + first + r] : 0.0f;
-    maxima[r] = own;
-    scales[r] = r < rows ? key_scale[bh * tokens + first + r] : 0.0f;
-    // M_in <= M_r; M_in = -inf (no key before) multiplies a zero state.
-    row_scale[r] = r < rows ? expf(entering - own) : 0.0f;
-  }
+  const ChunkBlockRows at =
+      performer_output_chunk(maxima, scales, row_scale, key_scale, row_max, carried_max, tokens, chunks, value_tiles);
+  const int rows = at.rows, j0 = at.j0;
+  const auto [q_rows, k_rows, v_rows, s_in, z_in] =
+      chunk_output_operands(at, query_features, key_features, v, chunk_states, chunk_sums, m, dv);
   for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
     const int r = e / kC, j = e % kC;
     v_tile[r * kLd + j] = r < rows && j0 + j < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + j] : bf16_zero();
@@ -253,7 +234,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     // The intra-chunk part from the same rounded P as the numerator's.
     for (int j = 0; j < kC; ++j) denominator += __bfloat162float(p_tile[r * kLd + j]);
     denominators[r] = denominator;
-    if (tile.value_tile == 0 && r < rows) denominators_out[bh * tokens + first + r] = denominator;
+    if (at.tile.value_tile == 0 && r < rows) denominators_out[at.token_row + r] = denominator;
   }
 #pragma unroll
   for (int x = 0; x < 2; ++x) {
@@ -268,7 +249,7 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
     wmma::store_matrix_sync(a_tile + ti * kF * kFloatLd + tj * kF, acc_o[x], kFloatLd, wmma::mem_row_major);
   }
   __syncthreads();  // the outputs and the denominators
-  __nv_bfloat16* out_rows = out + (bh * tokens + first) * dv;
+  __nv_bfloat16* out_rows = at.token_rows(out, dv);
   for (int e = threadIdx.x; e < rows * kC; e += blockDim.x) {
     const int r = e / kC, j = e % kC;
     if (j0 + j < dv) {

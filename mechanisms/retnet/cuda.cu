@@ -32,23 +32,16 @@ __global__ void __launch_bounds__(kColumnMaxThreads, 1)
   const float gamma = 1.0f - ldexpf(1.0f, -5 - static_cast<int>(static_cast<unsigned>(at.bh) % static_cast<unsigned>(heads)));
   const ColumnHead<T> head = column_head(plan, at, q, k, v, out, state);
 
-  float s[kColumnRowsPerLane];
-  load_column_rows(s, head.state, plan, at);
-  for (std::int64_t t0 = 0; t0 < plan.tokens; t0 += plan.stage_tokens) {
-    const int n = stage_tokens_from(plan, t0);
-    __syncthreads();  // the previous stage has been read by every warp
-    stage_token_block(q_stage, k_stage, v_stage, head, t0, n, plan, first_column);
-    __syncthreads();
-    for (int t = 0; t < n; ++t) {
-      // Rows group + R m of the token's q and k: R consecutive floats per m across the group
-      // (distinct banks), the same words for every column of the warp (broadcast).
-      const float* q_row = q_stage + t * plan.padded_rows + at.group;
-      const float* k_row = k_stage + t * plan.padded_rows + at.group;
-      const float value = v_stage[t * plan.columns_per_block + at.local_column];
-      decay_write_read(s, gamma, k_row, value, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
-    }
-  }
-  store_column_rows(s, head.state, plan, at);
+  walk_column_tokens(
+      q_stage, k_stage, v_stage, head, plan, at, first_column, [](std::int64_t, int) {}, [](int) {},
+      [&](float(&s)[kColumnRowsPerLane], std::int64_t t0, int t) {
+        // Rows group + R m of the token's q and k: R consecutive floats per m across the group
+        // (distinct banks), the same words for every column of the warp (broadcast).
+        const float* q_row = q_stage + t * plan.padded_rows + at.group;
+        const float* k_row = k_stage + t * plan.padded_rows + at.group;
+        const float value = v_stage[t * plan.columns_per_block + at.local_column];
+        decay_write_read(s, gamma, k_row, value, q_row, plan, at, head.out + (t0 + t) * plan.dv + at.column);
+      });
 }
 
 // retnet's operands for the chunkwise prefill: the tokens' q, k, v as they come (ChunkTokenOperands);

@@ -35,11 +35,19 @@ inline void expect_within_fp64_reference(const Accuracy& accuracy, DType dtype, 
 }
 
 // run_cuda_cell_once, then within the reference on every one of `rows_checked` output rows.
-inline void expect_cuda_cell_matches_fp64_reference(Backend& backend, const Cell& cell, std::int64_t rows_checked) {
+inline void expect_cuda_cell_matches_fp64_reference(Backend& backend, const Cell& cell, std::int64_t rows_checked,
+                                                    std::uint64_t seed = 11, const std::string& where = "") {
   Accuracy accuracy;
-  ASSERT_NO_FATAL_FAILURE(run_cuda_cell_once(backend, cell, accuracy));
-  expect_within_fp64_reference(accuracy, cell.dtype);
-  EXPECT_EQ(accuracy.rows_checked, rows_checked);
+  ASSERT_NO_FATAL_FAILURE(run_cuda_cell_once(backend, cell, accuracy, seed));
+  expect_within_fp64_reference(accuracy, cell.dtype, where);
+  EXPECT_EQ(accuracy.rows_checked, rows_checked) << where;
+}
+
+// The lengths the chunkwise prefills' cell suites run: around the 64-token chunk, and long; and the
+// suites' test names for them ("L65").
+inline const auto kChunkBoundaryLengths = ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000);
+inline std::string length_test_name(const ::testing::TestParamInfo<std::int64_t>& info) {
+  return "L" + std::to_string(info.param);
 }
 
 // A cell beside the main grid (a wide or odd head): prepared with `seed`, run once, within the reference.

@@ -3,16 +3,23 @@
 // mechanism: the registered CUDA cells against the fp64 reference (decode and prefill, fp32 and
 // bf16, L around the token tile and not a multiple of it), head widths the thread map pads, and
 // the scan kernels against each other: a decode at position L equals row L of a prefill over L + 1
-// tokens with the same state after, and a prefill continues from the state it is given.
+// tokens with the same state after, and a prefill continues from the state it is given. Also what
+// the chunked prefills' tests (test_rwkv6_chunk_gpu.cpp, test_rwkv7_chunk_gpu.cpp) share with them:
+// a token range's rows uploaded, and the decay regimes a chunked prefill must survive.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "gpu/cuda_cell_checks.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/gpu.hpp"
 #include "support/mechanism_fixtures.hpp"
+
+#include "core/bf16.hpp"
 
 #if ARCH_BENCH_HAVE_CUDA
 #include "core/backends/cuda/cuda_backend.hpp"
@@ -25,25 +32,45 @@ namespace arch_bench::testing {
 
 inline void expect_rwkv_cell_matches_reference(const std::string& id, Backend& backend, Phase phase, DType dtype,
                                                std::int64_t dim, std::int64_t length) {
-  const Mechanism* mechanism = find_mechanism(id);
-  ASSERT_NE(mechanism, nullptr);
   Cell cell = small_cell(4, dim, length, dtype, phase);
   cell.mechanism = id;
-  ASSERT_FALSE(mechanism->unsupported_on(cell, "cuda"));
-  auto prepared = mechanism->prepare(cell, 11, backend);
-  const std::int64_t allocations = backend.allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend.synchronize();
-  const Accuracy accuracy = prepared->check();
   const std::string where = id + " " + phase_name(phase) + " " + dtype_name(dtype) + " d=" + std::to_string(dim) +
                             " L=" + std::to_string(length);
-  EXPECT_TRUE(accuracy.output_finite) << where;  // the output was poisoned with NaN before the run
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(dtype)) << where;
-  EXPECT_EQ(accuracy.rows_checked, phase == Phase::decode ? 4 : 4 * length) << where;
+  expect_cuda_cell_matches_fp64_reference(backend, cell, phase == Phase::decode ? 4 : 4 * length, 11, where);
+}
+
+// The decays a chunked prefill must survive, set on `in`'s decay input in turn and each checked by
+// check(in, name): "strong" (bf16-rounded draws from `strong`), "weak" (all -12) and "mixed"
+// (bf16-rounded draws from `mixed`), the draws from one generator seeded 5.
+template <class Check>
+void for_each_decay_regime(RwkvInputs& in, std::pair<float, float> strong, std::pair<float, float> mixed,
+                           Check check) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> strong_draw(strong.first, strong.second);
+  std::uniform_real_distribution<float> mixed_draw(mixed.first, mixed.second);
+  for (float& d : in.sequence[kRwkvDecay]) d = round_through<bf16>(strong_draw(rng));
+  check(in, "strong");
+  for (float& d : in.sequence[kRwkvDecay]) d = -12.0f;
+  check(in, "weak");
+  for (float& d : in.sequence[kRwkvDecay]) d = round_through<bf16>(mixed_draw(rng));
+  check(in, "mixed");
 }
 
 #if ARCH_BENCH_HAVE_CUDA
+
+// Tokens [first, first + count) of every head of one of `in`'s inputs on the device, [bh][count][dim].
+template <class T>
+Buffer<T> upload_rwkv_rows(CudaBackend& cuda, const RwkvInputs& in, RwkvInput input, std::int64_t first,
+                           std::int64_t count) {
+  std::vector<float> rows;
+  for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
+    const float* begin = in.at(input, bh, first);
+    rows.insert(rows.end(), begin, begin + count * in.dim);
+  }
+  Buffer<T> buffer(cuda.allocator(), rows.size());
+  upload<T>(cuda, rows.data(), static_cast<std::int64_t>(rows.size()), buffer.data());
+  return buffer;
+}
 
 // A device state and parameters of `in`'s generation, fresh.
 struct RwkvDeviceState {
@@ -81,14 +108,7 @@ std::vector<float> rwkv_scan(CudaBackend& cuda, const RwkvInputs& in, std::int64
   const auto used = rwkv_inputs_used(in.version);
   std::array<Buffer<T>, kRwkvInputCount> buffers;
   for (int i = 0; i < kRwkvInputCount; ++i) {
-    if (!used[i]) continue;
-    std::vector<float> rows;
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const float* begin = in.at(static_cast<RwkvInput>(i), bh, first);
-      rows.insert(rows.end(), begin, begin + count * in.dim);
-    }
-    buffers[i] = Buffer<T>(cuda.allocator(), static_cast<std::size_t>(elements));
-    upload<T>(cuda, rows.data(), elements, buffers[i].data());
+    if (used[i]) buffers[i] = upload_rwkv_rows<T>(cuda, in, static_cast<RwkvInput>(i), first, count);
   }
   Buffer<T> out(cuda.allocator(), static_cast<std::size_t>(elements));
   poison(cuda, out.data(), out.bytes());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda_cell_checks.hpp"
 #include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
@@ -39,40 +40,22 @@ class ChunkScalarDecayRetNetCells : public ::testing::TestWithParam<std::int64_t
 TEST_P(ChunkScalarDecayRetNetCells, Bf16PrefillMatchesTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const std::int64_t length = GetParam();
-  const Mechanism* retnet = find_mechanism("retnet");
-  ASSERT_NE(retnet, nullptr);
   const Cell cell = mechanism_cell("retnet", 4, 64, length, DType::bfloat16, Phase::prefill, 2);
   ASSERT_TRUE(retnet_cuda_prefill_is_chunked(cell));
-  ASSERT_FALSE(retnet->unsupported_on(cell, "cuda"));
-  auto prepared = retnet->prepare(cell, 23, *backend);
-  const std::int64_t allocations = backend->allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend->allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend->synchronize();
-  const Accuracy accuracy = prepared->check();
-  EXPECT_TRUE(accuracy.output_finite);  // poisoned with NaN at prepare: every row was written
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16));
-  EXPECT_EQ(accuracy.rows_checked, 8 * length);
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, 8 * length, 23);
 }
 
-INSTANTIATE_TEST_SUITE_P(Lengths, ChunkScalarDecayRetNetCells, ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000),
-                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
-                           return "L" + std::to_string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Lengths, ChunkScalarDecayRetNetCells, testing::kChunkBoundaryLengths,
+                         testing::length_test_name);
 
 TEST(ChunkScalarDecayGpu, RetNetHeadSizesAndOddHeadCountsMatchTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  const Mechanism* retnet = find_mechanism("retnet");
   for (const std::int64_t dim : {16, 32, 128}) {
     for (const std::int64_t heads : {1, 3, 9}) {
       const Cell cell = mechanism_cell("retnet", heads, dim, 130, DType::bfloat16, Phase::prefill, 2);
       ASSERT_TRUE(retnet_cuda_prefill_is_chunked(cell));
-      auto prepared = retnet->prepare(cell, 29, *backend);
-      prepared->run();
-      backend->synchronize();
-      const Accuracy accuracy = prepared->check();
-      EXPECT_TRUE(accuracy.output_finite) << dim << " " << heads;
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16)) << dim << " " << heads;
+      testing::expect_cell_matches_fp64_reference(*backend, cell, 29,
+                                                  std::to_string(dim) + " " + std::to_string(heads));
     }
   }
 }
@@ -85,16 +68,12 @@ Cell mamba2_cell(std::int64_t length, std::int64_t heads = 4, std::int64_t dim =
   return cell;
 }
 
+// `cell` (a chunked one) prepared with seed 41 and run once (run_cuda_cell_once).
 Accuracy run_mamba2_cell(Backend& backend, const Cell& cell) {
-  const Mechanism* mamba2 = find_mechanism("mamba2");
   EXPECT_TRUE(mamba2_cuda_prefill_is_chunked(cell));
-  EXPECT_FALSE(mamba2->unsupported_on(cell, "cuda"));
-  auto prepared = mamba2->prepare(cell, 41, backend);
-  const std::int64_t allocations = backend.allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend.synchronize();
-  return prepared->check();
+  Accuracy accuracy;
+  testing::run_cuda_cell_once(backend, cell, accuracy, 41);
+  return accuracy;
 }
 
 class ChunkScalarDecayMamba2Cells : public ::testing::TestWithParam<std::int64_t> {};
@@ -102,16 +81,13 @@ class ChunkScalarDecayMamba2Cells : public ::testing::TestWithParam<std::int64_t
 TEST_P(ChunkScalarDecayMamba2Cells, Bf16PrefillMatchesTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const std::int64_t length = GetParam();
-  const Accuracy accuracy = run_mamba2_cell(*backend, mamba2_cell(length));
-  EXPECT_TRUE(accuracy.output_finite);
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16));
-  EXPECT_EQ(accuracy.rows_checked, 8 * length);
+  const Cell cell = mamba2_cell(length);
+  ASSERT_TRUE(mamba2_cuda_prefill_is_chunked(cell));
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, 8 * length, 41);
 }
 
-INSTANTIATE_TEST_SUITE_P(Lengths, ChunkScalarDecayMamba2Cells, ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000),
-                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
-                           return "L" + std::to_string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Lengths, ChunkScalarDecayMamba2Cells, testing::kChunkBoundaryLengths,
+                         testing::length_test_name);
 
 TEST(ChunkScalarDecayGpu, Mamba2HeadAndStateSizesAndGroupsMatchTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
@@ -120,8 +96,7 @@ TEST(ChunkScalarDecayGpu, Mamba2HeadAndStateSizesAndGroupsMatchTheReference) {
   };
   for (const Size& s : {Size{1, 16, 16, 1}, Size{8, 64, 128, 1}, Size{4, 128, 128, 4}, Size{6, 48, 32, 3}}) {
     const Accuracy accuracy = run_mamba2_cell(*backend, mamba2_cell(130, s.heads, s.dim, s.n, s.groups));
-    EXPECT_TRUE(accuracy.output_finite) << s.dim << " " << s.n;
-    EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16)) << s.dim << " " << s.n;
+    testing::expect_within_fp64_reference(accuracy, DType::bfloat16, std::to_string(s.dim) + " " + std::to_string(s.n));
   }
 }
 

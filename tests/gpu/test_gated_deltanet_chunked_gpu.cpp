@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda_cell_checks.hpp"
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/gpu.hpp"
@@ -31,17 +32,12 @@ using testing::mechanism_cell;
 using testing::PrefillRun;
 #endif
 
+// `cell` (a chunked one) prepared with `seed` and run once (run_cuda_cell_once).
 Accuracy run_cell(Backend& backend, const Cell& cell, std::uint64_t seed) {
-  const Mechanism* gdn = find_mechanism("gated_deltanet");
-  EXPECT_NE(gdn, nullptr);
   EXPECT_TRUE(gated_deltanet_cuda_prefill_is_chunked(cell));
-  EXPECT_FALSE(gdn->unsupported_on(cell, "cuda"));
-  auto prepared = gdn->prepare(cell, seed, backend);
-  const std::int64_t allocations = backend.allocator().allocation_count();
-  prepared->run();
-  EXPECT_EQ(backend.allocator().allocation_count(), allocations);  // run() allocates nothing
-  backend.synchronize();
-  return prepared->check();
+  Accuracy accuracy;
+  testing::run_cuda_cell_once(backend, cell, accuracy, seed);
+  return accuracy;
 }
 
 class GatedDeltaNetChunkedCells : public ::testing::TestWithParam<std::int64_t> {};
@@ -49,17 +45,13 @@ class GatedDeltaNetChunkedCells : public ::testing::TestWithParam<std::int64_t> 
 TEST_P(GatedDeltaNetChunkedCells, Bf16PrefillMatchesTheFp64Reference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const std::int64_t length = GetParam();
-  const Accuracy accuracy =
-      run_cell(*backend, mechanism_cell("gated_deltanet", 4, 64, length, DType::bfloat16, Phase::prefill, 2), 23);
-  EXPECT_TRUE(accuracy.output_finite);  // poisoned with NaN at prepare: every row was written
-  EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16));
-  EXPECT_EQ(accuracy.rows_checked, 8 * length);
+  const Cell cell = mechanism_cell("gated_deltanet", 4, 64, length, DType::bfloat16, Phase::prefill, 2);
+  ASSERT_TRUE(gated_deltanet_cuda_prefill_is_chunked(cell));
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, 8 * length, 23);
 }
 
-INSTANTIATE_TEST_SUITE_P(Lengths, GatedDeltaNetChunkedCells, ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000),
-                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
-                           return "L" + std::to_string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Lengths, GatedDeltaNetChunkedCells, testing::kChunkBoundaryLengths,
+                         testing::length_test_name);
 
 TEST(GatedDeltaNetChunkedGpu, HeadSizesAndOddHeadCountsMatchTheReference) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
@@ -67,8 +59,8 @@ TEST(GatedDeltaNetChunkedGpu, HeadSizesAndOddHeadCountsMatchTheReference) {
     for (const std::int64_t heads : {1, 3, 9}) {
       const Accuracy accuracy =
           run_cell(*backend, mechanism_cell("gated_deltanet", heads, dim, 130, DType::bfloat16, Phase::prefill, 2), 29);
-      EXPECT_TRUE(accuracy.output_finite) << dim << " " << heads;
-      EXPECT_LT(accuracy.max_rel_error, dtype_tolerance(DType::bfloat16)) << dim << " " << heads;
+      testing::expect_within_fp64_reference(accuracy, DType::bfloat16,
+                                            std::to_string(dim) + " " + std::to_string(heads));
     }
   }
 }

@@ -121,6 +121,10 @@ struct DeviceLayer {
     zero_async(cuda, state.data(), state.bytes());
   }
   MambaParameters view() const { return {A.data(), dt_bias.data(), D.data()}; }
+  // h as it is on the device now.
+  std::vector<float> state_values(CudaBackend& cuda) const {
+    return download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()));
+  }
   Buffer<float> A, dt_bias, D, state;
 };
 
@@ -160,11 +164,7 @@ void expect_decode_equals_last_prefill_row(CudaBackend& cuda, DType dtype, std::
   const std::vector<float> last = testing::row_of_every_head(rows, in.rows(), length + 1, length, 1);
   const std::string where = dtype_name(dtype) + " L=" + std::to_string(length);
   EXPECT_LT(testing::relative_max_error(step, last), dtype_tolerance(dtype)) << where;
-  const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
-  EXPECT_LT(testing::relative_max_error(download<float>(cuda, stepped.state.data(), states),
-                                        download<float>(cuda, whole.state.data(), states)),
-            1e-5)
-      << where;
+  EXPECT_LT(testing::relative_max_error(stepped.state_values(cuda), whole.state_values(cuda)), 1e-5) << where;
 }
 
 TEST(MambaGpu, DecodeAfterPrefillEqualsLastRowOfPrefillOverLPlusOneTokens) {
@@ -184,7 +184,6 @@ TEST(MambaGpu, PrefillContinuesFromTheStateItIsGiven) {
   const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 2000, DType::float32), 2000, 29);
   DeviceLayer whole(cuda, in);
   const std::vector<float> all = prefill<float>(cuda, in, 0, 2000, whole);
-  const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
   struct Split {
     std::int64_t head, tail;
   };
@@ -195,10 +194,7 @@ TEST(MambaGpu, PrefillContinuesFromTheStateItIsGiven) {
     const std::vector<float> tail = prefill<float>(cuda, in, 1300, 700, carried, segments.tail);
     const std::string where = "segments " + std::to_string(segments.head) + " + " + std::to_string(segments.tail);
     EXPECT_LT(testing::relative_max_error(testing::join_rows(head, 1300, tail, 700, in.rows(), 1), all), 1e-5) << where;
-    EXPECT_LT(testing::relative_max_error(download<float>(cuda, carried.state.data(), states),
-                                          download<float>(cuda, whole.state.data(), states)),
-              1e-5)
-        << where;
+    EXPECT_LT(testing::relative_max_error(carried.state_values(cuda), whole.state_values(cuda)), 1e-5) << where;
   }
 }
 
@@ -236,7 +232,7 @@ TEST(MambaGpu, PrefillEqualsItsCpuReplaySplitOrNot) {
     DeviceLayer layer(cuda, in);
     prefill<float>(cuda, in, 0, 100, layer);  // h after 100 tokens: the replay starts from it too
     const std::int64_t states = static_cast<std::int64_t>(layer.state.size());
-    std::vector<float> state = download<float>(cuda, layer.state.data(), states);
+    std::vector<float> state = layer.state_values(cuda);
     DeviceLayer unsplit(cuda, in);
     upload<float>(cuda, state.data(), states, unsplit.state.data());
     const std::vector<float> device = prefill<float>(cuda, in, 100, length, layer, c.segments);
@@ -246,12 +242,11 @@ TEST(MambaGpu, PrefillEqualsItsCpuReplaySplitOrNot) {
     std::vector<float> replayed(device.size());
     replay_mamba_prefill<float>(prefill_plan(in, length, c.segments), {A.data(), in.dt_bias.data(), in.D.data()},
                                 x.view(), state.data(), replayed.data());
-    const std::vector<float> device_state = download<float>(cuda, layer.state.data(), states);
+    const std::vector<float> device_state = layer.state_values(cuda);
     EXPECT_LT(testing::relative_max_error(device, replayed), 1e-5) << where;
     EXPECT_LT(testing::relative_max_error(device_state, state), 1e-5) << where;
     EXPECT_LT(testing::relative_max_error(device, device_unsplit), 1e-5) << where;
-    EXPECT_LT(testing::relative_max_error(device_state, download<float>(cuda, unsplit.state.data(), states)), 1e-5)
-        << where;
+    EXPECT_LT(testing::relative_max_error(device_state, unsplit.state_values(cuda)), 1e-5) << where;
   }
 }
 
@@ -263,15 +258,11 @@ TEST(MambaGpu, SplitPrefillEqualsUnsplitBf16) {
   const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 2500, DType::bfloat16), 2500, 79);
   DeviceLayer whole(cuda, in);
   const std::vector<float> all = prefill<bf16>(cuda, in, 0, 2500, whole);
-  const std::int64_t states = static_cast<std::int64_t>(whole.state.size());
   for (const std::int64_t segments : {2, 5, 10}) {
     DeviceLayer split(cuda, in);
     const std::vector<float> out = prefill<bf16>(cuda, in, 0, 2500, split, segments);
     EXPECT_LT(testing::relative_max_error(out, all), 1e-2) << segments;
-    EXPECT_LT(testing::relative_max_error(download<float>(cuda, split.state.data(), states),
-                                          download<float>(cuda, whole.state.data(), states)),
-              1e-5)
-        << segments;
+    EXPECT_LT(testing::relative_max_error(split.state_values(cuda), whole.state_values(cuda)), 1e-5) << segments;
   }
 }
 

@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "core/bf16.hpp"
+#include "gpu/rwkv_gpu_checks.hpp"
 #include "mechanisms/rwkv/inputs.hpp"
 #include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
 #include "mechanisms/rwkv/rwkv6/chunk_replay.hpp"
@@ -42,13 +42,7 @@ std::vector<float> chunked_prefill(CudaBackend& cuda, const RwkvInputs& in, std:
   const std::int64_t elements = in.batch_heads * count * in.dim;
   std::vector<Buffer<bf16>> buffers;
   for (const RwkvInput input : {kRwkvR, kRwkvK, kRwkvV, kRwkvDecay}) {
-    std::vector<float> rows;
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const float* begin = in.at(input, bh, first);
-      rows.insert(rows.end(), begin, begin + count * in.dim);
-    }
-    buffers.emplace_back(cuda.allocator(), static_cast<std::size_t>(elements));
-    upload<bf16>(cuda, rows.data(), elements, buffers.back().data());
+    buffers.push_back(testing::upload_rwkv_rows<bf16>(cuda, in, input, first, count));
   }
   Buffer<float> u(cuda.allocator(), in.u.size()), s(cuda.allocator(), state.size());
   upload<float>(cuda, in.u.data(), static_cast<std::int64_t>(in.u.size()), u.data());
@@ -150,15 +144,11 @@ TEST(Rwkv6ChunkGpu, ContinuesFromACarriedState) {
 TEST(Rwkv6ChunkGpu, StrongAndWeakDecays) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> strong(2.0f, 6.0f), mixed(-12.0f, 6.0f);
   RwkvInputs in = chunk_inputs(2, 64, 333);
-  for (float& d : in.sequence[kRwkvDecay]) d = round_through<bf16>(strong(rng));
-  expect_within(against_reference(cuda, in), "strong");
-  for (float& d : in.sequence[kRwkvDecay]) d = -12.0f;
-  expect_within(against_reference(cuda, in), "weak");
-  for (float& d : in.sequence[kRwkvDecay]) d = round_through<bf16>(mixed(rng));
-  expect_within(against_reference(cuda, in), "mixed");
+  testing::for_each_decay_regime(in, {2.0f, 6.0f}, {-12.0f, 6.0f},
+                                 [&](const RwkvInputs& regime, const char* name) {
+                                   expect_within(against_reference(cuda, regime), name);
+                                 });
 }
 
 #else

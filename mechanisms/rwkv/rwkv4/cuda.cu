@@ -10,6 +10,7 @@
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
+#include "mechanisms/rwkv/scan_instances.cuh"
 
 namespace arch_bench {
 
@@ -98,9 +99,6 @@ void launch_rwkv4_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
   check_launch("rwkv4_scan_kernel");
 }
 
-template void launch_rwkv4_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
-                                       float*, CUstream_st*);
-template void launch_rwkv4_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
-                                      bf16*, CUstream_st*);
+ARCH_BENCH_RWKV_SCAN_INSTANCES(launch_rwkv4_scan)
 
 }  // namespace arch_bench

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_state_prefix.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
@@ -146,47 +147,20 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
 }
 
 // (2) One thread per pair of adjacent elements (2e, 2e + 1) of a head's S, both in key row
-// 2e / dim (dim is even): in place over the chunks, U_c (bf16) becomes the state entering chunk c
-// (bf16), S_{c+1} = exp(b_last,c[row]) S_c + U_c carried in fp32 registers, and the state after the
-// last chunk goes to `state` (fp32, which holds the state before the first: a prefill continues
-// from it). Loads are issued kBatch chunks at a time, so the sequential chain is not one memory
-// latency per chunk.
+// 2e / dim (dim is even), carried over the chunks with b_c = b_last,c[row] (chunk_state_prefix.cuh).
 template <int kBatch = 8>
 __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     rwkv6_chunk_prefix_kernel(Rwkv6ChunkPlan plan, __nv_bfloat162* __restrict__ states,
                               const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
-  const unsigned per_head = static_cast<unsigned>(plan.prefix_blocks_per_head);
-  const std::int64_t bh = blockIdx.x / per_head;
-  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x % per_head) * kRwkv6ChunkThreads + threadIdx.x;
-  const std::int64_t pairs = static_cast<std::int64_t>(plan.dim) * plan.dim / 2;
-  if (e >= pairs) return;
-  const int row = static_cast<int>(2 * e / plan.dim);
-  // dim^2 is even, so each head's fp32 state starts 8-byte aligned.
-  float2* carried = reinterpret_cast<float2*>(state + bh * 2 * pairs) + e;
-  __nv_bfloat162* column = states + rwkv6_chunk_state_offset(plan, bh, 0) / 2 + e;
-  const float* decay = chunk_log_decay + rwkv6_chunk_decay_offset(plan, bh, 0) + row;  // + chunk * dim
-  float2 running = *carried;
-  for (std::int64_t c0 = 0; c0 < plan.chunks; c0 += kBatch) {
-    __nv_bfloat162 local[kBatch];
-    float carry[kBatch];
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      const bool live = c0 + i < plan.chunks;
-      local[i] = live ? column[(c0 + i) * pairs] : __floats2bfloat162_rn(0.0f, 0.0f);
-      carry[i] = live ? decay[(c0 + i) * plan.dim] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      if (c0 + i < plan.chunks) {
-        column[(c0 + i) * pairs] = __float22bfloat162_rn(running);
-        const float factor = expf(carry[i]);
-        const float2 u = __bfloat1622float2(local[i]);
-        running.x = fmaf(factor, running.x, u.x);
-        running.y = fmaf(factor, running.y, u.y);
-      }
-    }
-  }
-  *carried = running;
+  const int dim = plan.dim;
+  carry_state_pair_over_chunks<kBatch, kRwkv6ChunkThreads>(
+      plan.prefix_blocks_per_head, static_cast<std::int64_t>(dim) * dim / 2, plan.chunks, state,
+      [&](std::int64_t bh, std::int64_t e) { return states + rwkv6_chunk_state_offset(plan, bh, 0) / 2 + e; },
+      [&](std::int64_t bh, std::int64_t e) {
+        const int row = static_cast<int>(2 * e / dim);
+        const float* decay = chunk_log_decay + rwkv6_chunk_decay_offset(plan, bh, 0) + row;  // + chunk * dim
+        return [=](std::int64_t chunk) { return decay[chunk * dim]; };
+      });
 }
 
 // (3) One block per (head, chunk): P, then O = P V + R^ S_c. After the loads (r, k fp32; V bf16;

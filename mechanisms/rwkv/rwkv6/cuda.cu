@@ -12,6 +12,7 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/matrix_scan.cuh"
+#include "mechanisms/rwkv/scan_instances.cuh"
 
 namespace arch_bench {
 
@@ -30,59 +31,31 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
   const bool live = at.column < dim;
   float* S = state + at.bh * dim * dim;
   const float* u_row = u + (at.bh % heads) * dim;
-  // Every per-token pointer moves to this head's first token, then a tile at a time: the loops
-  // index with ints inside a tile (fewer 64-bit registers; at 64 rows per lane that avoided a spill).
-  const std::int64_t head_first = at.bh * tokens * dim;
-  r += head_first;
-  k += head_first;
-  v += head_first;
-  d += head_first;
-  out += head_first;
+  advance_tokens(at.bh * tokens * dim, r, k, v, d, out);  // to this head's first token
   float s[kRows];
   load_column(S, dim, at, s);
 
-  const int stride = kRwkv6StagedCount * dim;
-  for (std::int64_t t0 = 0; t0 < tokens; t0 += token_tile) {
-    const int n = static_cast<int>(min(static_cast<std::int64_t>(token_tile), tokens - t0));
-    __syncthreads();  // the previous tile is consumed
-    // Unrolled so that several elements' global loads are in flight at once (the staging pass is
-    // latency-bound: a few warps per SM).
-#pragma unroll 4
-    for (int e = threadIdx.x; e < n * dim; e += blockDim.x) {
-      const int tt = e / dim, c = e % dim;
-      const int src = tt * dim + c;  // within the tile
-      float* token = staged + tt * stride;
-      const float rc = load_float(r[src]), kc = load_float(k[src]);
-      token[kRwkv6StagedR * dim + c] = rc;
-      token[kRwkv6StagedK * dim + c] = kc;
-      token[kRwkv6StagedW * dim + c] = expf(fmaxf(-expf(load_float(d[src])), -100.0f));
-      token[kRwkv6StagedBonus * dim + c] = rc * u_row[c] * kc;
-      token[kRwkv6StagedV * dim + c] = load_float(v[src]);
-    }
-    __syncthreads();
-    for (int tt = 0; tt < n; ++tt) {
-      const float* token = staged + tt * stride;
-      const float vj = live ? token[kRwkv6StagedV * dim + at.column] : 0.0f;
-      float partial = 0.0f;
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int i = rwkv_scan_key_row(at.part, q);
-        if (i < dim) {
+  scan_token_tiles(
+      staged, kRwkv6StagedCount * dim, tokens, dim, token_tile,
+      [&](float* token, int src, int c) {
+        const float rc = load_float(r[src]), kc = load_float(k[src]);
+        token[kRwkv6StagedR * dim + c] = rc;
+        token[kRwkv6StagedK * dim + c] = kc;
+        token[kRwkv6StagedW * dim + c] = expf(fmaxf(-expf(load_float(d[src])), -100.0f));
+        token[kRwkv6StagedBonus * dim + c] = rc * u_row[c] * kc;
+        token[kRwkv6StagedV * dim + c] = load_float(v[src]);
+      },
+      [&](const float* token, int tt) {
+        const float vj = live ? token[kRwkv6StagedV * dim + at.column] : 0.0f;
+        float partial = 0.0f;
+        for_lane_key_rows<kRows>(at, dim, [&](int q, int i) {
           partial = fmaf(token[kRwkv6StagedR * dim + i], s[q], partial);
           partial = fmaf(token[kRwkv6StagedBonus * dim + i], vj, partial);
           s[q] = fmaf(token[kRwkv6StagedW * dim + i], s[q], token[kRwkv6StagedK * dim + i] * vj);
-        }
-      }
-      const float o = column_sum(partial);
-      if (live && at.part == 0) store_float(out + tt * dim + at.column, o);
-    }
-    const int advance = n * dim;
-    r += advance;
-    k += advance;
-    v += advance;
-    d += advance;
-    out += advance;
-  }
+        });
+        store_column_sum(out + tt * dim, dim, at, partial);
+      },
+      [&](int advance) { advance_tokens(advance, r, k, v, d, out); });
   store_column(S, dim, at, s);
 }
 
@@ -102,9 +75,6 @@ void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
   check_launch("rwkv6_scan_kernel");
 }
 
-template void launch_rwkv6_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
-                                       float*, CUstream_st*);
-template void launch_rwkv6_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
-                                      bf16*, CUstream_st*);
+ARCH_BENCH_RWKV_SCAN_INSTANCES(launch_rwkv6_scan)
 
 }  // namespace arch_bench

@@ -13,6 +13,7 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/rwkv/cuda.hpp"
 #include "mechanisms/rwkv/matrix_scan.cuh"
+#include "mechanisms/rwkv/scan_instances.cuh"
 
 namespace arch_bench {
 
@@ -30,73 +31,38 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
   const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks);
   const bool live = at.column < dim;
   float* H = state + at.bh * dim * dim;
-  // Every per-token pointer moves to this head's first token, then a tile at a time: the loops
-  // index with ints inside a tile (fewer 64-bit registers; at 64 rows per lane that avoided a spill).
-  const std::int64_t head_first = at.bh * tokens * dim;
-  r += head_first;
-  k += head_first;
-  v += head_first;
-  w_raw += head_first;
-  kappa += head_first;
-  iclr += head_first;
-  out += head_first;
+  advance_tokens(at.bh * tokens * dim, r, k, v, w_raw, kappa, iclr, out);  // to this head's first token
   float h[kRows];
   load_column(H, dim, at, h);
 
-  const int stride = kRwkv7StagedCount * dim;
   constexpr float kDecayScale = 0.60653065971263342f;  // e^{-0.5}, as kRwkv7DecayScale
-  for (std::int64_t t0 = 0; t0 < tokens; t0 += token_tile) {
-    const int n = static_cast<int>(min(static_cast<std::int64_t>(token_tile), tokens - t0));
-    __syncthreads();  // the previous tile is consumed
-    // Unrolled so that several elements' global loads are in flight at once (the staging pass is
-    // latency-bound: a few warps per SM).
-#pragma unroll 4
-    for (int e = threadIdx.x; e < n * dim; e += blockDim.x) {
-      const int tt = e / dim, c = e % dim;
-      const int src = tt * dim + c;  // within the tile
-      float* token = staged + tt * stride;
-      const float kap = load_float(kappa[src]);
-      token[kRwkv7StagedR * dim + c] = load_float(r[src]);
-      token[kRwkv7StagedK * dim + c] = load_float(k[src]);
-      token[kRwkv7StagedW * dim + c] = expf(-kDecayScale / (1.0f + expf(-load_float(w_raw[src]))));
-      token[kRwkv7StagedA * dim + c] = -kap;
-      token[kRwkv7StagedB * dim + c] = kap * load_float(iclr[src]);
-      token[kRwkv7StagedV * dim + c] = load_float(v[src]);
-    }
-    __syncthreads();
-    for (int tt = 0; tt < n; ++tt) {
-      const float* token = staged + tt * stride;
-      const float vi = live ? token[kRwkv7StagedV * dim + at.column] : 0.0f;
-      float removed = 0.0f;
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int j = rwkv_scan_key_row(at.part, q);
-        if (j < dim) removed = fmaf(token[kRwkv7StagedA * dim + j], h[q], removed);
-      }
-      removed = column_sum(removed);
-      float partial = 0.0f;
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int j = rwkv_scan_key_row(at.part, q);
-        if (j < dim) {
+  scan_token_tiles(
+      staged, kRwkv7StagedCount * dim, tokens, dim, token_tile,
+      [&](float* token, int src, int c) {
+        const float kap = load_float(kappa[src]);
+        token[kRwkv7StagedR * dim + c] = load_float(r[src]);
+        token[kRwkv7StagedK * dim + c] = load_float(k[src]);
+        token[kRwkv7StagedW * dim + c] = expf(-kDecayScale / (1.0f + expf(-load_float(w_raw[src]))));
+        token[kRwkv7StagedA * dim + c] = -kap;
+        token[kRwkv7StagedB * dim + c] = kap * load_float(iclr[src]);
+        token[kRwkv7StagedV * dim + c] = load_float(v[src]);
+      },
+      [&](const float* token, int tt) {
+        const float vi = live ? token[kRwkv7StagedV * dim + at.column] : 0.0f;
+        float removed = 0.0f;
+        for_lane_key_rows<kRows>(
+            at, dim, [&](int q, int j) { removed = fmaf(token[kRwkv7StagedA * dim + j], h[q], removed); });
+        removed = column_sum(removed);
+        float partial = 0.0f;
+        for_lane_key_rows<kRows>(at, dim, [&](int q, int j) {
           const float x = fmaf(token[kRwkv7StagedW * dim + j], h[q],
                                fmaf(token[kRwkv7StagedB * dim + j], removed, token[kRwkv7StagedK * dim + j] * vi));
           h[q] = x;
           partial = fmaf(token[kRwkv7StagedR * dim + j], x, partial);
-        }
-      }
-      const float o = column_sum(partial);
-      if (live && at.part == 0) store_float(out + tt * dim + at.column, o);
-    }
-    const int advance = n * dim;
-    r += advance;
-    k += advance;
-    v += advance;
-    w_raw += advance;
-    kappa += advance;
-    iclr += advance;
-    out += advance;
-  }
+        });
+        store_column_sum(out + tt * dim, dim, at, partial);
+      },
+      [&](int advance) { advance_tokens(advance, r, k, v, w_raw, kappa, iclr, out); });
   store_column(H, dim, at, h);
 }
 
@@ -116,9 +82,6 @@ void launch_rwkv7_scan(const RwkvScanPlan& plan, const RwkvParameters&, const Rw
   check_launch("rwkv7_scan_kernel");
 }
 
-template void launch_rwkv7_scan<float>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<float>&, float*,
-                                       float*, CUstream_st*);
-template void launch_rwkv7_scan<bf16>(const RwkvScanPlan&, const RwkvParameters&, const RwkvTokens<bf16>&, float*,
-                                      bf16*, CUstream_st*);
+ARCH_BENCH_RWKV_SCAN_INSTANCES(launch_rwkv7_scan)
 
 }  // namespace arch_bench
