@@ -9,37 +9,23 @@
 
 namespace arch_bench {
 
-namespace {
+std::unique_ptr<Mode> make_linear_recurrence_mode() {
+  return std::make_unique<FixedStateMode>(
+      ModeIdentity{"linear_recurrence", "explicit K/V history (softmax_kv) vs fixed recurrent state (linear_attention)",
+                   standard_mode_defaults("45_linear_recurrent_state", "ARCH-RECURRENT-STATE-MECHANISM",
+                                          "arch-linear-recurrence-v2", {Phase::decode}, /*warmup=*/10, /*repeats=*/100)},
+      "linear_attention", "accept_fixed_state_growth_mechanism");
+}
 
-class LinearRecurrenceMode final : public Mode {
- public:
-  std::string id() const override { return "linear_recurrence"; }
-  std::string title() const override {
-    return "explicit K/V history (softmax_kv) vs fixed recurrent state (linear_attention)";
-  }
+std::vector<Arm> FixedStateMode::arms(const Workload& workload) const {
+  return {Arm{"softmax_kv", Role::baseline, "", workload.options},
+          Arm{candidate_, Role::candidate, "", workload.options}};
+}
 
-  ModeDefaults defaults() const override {
-    ModeDefaults defaults = standard_mode_defaults("45_linear_recurrent_state", "ARCH-RECURRENT-STATE-MECHANISM",
-                                                   "arch-linear-recurrence-v2", {Phase::decode});
-    defaults.workload.warmup = 10;
-    defaults.workload.repeats = 100;
-    return defaults;
-  }
-
-  std::vector<Arm> arms(const Workload& workload) const override {
-    return {Arm{"softmax_kv", Role::baseline, "", workload.options},
-            Arm{"linear_attention", Role::candidate, "", workload.options}};
-  }
-
-  Decision decide(std::span<const Row> rows, const Workload& workload) const override {
-    const std::vector<Arm> both = arms(workload);
-    return decide_fixed_state(rows, workload, both[0], both[1], "accept_fixed_state_growth_mechanism");
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Mode> make_linear_recurrence_mode() { return std::make_unique<LinearRecurrenceMode>(); }
+Decision FixedStateMode::decide(std::span<const Row> rows, const Workload& workload) const {
+  const std::vector<Arm> both = arms(workload);
+  return decide_fixed_state(rows, workload, both[0], both[1], accept_verdict_);
+}
 
 Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload, const Arm& baseline,
                             const Arm& candidate, const std::string& accept_verdict) {

@@ -73,25 +73,25 @@ nlohmann::json optional_json(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-class PerformerMode final : public Mode {
- public:
-  std::string id() const override { return "performer"; }
-  std::string title() const override {
-    return "exact softmax K/V attention vs Performer random features (favor+ over m, trig), error vs softmax";
-  }
+ModeDefaults performer_defaults() {
+  // One warmup/repeats setting covers both phases, and the exact softmax prefill at L=8192 is
+  // ~70 GFLOP (seconds on a 2-core CPU). 3 + 20 keeps the default matrix to a few minutes
+  // there; give --repeats 100 on a GPU or a bigger host.
+  ModeDefaults defaults =
+      standard_mode_defaults("performer_favor", "ARCH-PERFORMER-FAVOR-APPROXIMATION", "arch-performer-favor-v1",
+                             {Phase::decode, Phase::prefill}, /*warmup=*/3, /*repeats=*/20);
+  for (std::int64_t m : kDefaultFeatures) defaults.workload.axes[performer_features_option().key].push_back(m);
+  defaults.workload.feature_kind = "both";
+  return defaults;
+}
 
-  ModeDefaults defaults() const override {
-    ModeDefaults defaults = standard_mode_defaults("performer_favor", "ARCH-PERFORMER-FAVOR-APPROXIMATION",
-                                                   "arch-performer-favor-v1", {Phase::decode, Phase::prefill});
-    // One warmup/repeats setting covers both phases, and the exact softmax prefill at L=8192 is
-    // ~70 GFLOP (seconds on a 2-core CPU). 3 + 20 keeps the default matrix to a few minutes
-    // there; give --repeats 100 on a GPU or a bigger host.
-    defaults.workload.warmup = 3;
-    defaults.workload.repeats = 20;
-    for (std::int64_t m : kDefaultFeatures) defaults.workload.axes[performer_features_option().key].push_back(m);
-    defaults.workload.feature_kind = "both";
-    return defaults;
-  }
+class PerformerMode final : public DeclaredMode {
+ public:
+  PerformerMode()
+      : DeclaredMode(ModeIdentity{
+            "performer",
+            "exact softmax K/V attention vs Performer random features (favor+ over m, trig), error vs softmax",
+            performer_defaults()}) {}
 
   // favor+ at every m (feature_kind "positive" or "both"), trig at the largest m ("both") or at
   // every m ("trig"). Each performer arm names its map in its feature_map option, so the report's
