@@ -16,6 +16,7 @@
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "support/refused_run.hpp"
 
 namespace arch_bench {
 namespace {
@@ -253,16 +254,9 @@ TEST(Mamba2, UnsupportedOptionsAreRefusedWithTheirReason) {
 }
 
 TEST(Mamba2, RunRefusesGroupsThatDoNotDivideTheHeadsWithExitTwo) {
-  testing::TempFolder folder;
-  const auto result = testing::run_cli("run --mode landscape --candidates mamba2 --n-groups 3 --sequence-lengths 16 "
-                                       "--quiet --results-dir '" + folder.path().string() + "'");
-  EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("n_groups"), std::string::npos) << result.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
-  const auto zero = testing::run_cli("run --mode landscape --candidates mamba2 --ssd-chunk 0 --sequence-lengths 16 "
-                                     "--quiet --results-dir '" + folder.path().string() + "'");
-  EXPECT_EQ(zero.exit_code, 2) << zero.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
+  testing::expect_run_refused("--mode landscape --candidates mamba2 --n-groups 3 --sequence-lengths 16 --quiet",
+                              "n_groups");
+  testing::expect_run_refused("--mode landscape --candidates mamba2 --ssd-chunk 0 --sequence-lengths 16 --quiet", "");
 }
 
 TEST(Mamba2, ConformanceRoundTripPassesInBothDtypes) {
