@@ -8,7 +8,7 @@
 
 #include "core/backends/cuda/device_probe.hpp"
 #include "support/cli.hpp"
-#include "support/refused_run.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench {
 namespace {

@@ -15,7 +15,7 @@
 #include "support/attention_fixtures.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
-#include "support/refused_run.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench::testing {
 namespace {

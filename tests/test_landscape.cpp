@@ -10,7 +10,7 @@
 #include "runner/modes/mode.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
-#include "support/refused_run.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench {
 namespace {

@@ -16,7 +16,7 @@
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
-#include "support/refused_run.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench {
 namespace {
