@@ -12,6 +12,7 @@
 #include "support/causality.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "support/capacity_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -147,13 +148,7 @@ TEST(RetNet, CapacityProbeIsTheAdditiveStateAtGammaOne) {
   EXPECT_NE(probe->setting().find("gamma = 1"), std::string::npos);
   // Orthogonal unit keys (the coordinate axes): the additive state recalls them exactly ...
   const std::int64_t d = 16;
-  MatrixD keys(d, d), values(d, d);
-  for (std::int64_t i = 0; i < d; ++i) {
-    keys(i, i) = 1.0;
-    for (std::int64_t j = 0; j < d; ++j) values(i, j) = std::sin(1.0 + i * d + j);
-  }
-  const MatrixD read = probe->recall(keys, values);
-  for (std::size_t i = 0; i < read.data.size(); ++i) EXPECT_NEAR(read.data[i], values.data[i], 1e-12);
+  testing::expect_one_hot_keys_recalled(*probe, /*n=*/d, /*channels=*/d, 1e-12);
   // ... and the same key written twice returns the sum of its values (an additive rule).
   MatrixD twice(2, d), two_values(2, d);
   twice(0, 3) = twice(1, 3) = 1.0;
