@@ -18,6 +18,7 @@
 #include "mechanisms/rwkv/rwkv6/chunk_replay.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/decay_extremes.hpp"
 
 namespace arch_bench {
 namespace {
@@ -268,23 +269,7 @@ TEST(Rwkv6ChunkReplay, StaysFiniteAndAccurateWithStrongAndWeakDecays) {
   // reaches -1600 and a chunk's -6400 (exp(-beta) would overflow past 88: the kernels never take it);
   // weak: d = -12, w = 1 - 6e-6, the state barely decays and grows with L; mixed: both in one chunk,
   // channel by channel.
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> strong(2.0f, 6.0f), mixed(-12.0f, 6.0f);
-  for (const std::int64_t dim : {16, 64}) {
-    ChunkProblem p(2, dim, 333);
-    p.redraw_decays([&] { return strong(rng); });
-    auto e = p.against_reference();
-    EXPECT_LT(e.output, kBf16Tolerance) << "strong, d " << dim;
-    EXPECT_LT(e.state, kBf16Tolerance) << "strong, d " << dim;
-    p.redraw_decays([] { return -12.0f; });
-    e = p.against_reference();
-    EXPECT_LT(e.output, kBf16Tolerance) << "weak, d " << dim;
-    EXPECT_LT(e.state, kBf16Tolerance) << "weak, d " << dim;
-    p.redraw_decays([&] { return mixed(rng); });
-    e = p.against_reference();
-    EXPECT_LT(e.output, kBf16Tolerance) << "mixed, d " << dim;
-    EXPECT_LT(e.state, kBf16Tolerance) << "mixed, d " << dim;
-  }
+  testing::expect_accurate_with_strong_weak_and_mixed_decays<ChunkProblem>(2.0f, 6.0f, -12.0f, -12.0f, 6.0f);
 }
 
 TEST(Rwkv6ChunkReplay, ContinuesFromACarriedState) {

@@ -16,6 +16,7 @@
 #include "mechanisms/rwkv/rwkv7/chunk_replay.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/decay_extremes.hpp"
 
 namespace arch_bench {
 namespace {
@@ -115,17 +116,7 @@ TEST(Rwkv7ChunkReplay, StaysAccurateWithStrongAndWeakDecays) {
   // Strong: w_raw >= 6, w = exp(-e^{-0.5} sigmoid(w_raw)) ~ e^{-0.6}, the strongest RWKV-7 allows, so
   // a chunk's decay e_last ~ e^{-19.4} and 1 / e_t ~ 2.7e8 (the factorised columns at their largest);
   // weak: w_raw = -12, w = 1 - 4e-6, the state barely decays and grows with L; mixed: both in one chunk.
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> strong(6.0f, 12.0f), mixed(-12.0f, 12.0f);
-  for (const std::int64_t dim : {16, 64}) {
-    ChunkProblem p(2, dim, 333);
-    p.redraw_decays([&] { return strong(rng); });
-    expect_within(p.against_reference(), "strong, d " + std::to_string(dim));
-    p.redraw_decays([] { return -12.0f; });
-    expect_within(p.against_reference(), "weak, d " + std::to_string(dim));
-    p.redraw_decays([&] { return mixed(rng); });
-    expect_within(p.against_reference(), "mixed, d " + std::to_string(dim));
-  }
+  testing::expect_accurate_with_strong_weak_and_mixed_decays<ChunkProblem>(6.0f, 12.0f, -12.0f, -12.0f, 12.0f);
 }
 
 TEST(Rwkv7ChunkReplay, ContinuesFromACarriedState) {
