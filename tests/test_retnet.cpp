@@ -13,6 +13,7 @@
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
 #include "support/capacity_checks.hpp"
+#include "support/prefill_decode_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -82,32 +83,24 @@ TEST(RetNet, ChunkwiseMatchesFp64ReferenceFloat32) {
 TEST(RetNet, Bfloat16StaysWithinToleranceOfFp64) {
   const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 1000, 23);
   const auto gamma = run_gammas(2);
-  const double chunked = relative_max_error(prefill<bf16>(in, gamma, true).out, reference_outputs(in, gamma));
-  const double recurrent = relative_max_error(prefill<bf16>(in, gamma, false).out, reference_outputs(in, gamma));
-  EXPECT_LT(chunked, dtype_tolerance(DType::bfloat16));
-  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
-  EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
+  testing::expect_bf16_prefills_within_tolerance(prefill<bf16>(in, gamma, true).out, prefill<bf16>(in, gamma, false).out,
+                                                 reference_outputs(in, gamma));
 }
 
 TEST(RetNet, DecodeAtPositionTEqualsRowTOfPrefill) {
+  const auto gamma = run_gammas(2);
   // Widths that take every path of the state pass (state_pass.hpp): slices of four wide
   // vectors (64), a float8 after them (72 with AVX-512), and scalar columns (100 = 96 + 4).
-  for (std::int64_t dim : {32, 64, 72, 100}) {
-    SCOPED_TRACE("head_dim " + std::to_string(dim));
-    const std::int64_t length = 130;
-    const AttentionInputs in = make_attention_inputs(small_cell(2, dim, length, DType::float32), length + 1, 31);
-    const auto gamma = run_gammas(2);
-    const PrefillResult full = prefill<float>(in, gamma, true);
-    // Context of `length` tokens via prefill, then one decode step for token `length`.
-    PrefillResult state = prefill<float>(testing::first_tokens(in, length), gamma, true);
-    const testing::DecodeToken token = testing::decode_token(in, length, full.out);
-    const RetNetShape shape{in.batch_heads, 2, in.dim, in.dim};
-    std::vector<float> out(in.batch_heads * in.dim);
-    retnet_decode_step(shape, gamma.data(), token.q.data(), token.k.data(), token.v.data(), state.state.data(),
-                       out.data());
-    EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
-    EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
-  }
+  testing::expect_decode_at_position_t_equals_row_t_of_prefill(
+      {32, 64, 72, 100}, [&](const AttentionInputs& in) { return prefill<float>(in, gamma, true); },
+      [&](const AttentionInputs& in, std::int64_t t, const testing::DecodeToken& token) {
+        PrefillResult context = prefill<float>(testing::first_tokens(in, t), gamma, true);
+        const RetNetShape shape{in.batch_heads, 2, in.dim, in.dim};
+        std::vector<float> out(in.batch_heads * in.dim);
+        retnet_decode_step(shape, gamma.data(), token.q.data(), token.k.data(), token.v.data(), context.state.data(),
+                           out.data());
+        return PrefillResult{out, context.state};
+      });
 }
 
 TEST(RetNet, ChangingTokenJLeavesEarlierOutputsUnchanged) {

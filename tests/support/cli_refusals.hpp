@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/cli.hpp"
+#include "tests/support/cli.hpp"
 
 namespace arch_bench::testing {
 
