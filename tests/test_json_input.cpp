@@ -111,7 +111,8 @@ TEST(InputFile, ByteSizes) {
 
 TEST(JsonInput, NestingIsBoundedAndBracketsInStringsDoNotCount) {
   EXPECT_NO_THROW(parse_json_input(nested_arrays(kMaxJsonDepth), "ok.json"));
-  const std::string message = usage_error_or_empty([] { parse_json_input(nested_arrays(kMaxJsonDepth + 1), "deep.json"); });
+  const std::string message =
+      usage_error_or_empty([] { parse_json_input(nested_arrays(kMaxJsonDepth + 1), "deep.json"); });
   EXPECT_NE(message.find("deep.json: not a usable JSON document: arrays and objects nest more than 64"),
             std::string::npos)
       << message;
@@ -131,7 +132,8 @@ TEST(JsonInput, NumbersOutOfDoubleRangeAreBadInput) {
 }
 
 TEST(JsonInput, ParseErrorsNameTheFileAndQuoteLittle) {
-  const std::string message = usage_error_or_empty([] { parse_json_input("[\"" + std::string(1 << 20, 'a'), "bad.json"); });
+  const std::string message =
+      usage_error_or_empty([] { parse_json_input("[\"" + std::string(1 << 20, 'a'), "bad.json"); });
   EXPECT_NE(message.find("bad.json: not valid JSON"), std::string::npos) << message.substr(0, 400);
   EXPECT_LT(message.size(), 1000u);
 }

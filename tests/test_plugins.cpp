@@ -21,6 +21,7 @@
 #include "runner/plugins/self_check.hpp"
 #include "runner/plugins/sha256.hpp"
 #include "support/cli.hpp"
+#include "support/mechanism_fixtures.hpp"
 #include "support/usage_error.hpp"
 
 namespace arch_bench {
@@ -78,14 +79,7 @@ TEST(PluginLoading, TheExampleMechanismMatchesItsReferenceAndDecodeMatchesPrefil
   CpuBackend backend;
   for (DType dtype : {DType::float32, DType::bfloat16}) {
     for (std::int64_t length : {5, 127, 300}) {
-      Cell cell;
-      cell.mechanism = "window_softmax";
-      cell.sequence_length = length;
-      cell.batch = 1;
-      cell.heads = 2;
-      cell.head_dim = 32;
-      cell.dtype = dtype;
-      cell.phase = Phase::decode;
+      Cell cell = testing::mechanism_cell("window_softmax", 2, 32, length, dtype, Phase::decode);
       auto decode = mechanism.prepare(cell, 7, backend);
       decode->run();
       const Accuracy decode_accuracy = decode->check();
@@ -117,7 +111,8 @@ TEST(PluginLoading, TheExampleMechanismMatchesItsReferenceAndDecodeMatchesPrefil
 }
 
 TEST(PluginRefusals, MissingFileNotASharedObjectAndNoEntryPoint) {
-  EXPECT_NE(usage_error_or_empty([] { load_plugin("/nonexistent/libnothing.so"); }).find("no such file"), std::string::npos);
+  EXPECT_NE(usage_error_or_empty([] { load_plugin("/nonexistent/libnothing.so"); }).find("no such file"),
+            std::string::npos);
   TempFolder folder;
   const std::string text = (folder / "libfake.so").string();
   std::ofstream(text) << "this is not a library\n";
@@ -146,7 +141,8 @@ TEST(PluginRefusals, AnIdThatClashesWithABuiltInRegistersNothing) {
 TEST(PluginRefusals, AMechanismWhoseCheckThrowsFailsItsSelfCheck) {
   LoadedPlugin plugin = load_plugin(fixture("throwing_check"));
   ASSERT_EQ(plugin.mechanisms.size(), 1u);
-  const std::string message = usage_error_or_empty([&] { self_check_mechanism(*plugin.mechanisms[0], plugin.origin.path); });
+  const std::string message =
+      usage_error_or_empty([&] { self_check_mechanism(*plugin.mechanisms[0], plugin.origin.path); });
   EXPECT_NE(message.find("check() threw"), std::string::npos) << message;
   EXPECT_NE(message.find("broken on purpose"), std::string::npos) << message;
 }
