@@ -66,21 +66,14 @@ Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload,
   const std::vector<std::string> unhealthy = unhealthy_row_reasons(rows);
   decision.reasons.insert(decision.reasons.end(), unhealthy.begin(), unhealthy.end());
 
-  if (const auto invalid = invalid_inputs_reason(rows, workload)) {
-    // Not the candidate's fault when the exact baseline overflows too: the run measured nothing usable.
-    decision.verdict = "inconclusive";
-    decision.crossover_length.reset();
-    decision.reasons.insert(decision.reasons.begin(), *invalid);
-    decision.next_action = "bring the inputs into range (the default --qk-scale is 1) and re-run";
-  } else if (!unhealthy.empty()) {
-    const bool candidate_at_fault = std::any_of(rows.begin(), rows.end(), [&](const Row& row) {
-      return row.cell.mechanism == candidate.mechanism && row.status == RowStatus::ok && !row.within_tolerance();
-    });
-    decision.verdict = candidate_at_fault ? "reject_candidate_outputs_incorrect" : "inconclusive";
-    decision.next_action = candidate_at_fault
-                               ? "fix the candidate kernel: its outputs disagree with the fp64 reference"
-                               : "re-run the failed or skipped cells (see reasons) before deciding";
-  } else if (!candidate_fixed) {
+  if (decide_unusable_run(
+          decision, rows, workload, rows, !unhealthy.empty(),
+          [&](const Row& row) { return row.cell.mechanism == candidate.mechanism; },
+          "bring the inputs into range (the default --qk-scale is 1) and re-run",
+          "fix the candidate kernel: its outputs disagree with the fp64 reference")) {
+    return decision;
+  }
+  if (!candidate_fixed) {
     decision.verdict = "reject_state_grows_with_length";
     decision.next_action = "the candidate does not keep a fixed state; it is not a recurrent-state mechanism";
   } else if (!growth_shown) {

@@ -194,20 +194,14 @@ class PerformerMode final : public DeclaredMode {
     const std::optional<double> error = worst_error(chosen_rows);
     decision.details["chosen_worst_rel_l2_vs_softmax"] = optional_json(error);
 
-    if (const auto invalid = invalid_inputs_reason(rows, workload)) {
-      decision.verdict = "inconclusive";
-      decision.crossover_length.reset();
-      decision.reasons.insert(decision.reasons.begin(), *invalid);
-      decision.next_action = "bring the inputs into range (FAVOR+ works at --qk-scale 0.3 or below) and re-run";
-    } else if (!unhealthy.empty()) {
-      const bool candidate_at_fault = std::any_of(decisive.begin(), decisive.end(), [](const Row& row) {
-        return row.role == Role::candidate && row.status == RowStatus::ok && !row.within_tolerance();
-      });
-      decision.verdict = candidate_at_fault ? "reject_candidate_outputs_incorrect" : "inconclusive";
-      decision.next_action = candidate_at_fault
-                                 ? "fix the performer kernel: its outputs disagree with the fp64 Performer reference"
-                                 : "re-run the failed or skipped cells (see reasons) before deciding";
-    } else if (!error) {
+    if (decide_unusable_run(
+            decision, rows, workload, decisive, !unhealthy.empty(),
+            [](const Row& row) { return row.role == Role::candidate; },
+            "bring the inputs into range (FAVOR+ works at --qk-scale 0.3 or below) and re-run",
+            "fix the performer kernel: its outputs disagree with the fp64 Performer reference")) {
+      return decision;
+    }
+    if (!error) {
       decision.verdict = "inconclusive";
       decision.reasons.push_back(fmt::format("{} rows carry no error against exact softmax", chosen->variant));
       decision.next_action = "re-run: every performer row must report approx_rel_l2_vs_softmax";
