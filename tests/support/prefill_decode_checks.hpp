@@ -1,6 +1,9 @@
 #pragma once
 // The checks every fixed-state mechanism's CPU kernels meet the same way: a bf16 prefill against the
 // fp64 reference, and a decode step against the prefill it continues.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -40,6 +43,19 @@ void expect_decode_at_position_t_equals_row_t_of_prefill(std::initializer_list<s
     EXPECT_LT(relative_max_error(step.out, token.expected), 1e-5);
     EXPECT_LT(relative_max_error(step.state, full.state), 1e-5);  // the same state after t + 1 tokens
   }
+}
+
+// A long fp32 prefill of one head, its outputs `out` and final `state`, is finite throughout, and
+// its last 64 rows of `dim` are within 1e-4 of the fp64 `reference`: the chunked decay powers neither
+// overflow nor lose their accuracy at the decays' extremes.
+inline void expect_finite_with_accurate_last_rows(const std::vector<float>& out, const std::vector<float>& state,
+                                                  const std::vector<float>& reference, std::int64_t dim) {
+  const auto finite = [](float x) { return std::isfinite(x); };
+  ASSERT_TRUE(std::all_of(out.begin(), out.end(), finite));
+  ASSERT_TRUE(std::all_of(state.begin(), state.end(), finite));
+  const std::ptrdiff_t tail = 64 * dim;
+  const std::vector<float> last_out(out.end() - tail, out.end()), last_reference(reference.end() - tail, reference.end());
+  EXPECT_LT(relative_max_error(last_out, last_reference), 1e-4);
 }
 
 }  // namespace arch_bench::testing
