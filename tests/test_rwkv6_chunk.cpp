@@ -19,6 +19,7 @@
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/decay_extremes.hpp"
+#include "support/chunk_replay_errors.hpp"
 
 namespace arch_bench {
 namespace {
@@ -214,34 +215,16 @@ struct ChunkProblem {
     return out;
   }
 
-  struct Errors {
-    double output = 0, state = 0;
-  };
-  // max |replay - ref| / max |ref| over every head's outputs, and the same over the final states,
-  // the tokens replayed in pieces cut at `cuts` (each piece continuing from the state of the last).
-  Errors against_reference(Rwkv6ChunkFault fault = Rwkv6ChunkFault::none, std::vector<std::int64_t> cuts = {}) const {
-    double out_diff = 0, out_scale = 0, state_diff = 0, state_scale = 0;
-    cuts.push_back(in.tokens);
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const RwkvMatrixResult ref = reference(bh);
-      std::vector<float> state(static_cast<std::size_t>(in.dim * in.dim), 0.0f), out;
-      std::int64_t first = 0;
-      for (const std::int64_t cut : cuts) {
-        const std::vector<float> piece = replay(bh, first, cut - first, state, fault);
-        out.insert(out.end(), piece.begin(), piece.end());
-        first = cut;
-      }
-      EXPECT_TRUE(std::ranges::all_of(out, [](float x) { return std::isfinite(x); }));
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        out_diff = std::fmax(out_diff, std::fabs(out[i] - ref.outputs.data[i]));
-        out_scale = std::fmax(out_scale, std::fabs(ref.outputs.data[i]));
-      }
-      for (std::size_t i = 0; i < state.size(); ++i) {
-        state_diff = std::fmax(state_diff, std::fabs(state[i] - ref.state.data[i]));
-        state_scale = std::fmax(state_scale, std::fabs(ref.state.data[i]));
-      }
-    }
-    return {out_diff / out_scale, state_diff / state_scale};
+  // The replay's errors against fp64 (outputs and final states of every head), the tokens replayed in
+  // pieces cut at `cuts`.
+  testing::ReplayErrors against_reference(Rwkv6ChunkFault fault = Rwkv6ChunkFault::none,
+                                          std::vector<std::int64_t> cuts = {}) const {
+    return testing::chunk_replay_errors(
+        in.batch_heads, in.tokens, in.dim, std::move(cuts), /*transposed_state=*/false,
+        [&](std::int64_t bh, std::int64_t first, std::int64_t count, std::vector<float>& state) {
+          return replay(bh, first, count, state, fault);
+        },
+        [&](std::int64_t bh) { return reference(bh); });
   }
 
   RwkvInputs in;
