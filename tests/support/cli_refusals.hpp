@@ -16,7 +16,9 @@ inline void expect_run_refused(const std::string& arguments, const std::string& 
   TempFolder folder;
   const CliResult result = run_cli("run " + arguments + " --results-dir '" + folder.path().string() + "'");
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  if (!message.empty()) EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+  if (!message.empty()) {
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+  }
   EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
 }
 
