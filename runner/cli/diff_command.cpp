@@ -51,30 +51,6 @@ std::string render(const DiffResult& diff, const std::string& format) {
   return document.dump(2) + "\n";
 }
 
-// The --allow-* flags, each the DiffSettings field it sets: one row a flag, so that declaring a flag is
-// all it takes for diff_settings to pass it on.
-struct AllowFlag {
-  const char* name;
-  bool DiffSettings::*field;
-  const char* help;
-};
-constexpr AllowFlag kAllowFlags[] = {
-    {"--allow-workload-change", &DiffSettings::allow_workload_change,
-     "Compare reports of different identity.workload_id or schema_version major (said first in the output)"},
-    {"--allow-mode-change", &DiffSettings::allow_mode_change,
-     "Compare reports of different identity.mode (said first in the output)"},
-    {"--allow-hardware-change", &DiffSettings::allow_hardware_change,
-     "Compare reports measured on different hardware: backend, CPU model or GPU name (said first in the output; "
-     "timing verdicts then compare machines as much as code)"},
-    {"--allow-removed", &DiffSettings::allow_removed,
-     "REMOVED rows (in the old report only) do not fail the diff (the result says so)"},
-    {"--allow-failure", &DiffSettings::allow_failure,
-     "A new report whose failure is set (e.g. interrupted) does not fail the diff (the result says so)"},
-    {"--allow-evidence-drop", &DiffSettings::allow_evidence_drop,
-     "A lower evidence level in the new report (gpu_measured -> cpu_measured, measured -> dry_run) does not fail "
-     "the diff (the result says so)"},
-};
-
 int run_diff(const DiffOptions& options) {
   const DiffSettings settings = diff_settings(options);
   check_text_output(options.output);
@@ -83,7 +59,7 @@ int run_diff(const DiffOptions& options) {
   const LoadedReport new_report = read_report(options.new_file);
   std::vector<AllowedDifference> allowed = check_comparable(
       old_report, new_report,
-      {options.allowed.allow_workload_change, options.allowed.allow_mode_change, options.allowed.allow_hardware_change});
+      {options.allow_workload_change, options.allow_mode_change, options.allow_hardware_change});
   validate_report(old_report);
   validate_report(new_report);
   std::vector<std::string> notes = environment_notes(old_report, new_report);
@@ -119,7 +95,21 @@ void add_diff_options(CLI::App& command, DiffOptions& options) {
       ->capture_default_str();
   command.add_option("--alpha", options.alpha, "Significance level of the two-sided Mann-Whitney U test")
       ->capture_default_str();
-  for (const AllowFlag& flag : kAllowFlags) command.add_flag(flag.name, options.allowed.*flag.field, flag.help);
+  command.add_flag("--allow-workload-change", options.allow_workload_change,
+                   "Compare reports of different identity.workload_id or schema_version major (said first in the "
+                   "output)");
+  command.add_flag("--allow-mode-change", options.allow_mode_change,
+                   "Compare reports of different identity.mode (said first in the output)");
+  command.add_flag("--allow-hardware-change", options.allow_hardware_change,
+                   "Compare reports measured on different hardware: backend, CPU model or GPU name (said first in "
+                   "the output; timing verdicts then compare machines as much as code)");
+  command.add_flag("--allow-removed", options.allow_removed,
+                   "REMOVED rows (in the old report only) do not fail the diff (the result says so)");
+  command.add_flag("--allow-failure", options.allow_failure,
+                   "A new report whose failure is set (e.g. interrupted) does not fail the diff (the result says so)");
+  command.add_flag("--allow-evidence-drop", options.allow_evidence_drop,
+                   "A lower evidence level in the new report (gpu_measured -> cpu_measured, measured -> dry_run) "
+                   "does not fail the diff (the result says so)");
   add_text_output_option(command, options.output, "the diff");
 }
 
@@ -127,10 +117,16 @@ DiffSettings diff_settings(const DiffOptions& options) {
   if (!(options.alpha > 0 && options.alpha < 1)) {
     throw UsageError(fmt::format("--alpha {}: give a significance level between 0 and 1 (e.g. 0.01)", options.alpha));
   }
-  DiffSettings settings = options.allowed;
+  DiffSettings settings;
   settings.timing.alpha = options.alpha;
   settings.timing.min_effect = parse_fraction(options.min_effect, "--min-effect");
   settings.fail_on_slower = options.fail_on == "regression";
+  settings.allow_workload_change = options.allow_workload_change;
+  settings.allow_mode_change = options.allow_mode_change;
+  settings.allow_hardware_change = options.allow_hardware_change;
+  settings.allow_removed = options.allow_removed;
+  settings.allow_failure = options.allow_failure;
+  settings.allow_evidence_drop = options.allow_evidence_drop;
   return settings;
 }
 

@@ -15,8 +15,12 @@ struct DiffOptions {
   std::string fail_on = "regression";
   std::string min_effect = "5%";
   double alpha = 0.01;
-  // What the --allow-* flags lift: they set these allow_* fields, which diff_settings passes on as they are.
-  DiffSettings allowed;
+  bool allow_workload_change = false;
+  bool allow_mode_change = false;
+  bool allow_hardware_change = false;
+  bool allow_removed = false;
+  bool allow_failure = false;
+  bool allow_evidence_drop = false;
   std::string output;
 };
 
