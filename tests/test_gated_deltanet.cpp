@@ -145,10 +145,8 @@ TEST(GatedDeltaNet, ChunkwiseEqualsSequentialPrefillOutputsAndStates) {
   for (std::int64_t dim : {32, 48}) {
     const AttentionInputs in = make_attention_inputs(small_cell(3, dim, 0, DType::float32), 200, 21);
     const Gates gates = drawn_gates(in, 21);
-    const PrefillResult chunked = prefill<float>(in, gates, true);
-    const PrefillResult recurrent = prefill<float>(in, gates, false);
-    EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5) << dim;
-    EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5) << dim;
+    SCOPED_TRACE(dim);
+    testing::expect_chunkwise_equals_recurrent([&](bool chunkwise) { return prefill<float>(in, gates, chunkwise); });
   }
 }
 

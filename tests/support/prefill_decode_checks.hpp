@@ -26,6 +26,15 @@ inline void expect_bf16_prefills_within_tolerance(const std::vector<float>& chun
   EXPECT_GT(chunked_error, 1e-6);
 }
 
+// The chunkwise prefill computes what the token-by-token recurrence does: `prefill(chunkwise)`, run
+// both ways over the same inputs, returns the same outputs and final state ({out, state, ...}) to 1e-5.
+template <class Prefill>
+void expect_chunkwise_equals_recurrent(Prefill prefill) {
+  const auto chunked = prefill(true), recurrent = prefill(false);
+  EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5);
+  EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5);
+}
+
 // `prefill(in)` runs the fp32 prefill over all of `in` from a zero state; `decode_after(in, t, token)`
 // prefills tokens [0, t) of `in` and then decodes `token` (token t); both return {out, state, ...}.
 // The decode step's output equals the prefill's row t and both end in the same state, at 2 heads of
