@@ -175,13 +175,19 @@ def readable_bytes_y(ax):
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def lengths_axis(ax, lengths):
+def powers_of_two_axis(ax, values, label):
+    """An x axis of sizes that double (L, m, n): log base 2, ticked and labelled at the values drawn only."""
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("context length L (tokens)")
-    if lengths:
-        ax.set_xticks(sorted(set(lengths)))
-        ax.set_xticklabels([str(v) for v in sorted(set(lengths))])
+    ax.set_xlabel(label)
+    ticks = sorted(set(values))
+    if ticks:
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(v) for v in ticks])
         ax.minorticks_off()
+
+
+def lengths_axis(ax, lengths):
+    powers_of_two_axis(ax, lengths, "context length L (tokens)")
 
 
 def draw_step_time(charts, document, colours, title_prefix):
@@ -268,14 +274,8 @@ def draw_approximation(charts, document, title_prefix):
                 drew = True
                 ax.plot([m for m, _ in trig], [e for _, e in trig], marker="x", linestyle="none", markersize=7,
                         color=colour, label=f"trig, L={length}")
-        ax.set_xscale("log", base=2)
-        readable_log_y(ax)
-        features = sorted({r["options"]["features"] for r in rows})
-        if features:
-            ax.set_xticks(features)
-            ax.set_xticklabels([str(m) for m in features])
-            ax.minorticks_off()
-        ax.set_xlabel("random features m")
+        readable_log_y(ax)  # before the x axis: its minorticks_off() also clears the log y axis's minor ticks
+        powers_of_two_axis(ax, [r["options"]["features"] for r in rows], "random features m")
         ax.set_ylabel("relative L2 error vs exact softmax")
         ax.set_title(phase, fontsize=10)
     charts.finish(fig, axes, f"{title_prefix}: approximation error vs features m")
@@ -299,13 +299,8 @@ def draw_capacity(charts, document, colours, title_prefix):
     ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
     ax.annotate("cosine 0.9", xy=(0.01, 0.9), xycoords=("axes fraction", "data"), fontsize=8, color="grey",
                 va="bottom")
-    ax.set_xscale("log", base=2)
-    ns = sorted({v for curve in capacity.values() for v in (curve.get("n") or [])})
-    if ns:
-        ax.set_xticks(ns)
-        ax.set_xticklabels([str(v) for v in ns])
-        ax.minorticks_off()
-    ax.set_xlabel("key/value pairs written n")
+    powers_of_two_axis(ax, [v for curve in capacity.values() for v in (curve.get("n") or [])],
+                       "key/value pairs written n")
     ax.set_ylabel("mean cosine of recalled values")
     ax.set_ylim(-0.05, 1.05)
     charts.finish(fig, axes, f"{title_prefix}: state capacity (recall) vs pairs written")

@@ -8,6 +8,7 @@
 
 #include "core/backends/cuda/device_probe.hpp"
 #include "support/cli.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench {
 namespace {
@@ -28,12 +29,8 @@ TEST(CliDevice, CudaWithoutAUsableDeviceExits2WithTheProbesReasonAndWritesNothin
 }
 
 TEST(CliDevice, CudaTimingOnTheCpuBackendIsRefusedBeforeMeasuring) {
-  TempFolder folder;
-  const auto result = run_cli("run --device cpu --timing cuda_graph --sequence-lengths 16 --repeats 2 --results-dir '" +
-                              folder.path().string() + "'");
-  EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("--timing cuda_graph needs the cuda backend"), std::string::npos) << result.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
+  testing::expect_run_refused("--device cpu --timing cuda_graph --sequence-lengths 16 --repeats 2",
+                              "--timing cuda_graph needs the cuda backend");
 }
 
 TEST(CliDevice, AutoFallsBackToTheCpuAndRecordsWhyAndHowItTimed) {

@@ -18,6 +18,7 @@
 #include "runner/present/exporters.hpp"
 #include "support/cli.hpp"
 #include "support/stored_reports.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench::testing {
 namespace {
@@ -288,10 +289,8 @@ TEST(ExportCli, WritesOnceAndRefusesToOverwrite) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string first = testing::read_text(csv);
   EXPECT_EQ(first, export_csv(read_report(kLinearReport)));
-  result = run_cli(fmt::format("export '{}' --format gbench --output '{}'", kLinearReport, csv.string()));
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("exists"), std::string::npos) << result.err;
-  EXPECT_EQ(testing::read_text(csv), first);
+  testing::expect_overwrite_refused(
+      fmt::format("export '{}' --format gbench --output '{}'", kLinearReport, csv.string()), csv);
 }
 
 TEST(ExportCli, BadInputIsExitTwoAndNamesTheProblem) {

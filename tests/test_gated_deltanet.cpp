@@ -17,6 +17,7 @@
 #include "support/causality.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "support/prefill_decode_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -144,10 +145,8 @@ TEST(GatedDeltaNet, ChunkwiseEqualsSequentialPrefillOutputsAndStates) {
   for (std::int64_t dim : {32, 48}) {
     const AttentionInputs in = make_attention_inputs(small_cell(3, dim, 0, DType::float32), 200, 21);
     const Gates gates = drawn_gates(in, 21);
-    const PrefillResult chunked = prefill<float>(in, gates, true);
-    const PrefillResult recurrent = prefill<float>(in, gates, false);
-    EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5) << dim;
-    EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5) << dim;
+    SCOPED_TRACE(dim);
+    testing::expect_chunkwise_equals_recurrent([&](bool chunkwise) { return prefill<float>(in, gates, chunkwise); });
   }
 }
 
@@ -160,43 +159,35 @@ TEST(GatedDeltaNet, ChunkwiseMatchesFp64ReferenceFloat32) {
 TEST(GatedDeltaNet, Bfloat16StaysWithinToleranceOfFp64) {
   const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 1000, 23);
   const Gates gates = drawn_gates(in, 23);
-  const std::vector<float> ref = reference_outputs(in, gates);
-  const double chunked = relative_max_error(prefill<bf16>(in, gates, true).out, ref);
-  const double recurrent = relative_max_error(prefill<bf16>(in, gates, false).out, ref);
-  EXPECT_LT(chunked, dtype_tolerance(DType::bfloat16));
-  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
-  EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
+  testing::expect_bf16_prefills_within_tolerance(prefill<bf16>(in, gates, true).out, prefill<bf16>(in, gates, false).out,
+                                                 reference_outputs(in, gates));
 }
 
 TEST(GatedDeltaNet, DecodeAtPositionTEqualsRowTOfPrefill) {
   // Widths that take every path of the state pass (state_pass.hpp): slices of four wide
   // vectors (64), a float8 after them (72 with AVX-512), and scalar columns (100 = 96 + 4).
-  for (std::int64_t dim : {32, 64, 72, 100}) {
-    SCOPED_TRACE("head_dim " + std::to_string(dim));
-    const std::int64_t length = 130;
-    const AttentionInputs in = make_attention_inputs(small_cell(2, dim, length, DType::float32), length + 1, 31);
-    const Gates gates = drawn_gates(in, 31);
-    const PrefillResult full = prefill<float>(in, gates, true);
-    // Context of `length` tokens via prefill, then one decode step for token `length`.
-    Gates context_gates;
-    std::vector<float> g, beta;
-    for (std::int64_t h = 0; h < in.batch_heads; ++h) {
-      const std::int64_t first = h * in.tokens;
-      context_gates.g.insert(context_gates.g.end(), gates.g.begin() + first, gates.g.begin() + first + length);
-      context_gates.beta.insert(context_gates.beta.end(), gates.beta.begin() + first,
-                                gates.beta.begin() + first + length);
-      g.push_back(gates.g[first + length]);
-      beta.push_back(gates.beta[first + length]);
-    }
-    PrefillResult state = prefill<float>(testing::first_tokens(in, length), context_gates, true);
-    const testing::DecodeToken token = testing::decode_token(in, length, full.out);
-    const GatedDeltaNetShape shape{in.batch_heads, in.dim, in.dim};
-    std::vector<float> out(in.batch_heads * in.dim);
-    gated_deltanet_decode_step(shape, token.q.data(), token.k.data(), token.v.data(), g.data(), beta.data(),
-                               state.state.data(), out.data());
-    EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
-    EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
-  }
+  testing::expect_decode_at_position_t_equals_row_t_of_prefill(
+      {32, 64, 72, 100}, [](const AttentionInputs& in) { return prefill<float>(in, drawn_gates(in, 31), true); },
+      [](const AttentionInputs& in, std::int64_t t, const testing::DecodeToken& token) {
+        // The gates of tokens [0, t) for the context's prefill, and token t's for the decode step.
+        const Gates gates = drawn_gates(in, 31);
+        Gates context_gates;
+        std::vector<float> g, beta;
+        for (std::int64_t h = 0; h < in.batch_heads; ++h) {
+          const std::int64_t first = h * in.tokens;
+          context_gates.g.insert(context_gates.g.end(), gates.g.begin() + first, gates.g.begin() + first + t);
+          context_gates.beta.insert(context_gates.beta.end(), gates.beta.begin() + first,
+                                    gates.beta.begin() + first + t);
+          g.push_back(gates.g[first + t]);
+          beta.push_back(gates.beta[first + t]);
+        }
+        PrefillResult context = prefill<float>(testing::first_tokens(in, t), context_gates, true);
+        const GatedDeltaNetShape shape{in.batch_heads, in.dim, in.dim};
+        std::vector<float> out(in.batch_heads * in.dim);
+        gated_deltanet_decode_step(shape, token.q.data(), token.k.data(), token.v.data(), g.data(), beta.data(),
+                                   context.state.data(), out.data());
+        return PrefillResult{out, context.state};
+      });
 }
 
 TEST(GatedDeltaNet, ChangingTokenJLeavesEarlierOutputsUnchanged) {
@@ -220,11 +211,8 @@ TEST(GatedDeltaNet, FiniteAtL8192WithDecaysNearZeroAndNearOne) {
     const AttentionInputs in = make_attention_inputs(small_cell(1, 32, 0, DType::float32), 8192, 33);
     const Gates gates = constant_gates(in, g, 0.999f);
     const PrefillResult r = prefill<float>(in, gates, true);
-    for (float x : r.out) ASSERT_TRUE(std::isfinite(x)) << g;
-    for (float x : r.state) ASSERT_TRUE(std::isfinite(x)) << g;
-    const std::vector<float> ref = reference_outputs(in, gates);
-    const std::vector<float> tail_out(r.out.end() - 64 * 32, r.out.end()), tail_ref(ref.end() - 64 * 32, ref.end());
-    EXPECT_LT(relative_max_error(tail_out, tail_ref), 1e-4) << g;
+    SCOPED_TRACE(g);
+    testing::expect_finite_with_accurate_last_rows(r.out, r.state, reference_outputs(in, gates), 32);
   }
 }
 

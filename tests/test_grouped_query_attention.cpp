@@ -15,6 +15,7 @@
 #include "support/attention_fixtures.hpp"
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench::testing {
 namespace {
@@ -187,16 +188,9 @@ TEST(GroupedQueryAttention, KvHeadsThatDoNotDivideTheQueryHeadsAreRefused) {
   // The CUDA kernels take the grouping too (tests/gpu/test_softmax_kv_gpu.cpp): not refused there.
   EXPECT_FALSE(softmax->unsupported_on(softmax_cell(2, Phase::decode), "cuda").has_value());
 
-  testing::TempFolder folder;
-  const auto result = testing::run_cli("run --mode linear_recurrence --kv-heads 3 --sequence-lengths 16 --quiet "
-                                       "--results-dir '" + folder.path().string() + "'");
-  EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("does not divide --query-heads 8"), std::string::npos) << result.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
-  const auto negative = testing::run_cli("run --mode linear_recurrence --kv-heads -1 --sequence-lengths 16 --quiet "
-                                         "--results-dir '" + folder.path().string() + "'");
-  EXPECT_EQ(negative.exit_code, 2) << negative.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
+  testing::expect_run_refused("--mode linear_recurrence --kv-heads 3 --sequence-lengths 16 --quiet",
+                              "does not divide --query-heads 8");
+  testing::expect_run_refused("--mode linear_recurrence --kv-heads -1 --sequence-lengths 16 --quiet", "");
 }
 
 // A list runs the baseline once per value, each row recording its kv_heads and state.

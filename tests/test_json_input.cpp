@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "runner/report/json_input.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "support/usage_error.hpp"
 #include "tests/support/build_paths.hpp"
 
 namespace arch_bench {
@@ -30,14 +30,7 @@ namespace fs = std::filesystem;
 const fs::path kSource = testing::source_dir();
 const fs::path kCommittedReport = kSource / "results" / "45_linear_recurrent_state_cpp-kernels-2core.json";
 
-std::string usage_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::usage_error_or_empty;
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -63,14 +56,14 @@ TEST(InputFile, ReadsARegularFileWhole) {
 
 TEST(InputFile, MissingFileAndFolderAreNamed) {
   TempFolder folder;
-  const std::string missing = usage_error([&] { read_input_file(folder / "none.json", "report"); });
+  const std::string missing = usage_error_or_empty([&] { read_input_file(folder / "none.json", "report"); });
   EXPECT_NE(missing.find("none.json: cannot be read: no such file"), std::string::npos) << missing;
-  const std::string folder_message = usage_error([&] { read_input_file(folder.path(), "report"); });
+  const std::string folder_message = usage_error_or_empty([&] { read_input_file(folder.path(), "report"); });
   EXPECT_NE(folder_message.find("is a folder, not a report"), std::string::npos) << folder_message;
 }
 
 TEST(InputFile, DevZeroIsRefusedBeforeReading) {
-  const std::string message = usage_error([] { read_input_file("/dev/zero", "result report"); });
+  const std::string message = usage_error_or_empty([] { read_input_file("/dev/zero", "result report"); });
   EXPECT_NE(message.find("/dev/zero: is a character device"), std::string::npos) << message;
 }
 
@@ -78,7 +71,7 @@ TEST(InputFile, FifoIsRefusedWithoutBlocking) {
   TempFolder folder;
   const fs::path fifo = folder / "pipe.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const std::string message = usage_error([&] { read_input_file(fifo, "result report"); });
+  const std::string message = usage_error_or_empty([&] { read_input_file(fifo, "result report"); });
   EXPECT_NE(message.find("is a FIFO"), std::string::npos) << message;
 }
 
@@ -87,7 +80,7 @@ TEST(InputFile, FilesOverTheCapAreRefusedAndTheCapIsAnEnvironmentVariable) {
   write(folder / "big.json", std::string(2048, ' '));
   {
     const ScopedCap cap("1K");
-    const std::string message = usage_error([&] { read_input_file(folder / "big.json", "report"); });
+    const std::string message = usage_error_or_empty([&] { read_input_file(folder / "big.json", "report"); });
     EXPECT_NE(message.find("larger than the 1024 bytes cap"), std::string::npos) << message;
     EXPECT_NE(message.find("ARCH_BENCH_MAX_INPUT_BYTES"), std::string::npos) << message;
   }
@@ -97,7 +90,7 @@ TEST(InputFile, FilesOverTheCapAreRefusedAndTheCapIsAnEnvironmentVariable) {
   }
   {
     const ScopedCap cap("lots");
-    const std::string message = usage_error([&] { read_input_file(folder / "big.json", "report"); });
+    const std::string message = usage_error_or_empty([&] { read_input_file(folder / "big.json", "report"); });
     EXPECT_NE(message.find("ARCH_BENCH_MAX_INPUT_BYTES='lots'"), std::string::npos) << message;
   }
   EXPECT_EQ(max_input_bytes(), kDefaultMaxInputBytes);
@@ -119,19 +112,20 @@ TEST(InputFile, ByteSizes) {
 
 TEST(JsonInput, NestingIsBoundedAndBracketsInStringsDoNotCount) {
   EXPECT_NO_THROW(parse_json_input(nested_arrays(kMaxJsonDepth), "ok.json"));
-  const std::string message = usage_error([] { parse_json_input(nested_arrays(kMaxJsonDepth + 1), "deep.json"); });
+  const std::string message =
+      usage_error_or_empty([] { parse_json_input(nested_arrays(kMaxJsonDepth + 1), "deep.json"); });
   EXPECT_NE(message.find("deep.json: not a usable JSON document: arrays and objects nest more than 64"),
             std::string::npos)
       << message;
-  EXPECT_NE(usage_error([] { parse_json_input(nested_arrays(100000), "deep.json"); }), "");
-  EXPECT_NE(usage_error([] { parse_json_input("{\"a\":" + std::string(100000, '{'), "open.json"); }), "");
+  EXPECT_NE(usage_error_or_empty([] { parse_json_input(nested_arrays(100000), "deep.json"); }), "");
+  EXPECT_NE(usage_error_or_empty([] { parse_json_input("{\"a\":" + std::string(100000, '{'), "open.json"); }), "");
   const std::string text = "{\"s\": \"" + std::string(1000, '[') + "\\\"{\"}";
   EXPECT_EQ(parse_json_input(text, "string.json")["s"].get<std::string>().size(), 1002u);
 }
 
 TEST(JsonInput, NumbersOutOfDoubleRangeAreBadInput) {
   for (const char* text : {"{\"x\": 1e400}", "[-1e400]", "1E+99999"}) {
-    const std::string message = usage_error([&] { parse_json_input(text, "n.json"); });
+    const std::string message = usage_error_or_empty([&] { parse_json_input(text, "n.json"); });
     EXPECT_NE(message.find("n.json: not a usable JSON document"), std::string::npos) << text << ": " << message;
     EXPECT_NE(message.find("number overflow"), std::string::npos) << message;
   }
@@ -139,7 +133,8 @@ TEST(JsonInput, NumbersOutOfDoubleRangeAreBadInput) {
 }
 
 TEST(JsonInput, ParseErrorsNameTheFileAndQuoteLittle) {
-  const std::string message = usage_error([] { parse_json_input("[\"" + std::string(1 << 20, 'a'), "bad.json"); });
+  const std::string message =
+      usage_error_or_empty([] { parse_json_input("[\"" + std::string(1 << 20, 'a'), "bad.json"); });
   EXPECT_NE(message.find("bad.json: not valid JSON"), std::string::npos) << message.substr(0, 400);
   EXPECT_LT(message.size(), 1000u);
 }

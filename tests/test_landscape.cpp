@@ -10,6 +10,7 @@
 #include "runner/modes/mode.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench {
 namespace {
@@ -82,12 +83,7 @@ TEST(Landscape, ReportCarriesVerdictsRankingAndCapacityCurves) {
 }
 
 TEST(Landscape, CandidatesOptionBelongsToTheLandscapeOnly) {
-  TempFolder folder;
-  const auto result = run_cli("run --mode linear_recurrence --candidates mamba --results-dir '" +
-                              folder.path().string() + "'");
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("--candidates applies to --mode landscape"), std::string::npos) << result.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
+  testing::expect_run_refused("--mode linear_recurrence --candidates mamba", "--candidates applies to --mode landscape");
 }
 
 }  // namespace

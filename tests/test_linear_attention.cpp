@@ -10,6 +10,7 @@
 #include "core/backends/cpu/cpu_backend.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "support/prefill_decode_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -54,11 +55,9 @@ class LinearAttentionMaps : public ::testing::TestWithParam<FeatureMap> {};
 TEST_P(LinearAttentionMaps, RecurrentEqualsChunkwisePrefillOutputsAndStates) {
   // 200 tokens: three full chunks of 64 and a partial one.
   const AttentionInputs in = make_attention_inputs(small_cell(2, 32, 0, DType::float32), 200, 21);
-  const PrefillResult chunked = prefill<float>(in, GetParam(), true);
-  const PrefillResult recurrent = prefill<float>(in, GetParam(), false);
-  EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5);
-  EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5);
-  EXPECT_LT(relative_max_error(chunked.normalizer, recurrent.normalizer), 1e-5);
+  const auto run = [&](bool chunkwise) { return prefill<float>(in, GetParam(), chunkwise); };
+  testing::expect_chunkwise_equals_recurrent(run);
+  EXPECT_LT(relative_max_error(run(true).normalizer, run(false).normalizer), 1e-5);  // and the same z
 }
 
 TEST_P(LinearAttentionMaps, ChunkwiseMatchesFp64ReferenceFloat32) {
@@ -68,11 +67,9 @@ TEST_P(LinearAttentionMaps, ChunkwiseMatchesFp64ReferenceFloat32) {
 
 TEST_P(LinearAttentionMaps, Bfloat16StaysWithinToleranceOfFp64) {
   const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 1000, 23);
-  const double chunked = relative_max_error(prefill<bf16>(in, GetParam(), true).out, reference_outputs(in, GetParam()));
-  const double recurrent = relative_max_error(prefill<bf16>(in, GetParam(), false).out, reference_outputs(in, GetParam()));
-  EXPECT_LT(chunked, dtype_tolerance(DType::bfloat16));
-  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
-  EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
+  testing::expect_bf16_prefills_within_tolerance(prefill<bf16>(in, GetParam(), true).out,
+                                                 prefill<bf16>(in, GetParam(), false).out,
+                                                 reference_outputs(in, GetParam()));
 }
 
 TEST_P(LinearAttentionMaps, ChunkwiseHandlesPartialChunksAndNarrowHeads) {
@@ -173,18 +170,16 @@ TEST(LinearAttention, PrefillTakesTheRecurrenceUpToD64AndTheChunkFormBeyond) {
 }
 
 TEST(LinearAttention, DecodeAtPositionTEqualsRowTOfPrefill) {
-  const std::int64_t length = 130;
-  const AttentionInputs in = make_attention_inputs(small_cell(2, 32, length, DType::float32), length + 1, 31);
-  const PrefillResult full = prefill<float>(in, FeatureMap::elu_plus_one, true);
-  // Context of `length` tokens via prefill, then one decode step for token `length`.
-  PrefillResult state = prefill<float>(testing::first_tokens(in, length), FeatureMap::elu_plus_one, true);
-  const testing::DecodeToken token = testing::decode_token(in, length, full.out);
-  const LinearAttentionShape shape{in.batch_heads, in.dim, in.dim, FeatureMap::elu_plus_one};
-  std::vector<float> out(in.batch_heads * in.dim);
-  linear_attention_decode_step(shape, token.q.data(), token.k.data(), token.v.data(), state.state.data(),
-                               state.normalizer.data(), out.data());
-  EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
-  EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
+  testing::expect_decode_at_position_t_equals_row_t_of_prefill(
+      {32}, [](const AttentionInputs& in) { return prefill<float>(in, FeatureMap::elu_plus_one, true); },
+      [](const AttentionInputs& in, std::int64_t t, const testing::DecodeToken& token) {
+        PrefillResult context = prefill<float>(testing::first_tokens(in, t), FeatureMap::elu_plus_one, true);
+        const LinearAttentionShape shape{in.batch_heads, in.dim, in.dim, FeatureMap::elu_plus_one};
+        std::vector<float> out(in.batch_heads * in.dim);
+        linear_attention_decode_step(shape, token.q.data(), token.k.data(), token.v.data(), context.state.data(),
+                                     context.normalizer.data(), out.data());
+        return PrefillResult{out, context.state, context.normalizer};
+      });
 }
 
 TEST(LinearAttention, PrefillContinuesFromCarriedState) {

@@ -16,6 +16,8 @@
 #include "support/cli.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "support/cli_refusals.hpp"
+#include "support/capacity_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -253,16 +255,9 @@ TEST(Mamba2, UnsupportedOptionsAreRefusedWithTheirReason) {
 }
 
 TEST(Mamba2, RunRefusesGroupsThatDoNotDivideTheHeadsWithExitTwo) {
-  testing::TempFolder folder;
-  const auto result = testing::run_cli("run --mode landscape --candidates mamba2 --n-groups 3 --sequence-lengths 16 "
-                                       "--quiet --results-dir '" + folder.path().string() + "'");
-  EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("n_groups"), std::string::npos) << result.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
-  const auto zero = testing::run_cli("run --mode landscape --candidates mamba2 --ssd-chunk 0 --sequence-lengths 16 "
-                                     "--quiet --results-dir '" + folder.path().string() + "'");
-  EXPECT_EQ(zero.exit_code, 2) << zero.err;
-  EXPECT_TRUE(std::filesystem::is_empty(folder.path()));
+  testing::expect_run_refused("--mode landscape --candidates mamba2 --n-groups 3 --sequence-lengths 16 --quiet",
+                              "n_groups");
+  testing::expect_run_refused("--mode landscape --candidates mamba2 --ssd-chunk 0 --sequence-lengths 16 --quiet", "");
 }
 
 TEST(Mamba2, ConformanceRoundTripPassesInBothDtypes) {
@@ -282,14 +277,7 @@ TEST(Mamba2, CapacityProbeIsTheAdditiveStateAddressedByNWideKeys) {
   const CapacityProbe* probe = mamba2->capacity_probe(options);
   ASSERT_NE(probe, nullptr);
   EXPECT_EQ(probe->key_dim(64), 16);
-  const std::int64_t n = 16, channels = 8;
-  MatrixD keys(n, n), values(n, channels);
-  for (std::int64_t i = 0; i < n; ++i) {
-    keys(i, i) = 1.0;
-    for (std::int64_t j = 0; j < channels; ++j) values(i, j) = std::cos(0.5 + i * channels + j);
-  }
-  const MatrixD read = probe->recall(keys, values);
-  for (std::size_t i = 0; i < read.data.size(); ++i) EXPECT_NEAR(read.data[i], values.data[i], 1e-12);
+  testing::expect_one_hot_keys_recalled(*probe, /*n=*/16, /*channels=*/8, 1e-12);
 }
 
 }  // namespace

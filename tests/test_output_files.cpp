@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +15,7 @@
 #include "runner/report/staged_folder.hpp"
 #include "runner/report/temp_files.hpp"
 #include "support/cli.hpp"
+#include "support/usage_error.hpp"
 
 namespace arch_bench {
 namespace {
@@ -23,14 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempFolder;
 
-std::string usage_error(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::usage_error_or_empty;
 
 std::vector<std::string> entries(const fs::path& folder) {
   std::vector<std::string> names;
@@ -43,7 +36,7 @@ TEST(OutputPath, RefusesEveryPathThatWouldFailAtWriteTime) {
   TempFolder folder;
   std::ofstream(folder / "file") << "x";
   auto check = [](const fs::path& path) {
-    return usage_error([&] { check_output_file(path, "--output", false, "choose another"); });
+    return usage_error_or_empty([&] { check_output_file(path, "--output", false, "choose another"); });
   };
   EXPECT_NE(check("").find("--output is empty"), std::string::npos);
   EXPECT_NE(check(folder / "newdir/").find("names a folder"), std::string::npos);
@@ -60,7 +53,7 @@ TEST(OutputPath, RefusesEveryPathThatWouldFailAtWriteTime) {
   // Missing parents are fine (created at write time), and nothing was created by the checks.
   EXPECT_EQ(check(folder / "a" / "b" / "r.json"), "");
   EXPECT_EQ(entries(folder.path()), std::vector<std::string>{"file"});
-  EXPECT_EQ(usage_error([&] { check_output_file(folder / "file", "--json", true, ""); }), "");
+  EXPECT_EQ(usage_error_or_empty([&] { check_output_file(folder / "file", "--json", true, ""); }), "");
 }
 
 TEST(OutputPath, FreeSpaceIsCheckedAgainstTheNearestExistingFolder) {
@@ -68,16 +61,16 @@ TEST(OutputPath, FreeSpaceIsCheckedAgainstTheNearestExistingFolder) {
   const auto free = free_bytes_at(folder / "missing" / "deeper");
   ASSERT_TRUE(free.has_value());
   EXPECT_GT(*free, 0);
-  EXPECT_NE(usage_error([&] { check_free_space(folder / "x", "--outputs", INT64_MAX / 2, "the outputs"); })
+  EXPECT_NE(usage_error_or_empty([&] { check_free_space(folder / "x", "--outputs", INT64_MAX / 2, "the outputs"); })
                 .find("free"),
             std::string::npos);
-  EXPECT_EQ(usage_error([&] { check_free_space(folder / "x", "--outputs", 1, "the outputs"); }), "");
+  EXPECT_EQ(usage_error_or_empty([&] { check_free_space(folder / "x", "--outputs", 1, "the outputs"); }), "");
 }
 
 TEST(AtomicWrite, ARaceLostMessageSaysWhatHappenedWithoutNamingRunOptions) {
   TempFolder folder;
   write_file_atomically(folder / "r.json", "one", false);
-  const std::string message = usage_error([&] { write_file_atomically(folder / "r.json", "two", false); });
+  const std::string message = usage_error_or_empty([&] { write_file_atomically(folder / "r.json", "two", false); });
   EXPECT_NE(message.find("created by another process"), std::string::npos) << message;
   EXPECT_EQ(message.find("--run-label"), std::string::npos) << message;
   EXPECT_EQ(entries(folder.path()), std::vector<std::string>{"r.json"});  // no temporary left
@@ -119,7 +112,7 @@ TEST(StagedFolder, ACommitThatMeetsAnExistingFileTakesBackWhatItMoved) {
   StagedFolder staged(target, "--outputs");
   write_file_atomically(staged.stage("a.npy"), "a", false);
   write_file_atomically(staged.stage("b.npy"), "b", false);
-  const std::string message = usage_error([&] { staged.commit(false); });
+  const std::string message = usage_error_or_empty([&] { staged.commit(false); });
   EXPECT_NE(message.find("another process created it"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(target / "a.npy"));
   EXPECT_EQ(testing::read_text(target / "b.npy"), "someone else's");
@@ -140,7 +133,7 @@ TEST(StagedFolder, OverwriteReplacesTheSet) {
 TEST(StagedFolder, ASecondWriterOfTheSameFolderIsRefused) {
   TempFolder folder;
   StagedFolder first(folder / "out", "--outputs");
-  const std::string message = usage_error([&] { StagedFolder second(folder / "out", "--outputs"); });
+  const std::string message = usage_error_or_empty([&] { StagedFolder second(folder / "out", "--outputs"); });
   EXPECT_NE(message.find("another arch-bench is writing into this folder"), std::string::npos) << message;
 }
 

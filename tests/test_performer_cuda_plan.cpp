@@ -26,6 +26,22 @@ bool all_once(const std::vector<int>& touched) {
   return std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; });
 }
 
+// Blocks 0..blocks-1 of performer_feature_block, tiles of `tile_tokens` tokens over `token_tiles`
+// tiles a head, visit every token of the queries and every token of the keys of `heads` heads once.
+void expect_feature_blocks_cover_every_token_once(std::int64_t blocks, std::int64_t token_tiles, int tile_tokens,
+                                                  std::int64_t heads, std::int64_t tokens) {
+  std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const PerformerFeatureTile tile = performer_feature_block(block, token_tiles, tile_tokens);
+    ASSERT_LT(tile.bh, heads);
+    for (int r = 0; r < tile_tokens && tile.first_token + r < tokens; ++r) {
+      ++(tile.keys ? keys : queries)[static_cast<std::size_t>(tile.bh * tokens + tile.first_token + r)];
+    }
+  }
+  EXPECT_TRUE(all_once(queries)) << tokens;
+  EXPECT_TRUE(all_once(keys)) << tokens;
+}
+
 TEST(PerformerCudaPlan, DecodeTouchesEveryStateElementExactlyOnce) {
   for (const std::int64_t dv : {1, 3, 16, 64, 100, 256}) {
     for (const std::int64_t m : {1, 2, 64, 256, 1000}) {
@@ -68,16 +84,8 @@ TEST(PerformerCudaPlan, FeatureBlocksCoverEveryTokenOfQueriesAndKeysOnce) {
   for (const std::int64_t tokens : {1, 15, 16, 17, 100}) {
     const std::int64_t heads = 3;
     const PerformerPrefillPlan plan = plan_performer_prefill(shape(heads, 64, 256), tokens);
-    std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
-    for (std::int64_t block = 0; block < plan.feature_blocks; ++block) {
-      const PerformerFeatureTile tile = performer_feature_block(block, plan.token_tiles);
-      ASSERT_LT(tile.bh, heads);
-      for (int r = 0; r < kPerformerFeatureTokens && tile.first_token + r < tokens; ++r) {
-        ++(tile.keys ? keys : queries)[static_cast<std::size_t>(tile.bh * tokens + tile.first_token + r)];
-      }
-    }
-    EXPECT_TRUE(all_once(queries)) << tokens;
-    EXPECT_TRUE(all_once(keys)) << tokens;
+    expect_feature_blocks_cover_every_token_once(plan.feature_blocks, plan.token_tiles, kPerformerFeatureTokens, heads,
+                                                 tokens);
   }
 }
 
@@ -162,16 +170,7 @@ TEST(PerformerCudaPlan, TensorCoreFeatureBlocksCoverEveryTokenOfQueriesAndKeysOn
     ASSERT_EQ(plan.prefill_path, PerformerPrefillPath::tensor_core_bf16);
     const PerformerTensorCoreFeaturePlan& tc = plan.tensor_core;
     EXPECT_EQ(tc.blocks, heads * ceil_div(tokens, kPerformerTensorCoreTokens) * 2);
-    std::vector<int> queries(static_cast<std::size_t>(heads * tokens), 0), keys(queries.size(), 0);
-    for (std::int64_t block = 0; block < tc.blocks; ++block) {
-      const PerformerFeatureTile tile = performer_feature_block(block, tc.token_tiles, kPerformerTensorCoreTokens);
-      ASSERT_LT(tile.bh, heads);
-      for (int r = 0; r < kPerformerTensorCoreTokens && tile.first_token + r < tokens; ++r) {
-        ++(tile.keys ? keys : queries)[static_cast<std::size_t>(tile.bh * tokens + tile.first_token + r)];
-      }
-    }
-    EXPECT_TRUE(all_once(queries)) << tokens;
-    EXPECT_TRUE(all_once(keys)) << tokens;
+    expect_feature_blocks_cover_every_token_once(tc.blocks, tc.token_tiles, kPerformerTensorCoreTokens, heads, tokens);
   }
 }
 

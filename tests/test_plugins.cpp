@@ -21,6 +21,8 @@
 #include "runner/plugins/self_check.hpp"
 #include "runner/plugins/sha256.hpp"
 #include "support/cli.hpp"
+#include "support/mechanism_fixtures.hpp"
+#include "support/usage_error.hpp"
 #include "tests/support/build_paths.hpp"
 
 namespace arch_bench {
@@ -40,16 +42,7 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// The message of the UsageError `load` throws ("" when it does not throw).
-template <class F>
-std::string usage_error_of(F&& load) {
-  try {
-    load();
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::usage_error_or_empty;
 
 TEST(PluginSha256, MatchesTheFipsTestVectors) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
@@ -87,14 +80,7 @@ TEST(PluginLoading, TheExampleMechanismMatchesItsReferenceAndDecodeMatchesPrefil
   CpuBackend backend;
   for (DType dtype : {DType::float32, DType::bfloat16}) {
     for (std::int64_t length : {5, 127, 300}) {
-      Cell cell;
-      cell.mechanism = "window_softmax";
-      cell.sequence_length = length;
-      cell.batch = 1;
-      cell.heads = 2;
-      cell.head_dim = 32;
-      cell.dtype = dtype;
-      cell.phase = Phase::decode;
+      Cell cell = testing::mechanism_cell("window_softmax", 2, 32, length, dtype, Phase::decode);
       auto decode = mechanism.prepare(cell, 7, backend);
       decode->run();
       const Accuracy decode_accuracy = decode->check();
@@ -126,17 +112,18 @@ TEST(PluginLoading, TheExampleMechanismMatchesItsReferenceAndDecodeMatchesPrefil
 }
 
 TEST(PluginRefusals, MissingFileNotASharedObjectAndNoEntryPoint) {
-  EXPECT_NE(usage_error_of([] { load_plugin("/nonexistent/libnothing.so"); }).find("no such file"), std::string::npos);
+  EXPECT_NE(usage_error_or_empty([] { load_plugin("/nonexistent/libnothing.so"); }).find("no such file"),
+            std::string::npos);
   TempFolder folder;
   const std::string text = (folder / "libfake.so").string();
   std::ofstream(text) << "this is not a library\n";
-  EXPECT_NE(usage_error_of([&] { load_plugin(text); }).find("not a shared object"), std::string::npos);
-  const std::string missing_entry = usage_error_of([] { load_plugin(fixture("no_entry")); });
+  EXPECT_NE(usage_error_or_empty([&] { load_plugin(text); }).find("not a shared object"), std::string::npos);
+  const std::string missing_entry = usage_error_or_empty([] { load_plugin(fixture("no_entry")); });
   EXPECT_NE(missing_entry.find("no entry point arch_bench_plugin_v1"), std::string::npos) << missing_entry;
 }
 
 TEST(PluginRefusals, ContractVersionMismatch) {
-  const std::string message = usage_error_of([] { load_plugin(fixture("contract_mismatch")); });
+  const std::string message = usage_error_or_empty([] { load_plugin(fixture("contract_mismatch")); });
   EXPECT_NE(message.find(fmt::format("contract version {}", kContractVersion + 1)), std::string::npos) << message;
   EXPECT_NE(message.find("rebuild the plugin"), std::string::npos) << message;
 }
@@ -145,7 +132,7 @@ TEST(PluginRefusals, AnIdThatClashesWithABuiltInRegistersNothing) {
   LoadedPlugin plugin = load_plugin(fixture("clashing_id"));
   const std::size_t before = all_mechanisms().size();
   const std::string message =
-      usage_error_of([&] { register_plugin_mechanisms(plugin.origin, std::move(plugin.mechanisms)); });
+      usage_error_or_empty([&] { register_plugin_mechanisms(plugin.origin, std::move(plugin.mechanisms)); });
   EXPECT_NE(message.find("'softmax_kv' is a built-in mechanism's"), std::string::npos) << message;
   EXPECT_EQ(all_mechanisms().size(), before);
   EXPECT_TRUE(loaded_plugins().empty());
@@ -155,7 +142,8 @@ TEST(PluginRefusals, AnIdThatClashesWithABuiltInRegistersNothing) {
 TEST(PluginRefusals, AMechanismWhoseCheckThrowsFailsItsSelfCheck) {
   LoadedPlugin plugin = load_plugin(fixture("throwing_check"));
   ASSERT_EQ(plugin.mechanisms.size(), 1u);
-  const std::string message = usage_error_of([&] { self_check_mechanism(*plugin.mechanisms[0], plugin.origin.path); });
+  const std::string message =
+      usage_error_or_empty([&] { self_check_mechanism(*plugin.mechanisms[0], plugin.origin.path); });
   EXPECT_NE(message.find("check() threw"), std::string::npos) << message;
   EXPECT_NE(message.find("broken on purpose"), std::string::npos) << message;
 }

@@ -10,6 +10,7 @@
 #include "runner/profiles/profile.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "support/cli_refusals.hpp"
 
 namespace arch_bench {
 namespace {
@@ -177,11 +178,7 @@ TEST(PreflightCli, CpuProfilePassesAndItsJsonReportValidates) {
   EXPECT_EQ(report["profile"]["id"], "ARCH-CPU-MECHANISM");
 
   // Never overwritten: a second run with the same --json is bad input and leaves the file alone.
-  const std::string before = read_text(json);
-  const CliResult again = run_cli("preflight --profile ARCH-CPU-MECHANISM --json '" + json.string() + "'");
-  EXPECT_EQ(again.exit_code, 2);
-  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
-  EXPECT_EQ(read_text(json), before);
+  testing::expect_overwrite_refused("preflight --profile ARCH-CPU-MECHANISM --json '" + json.string() + "'", json);
 }
 
 TEST(PreflightCli, CudaProfileFailsCleanlyWithTheReasonWithoutAGpu) {

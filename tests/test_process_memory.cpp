@@ -161,6 +161,15 @@ Plan linear_recurrence_plan(std::int64_t batch) {
   return build_plan((*find_mode("linear_recurrence")), workload, "cpu");
 }
 
+// Issue 42's plan (--batch 100000 at L 64, 23.8 GB), or nullopt where this machine has room for it
+// and so cannot show what happens to a run that does not fit.
+std::optional<Plan> plan_that_cannot_fit_here() {
+  Plan plan = linear_recurrence_plan(100000);
+  const std::optional<MemoryLimit> room = read_memory_room().tightest();
+  if (!room || room->room_bytes >= plan.max_predicted_process_bytes()) return std::nullopt;
+  return plan;
+}
+
 TEST(CheckMemoryFits, TheProcessShareNotTheBuffersMustFit) {
   Plan plan = linear_recurrence_plan(5000);
   // Room for every cell's buffers, not for their inputs: the old check (buffers against
@@ -248,11 +257,7 @@ TEST(ProcessMemory, TheRowsAndTheDryRunPlanReportThePrediction) {
 
 TEST(ProcessMemory, ARunThatCannotFitIsRefusedWithExit2BeforeItAllocates) {
   // Issue 42: --batch 100000 at L 64 grew to 23.8 GB and was killed by the OOM killer.
-  const Plan plan = linear_recurrence_plan(100000);
-  const std::optional<MemoryLimit> room = read_memory_room().tightest();
-  if (!room || room->room_bytes >= plan.max_predicted_process_bytes()) {
-    GTEST_SKIP() << "this machine has room for the cell";
-  }
+  if (!plan_that_cannot_fit_here()) GTEST_SKIP() << "this machine has room for the cell";
   testing::TempFolder folder;
   const auto start = std::chrono::steady_clock::now();
   const testing::CliResult result = testing::run_cli(fmt::format(
@@ -266,18 +271,15 @@ TEST(ProcessMemory, ARunThatCannotFitIsRefusedWithExit2BeforeItAllocates) {
 }
 
 TEST(ProcessMemory, UnderSkipARunThatCannotFitWritesSkippedRowsSayingWhy) {
-  const Plan plan = linear_recurrence_plan(100000);
-  const std::optional<MemoryLimit> room = read_memory_room().tightest();
-  if (!room || room->room_bytes >= plan.max_predicted_process_bytes()) {
-    GTEST_SKIP() << "this machine has room for the cell";
-  }
+  const std::optional<Plan> plan = plan_that_cannot_fit_here();
+  if (!plan) GTEST_SKIP() << "this machine has room for the cell";
   testing::TempFolder folder;
   const testing::CliResult result = testing::run_cli(
       fmt::format("run --batch 100000 --sequence-lengths 64 --repeats 2 --skip-cells-that-do-not-fit --output {}",
                   (folder.path() / "skipped.json").string()));
   ASSERT_TRUE(std::filesystem::exists(folder.path() / "skipped.json")) << result.err;
   const nlohmann::json rows = testing::read_json(folder.path() / "skipped.json")["metrics"]["rows"];
-  ASSERT_EQ(rows.size(), plan.cells.size());
+  ASSERT_EQ(rows.size(), plan->cells.size());
   for (const nlohmann::json& row : rows) {
     EXPECT_EQ(row["status"], "skipped") << row.dump();
     EXPECT_NE(row["reason"].get<std::string>().find("predicted to need"), std::string::npos) << row.dump();

@@ -11,6 +11,7 @@
 #include "runner/profiles/profile.hpp"
 #include "runner/report/schema_validation.hpp"
 #include "support/cli.hpp"
+#include "support/usage_error.hpp"
 #include "tests/support/build_paths.hpp"
 
 namespace arch_bench::testing {
@@ -33,12 +34,7 @@ std::filesystem::path write_test_profile(const std::filesystem::path& folder, co
 }
 
 std::string usage_error_of(const std::string& spec) {
-  try {
-    load_profile(spec);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
+  return testing::usage_error_or_empty([&] { load_profile(spec); });
 }
 
 TEST(ProfileFiles, EveryShippedProfileMatchesTheSchemaAndItsFileName) {

@@ -16,6 +16,7 @@
 #include "runner/present/summarize_reports.hpp"
 #include "support/cli.hpp"
 #include "support/stored_reports.hpp"
+#include "support/cli_refusals.hpp"
 #include "tests/support/build_paths.hpp"
 
 namespace arch_bench::testing {
@@ -243,10 +244,7 @@ TEST(ReportCli, MarkdownToStandardOutputAndToAFileThatIsNeverOverwritten) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string written = testing::read_text(output);
   EXPECT_NE(written.find("### side by side"), std::string::npos);
-  result = run_cli(fmt::format("report '{}' --output '{}'", kLinearReport, output.string()));
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("exists"), std::string::npos) << result.err;
-  EXPECT_EQ(testing::read_text(output), written);
+  testing::expect_overwrite_refused(fmt::format("report '{}' --output '{}'", kLinearReport, output.string()), output);
 }
 
 TEST(ReportCli, NotesReasonsAndFailuresOfAValidReportReachTheMarkdownInert) {

@@ -12,6 +12,8 @@
 #include "support/causality.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/prepared_cells.hpp"
+#include "support/capacity_checks.hpp"
+#include "support/prefill_decode_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -66,10 +68,8 @@ TEST(RetNet, RecurrentEqualsChunkwisePrefillOutputsAndStates) {
   for (std::int64_t dim : {32, 48}) {
     const AttentionInputs in = make_attention_inputs(small_cell(4, dim, 0, DType::float32), 200, 21);
     const auto gamma = run_gammas(4);
-    const PrefillResult chunked = prefill<float>(in, gamma, true);
-    const PrefillResult recurrent = prefill<float>(in, gamma, false);
-    EXPECT_LT(relative_max_error(chunked.out, recurrent.out), 1e-5) << dim;
-    EXPECT_LT(relative_max_error(chunked.state, recurrent.state), 1e-5) << dim;
+    SCOPED_TRACE(dim);
+    testing::expect_chunkwise_equals_recurrent([&](bool chunkwise) { return prefill<float>(in, gamma, chunkwise); });
   }
 }
 
@@ -81,32 +81,24 @@ TEST(RetNet, ChunkwiseMatchesFp64ReferenceFloat32) {
 TEST(RetNet, Bfloat16StaysWithinToleranceOfFp64) {
   const AttentionInputs in = make_attention_inputs(small_cell(2, 64, 0, DType::bfloat16), 1000, 23);
   const auto gamma = run_gammas(2);
-  const double chunked = relative_max_error(prefill<bf16>(in, gamma, true).out, reference_outputs(in, gamma));
-  const double recurrent = relative_max_error(prefill<bf16>(in, gamma, false).out, reference_outputs(in, gamma));
-  EXPECT_LT(chunked, dtype_tolerance(DType::bfloat16));
-  EXPECT_LT(recurrent, dtype_tolerance(DType::bfloat16));
-  EXPECT_GT(chunked, 1e-6);  // outputs really are rounded to bf16
+  testing::expect_bf16_prefills_within_tolerance(prefill<bf16>(in, gamma, true).out, prefill<bf16>(in, gamma, false).out,
+                                                 reference_outputs(in, gamma));
 }
 
 TEST(RetNet, DecodeAtPositionTEqualsRowTOfPrefill) {
+  const auto gamma = run_gammas(2);
   // Widths that take every path of the state pass (state_pass.hpp): slices of four wide
   // vectors (64), a float8 after them (72 with AVX-512), and scalar columns (100 = 96 + 4).
-  for (std::int64_t dim : {32, 64, 72, 100}) {
-    SCOPED_TRACE("head_dim " + std::to_string(dim));
-    const std::int64_t length = 130;
-    const AttentionInputs in = make_attention_inputs(small_cell(2, dim, length, DType::float32), length + 1, 31);
-    const auto gamma = run_gammas(2);
-    const PrefillResult full = prefill<float>(in, gamma, true);
-    // Context of `length` tokens via prefill, then one decode step for token `length`.
-    PrefillResult state = prefill<float>(testing::first_tokens(in, length), gamma, true);
-    const testing::DecodeToken token = testing::decode_token(in, length, full.out);
-    const RetNetShape shape{in.batch_heads, 2, in.dim, in.dim};
-    std::vector<float> out(in.batch_heads * in.dim);
-    retnet_decode_step(shape, gamma.data(), token.q.data(), token.k.data(), token.v.data(), state.state.data(),
-                       out.data());
-    EXPECT_LT(relative_max_error(out, token.expected), 1e-5);
-    EXPECT_LT(relative_max_error(state.state, full.state), 1e-5);  // same state after L+1 tokens
-  }
+  testing::expect_decode_at_position_t_equals_row_t_of_prefill(
+      {32, 64, 72, 100}, [&](const AttentionInputs& in) { return prefill<float>(in, gamma, true); },
+      [&](const AttentionInputs& in, std::int64_t t, const testing::DecodeToken& token) {
+        PrefillResult context = prefill<float>(testing::first_tokens(in, t), gamma, true);
+        const RetNetShape shape{in.batch_heads, 2, in.dim, in.dim};
+        std::vector<float> out(in.batch_heads * in.dim);
+        retnet_decode_step(shape, gamma.data(), token.q.data(), token.k.data(), token.v.data(), context.state.data(),
+                           out.data());
+        return PrefillResult{out, context.state};
+      });
 }
 
 TEST(RetNet, ChangingTokenJLeavesEarlierOutputsUnchanged) {
@@ -123,12 +115,8 @@ TEST(RetNet, FiniteAtL8192WithDecaysNearZeroAndNearOne) {
   for (double gamma : {1e-3, 1.0 - 1e-7, 1.0}) {
     const AttentionInputs in = make_attention_inputs(small_cell(1, 32, 0, DType::float32), 8192, 33);
     const PrefillResult r = prefill<float>(in, {gamma}, true);
-    for (float x : r.out) ASSERT_TRUE(std::isfinite(x)) << gamma;
-    for (float x : r.state) ASSERT_TRUE(std::isfinite(x)) << gamma;
-    // The last rows against the fp64 reference: the chunked decay powers stay accurate at both ends.
-    const std::vector<float> ref = reference_outputs(in, {gamma});
-    const std::vector<float> tail_out(r.out.end() - 64 * 32, r.out.end()), tail_ref(ref.end() - 64 * 32, ref.end());
-    EXPECT_LT(relative_max_error(tail_out, tail_ref), 1e-4) << gamma;
+    SCOPED_TRACE(gamma);
+    testing::expect_finite_with_accurate_last_rows(r.out, r.state, reference_outputs(in, {gamma}), 32);
   }
 }
 
@@ -147,13 +135,7 @@ TEST(RetNet, CapacityProbeIsTheAdditiveStateAtGammaOne) {
   EXPECT_NE(probe->setting().find("gamma = 1"), std::string::npos);
   // Orthogonal unit keys (the coordinate axes): the additive state recalls them exactly ...
   const std::int64_t d = 16;
-  MatrixD keys(d, d), values(d, d);
-  for (std::int64_t i = 0; i < d; ++i) {
-    keys(i, i) = 1.0;
-    for (std::int64_t j = 0; j < d; ++j) values(i, j) = std::sin(1.0 + i * d + j);
-  }
-  const MatrixD read = probe->recall(keys, values);
-  for (std::size_t i = 0; i < read.data.size(); ++i) EXPECT_NEAR(read.data[i], values.data[i], 1e-12);
+  testing::expect_one_hot_keys_recalled(*probe, /*n=*/d, /*channels=*/d, 1e-12);
   // ... and the same key written twice returns the sum of its values (an additive rule).
   MatrixD twice(2, d), two_values(2, d);
   twice(0, 3) = twice(1, 3) = 1.0;

@@ -18,6 +18,7 @@
 #include "support/conformance_round_trip.hpp"
 #include "support/mechanism_fixtures.hpp"
 #include "support/rwkv_problem.hpp"
+#include "support/capacity_checks.hpp"
 
 namespace arch_bench {
 namespace {
@@ -222,14 +223,7 @@ TEST(Rwkv6Mechanism, StateIsOneFp32MatrixPerHead) {
 TEST(Rwkv6Mechanism, CapacityProbeRecallsOrthonormalKeysExactly) {
   const CapacityProbe* probe = find_mechanism("rwkv6")->capacity_probe(MechanismOptions{});
   ASSERT_NE(probe, nullptr);
-  const std::int64_t n = 8, d = 8;
-  MatrixD keys(n, d), values(n, 5);
-  for (std::int64_t i = 0; i < n; ++i) {
-    keys(i, i) = 1.0;
-    for (std::int64_t j = 0; j < 5; ++j) values(i, j) = std::sin(1.0 + static_cast<double>(i * 5 + j));
-  }
-  const MatrixD out = probe->recall(keys, values);
-  for (std::size_t i = 0; i < out.data.size(); ++i) EXPECT_NEAR(out.data[i], values.data[i], 1e-14);
+  testing::expect_one_hot_keys_recalled(*probe, /*n=*/8, /*channels=*/5, 1e-14);
   EXPECT_FALSE(probe->setting().empty());
 }
 

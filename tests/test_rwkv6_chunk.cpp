@@ -18,6 +18,8 @@
 #include "mechanisms/rwkv/rwkv6/chunk_replay.hpp"
 #include "mechanisms/rwkv/rwkv6/reference.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/decay_extremes.hpp"
+#include "support/chunk_replay_errors.hpp"
 
 namespace arch_bench {
 namespace {
@@ -213,34 +215,16 @@ struct ChunkProblem {
     return out;
   }
 
-  struct Errors {
-    double output = 0, state = 0;
-  };
-  // max |replay - ref| / max |ref| over every head's outputs, and the same over the final states,
-  // the tokens replayed in pieces cut at `cuts` (each piece continuing from the state of the last).
-  Errors against_reference(Rwkv6ChunkFault fault = Rwkv6ChunkFault::none, std::vector<std::int64_t> cuts = {}) const {
-    double out_diff = 0, out_scale = 0, state_diff = 0, state_scale = 0;
-    cuts.push_back(in.tokens);
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const RwkvMatrixResult ref = reference(bh);
-      std::vector<float> state(static_cast<std::size_t>(in.dim * in.dim), 0.0f), out;
-      std::int64_t first = 0;
-      for (const std::int64_t cut : cuts) {
-        const std::vector<float> piece = replay(bh, first, cut - first, state, fault);
-        out.insert(out.end(), piece.begin(), piece.end());
-        first = cut;
-      }
-      EXPECT_TRUE(std::ranges::all_of(out, [](float x) { return std::isfinite(x); }));
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        out_diff = std::fmax(out_diff, std::fabs(out[i] - ref.outputs.data[i]));
-        out_scale = std::fmax(out_scale, std::fabs(ref.outputs.data[i]));
-      }
-      for (std::size_t i = 0; i < state.size(); ++i) {
-        state_diff = std::fmax(state_diff, std::fabs(state[i] - ref.state.data[i]));
-        state_scale = std::fmax(state_scale, std::fabs(ref.state.data[i]));
-      }
-    }
-    return {out_diff / out_scale, state_diff / state_scale};
+  // The replay's errors against fp64 (outputs and final states of every head), the tokens replayed in
+  // pieces cut at `cuts`.
+  testing::ReplayErrors against_reference(Rwkv6ChunkFault fault = Rwkv6ChunkFault::none,
+                                          std::vector<std::int64_t> cuts = {}) const {
+    return testing::chunk_replay_errors(
+        in.batch_heads, in.tokens, in.dim, std::move(cuts), /*transposed_state=*/false,
+        [&](std::int64_t bh, std::int64_t first, std::int64_t count, std::vector<float>& state) {
+          return replay(bh, first, count, state, fault);
+        },
+        [&](std::int64_t bh) { return reference(bh); });
   }
 
   RwkvInputs in;
@@ -268,23 +252,7 @@ TEST(Rwkv6ChunkReplay, StaysFiniteAndAccurateWithStrongAndWeakDecays) {
   // reaches -1600 and a chunk's -6400 (exp(-beta) would overflow past 88: the kernels never take it);
   // weak: d = -12, w = 1 - 6e-6, the state barely decays and grows with L; mixed: both in one chunk,
   // channel by channel.
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> strong(2.0f, 6.0f), mixed(-12.0f, 6.0f);
-  for (const std::int64_t dim : {16, 64}) {
-    ChunkProblem p(2, dim, 333);
-    p.redraw_decays([&] { return strong(rng); });
-    auto e = p.against_reference();
-    EXPECT_LT(e.output, kBf16Tolerance) << "strong, d " << dim;
-    EXPECT_LT(e.state, kBf16Tolerance) << "strong, d " << dim;
-    p.redraw_decays([] { return -12.0f; });
-    e = p.against_reference();
-    EXPECT_LT(e.output, kBf16Tolerance) << "weak, d " << dim;
-    EXPECT_LT(e.state, kBf16Tolerance) << "weak, d " << dim;
-    p.redraw_decays([&] { return mixed(rng); });
-    e = p.against_reference();
-    EXPECT_LT(e.output, kBf16Tolerance) << "mixed, d " << dim;
-    EXPECT_LT(e.state, kBf16Tolerance) << "mixed, d " << dim;
-  }
+  testing::expect_accurate_with_strong_weak_and_mixed_decays<ChunkProblem>(2.0f, 6.0f, -12.0f, -12.0f, 6.0f);
 }
 
 TEST(Rwkv6ChunkReplay, ContinuesFromACarriedState) {

@@ -16,6 +16,8 @@
 #include "mechanisms/rwkv/rwkv7/chunk_replay.hpp"
 #include "mechanisms/rwkv/rwkv7/reference.hpp"
 #include "support/mechanism_fixtures.hpp"
+#include "support/decay_extremes.hpp"
+#include "support/chunk_replay_errors.hpp"
 
 namespace arch_bench {
 namespace {
@@ -42,42 +44,20 @@ struct ChunkProblem {
                            in.head_matrix(kRwkvKappa, bh, n), in.head_matrix(kRwkvIclr, bh, n));
   }
 
-  struct Errors {
-    double output = 0, state = 0;
-  };
-  // max |replay - ref| / max |ref| over every head's outputs, and the same over the final states
-  // (H [key][value] against the reference's S [value][key]), the tokens replayed in pieces cut at
-  // `cuts`, each piece continuing from the state the last left.
+  using Errors = testing::ReplayErrors;
+  // The replay's errors against fp64 (outputs, and final states: H [key][value] against the
+  // reference's S [value][key]), the tokens replayed in pieces cut at `cuts`.
   Errors against_reference(Rwkv7ChunkFault fault = Rwkv7ChunkFault::none, std::vector<std::int64_t> cuts = {}) const {
-    double out_diff = 0, out_scale = 0, state_diff = 0, state_scale = 0;
-    cuts.push_back(in.tokens);
-    const std::int64_t dim = in.dim;
-    for (std::int64_t bh = 0; bh < in.batch_heads; ++bh) {
-      const RwkvMatrixResult ref = reference(bh);
-      std::vector<float> state(static_cast<std::size_t>(dim * dim), 0.0f), out;
-      std::int64_t first = 0;
-      for (const std::int64_t cut : cuts) {
-        std::vector<float> piece(static_cast<std::size_t>((cut - first) * dim));
-        auto at = [&](RwkvInput input) { return in.at(input, bh, first); };
-        rwkv7_chunk_replay(static_cast<int>(dim), cut - first, at(kRwkvR), at(kRwkvDecay), at(kRwkvK), at(kRwkvV),
-                           at(kRwkvKappa), at(kRwkvIclr), state.data(), piece.data(), fault);
-        out.insert(out.end(), piece.begin(), piece.end());
-        first = cut;
-      }
-      EXPECT_TRUE(std::ranges::all_of(out, [](float x) { return std::isfinite(x); }));
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        out_diff = std::fmax(out_diff, std::fabs(out[i] - ref.outputs.data[i]));
-        out_scale = std::fmax(out_scale, std::fabs(ref.outputs.data[i]));
-      }
-      for (std::int64_t j = 0; j < dim; ++j) {
-        for (std::int64_t i = 0; i < dim; ++i) {
-          const double expected = ref.state.data[static_cast<std::size_t>(i * dim + j)];
-          state_diff = std::fmax(state_diff, std::fabs(state[static_cast<std::size_t>(j * dim + i)] - expected));
-          state_scale = std::fmax(state_scale, std::fabs(expected));
-        }
-      }
-    }
-    return {out_diff / out_scale, state_diff / state_scale};
+    return testing::chunk_replay_errors(
+        in.batch_heads, in.tokens, in.dim, std::move(cuts), /*transposed_state=*/true,
+        [&](std::int64_t bh, std::int64_t first, std::int64_t count, std::vector<float>& state) {
+          std::vector<float> piece(static_cast<std::size_t>(count * in.dim));
+          auto at = [&](RwkvInput input) { return in.at(input, bh, first); };
+          rwkv7_chunk_replay(static_cast<int>(in.dim), count, at(kRwkvR), at(kRwkvDecay), at(kRwkvK), at(kRwkvV),
+                             at(kRwkvKappa), at(kRwkvIclr), state.data(), piece.data(), fault);
+          return piece;
+        },
+        [&](std::int64_t bh) { return reference(bh); });
   }
 
   RwkvInputs in;
@@ -115,17 +95,7 @@ TEST(Rwkv7ChunkReplay, StaysAccurateWithStrongAndWeakDecays) {
   // Strong: w_raw >= 6, w = exp(-e^{-0.5} sigmoid(w_raw)) ~ e^{-0.6}, the strongest RWKV-7 allows, so
   // a chunk's decay e_last ~ e^{-19.4} and 1 / e_t ~ 2.7e8 (the factorised columns at their largest);
   // weak: w_raw = -12, w = 1 - 4e-6, the state barely decays and grows with L; mixed: both in one chunk.
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> strong(6.0f, 12.0f), mixed(-12.0f, 12.0f);
-  for (const std::int64_t dim : {16, 64}) {
-    ChunkProblem p(2, dim, 333);
-    p.redraw_decays([&] { return strong(rng); });
-    expect_within(p.against_reference(), "strong, d " + std::to_string(dim));
-    p.redraw_decays([] { return -12.0f; });
-    expect_within(p.against_reference(), "weak, d " + std::to_string(dim));
-    p.redraw_decays([&] { return mixed(rng); });
-    expect_within(p.against_reference(), "mixed, d " + std::to_string(dim));
-  }
+  testing::expect_accurate_with_strong_weak_and_mixed_decays<ChunkProblem>(6.0f, 12.0f, -12.0f, -12.0f, 12.0f);
 }
 
 TEST(Rwkv7ChunkReplay, ContinuesFromACarriedState) {

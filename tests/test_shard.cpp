@@ -17,6 +17,7 @@
 #include "runner/shard/shard_spec.hpp"
 #include "runner/shard/split.hpp"
 #include "support/cli.hpp"
+#include "support/usage_error.hpp"
 
 namespace arch_bench {
 namespace {
@@ -31,12 +32,7 @@ EnvironmentLookup environment_of(std::map<std::string, std::string> variables) {
 
 // The UsageError message of parse_shard(text, environment), or "" when it parsed.
 std::string refusal(const std::string& text, const EnvironmentLookup& environment = environment_of({})) {
-  try {
-    parse_shard(text, environment);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
+  return testing::usage_error_or_empty([&] { parse_shard(text, environment); });
 }
 
 TEST(ShardOption, ParsesIndexOverCount) {

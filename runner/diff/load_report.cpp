@@ -63,13 +63,18 @@ std::vector<AllowedDifference> check_comparable(const LoadedReport& old_report, 
     kind.differences.push_back({field, old_value, new_value, message, kind.option});
   };
 
-  const std::string old_workload = string_at(old_report.document, "/identity/workload_id");
-  const std::string new_workload = string_at(new_report.document, "/identity/workload_id");
-  if (!old_workload.empty() && !new_workload.empty() && old_workload != new_workload) {
-    add(workload, "identity.workload_id", clipped(old_workload), clipped(new_workload),
-        fmt::format("identity.workload_id differs: '{}' in {} vs '{}' in {}", clipped(old_workload), old_report.file,
-                    clipped(new_workload), new_report.file));
-  }
+  // identity.<key>, where both reports state it and the two differ (a report that omits it is not refused).
+  auto compare_identity = [&](Kind& kind, const std::string& key) {
+    const std::string field = "identity." + key;
+    const std::string old_value = string_at(old_report.document, ("/identity/" + key).c_str());
+    const std::string new_value = string_at(new_report.document, ("/identity/" + key).c_str());
+    if (old_value.empty() || new_value.empty() || old_value == new_value) return;
+    add(kind, field, clipped(old_value), clipped(new_value),
+        fmt::format("{} differs: '{}' in {} vs '{}' in {}", field, clipped(old_value), old_report.file,
+                    clipped(new_value), new_report.file));
+  };
+
+  compare_identity(workload, "workload_id");
   const std::string old_version = string_at(old_report.document, "/schema_version");
   const std::string new_version = string_at(new_report.document, "/schema_version");
   if (!old_version.empty() && !new_version.empty() && major_of(old_version) != major_of(new_version)) {
@@ -77,13 +82,7 @@ std::vector<AllowedDifference> check_comparable(const LoadedReport& old_report, 
         fmt::format("schema_version major differs: {} in {} vs {} in {}", clipped(old_version), old_report.file,
                     clipped(new_version), new_report.file));
   }
-  const std::string old_mode = string_at(old_report.document, "/identity/mode");
-  const std::string new_mode = string_at(new_report.document, "/identity/mode");
-  if (!old_mode.empty() && !new_mode.empty() && old_mode != new_mode) {
-    add(mode, "identity.mode", clipped(old_mode), clipped(new_mode),
-        fmt::format("identity.mode differs: '{}' in {} vs '{}' in {}", clipped(old_mode), old_report.file,
-                    clipped(new_mode), new_report.file));
-  }
+  compare_identity(mode, "mode");
   for (HardwareDifference& difference :
        hardware_differences(old_report.document, old_report.file, new_report.document, new_report.file)) {
     add(hardware, difference.field, difference.first_value, difference.second_value, difference.message);

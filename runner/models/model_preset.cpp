@@ -48,6 +48,24 @@ ModelPreset load_model_preset(const std::string& spec) {
   return parse_model_preset(read_named_json_file(path, model_folder()), path, sha256_hex(file_bytes(path)));
 }
 
+ModelLayer model_layer_from_json(const nlohmann::json& entry) {
+  ModelLayer layer;
+  layer.name = entry.at("name").get<std::string>();
+  layer.mechanism = entry.at("mechanism").get<std::string>();
+  layer.count = entry.at("count").get<std::int64_t>();
+  layer.heads = entry.at("heads").get<std::int64_t>();
+  layer.head_dim = entry.at("head_dim").get<std::int64_t>();
+  layer.kv_heads = entry.value("kv_heads", layer.heads);
+  if (const auto window = entry.find("window"); window != entry.end() && window->is_number_integer()) {
+    layer.window = window->get<std::int64_t>();
+  }
+  if (const auto d_state = entry.find("d_state"); d_state != entry.end() && d_state->is_number_integer()) {
+    layer.d_state = d_state->get<std::int64_t>();
+  }
+  layer.options = entry.value("options", nlohmann::json::object());
+  return layer;
+}
+
 ModelPreset parse_model_preset(const nlohmann::json& document, const fs::path& path, const std::string& sha256) {
   ModelPreset preset;
   preset.id = checked_named_json_id(document, path, "model", model_folder().noun);
@@ -57,16 +75,7 @@ ModelPreset parse_model_preset(const nlohmann::json& document, const fs::path& p
   preset.weight_dtype = document.at("weight_dtype").get<std::string>();
   preset.notes = document.value("notes", std::vector<std::string>{});
   for (const nlohmann::json& entry : document.at("layers")) {
-    ModelLayer layer;
-    layer.name = entry.at("name").get<std::string>();
-    layer.mechanism = entry.at("mechanism").get<std::string>();
-    layer.count = entry.at("count").get<std::int64_t>();
-    layer.heads = entry.at("heads").get<std::int64_t>();
-    layer.head_dim = entry.at("head_dim").get<std::int64_t>();
-    layer.kv_heads = entry.value("kv_heads", layer.heads);
-    if (entry.contains("window")) layer.window = entry.at("window").get<std::int64_t>();
-    if (entry.contains("d_state")) layer.d_state = entry.at("d_state").get<std::int64_t>();
-    layer.options = entry.value("options", nlohmann::json::object());
+    ModelLayer layer = model_layer_from_json(entry);
     const std::string where = fmt::format("model preset file {}, layer type '{}'", path.string(), layer.name);
     if (layer.heads % layer.kv_heads != 0) {
       throw UsageError(fmt::format("{}: kv_heads {} does not divide heads {} (each K/V head serves a whole group of "

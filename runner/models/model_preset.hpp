@@ -47,6 +47,9 @@ std::vector<std::string> known_model_ids();
 ModelPreset load_model_preset(const std::string& spec);
 ModelPreset parse_model_preset(const nlohmann::json& document, const std::filesystem::path& path,
                                const std::string& sha256);
+// One schema-valid `layers` entry, of a preset file or of a report's `model` block (whose window and
+// d_state may be null: absent); kv_heads defaults to heads. Checks none of the preset's rules.
+ModelLayer model_layer_from_json(const nlohmann::json& entry);
 
 // Bytes per weight of a preset's weight_dtype.
 std::int64_t weight_dtype_bytes(const std::string& weight_dtype);

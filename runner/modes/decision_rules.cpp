@@ -117,4 +117,25 @@ std::optional<std::int64_t> crossover_length(const std::map<std::int64_t, double
   return crossover;
 }
 
+bool decide_unusable_run(Decision& decision, std::span<const Row> rows, const Workload& workload,
+                         std::span<const Row> decisive, bool unhealthy,
+                         const std::function<bool(const Row&)>& of_candidate, const std::string& inputs_advice,
+                         const std::string& fix_advice) {
+  if (const auto invalid = invalid_inputs_reason(rows, workload)) {
+    decision.verdict = "inconclusive";
+    decision.crossover_length.reset();
+    decision.reasons.insert(decision.reasons.begin(), *invalid);
+    decision.next_action = inputs_advice;
+    return true;
+  }
+  if (!unhealthy) return false;
+  const bool candidate_at_fault = std::any_of(decisive.begin(), decisive.end(), [&](const Row& row) {
+    return of_candidate(row) && row.status == RowStatus::ok && !row.within_tolerance();
+  });
+  decision.verdict = candidate_at_fault ? "reject_candidate_outputs_incorrect" : "inconclusive";
+  decision.next_action =
+      candidate_at_fault ? fix_advice : "re-run the failed or skipped cells (see reasons) before deciding";
+  return true;
+}
+
 }  // namespace arch_bench

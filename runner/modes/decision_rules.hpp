@@ -2,6 +2,7 @@
 // Building blocks of the modes' decision rules, shared so that every mode judges "fixed state",
 // "correct" and "crossover" the same way.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -49,6 +50,17 @@ std::map<std::int64_t, double> time_ratio_by_length(const std::vector<const Row*
 // The smallest length from which the candidate's median step is below the baseline's at that and
 // every larger measured length; nullopt when the candidate never becomes (and stays) cheaper.
 std::optional<std::int64_t> crossover_length(const std::map<std::int64_t, double>& ratio_by_length);
+
+// The verdicts every mode reaches before its own rule, in this order: "inconclusive" when the
+// inputs are out of range (invalid_inputs_reason: the baseline overflows too, so no kernel is at
+// fault; `inputs_advice` says how to bring them in); "reject_candidate_outputs_incorrect" when a
+// `decisive` row `of_candidate` measured ok outside its tolerance (`fix_advice` says which kernel to
+// fix); "inconclusive" when `decisive` rows are otherwise `unhealthy` (failed or skipped). True when
+// one applies (`decision` then holds it); the unhealthy rows' reasons are the caller's to list.
+bool decide_unusable_run(Decision& decision, std::span<const Row> rows, const Workload& workload,
+                         std::span<const Row> decisive, bool unhealthy,
+                         const std::function<bool(const Row&)>& of_candidate, const std::string& inputs_advice,
+                         const std::string& fix_advice);
 
 std::string row_label(const Row& row);  // "linear_attention decode L=2048" (+ variant)
 

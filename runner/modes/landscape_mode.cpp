@@ -60,22 +60,15 @@ std::string arm_key(const Arm& arm) {
   return arm.variant.empty() ? arm.mechanism : fmt::format("{} ({})", arm.mechanism, arm.variant);
 }
 
-class LandscapeMode final : public Mode {
+class LandscapeMode final : public DeclaredMode {
  public:
-  std::string id() const override { return "landscape"; }
-  std::string title() const override {
-    return "every mechanism against the exact K/V cache: state, step time, error, crossover and capacity";
-  }
-
-  ModeDefaults defaults() const override {
-    ModeDefaults defaults = standard_mode_defaults("landscape", "ARCH-MECHANISM-LANDSCAPE", "arch-landscape-v1",
-                                                   {Phase::decode, Phase::prefill});
-    // Every mechanism x 2 phases x 3 lengths, with the baseline's L = 8192 prefill (an L^2
-    // attention) among them: 2 + 10 calls keep the default run to minutes on a 2-core host.
-    defaults.workload.warmup = 2;
-    defaults.workload.repeats = 10;
-    return defaults;
-  }
+  LandscapeMode()
+      : DeclaredMode(ModeIdentity{
+            "landscape", "every mechanism against the exact K/V cache: state, step time, error, crossover and capacity",
+            // Every mechanism x 2 phases x 3 lengths, with the baseline's L = 8192 prefill (an L^2
+            // attention) among them: 2 + 10 calls keep the default run to minutes on a 2-core host.
+            standard_mode_defaults("landscape", "ARCH-MECHANISM-LANDSCAPE", "arch-landscape-v1",
+                                   {Phase::decode, Phase::prefill}, /*warmup=*/2, /*repeats=*/10)}) {}
 
   std::vector<Arm> arms(const Workload& workload) const override {
     if (workload.model) return model_arms(*workload.model, workload.candidates, workload.options);

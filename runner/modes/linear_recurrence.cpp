@@ -9,37 +9,23 @@
 
 namespace arch_bench {
 
-namespace {
+std::unique_ptr<Mode> make_linear_recurrence_mode() {
+  return std::make_unique<FixedStateMode>(
+      ModeIdentity{"linear_recurrence", "explicit K/V history (softmax_kv) vs fixed recurrent state (linear_attention)",
+                   standard_mode_defaults("45_linear_recurrent_state", "ARCH-RECURRENT-STATE-MECHANISM",
+                                          "arch-linear-recurrence-v2", {Phase::decode}, /*warmup=*/10, /*repeats=*/100)},
+      "linear_attention", "accept_fixed_state_growth_mechanism");
+}
 
-class LinearRecurrenceMode final : public Mode {
- public:
-  std::string id() const override { return "linear_recurrence"; }
-  std::string title() const override {
-    return "explicit K/V history (softmax_kv) vs fixed recurrent state (linear_attention)";
-  }
+std::vector<Arm> FixedStateMode::arms(const Workload& workload) const {
+  return {Arm{"softmax_kv", Role::baseline, "", workload.options},
+          Arm{candidate_, Role::candidate, "", workload.options}};
+}
 
-  ModeDefaults defaults() const override {
-    ModeDefaults defaults = standard_mode_defaults("45_linear_recurrent_state", "ARCH-RECURRENT-STATE-MECHANISM",
-                                                   "arch-linear-recurrence-v2", {Phase::decode});
-    defaults.workload.warmup = 10;
-    defaults.workload.repeats = 100;
-    return defaults;
-  }
-
-  std::vector<Arm> arms(const Workload& workload) const override {
-    return {Arm{"softmax_kv", Role::baseline, "", workload.options},
-            Arm{"linear_attention", Role::candidate, "", workload.options}};
-  }
-
-  Decision decide(std::span<const Row> rows, const Workload& workload) const override {
-    const std::vector<Arm> both = arms(workload);
-    return decide_fixed_state(rows, workload, both[0], both[1], "accept_fixed_state_growth_mechanism");
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Mode> make_linear_recurrence_mode() { return std::make_unique<LinearRecurrenceMode>(); }
+Decision FixedStateMode::decide(std::span<const Row> rows, const Workload& workload) const {
+  const std::vector<Arm> both = arms(workload);
+  return decide_fixed_state(rows, workload, both[0], both[1], accept_verdict_);
+}
 
 Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload, const Arm& baseline,
                             const Arm& candidate, const std::string& accept_verdict) {
@@ -80,21 +66,14 @@ Decision decide_fixed_state(std::span<const Row> rows, const Workload& workload,
   const std::vector<std::string> unhealthy = unhealthy_row_reasons(rows);
   decision.reasons.insert(decision.reasons.end(), unhealthy.begin(), unhealthy.end());
 
-  if (const auto invalid = invalid_inputs_reason(rows, workload)) {
-    // Not the candidate's fault when the exact baseline overflows too: the run measured nothing usable.
-    decision.verdict = "inconclusive";
-    decision.crossover_length.reset();
-    decision.reasons.insert(decision.reasons.begin(), *invalid);
-    decision.next_action = "bring the inputs into range (the default --qk-scale is 1) and re-run";
-  } else if (!unhealthy.empty()) {
-    const bool candidate_at_fault = std::any_of(rows.begin(), rows.end(), [&](const Row& row) {
-      return row.cell.mechanism == candidate.mechanism && row.status == RowStatus::ok && !row.within_tolerance();
-    });
-    decision.verdict = candidate_at_fault ? "reject_candidate_outputs_incorrect" : "inconclusive";
-    decision.next_action = candidate_at_fault
-                               ? "fix the candidate kernel: its outputs disagree with the fp64 reference"
-                               : "re-run the failed or skipped cells (see reasons) before deciding";
-  } else if (!candidate_fixed) {
+  if (decide_unusable_run(
+          decision, rows, workload, rows, !unhealthy.empty(),
+          [&](const Row& row) { return row.cell.mechanism == candidate.mechanism; },
+          "bring the inputs into range (the default --qk-scale is 1) and re-run",
+          "fix the candidate kernel: its outputs disagree with the fp64 reference")) {
+    return decision;
+  }
+  if (!candidate_fixed) {
     decision.verdict = "reject_state_grows_with_length";
     decision.next_action = "the candidate does not keep a fixed state; it is not a recurrent-state mechanism";
   } else if (!growth_shown) {

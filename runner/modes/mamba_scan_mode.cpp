@@ -14,34 +14,23 @@ namespace arch_bench {
 
 namespace {
 
-class MambaScanMode final : public Mode {
+class MambaScanMode final : public FixedStateMode {
  public:
-  std::string id() const override { return "mamba_scan"; }
-  std::string title() const override {
-    return "explicit K/V history (softmax_kv) vs Mamba selective scan (mamba, fixed d_inner x N state)";
-  }
-
-  ModeDefaults defaults() const override {
-    // mamba: d_inner = heads x head_dim = 512 channels.
-    ModeDefaults defaults = standard_mode_defaults("mamba_selective_scan", "ARCH-MAMBA-SELECTIVE-SCAN",
-                                                   "arch-mamba-scan-v1", {Phase::decode, Phase::prefill});
-    // One setting serves every cell, and the baseline's prefill at L = 8192 (an L^2 attention,
-    // about 69 GFLOP) takes 5-10 s per call on a 2-core host: 2 + 15 calls keep the default run to
-    // about three minutes there while every row still gets 15 samples for `arch-bench diff`.
-    defaults.workload.warmup = 2;
-    defaults.workload.repeats = 15;
-    return defaults;
-  }
-
-  std::vector<Arm> arms(const Workload& workload) const override {
-    return {Arm{"softmax_kv", Role::baseline, "", workload.options},
-            Arm{"mamba", Role::candidate, "", workload.options}};
-  }
+  MambaScanMode()
+      : FixedStateMode(
+            ModeIdentity{"mamba_scan",
+                         "explicit K/V history (softmax_kv) vs Mamba selective scan (mamba, fixed d_inner x N state)",
+                         // mamba: d_inner = heads x head_dim = 512 channels. One warmup/repeats setting serves
+                         // every cell, and the baseline's prefill at L = 8192 (an L^2 attention, about 69
+                         // GFLOP) takes 5-10 s per call on a 2-core host: 2 + 15 calls keep the default run to
+                         // about three minutes there while every row still gets 15 samples for `arch-bench diff`.
+                         standard_mode_defaults("mamba_selective_scan", "ARCH-MAMBA-SELECTIVE-SCAN",
+                                                "arch-mamba-scan-v1", {Phase::decode, Phase::prefill},
+                                                /*warmup=*/2, /*repeats=*/15)},
+            "mamba", "accept_fixed_state_selective_scan") {}
 
   Decision decide(std::span<const Row> rows, const Workload& workload) const override {
-    const std::vector<Arm> both = arms(workload);
-    Decision decision =
-        decide_fixed_state(rows, workload, both[0], both[1], "accept_fixed_state_selective_scan");
+    Decision decision = FixedStateMode::decide(rows, workload);
     // The prefill crossover by name (decide_fixed_state files it under crossover_length.prefill;
     // null when prefill was not measured or the scan never becomes and stays cheaper).
     const nlohmann::json& by_phase = decision.details["crossover_length"];

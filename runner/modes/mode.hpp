@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runner/pipeline/run_result.hpp"
@@ -47,6 +48,27 @@ class Mode {
     (void)workload;
     return nullptr;
   }
+};
+
+// What a built-in mode declares about itself, as data: its id, its line in `arch-bench list` and the
+// defaults a run starts from.
+struct ModeIdentity {
+  std::string id;
+  std::string title;
+  ModeDefaults defaults;
+};
+
+// A mode whose identity is fixed when it is made (every built-in mode): it states the data once and
+// writes only its arms and its decision.
+class DeclaredMode : public Mode {
+ public:
+  explicit DeclaredMode(ModeIdentity identity) : identity_(std::move(identity)) {}
+  std::string id() const final { return identity_.id; }
+  std::string title() const final { return identity_.title; }
+  ModeDefaults defaults() const final { return identity_.defaults; }
+
+ private:
+  ModeIdentity identity_;
 };
 
 std::span<const std::unique_ptr<Mode>> all_modes();

@@ -73,25 +73,25 @@ nlohmann::json optional_json(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-class PerformerMode final : public Mode {
- public:
-  std::string id() const override { return "performer"; }
-  std::string title() const override {
-    return "exact softmax K/V attention vs Performer random features (favor+ over m, trig), error vs softmax";
-  }
+ModeDefaults performer_defaults() {
+  // One warmup/repeats setting covers both phases, and the exact softmax prefill at L=8192 is
+  // ~70 GFLOP (seconds on a 2-core CPU). 3 + 20 keeps the default matrix to a few minutes
+  // there; give --repeats 100 on a GPU or a bigger host.
+  ModeDefaults defaults =
+      standard_mode_defaults("performer_favor", "ARCH-PERFORMER-FAVOR-APPROXIMATION", "arch-performer-favor-v1",
+                             {Phase::decode, Phase::prefill}, /*warmup=*/3, /*repeats=*/20);
+  for (std::int64_t m : kDefaultFeatures) defaults.workload.axes[performer_features_option().key].push_back(m);
+  defaults.workload.feature_kind = "both";
+  return defaults;
+}
 
-  ModeDefaults defaults() const override {
-    ModeDefaults defaults = standard_mode_defaults("performer_favor", "ARCH-PERFORMER-FAVOR-APPROXIMATION",
-                                                   "arch-performer-favor-v1", {Phase::decode, Phase::prefill});
-    // One warmup/repeats setting covers both phases, and the exact softmax prefill at L=8192 is
-    // ~70 GFLOP (seconds on a 2-core CPU). 3 + 20 keeps the default matrix to a few minutes
-    // there; give --repeats 100 on a GPU or a bigger host.
-    defaults.workload.warmup = 3;
-    defaults.workload.repeats = 20;
-    for (std::int64_t m : kDefaultFeatures) defaults.workload.axes[performer_features_option().key].push_back(m);
-    defaults.workload.feature_kind = "both";
-    return defaults;
-  }
+class PerformerMode final : public DeclaredMode {
+ public:
+  PerformerMode()
+      : DeclaredMode(ModeIdentity{
+            "performer",
+            "exact softmax K/V attention vs Performer random features (favor+ over m, trig), error vs softmax",
+            performer_defaults()}) {}
 
   // favor+ at every m (feature_kind "positive" or "both"), trig at the largest m ("both") or at
   // every m ("trig"). Each performer arm names its map in its feature_map option, so the report's
@@ -194,20 +194,14 @@ class PerformerMode final : public Mode {
     const std::optional<double> error = worst_error(chosen_rows);
     decision.details["chosen_worst_rel_l2_vs_softmax"] = optional_json(error);
 
-    if (const auto invalid = invalid_inputs_reason(rows, workload)) {
-      decision.verdict = "inconclusive";
-      decision.crossover_length.reset();
-      decision.reasons.insert(decision.reasons.begin(), *invalid);
-      decision.next_action = "bring the inputs into range (FAVOR+ works at --qk-scale 0.3 or below) and re-run";
-    } else if (!unhealthy.empty()) {
-      const bool candidate_at_fault = std::any_of(decisive.begin(), decisive.end(), [](const Row& row) {
-        return row.role == Role::candidate && row.status == RowStatus::ok && !row.within_tolerance();
-      });
-      decision.verdict = candidate_at_fault ? "reject_candidate_outputs_incorrect" : "inconclusive";
-      decision.next_action = candidate_at_fault
-                                 ? "fix the performer kernel: its outputs disagree with the fp64 Performer reference"
-                                 : "re-run the failed or skipped cells (see reasons) before deciding";
-    } else if (!error) {
+    if (decide_unusable_run(
+            decision, rows, workload, decisive, !unhealthy.empty(),
+            [](const Row& row) { return row.role == Role::candidate; },
+            "bring the inputs into range (FAVOR+ works at --qk-scale 0.3 or below) and re-run",
+            "fix the performer kernel: its outputs disagree with the fp64 Performer reference")) {
+      return decision;
+    }
+    if (!error) {
       decision.verdict = "inconclusive";
       decision.reasons.push_back(fmt::format("{} rows carry no error against exact softmax", chosen->variant));
       decision.next_action = "re-run: every performer row must report approx_rel_l2_vs_softmax";
