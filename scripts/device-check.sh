@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one prepared script for a GPU machine (docs/design.md, "GPU checks"; docs/gpu-guide.md):
 #   scripts/device-check.sh OUT_DIR
-# Builds with CUDA for sm_90, runs the GPU tests (one small case under compute-sanitizer memcheck),
+# Runs the binaries built on the CPU machine and carried in .device/prebuilt (scripts/device-bundle.sh)
+# when they are there, else builds with CUDA for sm_90 (DEVICE_BUILD=1 forces that); runs the GPU tests (one small case under compute-sanitizer memcheck),
 # the preflight of the CUDA profile, the seed's cell-5.2 command under --profile ARCH-CUDA-MECHANISM,
 # linear_recurrence at batch 1 and 16 over L = 512, 2048, 8192, 32768 (decode) plus a causal
 # prefill, the performer and mamba_scan modes (default matrices at batch 1, and L = 8192 at batch 16),
@@ -59,16 +60,29 @@ fi
   CUDNN_ARGS+=(-DCUDNN_FRONTEND_INCLUDE_DIR="$ROOT/.device/_deps/cudnn-frontend/include")
 echo "cuDNN: library ${ARCH_BENCH_CUDNN_LIB:-not found}; cmake ${CUDNN_ARGS[*]:-(no cuDNN headers given)}"
 
-step "configure + build (CUDA sm_90; ptxas resource usage in build-ptxas.txt lines below)"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DARCH_BENCH_MICRO=OFF -DVALIJSON_INCLUDE_DIR="$PREFIX/usr/include" "${CUDNN_ARGS[@]}" || exit 1
-cmake --build "$BUILD" -j "$(nproc)" > "$BUILD/build.txt" 2>&1 || { tail -60 "$BUILD/build.txt"; exit 1; }
-grep -E "ptxas info *: (Used|Compiling entry)|spill" "$BUILD/build.txt" | grep -B1 -E "Used|spill" | head -80
+PREBUILT="$ROOT/.device/prebuilt"
+if [ -x "$PREBUILT/arch-bench" ] && [ -x "$PREBUILT/arch_bench_gpu_tests" ] && [ "${DEVICE_BUILD:-0}" != 1 ]; then
+  # Built on the CPU machine (scripts/device-bundle.sh), carried: no compiler time on the device. The
+  # build there already failed on any spill (-Xptxas -warn-spills -Werror) for sm_80 and sm_90.
+  step "prebuilt binaries (.device/prebuilt, commit $(cut -c1-12 "$PREBUILT/commit" 2>/dev/null)); DEVICE_BUILD=1 builds here instead"
+  mkdir -p "$BUILD"
+  BIN="$PREBUILT/arch-bench"
+  export LD_LIBRARY_PATH="$PREBUILT/lib:${LD_LIBRARY_PATH:-}"
+  step "GPU tests (the prebuilt arch_bench_gpu_tests)"
+  check bash -c "'$PREBUILT/arch_bench_gpu_tests' --gtest_brief=1 2>&1 | tail -40; exit \${PIPESTATUS[0]}"
+  echo "CPU tests: not run here with prebuilt binaries (CI runs them on the commit above)"
+else
+  step "configure + build (CUDA sm_90; ptxas resource usage in build-ptxas.txt lines below)"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DARCH_BENCH_MICRO=OFF -DVALIJSON_INCLUDE_DIR="$PREFIX/usr/include" "${CUDNN_ARGS[@]}" || exit 1
+  cmake --build "$BUILD" -j "$(nproc)" > "$BUILD/build.txt" 2>&1 || { tail -60 "$BUILD/build.txt"; exit 1; }
+  grep -E "ptxas info *: (Used|Compiling entry)|spill" "$BUILD/build.txt" | grep -B1 -E "Used|spill" | head -80
 
-step "GPU tests (ctest -L gpu)"
-check bash -c "cd '$BUILD' && ctest -L gpu --output-on-failure -j 1 | tail -40"
-step "CPU tests (the rest of the suite, also on this machine)"
-check bash -c "cd '$BUILD' && ctest -LE gpu --output-on-failure -j '$(nproc)' | tail -15"
+  step "GPU tests (ctest -L gpu)"
+  check bash -c "cd '$BUILD' && ctest -L gpu --output-on-failure -j 1 | tail -40"
+  step "CPU tests (the rest of the suite, also on this machine)"
+  check bash -c "cd '$BUILD' && ctest -LE gpu --output-on-failure -j '$(nproc)' | tail -15"
+fi
 
 if command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer memcheck on a small decode + prefill"

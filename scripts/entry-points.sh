@@ -50,6 +50,6 @@ bash scripts/collect-debs.sh > "$WORK/debs.txt"
 echo "$(grep -c '\.deb$' "$WORK/debs.txt") .deb files in .device/debs"
 
 echo "== entry-points: the scripts that need a GPU or a cluster parse"
-for script in scripts/device-check.sh scripts/slurm/*.sh; do bash -n "$script"; done
+for script in scripts/device-check.sh scripts/device-bundle.sh scripts/slurm/*.sh; do bash -n "$script"; done
 
 echo "entry-points: all passed in $(ab_elapsed "$T0") s"
