@@ -97,6 +97,17 @@ else
   echo "skipped: the local Slurm cluster needs root (slurmd starts the jobs); CI runs as root"
 fi
 
+section "the GPU machine's bundle (scripts/device-bundle.sh): built here, it must load on its own libraries"
+if [ -x "$BIN/tests/arch_bench_gpu_tests" ] && ldd "$BIN/arch-bench" | grep -q libcudart; then
+  BUILD_DIR="$BIN" bash "$ROOT/scripts/device-bundle.sh"
+  # Without a GPU every test of the bundle's binary reports SKIPPED; what this proves is that it starts
+  # with lib/ alone added to the loader path, as device-check.sh runs it.
+  LD_LIBRARY_PATH="$ROOT/.device/prebuilt/lib" "$ROOT/.device/prebuilt/arch_bench_gpu_tests" --gtest_brief=1 | tail -3
+  LD_LIBRARY_PATH="$ROOT/.device/prebuilt/lib" "$ROOT/.device/prebuilt/arch-bench" --version
+else
+  echo "skipped: this build has no CUDA binaries (no nvcc)"
+fi
+
 section "every mechanism against its published implementation (scripts/crosscheck.sh, small shape set)"
 BUILD_DIR="$BIN" bash "$ROOT/scripts/crosscheck.sh" --shapes ci
 
