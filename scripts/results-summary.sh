@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates results/README.md (the Markdown summary of every committed report, `arch-bench report`)
-# and results/plots/ (their charts, scripts/plot.py) from results/*.json:
+# and results/plots/ (their charts, scripts/plot.py) from results/*.json, and for each GPU run's folder
+# (results/<gpu>-<date>/, as scripts/device-check.sh leaves it) its report.md and plots/, with the table
+# of arch-bench beside the peers measured in the same lease (scripts/gpu-table.py):
 #   scripts/results-summary.sh
 # Uses the arch-bench of $BUILD_DIR (default build/, else build/run/; built first, as scripts/run.sh
 # builds it, when there is none) and /usr/bin/python3 with python3-matplotlib (installed when missing).
@@ -23,7 +25,13 @@ trap 'rm -rf "$STAGE"' EXIT
   echo
   echo "The evidence reports in this folder, summarized by \`arch-bench report\` with the charts of"
   echo "\`scripts/plot.py\` (in \`plots/\`). Regenerate both with \`scripts/results-summary.sh\`; do not edit"
-  echo "by hand. Timings are CPU timings of a shared 2-core VM (see each report's hardware line)."
+  echo "by hand. Timings here are CPU timings of a shared 2-core VM (see each report's hardware line);"
+  echo "each GPU run has a folder of its own, with its page:"
+  echo
+  for folder in results/*/; do
+    ls "$folder"*.json > /dev/null 2>&1 || continue
+    echo "- [\`$(basename "$folder")/\`]($(basename "$folder")/report.md)"
+  done
   echo
   for report in results/*.json; do
     name="$(basename "$report")"
@@ -38,7 +46,42 @@ for report in results/*.json; do
     >> "$STAGE/README.md"
   rm "$STAGE/$name.md"
 done
+
+# One page per GPU run: its reports in the order of their names, after the peers table.
+gpu_folders=()
+for folder in results/*/; do
+  folder="${folder%/}"
+  ls "$folder"/*.json > /dev/null 2>&1 || continue
+  gpu_folders+=("$folder")
+  name="$(basename "$folder")"
+  mkdir -p "$STAGE/$name"
+  {
+    echo "# GPU run $name"
+    echo
+    echo "Made by \`scripts/results-summary.sh\` from this folder's reports; do not edit by hand. What ran and"
+    echo "how: [README.md](README.md) here and [docs/gpu-guide.md](../../docs/gpu-guide.md)."
+    echo
+    echo "## arch-bench beside the libraries measured in the same lease"
+    echo
+    python3 scripts/gpu-table.py "$folder" || echo "(no peer measured a cell of these reports)"
+    echo
+  } > "$STAGE/$name/report.md"
+  for report in "$folder"/*.json; do
+    "$BIN" report "$report" --plots "$STAGE/$name/plots" --output "$STAGE/$name/one.md"
+    cat "$STAGE/$name/one.md" >> "$STAGE/$name/report.md"
+    echo >> "$STAGE/$name/report.md"
+    rm "$STAGE/$name/one.md"
+  done
+done
+
 rm -rf results/plots
 mv "$STAGE/plots" results/plots
 mv "$STAGE/README.md" results/README.md
-echo "results-summary: wrote results/README.md and $(ls results/plots | wc -l) charts in results/plots/" >&2
+for folder in "${gpu_folders[@]}"; do
+  name="$(basename "$folder")"
+  rm -rf "$folder/plots"
+  mv "$STAGE/$name/plots" "$folder/plots"
+  mv "$STAGE/$name/report.md" "$folder/report.md"
+done
+echo "results-summary: wrote results/README.md and $(ls results/plots | wc -l) charts in results/plots/;" \
+  "${#gpu_folders[@]} GPU run page(s)" >&2

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -80,6 +81,47 @@ TEST(ReportSummary, OneReportHasItsDecisionCrossoverAndATablePerPhase) {
   // The explicit history at L = 8192: 2 x 8192 x 64 x 8 heads x 2 bytes.
   EXPECT_EQ(table.rows[2][column("mechanism")], "softmax_kv (baseline)");
   EXPECT_EQ(table.rows[2][column("state")], "16 MiB");
+}
+
+// The H200's prefill report (results/h200-2026-12-04): prefill is compute-bound there, so its table
+// gives each row's rate against the run's FLOP ceiling; the decode table does not. A kernel column
+// appears once a row names the GPU kernel that ran (reports from before gpu_kernel have none).
+TEST(ReportSummary, PrefillTablesGiveTheFlopRateAndGpuRowsTheirKernel) {
+  LoadedReport report = read_report((kResults / "h200-2026-12-04" / "gpu-prefill.json").string());
+  const auto prefill_table = [](const LoadedReport& loaded) {
+    const Presentation presentation = summarize_reports({loaded}, {});
+    for (const Table& table : presentation.sections.front().tables) {
+      if (table.caption == "prefill") return table;
+    }
+    return Table{};
+  };
+  const Table before = prefill_table(report);
+  const auto has = [](const Table& table, const std::string& name) {
+    return std::find(table.header.begin(), table.header.end(), name) != table.header.end();
+  };
+  ASSERT_TRUE(has(before, "% of peak FLOP/s"));
+  EXPECT_FALSE(has(before, "kernel"));
+  const auto flop_column = static_cast<std::size_t>(
+      std::find(before.header.begin(), before.header.end(), "% of peak FLOP/s") - before.header.begin());
+  std::set<std::string> expected, shown;
+  for (const json& row : report.document["metrics"]["rows"]) {
+    if (row["phase"] == "prefill") expected.insert(present_text::percent(row["fraction_of_peak_flops"].get<double>()));
+  }
+  for (const auto& cells : before.rows) shown.insert(cells[flop_column]);
+  EXPECT_EQ(shown, expected);
+  EXPECT_NE(shown.count("0.4%"), 0u);  // linear_attention at L 2048: 3.6 TFLOP/s of the 892 measured
+
+  for (json& row : report.document["metrics"]["rows"]) row["gpu_kernel"] = "named_kernel";
+  const Table after = prefill_table(report);
+  ASSERT_TRUE(has(after, "kernel"));
+  const auto kernel_column = static_cast<std::size_t>(
+      std::find(after.header.begin(), after.header.end(), "kernel") - after.header.begin());
+  EXPECT_EQ(after.rows.front()[kernel_column], "named_kernel");
+
+  const Presentation decode_only = summarize_reports({read_report(kLinearReport)}, {});
+  for (const Table& table : decode_only.sections.front().tables) {
+    EXPECT_FALSE(has(table, "% of peak FLOP/s")) << table.caption;
+  }
 }
 
 // The workload fact says when short steps may have run on one thread (workload.team_trial), and

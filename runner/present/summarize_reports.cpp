@@ -143,8 +143,9 @@ std::string crossover_line(const json& decision) {
 }
 
 // The dimensions a phase's rows do not share get a column each; the rest are in the workload line.
+// A GPU row names the kernel that ran (gpu_kernel); the column appears when any row has one.
 struct VaryingColumns {
-  bool batch = false, heads = false, head_dim = false, dtype = false, approximation = false;
+  bool batch = false, heads = false, head_dim = false, dtype = false, approximation = false, kernel = false;
 };
 
 VaryingColumns varying_columns(const std::vector<const json*>& rows) {
@@ -156,6 +157,7 @@ VaryingColumns varying_columns(const std::vector<const json*>& rows) {
     head_dim.insert(at_or_null(*row, "head_dim").dump());
     dtype.insert(t::text(*row, "dtype"));
     columns.approximation = columns.approximation || t::number(*row, "approx_rel_l2_vs_softmax").has_value();
+    columns.kernel = columns.kernel || !t::text(*row, "gpu_kernel").empty();
   }
   columns.batch = batch.size() > 1;
   columns.heads = heads.size() > 1;
@@ -200,6 +202,11 @@ Table phase_table(const std::string& phase, const std::vector<const json*>& rows
   column("state", true);
   column("peak", true);
   column("% of bandwidth", true);
+  // Prefill is compute-bound on a GPU (and often on a CPU): its rate against the run's measured FLOP
+  // ceiling says more than its share of the copy bandwidth.
+  const bool flop_rate = phase == "prefill";
+  if (flop_rate) column("% of peak FLOP/s", true);
+  if (varying.kernel) column("kernel", false);
   column("max rel error", true);
   if (varying.approximation) column("rel L2 vs softmax", true);
   column("status", false);
@@ -214,6 +221,8 @@ Table phase_table(const std::string& phase, const std::vector<const json*>& rows
     cells.push_back(t::bytes(t::number(*row, "state_bytes")));
     cells.push_back(t::bytes(t::number(*row, "peak_memory_bytes")));
     cells.push_back(t::percent(t::number(*row, "fraction_of_memory_bandwidth")));
+    if (flop_rate) cells.push_back(t::percent(t::number(*row, "fraction_of_peak_flops")));
+    if (varying.kernel) cells.push_back(t::text(*row, "gpu_kernel"));
     cells.push_back(error_text(*row));
     if (varying.approximation) cells.push_back(t::scientific(t::number(*row, "approx_rel_l2_vs_softmax")));
     cells.push_back(status_text(*row));
