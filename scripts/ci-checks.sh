@@ -8,7 +8,9 @@
 #     by gbench's compare.py and pandas; scripts/plot.py's tests (tests/test_plot.py);
 #  5. the Google Benchmark target runs one case (it must keep working with gbench's tooling) and
 #     has a decode and a prefill case of every registered mechanism;
-#  then a 3-shard Slurm job array on a real single-node cluster, merged (scripts/slurm/, root only).
+#  then a 3-shard Slurm job array on a real single-node cluster, merged (scripts/slurm/, root only);
+#  scripts/crosscheck.sh's small shape set; scripts/device-check.sh's commands as CPU dry runs; and the
+#  GPU machine's bundle, where the build has CUDA.
 # It reads the arch-bench and arch-bench-micro of $BUILD_DIR (default build/); run on its own, it
 # builds the two there first when they are missing (as scripts/test.sh configures, no tests built).
 # Each "== ci" line carries the seconds since the start.
@@ -43,7 +45,7 @@ section "diff of the two runs (timing reported, structural regressions fail)"
   --fail-on never --format markdown
 
 section "diff against the committed CPU baseline"
-"$BIN/arch-bench" validate results/*.json
+"$BIN/arch-bench" validate results/*.json results/*/*.json  # the CPU reports and each GPU run's folder
 # The baseline was measured on the machine that committed it; CI runs on whatever host it is given, so
 # the hardware may differ and diff would refuse it (exit 2). Allowed here on purpose, and said at the
 # top of the output: timing is reported only (--fail-on never), the structural checks, REMOVED rows
@@ -97,7 +99,15 @@ else
   echo "skipped: the local Slurm cluster needs root (slurmd starts the jobs); CI runs as root"
 fi
 
-section "the GPU machine's bundle (scripts/device-bundle.sh): built here, it must load on its own libraries"
+section "every mechanism against its published implementation (scripts/crosscheck.sh, small shape set)"
+BUILD_DIR="$BIN" bash "$ROOT/scripts/crosscheck.sh" --shapes ci
+
+section "scripts/device-check.sh's commands, as CPU dry runs of the same plans (DEVICE_CHECK_PLAN=1)"
+# A misspelt option or a refused cell must fail here, not in the minutes of a lent GPU machine.
+DEVICE_CHECK_PLAN=1 DEVICE_CHECK_BIN="$BIN/arch-bench" bash "$ROOT/scripts/device-check.sh" --part all "$OUT/device-plan" |
+  grep -E "^== |FAILED|device-check:"
+
+section "the GPU machine's bundle (scripts/device-bundle.sh; after crosscheck, whose cache has the fla peer): it must load on its own libraries"
 if [ -x "$BIN/tests/arch_bench_gpu_tests" ] && ldd "$BIN/arch-bench" | grep -q libcudart; then
   BUILD_DIR="$BIN" bash "$ROOT/scripts/device-bundle.sh"
   # Without a GPU every test of the bundle's binary reports SKIPPED; what this proves is that it starts
@@ -107,8 +117,5 @@ if [ -x "$BIN/tests/arch_bench_gpu_tests" ] && ldd "$BIN/arch-bench" | grep -q l
 else
   echo "skipped: this build has no CUDA binaries (no nvcc)"
 fi
-
-section "every mechanism against its published implementation (scripts/crosscheck.sh, small shape set)"
-BUILD_DIR="$BIN" bash "$ROOT/scripts/crosscheck.sh" --shapes ci
 
 echo "ci-checks: all passed in $(ab_elapsed "$CI_T0") s"

@@ -8,7 +8,8 @@
 #      with no BUILD_DIR: they find run.sh's build/run;
 #   3. scripts/cli-reference.sh --check against docs/cli-reference.md;
 #   4. scripts/collect-debs.sh (downloads the build dependencies' .deb files);
-#   5. scripts/device-check.sh and the Slurm scripts parse (bash -n; device-check needs a GPU).
+#   5. scripts/device-check.sh, device-peers.py and the Slurm scripts parse (device-check needs a GPU;
+#      ci-checks runs its plan mode).
 # scripts/test.sh, ci-checks.sh and fuzz.sh are CI's own steps (.ci/run). The builds go through
 # ccache as everywhere (paths relative to the clone), so a second run compiles nothing.
 #   scripts/entry-points.sh            # KEEP=1 keeps the clone and prints where
@@ -51,5 +52,7 @@ echo "$(grep -c '\.deb$' "$WORK/debs.txt") .deb files in .device/debs"
 
 echo "== entry-points: the scripts that need a GPU or a cluster parse"
 for script in scripts/device-check.sh scripts/device-bundle.sh scripts/slurm/*.sh; do bash -n "$script"; done
+# The peers' timer imports torch, which a CPU machine may lack: it must at least compile.
+python3 -m py_compile scripts/device-peers.py scripts/gpu-table.py
 
 echo "entry-points: all passed in $(ab_elapsed "$T0") s"

@@ -9,10 +9,11 @@
 DIR is one device run's evidence folder (results/<gpu>-<date>/, as scripts/device-check.sh leaves it):
 the `gpu_measured` arch-bench reports (*.json) and the peers' timings (peers*.jsonl, one JSON object a
 line: `case`, `B`, `L`, `ms`, and `H`, `D`, `KV` where they differ from 8, 64 and H; written by
-scripts/device-peers.py). Each arch-bench row whose cell a peer measured becomes a line: its time and
-the peer's, both as fractions of the copy bandwidth and of the bf16 GEMM rate measured in the
-arch-bench run (the bytes and FLOPs are the row's own, so the two are compared on the same work), and
-the speed ratio peer ms / arch-bench ms (above 1: arch-bench is faster). Python's standard library only.
+scripts/device-peers.py; a line with `error`, a case the peer could not run, is left out). Each
+arch-bench row whose cell a peer measured becomes a line: its time and the peer's, both as fractions
+of the copy bandwidth and of the bf16 GEMM rate measured in the arch-bench run (the bytes and FLOPs
+are the row's own, so the two are compared on the same work), and the speed ratio peer ms /
+arch-bench ms (above 1: arch-bench is faster). Python's standard library only.
 """
 import argparse
 import glob
@@ -53,8 +54,8 @@ def load_peers(folder):
                 if not line.strip():
                     continue
                 entry = json.loads(line)
-                if "L" not in entry or "B" not in entry:
-                    continue  # machine facts (copy rate, library versions), not a cell
+                if "L" not in entry or "B" not in entry or "error" in entry:
+                    continue  # machine facts (copy rate, library versions), or a case the peer could not run
                 if not isinstance(entry.get("ms"), (int, float)) or entry["ms"] <= 0:
                     raise EvidenceError(f"{path}:{number}: a cell without a positive 'ms'")
                 case = entry["case"]

@@ -64,6 +64,7 @@ class GpuTable(unittest.TestCase):
 
     def test_grouped_query_shapes_named_in_the_case_are_read(self):
         self.write_peers({"case": "fla_chunk_linear_attn", "B": 1, "L": 2048, "ms": 0.3},
+                         {"case": "fla_chunk_linear_attn", "B": 1, "L": 8192, "error": "OutOfMemoryError"},
                          {"case": "sdpa_gqa_decode_h32_kv8_d128", "B": 1, "L": 2048, "ms": 0.02})
         lines = self.lines(run(self.folder))
         self.assertEqual(len(lines), 1, lines)  # the GQA decode cell has no arch-bench row here
