@@ -22,6 +22,14 @@ class ErrorAccumulator {
     }
     ++rows_;
   }
+  // Folds in another accumulator's rows: every measure is a max, a conjunction or a count, so the
+  // result does not depend on how the rows were split (the parallel per-head checks rely on it).
+  void merge(const ErrorAccumulator& other) {
+    finite_ = finite_ && other.finite_;
+    max_abs_ = std::fmax(max_abs_, other.max_abs_);
+    max_ref_ = std::fmax(max_ref_, other.max_ref_);
+    rows_ += other.rows_;
+  }
   Accuracy finish() const {
     Accuracy accuracy;
     accuracy.output_finite = finite_;

@@ -1,12 +1,13 @@
 #pragma once
 // The accuracy checks of softmax_kv's and sliding_window's prepared cells, shared by the CPU cells
 // (mechanism.cpp of each) and the CUDA cells (cuda_cells.cpp, on outputs downloaded to the host): the
-// same fp64 reference rows on the same seeded inputs, whichever backend produced the output. A
+// same fp64 reference rows on the same seeded inputs, whichever backend produced the output; the heads
+// on the run's OpenMP team (check_heads_in_parallel). A
 // window W > 0 restricts query t to keys t - W + 1..t (sliding_window); 0 is causal attention.
 #include <cstdint>
 #include <vector>
 
-#include "core/stop_request.hpp"
+#include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/check_rows.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/common/grouped_kv.hpp"
@@ -22,16 +23,13 @@ inline constexpr std::int64_t kSoftmaxPrefillRowsChecked = 64;  // per head
 template <class Out>
 Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length, const Out* out,
                               std::int64_t group = 1, std::int64_t window = 0) {
-  ErrorAccumulator errors;
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
+  return check_heads_in_parallel(inputs.batch_heads, [&](std::int64_t bh, ErrorAccumulator& errors) {
     const MatrixD q = inputs.head_matrix(inputs.q, bh, length + 1);
     const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), length + 1);
     const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), length + 1);
     const std::vector<double> ref = softmax_attention_row(q, k, v, length, window);
     errors.add_row(out + bh * inputs.dim, ref.data(), inputs.dim);
-  }
-  return errors.finish();
+  });
 }
 
 // Causal (banded with a window) prefill over all inputs.tokens tokens; `out` is [batch_heads,
@@ -40,18 +38,16 @@ Accuracy check_softmax_decode(const AttentionInputs& inputs, std::int64_t length
 template <class Out>
 Accuracy check_softmax_prefill(const AttentionInputs& inputs, const Out* out, std::int64_t group = 1,
                                std::int64_t window = 0) {
-  ErrorAccumulator errors;
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    throw_if_stop_requested("checking the outputs against the fp64 reference");  // core/stop_request.hpp
+  const std::vector<std::int64_t> rows = rows_to_check(inputs.tokens, kSoftmaxPrefillRowsChecked);
+  return check_heads_in_parallel(inputs.batch_heads, [&](std::int64_t bh, ErrorAccumulator& errors) {
     const MatrixD q = inputs.head_matrix(inputs.q, bh, inputs.tokens);
     const MatrixD k = inputs.head_matrix(inputs.k, kv_source_head(bh, group), inputs.tokens);
     const MatrixD v = inputs.head_matrix(inputs.v, kv_source_head(bh, group), inputs.tokens);
-    for (std::int64_t t : rows_to_check(inputs.tokens, kSoftmaxPrefillRowsChecked)) {
+    for (std::int64_t t : rows) {
       const std::vector<double> ref = softmax_attention_row(q, k, v, t, window);
       errors.add_row(out + (bh * inputs.tokens + t) * inputs.dim, ref.data(), inputs.dim);
     }
-  }
-  return errors.finish();
+  });
 }
 
 }  // namespace arch_bench
