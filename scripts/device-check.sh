@@ -38,8 +38,21 @@ BIN="$BUILD/arch-bench"
 status=0
 
 step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
-# Runs a command, notes a failure without stopping: every later step still gives evidence.
-check() { "$@" || { echo "device-check: FAILED ($?): $*"; status=1; }; }
+# Runs a command, notes a failure without stopping: every later step still gives evidence. On the GPU
+# each step has a time limit (LIMIT seconds, default 240; `LIMIT=60 check ...`): a kernel that has never
+# run may hang, and one hung step must not take the rest of the call's minutes with it (SIGTERM, which
+# arch-bench answers by stopping, then SIGKILL 10 s later).
+check() {
+  local rc=0
+  if [ "$PLAN" = 1 ]; then "$@" || rc=$?; else timeout -k 10 "${LIMIT:-240}" bash -c '"$@"' _ "$@" || rc=$?; fi
+  [ "$rc" = 0 ] && return 0
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "device-check: FAILED (timed out after ${LIMIT:-240} s): $*"
+  else
+    echo "device-check: FAILED ($rc): $*"
+  fi
+  status=1
+}
 # arch-bench. In plan mode a run is a CPU dry run of the same plan: --device cuda becomes cpu, and the
 # cuDNN arms and the CUDA timing method go (both need a GPU); everything else is passed as written.
 ab() {
@@ -56,9 +69,11 @@ ab() {
   done
   "$BIN" "${args[@]}" --dry-run --quiet
 }
+export -f ab  # check runs its command in a child bash, under timeout
+export PLAN BIN
 
 if [ "$PLAN" = 1 ]; then
-  BIN="${DEVICE_CHECK_BIN:-$ROOT/build/arch-bench}"
+  export BIN="${DEVICE_CHECK_BIN:-$ROOT/build/arch-bench}"
   [ -x "$BIN" ] || { echo "device-check: plan mode needs a built arch-bench ($BIN; DEVICE_CHECK_BIN=...)" >&2; exit 2; }
   step "plan mode (DEVICE_CHECK_PLAN=1): CPU dry runs of part '$PART' with $BIN; GPU-only steps skipped"
 fi
@@ -104,7 +119,7 @@ elif prebuilt; then
   # build there already failed on any spill (-Xptxas -warn-spills -Werror) for sm_80 and sm_90.
   step "prebuilt binaries (.device/prebuilt, commit $(cut -c1-12 "$PREBUILT/commit" 2>/dev/null)); DEVICE_BUILD=1 builds here instead"
   mkdir -p "$BUILD"
-  BIN="$PREBUILT/arch-bench"
+  export BIN="$PREBUILT/arch-bench"
   export LD_LIBRARY_PATH="$PREBUILT/lib:${LD_LIBRARY_PATH:-}"
   [ -d "$PREBUILT/python" ] && export PYTHONPATH="$PREBUILT/python${PYTHONPATH:+:$PYTHONPATH}"
 else
@@ -122,13 +137,13 @@ core_part() {
   if [ "$PLAN" != 1 ]; then
     if prebuilt; then
       step "GPU tests (the prebuilt arch_bench_gpu_tests)"
-      check bash -c "'$PREBUILT/arch_bench_gpu_tests' --gtest_brief=1 2>&1 | tail -40; exit \${PIPESTATUS[0]}"
+      LIMIT=300 check bash -c "'$PREBUILT/arch_bench_gpu_tests' --gtest_brief=1 2>&1 | tail -40; exit \${PIPESTATUS[0]}"
       echo "CPU tests: not run here with prebuilt binaries (CI runs them on the commit above)"
     else
       step "GPU tests (ctest -L gpu)"
-      check bash -c "cd '$BUILD' && ctest -L gpu --output-on-failure -j 1 | tail -40"
+      LIMIT=400 check bash -c "cd '$BUILD' && ctest -L gpu --output-on-failure -j 1 | tail -40"
       step "CPU tests (the rest of the suite, also on this machine)"
-      check bash -c "cd '$BUILD' && ctest -LE gpu --output-on-failure -j '$(nproc)' | tail -15"
+      LIMIT=900 check bash -c "cd '$BUILD' && ctest -LE gpu --output-on-failure -j '$(nproc)' | tail -15"
     fi
     if command -v compute-sanitizer >/dev/null; then
       step "compute-sanitizer memcheck on a small decode + prefill"
@@ -210,16 +225,16 @@ print(" ".join(m["id"] for m in json.load(sys.stdin)["mechanisms"] if "cuda" in 
   echo "mechanisms with CUDA kernels: $cuda_mechanisms"
   for mechanism in $cuda_mechanisms; do
     length=200; [ "$mechanism" = mamba ] && length=2100  # past several 256-token scan chunks, the last one partial
-    check "$BIN" conformance --generate "$CONF/$mechanism-in" --mechanism "$mechanism" --batch 2 --heads 4 \
+    LIMIT=60 check "$BIN" conformance --generate "$CONF/$mechanism-in" --mechanism "$mechanism" --batch 2 --heads 4 \
       --length "$length" --dim 32 --features 64 --state-size 16 > /dev/null
     for dtype in float32 bfloat16; do
-      check "$BIN" conformance --device cuda --mechanism "$mechanism" --dtype "$dtype" --inputs "$CONF/$mechanism-in" \
+      LIMIT=60 check "$BIN" conformance --device cuda --mechanism "$mechanism" --dtype "$dtype" --inputs "$CONF/$mechanism-in" \
         --outputs "$CONF/$mechanism-$dtype"
     done
   done
   # softmax_kv's bf16 runs cuDNN's fused attention above where cuDNN works (--softmax-impl auto; the
   # manifest's details.softmax_impl says which ran): its hand kernels too.
-  check "$BIN" conformance --device cuda --mechanism softmax_kv --dtype bfloat16 --softmax-impl hand \
+  LIMIT=60 check "$BIN" conformance --device cuda --mechanism softmax_kv --dtype bfloat16 --softmax-impl hand \
     --inputs "$CONF/softmax_kv-in" --outputs "$CONF/softmax_kv-bfloat16-hand"
 }
 
@@ -248,7 +263,7 @@ landscape_part() {
     --workload-id arch-landscape-gpu-prefill-b16 --results-dir "$OUT"
   [ "$PLAN" = 1 ] && return
   step "peers in the same lease (scripts/device-peers.py --quick: PyTorch SDPA, flash-linear-attention)"
-  check bash -c "python3 '$ROOT/scripts/device-peers.py' --quick > '$OUT/peers.jsonl'"
+  LIMIT=300 check bash -c "python3 '$ROOT/scripts/device-peers.py' --quick > '$OUT/peers.jsonl'"
   step "arch-bench beside the peers (scripts/gpu-table.py)"
   check python3 "$ROOT/scripts/gpu-table.py" "$OUT"
 }
