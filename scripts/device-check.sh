@@ -136,8 +136,13 @@ cd "$ROOT"
 core_part() {
   if [ "$PLAN" != 1 ]; then
     if prebuilt; then
-      step "GPU tests (the prebuilt arch_bench_gpu_tests)"
-      LIMIT=300 check bash -c "'$PREBUILT/arch_bench_gpu_tests' --gtest_brief=1 2>&1 | tail -40; exit \${PIPESTATUS[0]}"
+      # One process per test suite, each under its own limit: a kernel that hangs costs its suite's
+      # results, not every suite after it.
+      step "GPU tests (the prebuilt arch_bench_gpu_tests, one suite at a time)"
+      for suite in $("$PREBUILT/arch_bench_gpu_tests" --gtest_list_tests | grep -E '^[A-Za-z0-9_/]+\.( |$)' | cut -d' ' -f1); do
+        LIMIT=120 check bash -c "'$PREBUILT/arch_bench_gpu_tests' --gtest_filter='${suite}*' --gtest_brief=1 2>&1 |
+          grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' | sed 's|^|$suite |'; exit \${PIPESTATUS[0]}"
+      done
       echo "CPU tests: not run here with prebuilt binaries (CI runs them on the commit above)"
     else
       step "GPU tests (ctest -L gpu)"
