@@ -308,8 +308,8 @@ TEST(Rwkv6ChunkReplay, FaultyReplaysFail) {
   // wrong boundary (the chunk's end, as the state's K~); the decay of the whole sub-chunks between
   // query and key left out; the key not decayed at all; kernel (3)'s in-place regions read in the
   // wrong phase (Q~ from R^, the diagonal scores from the adjacent blocks' K^). Decays of 0.8 to 6
-  // nats per sub-chunk (w about 0.7 to 0.95), where the blocks two and three sub-chunks apart still weigh, so each mistake
-  // changes the output by far more than bf16's rounding.
+  // nats per sub-chunk (w about 0.7 to 0.95), where the blocks two and three sub-chunks apart still
+  // weigh, so each mistake changes the output by far more than bf16's rounding.
   ChunkProblem p(2, 32, 150);
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> moderate(-3.0f, -1.0f);

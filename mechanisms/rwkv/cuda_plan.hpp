@@ -11,15 +11,15 @@
 //    the running-max (stable) recurrence, parallel over batch x heads x head_dim.
 //  - rwkv6, rwkv7 (a dim x dim state per head): every value column of the state evolves on its own
 //    (rwkv6: S[key][value], rwkv7: H[key][value], rwkv7/cpu.hpp), so a block owns
-//    columns_per_block = threads / kRwkvCudaRowParts columns of one head.
+//    columns_per_block = threads / kRwkvCudaRowParts columns of one head. kRwkvCudaRowParts
+//    consecutive lanes share one column, each holding the key rows part, part + 8, part + 16, ... in
+//    registers; the sums over key rows (the read-out, and rwkv7's removed value a^T H) are three
+//    shuffles inside those lanes. Per-token vectors (and the decays, exp'd once per token and
+//    channel) are staged in shared memory a tile of tokens at a time.
 //  - Spread over the SMs: a block has kRwkvCudaThreads threads, halved (down to one warp) while the
 //    grid has fewer than two blocks per SM of the device, as the column recurrences do
 //    (common/column_recurrence_plan.hpp): a decode step at batch 1 with 8 heads of 64 is 128
-//    one-warp blocks rather than 32 of four warps (rwkv6/7), 16 rather than 4 (rwkv4). kRwkvCudaRowParts consecutive lanes share one
-//    column, each holding the key rows part, part + 8, part + 16, ... in registers; the sums over
-//    key rows (the read-out, and rwkv7's removed value a^T H) are three shuffles inside those lanes.
-//    Per-token vectors (and the decays, exp'd once per token and channel) are staged in shared
-//    memory a tile of tokens at a time.
+//    one-warp blocks rather than 32 of four warps (rwkv6/7), 16 rather than 4 (rwkv4).
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -130,7 +130,7 @@ struct Rwkv6ChunkPlan {
   std::int64_t output_blocks = 0;           // batch_heads * chunks
   int ld_bf16 = 0;  // bf16 row stride of r, k, K~, V, Q~, R^ and K^
   int ld_beta = 0;  // fp32 row stride of beta in kernel (3)
-  int ld_p = 0;       // bf16 row stride of the scores
+  int ld_p = 0;     // bf16 row stride of the scores
   Rwkv6ChunkStateLayout state_layout;
   Rwkv6ChunkOutputLayout output_layout;
   // Workspace (as floats, from the cell's allocator): U_c, then the state entering chunk c, bf16
