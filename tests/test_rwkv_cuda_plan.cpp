@@ -117,7 +117,9 @@ TEST(RwkvCudaPlan, SmallGridsSpreadOverTheSms) {
           EXPECT_TRUE(plan.threads == 32 || plan.threads == 64 || plan.threads == 128);
           EXPECT_EQ(wider.threads, kRwkvCudaThreads);
           // Smaller blocks only where the grid is small, and then as small as needed or one warp.
-          if (plan.threads < kRwkvCudaThreads) EXPECT_LT(wider.blocks, 2 * std::int64_t{sms});
+          if (plan.threads < kRwkvCudaThreads) {
+            EXPECT_LT(wider.blocks, 2 * std::int64_t{sms});
+          }
           EXPECT_TRUE(plan.threads == 32 || plan.blocks >= 2 * std::int64_t{sms}) << dim << " " << bh << " " << sms;
           EXPECT_GE(plan.blocks, wider.blocks);
         }
