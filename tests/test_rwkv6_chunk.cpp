@@ -51,69 +51,101 @@ TEST(Rwkv6ChunkPlan, OnlyBf16PrefillCellsRunChunkwise) {
   EXPECT_EQ(rwkv6_cuda_workspace_bytes(rwkv6_cell(4, 64, 100, DType::bfloat16, Phase::decode)), 0);
 }
 
-TEST(Rwkv6ChunkPlan, SharedMemoryRegionsAreAlignedDisjointAndFitTheOptInLimit) {
+// sm_90: 228 KiB of shared memory per SM, each resident block taking 1 KiB more for the runtime.
+int blocks_per_sm(std::size_t bytes) { return static_cast<int>(std::size_t{228} * 1024 / (bytes + 1024)); }
+
+// (offset, bytes) regions that must not overlap (each 128-aligned, in any order).
+void expect_disjoint_aligned(std::vector<std::pair<std::size_t, std::size_t>> regions, std::size_t total,
+                             std::int64_t dim) {
+  std::sort(regions.begin(), regions.end());
+  std::size_t end = 0;
+  for (const auto& [offset, bytes] : regions) {
+    EXPECT_EQ(offset % 128, 0u) << dim;
+    EXPECT_GE(offset, end) << dim;
+    end = offset + bytes;
+  }
+  EXPECT_LE(end, total) << dim;
+}
+
+TEST(Rwkv6ChunkPlan, SharedMemoryRegionsAreAlignedDisjointWhileLiveAndFitTheOptInLimit) {
   for (std::int64_t dim = 16; dim <= kRwkv6ChunkMaxDim; dim += 16) {
     const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(3, 3, 100, dim);
     // Past 48 KiB the kernels are opted in (configure_rwkv6_chunked); an H100/H200 block takes 227.
     EXPECT_LE(plan.max_shared_bytes(), kSharedOptInLimit) << dim;
     const std::size_t C = kRwkv6ChunkTokens, D = static_cast<std::size_t>(dim), subs = kRwkv6ChunkSubs;
-    const std::size_t stage = 8 * 16 * 16 * 4;
+    const std::size_t stage = 8 * 16 * 16 * 4, rows = C * plan.ld_bf16 * 2;
     const auto& s = plan.state_layout;
     const auto& o = plan.output_layout;
-    // (offset, bytes) of every region in layout order; each must start 128-aligned past the last.
-    const std::vector<std::vector<std::pair<std::size_t, std::size_t>>> layouts = {
-        {{s.beta, C * D * 4}, {s.totals, subs * D * 4}, {s.k, C * plan.ld_bf16 * 2}, {s.v, C * plan.ld_bf16 * 2},
-         {s.stage, stage}},
-        {{o.r, C * plan.ld_scalar * 4},
-         {o.k, C * plan.ld_scalar * 4},
-         {o.beta, C * plan.ld_scalar * 4},
-         {o.totals, subs * D * 4},
-         {o.u, D * 4},
-         {o.q_local, C * plan.ld_bf16 * 2},
-         {o.r_decayed, C * plan.ld_bf16 * 2},
-         {o.k_boundary, 96 * plan.ld_bf16 * 2},
-         {o.v, C * plan.ld_bf16 * 2},
-         {o.p, C * plan.ld_p * 2},
-         {o.stage, stage}}};
-    const std::size_t totals[] = {s.bytes, o.bytes};
-    for (std::size_t l = 0; l < layouts.size(); ++l) {
-      std::size_t end = 0;
-      for (const auto& [offset, bytes] : layouts[l]) {
-        EXPECT_EQ(offset % 128, 0u) << dim;
-        EXPECT_GE(offset, end) << dim;
-        end = offset + bytes;
-      }
-      EXPECT_EQ(totals[l], end) << dim;
-    }
-    // wmma: leading dimensions a multiple of 8 bf16 elements (K~, V, Q~, R^, K^, P and the states in
+    // Kernel (1): beta (building K~), then the staging tiles in its place (the U tiles).
+    EXPECT_EQ(s.stage, s.beta);
+    expect_disjoint_aligned({{s.beta, C * D * 4}, {s.totals, subs * D * 4}, {s.k, rows}, {s.v, rows}}, s.bytes, dim);
+    expect_disjoint_aligned({{s.stage, stage}, {s.totals, subs * D * 4}, {s.k, rows}, {s.v, rows}}, s.bytes, dim);
+    // Kernel (3), the regions live in each phase: (a)-(c) r, k, beta, totals, u, Q~, far keys, P;
+    // (d)-(e) r (R^), k (adjacent K^), V and the staging tiles (in beta's place), Q~, far keys, P.
+    const std::size_t q_rows = 48 * plan.ld_bf16 * 2, far_rows = 48 * plan.ld_bf16 * 2, p_rows = C * plan.ld_p * 2;
+    expect_disjoint_aligned({{o.r, rows},
+                             {o.k, rows},
+                             {o.beta, C * plan.ld_beta * 4},
+                             {o.totals, subs * D * 4},
+                             {o.u, D * 4},
+                             {o.q_local, q_rows},
+                             {o.far_keys, far_rows},
+                             {o.p, p_rows}},
+                            o.bytes, dim);
+    expect_disjoint_aligned({{o.r, rows},
+                             {o.k, rows},
+                             {o.v, rows},
+                             {o.stage, stage},
+                             {o.q_local, q_rows},
+                             {o.far_keys, far_rows},
+                             {o.p, p_rows}},
+                            o.bytes, dim);
+    // V and the staging tiles lie inside beta's region (nothing else is overwritten by (d)).
+    const std::size_t beta_end = std::min({o.totals, o.u, o.q_local, o.far_keys, o.p, o.bytes});
+    EXPECT_GE(o.v, o.beta) << dim;
+    EXPECT_LE(o.stage + stage, beta_end) << dim;
+    EXPECT_GE(o.k, o.r + rows) << dim;
+    EXPECT_GE(o.beta, o.k + rows) << dim;
+    // wmma: leading dimensions a multiple of 8 bf16 elements (r, k, Q~, K^, V, P and the states in
     // global memory, whose rows are dim long); a 16-row step of them 32-byte aligned.
     EXPECT_EQ(plan.ld_bf16 % 8, 0);
     EXPECT_EQ(plan.ld_p % 8, 0);
     EXPECT_EQ(plan.dim % 8, 0);
     EXPECT_EQ(16 * plan.ld_bf16 * 2 % 32, 0);
     EXPECT_EQ(16 * plan.ld_p * 2 % 32, 0);
-    // The pairwise scores read k and beta of a sub-chunk's 16 tokens at one channel: 16 different banks.
-    for (int sub = 0; sub < kRwkv6ChunkSubs; ++sub) {
-      std::set<int> banks;
-      for (int token = 0; token < kRwkv6ChunkSubTokens; ++token) {
-        banks.insert((sub * kRwkv6ChunkSubTokens + token) * plan.ld_scalar % 32);
+    // The diagonal scores read 16 bytes of k (bf16) and of beta (fp32) at one channel from the rows of
+    // eight consecutive key tokens s (a quarter warp, which one shared-memory wavefront serves): the
+    // eight fall in eight different 16-byte bank groups of the 128-byte bank row, and every read is
+    // 16-byte aligned.
+    for (const std::size_t stride : {std::size_t(plan.ld_bf16) * 2, std::size_t(plan.ld_beta) * 4}) {
+      EXPECT_EQ(stride % 16, 0u) << dim;
+      for (int first = 0; first < kRwkv6ChunkTokens; first += 8) {
+        std::set<std::size_t> groups;
+        for (int token = first; token < first + 8; ++token) groups.insert(token * stride % 128 / 16);
+        EXPECT_EQ(groups.size(), 8u) << dim << " stride " << stride;
       }
-      EXPECT_EQ(banks.size(), 16u) << dim;
     }
+    EXPECT_EQ(o.beta % 16, 0u);
   }
-  // Two output blocks fit an SM's 228 KiB at d = 64 (each takes 1 KiB more for the runtime).
-  const Rwkv6ChunkPlan d64 = plan_rwkv6_chunk(1, 1, 100, 64);
-  EXPECT_LE(2 * (d64.output_layout.bytes + 1024), std::size_t{228} * 1024);
-  std::printf("shared memory: state %.1f / output %.1f KiB at d 64, %.1f / %.1f KiB at d 128\n",
-              d64.state_layout.bytes / 1024.0, d64.output_layout.bytes / 1024.0,
-              plan_rwkv6_chunk(1, 1, 100, 128).state_layout.bytes / 1024.0,
-              plan_rwkv6_chunk(1, 1, 100, 128).output_layout.bytes / 1024.0);
+  // Issue 41's residency targets on sm_90: three output blocks per SM at d 64, two at d 128.
+  const Rwkv6ChunkPlan d64 = plan_rwkv6_chunk(1, 1, 100, 64), d128 = plan_rwkv6_chunk(1, 1, 100, 128);
+  EXPECT_GE(blocks_per_sm(d64.output_layout.bytes), 3);
+  EXPECT_GE(blocks_per_sm(d128.output_layout.bytes), 2);
+  EXPECT_GE(blocks_per_sm(d128.state_layout.bytes), 3);
+  std::printf("shared memory: state %.2f / output %.2f KiB at d 64 (%d / %d blocks per SM), "
+              "%.2f / %.2f KiB at d 128 (%d / %d)\n",
+              d64.state_layout.bytes / 1024.0, d64.output_layout.bytes / 1024.0, blocks_per_sm(d64.state_layout.bytes),
+              blocks_per_sm(d64.output_layout.bytes), d128.state_layout.bytes / 1024.0,
+              d128.output_layout.bytes / 1024.0, blocks_per_sm(d128.state_layout.bytes),
+              blocks_per_sm(d128.output_layout.bytes));
 }
 
-TEST(Rwkv6ChunkPlan, OffDiagonalBlocksAndBoundaryKeysCoverTheLowerBlockTriangle) {
-  // The six blocks are every (I, J) with J < I once, in order; K^(I) has the 16 I rows of the tokens
-  // before sub-chunk I, stacked without overlap into the 96 rows of the region.
+TEST(Rwkv6ChunkPlan, OffDiagonalBlocksAndTheirKeyTilesCoverTheLowerBlockTriangle) {
+  // The six blocks are every (I, J) with J < I once, in order. The adjacent blocks' keys lie over k's
+  // rows of their own key sub-chunk J (so the thread that read k_s writes K^(J+1)_s); the far blocks'
+  // keys fill the three tiles of the far-key region, each once.
   std::set<std::pair<int, int>> seen;
+  std::set<int> far_rows;
   int previous = -1;
   for (int block = 0; block < kRwkv6ChunkOffDiagonalBlocks; ++block) {
     const Rwkv6ChunkBlock ij = rwkv6_chunk_off_diagonal_block(block);
@@ -123,14 +155,20 @@ TEST(Rwkv6ChunkPlan, OffDiagonalBlocksAndBoundaryKeysCoverTheLowerBlockTriangle)
     EXPECT_GT(ij.query_sub * kRwkv6ChunkSubs + ij.key_sub, previous);
     previous = ij.query_sub * kRwkv6ChunkSubs + ij.key_sub;
     seen.insert({ij.query_sub, ij.key_sub});
+    const Rwkv6ChunkKeyTile tile = rwkv6_chunk_key_tile(ij.query_sub, ij.key_sub);
+    EXPECT_EQ(tile.over_k, ij.query_sub == ij.key_sub + 1);
+    if (tile.over_k) {
+      EXPECT_EQ(tile.row, ij.key_sub * kRwkv6ChunkSubTokens);
+    } else {
+      EXPECT_EQ(tile.row % kRwkv6ChunkSubTokens, 0);
+      EXPECT_GE(tile.row, 0);
+      EXPECT_LE(tile.row + kRwkv6ChunkSubTokens, kRwkv6ChunkFarKeyRows);
+      EXPECT_TRUE(far_rows.insert(tile.row).second) << "two far blocks share a tile";
+    }
   }
   EXPECT_EQ(seen.size(), 6u);
-  int next_row = 0;
-  for (int query_sub = 1; query_sub < kRwkv6ChunkSubs; ++query_sub) {
-    EXPECT_EQ(rwkv6_chunk_boundary_key_row(query_sub), next_row);
-    next_row += kRwkv6ChunkSubTokens * query_sub;
-  }
-  EXPECT_EQ(next_row, kRwkv6ChunkBoundaryKeyRows);
+  EXPECT_EQ(static_cast<int>(far_rows.size()) * kRwkv6ChunkSubTokens, kRwkv6ChunkFarKeyRows);
+  EXPECT_EQ(kRwkv6ChunkQueryRows, (kRwkv6ChunkSubs - 1) * kRwkv6ChunkSubTokens);  // Q~ of sub-chunks 1..3
 }
 
 TEST(Rwkv6ChunkPlan, GridsAndWorkspaceCoverEveryHeadAndChunk) {
@@ -268,9 +306,10 @@ TEST(Rwkv6ChunkReplay, FaultyReplaysFail) {
   // The comparison must catch each mistake: the bonus term dropped; the decay applied one token early
   // (beta_t for beta_{t-1}); the off-diagonal sub-chunk blocks dropped; their key factor taken to the
   // wrong boundary (the chunk's end, as the state's K~); the decay of the whole sub-chunks between
-  // query and key left out; the key not decayed at all. Decays of 0.8 to 6 nats per sub-chunk (w
-  // about 0.7 to 0.95), where the blocks two and three sub-chunks apart still weigh, so each mistake
-  // changes the output by far more than bf16's rounding.
+  // query and key left out; the key not decayed at all; kernel (3)'s in-place regions read in the
+  // wrong phase (Q~ from R^, the diagonal scores from the adjacent blocks' K^). Decays of 0.8 to 6
+  // nats per sub-chunk (w about 0.7 to 0.95), where the blocks two and three sub-chunks apart still
+  // weigh, so each mistake changes the output by far more than bf16's rounding.
   ChunkProblem p(2, 32, 150);
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> moderate(-3.0f, -1.0f);
@@ -282,7 +321,9 @@ TEST(Rwkv6ChunkReplay, FaultyReplaysFail) {
       {Rwkv6ChunkFault::off_diagonal_dropped, "off-diagonal blocks dropped"},
       {Rwkv6ChunkFault::boundary_wrong, "key factor to the wrong boundary"},
       {Rwkv6ChunkFault::between_dropped, "decay between sub-chunks dropped"},
-      {Rwkv6ChunkFault::key_unscaled, "key unscaled"}};
+      {Rwkv6ChunkFault::key_unscaled, "key unscaled"},
+      {Rwkv6ChunkFault::query_after_r_decayed, "Q~ read after R^ overwrote r"},
+      {Rwkv6ChunkFault::diagonal_after_keys, "diagonal read after K^ overwrote k"}};
   for (const auto& [fault, name] : faults) {
     const double error = p.against_reference(fault).output;
     // Each fails the tolerance the correct replay meets, by a margin.

@@ -38,6 +38,13 @@ void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
 void configure_rwkv6_chunked(const Rwkv6ChunkPlan& plan);
 void launch_rwkv6_chunked(const Rwkv6ChunkPlan& plan, const RwkvParameters& params, const RwkvTokens<bf16>& x,
                           float* state, float* workspace, bf16* out, CUstream_st* stream);
+// How many blocks of the chunk-state and output kernels one SM of the current device holds at the
+// plan's shared memory (the runtime's occupancy calculator; configure_rwkv6_chunked first).
+struct Rwkv6ChunkResidency {
+  int state_blocks = 0;
+  int output_blocks = 0;
+};
+Rwkv6ChunkResidency rwkv6_chunk_residency(const Rwkv6ChunkPlan& plan);
 // rwkv7: reads r, k, v, decay (w_raw), kappa, iclr. A fresh state is zero.
 template <class T>
 void launch_rwkv7_scan(const RwkvScanPlan& plan, const RwkvParameters& params, const RwkvTokens<T>& x, float* state,

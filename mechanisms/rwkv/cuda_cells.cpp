@@ -90,7 +90,8 @@ class RwkvDecodeCudaCell final : public PreparedCell {
       : cuda_(cuda_backend_of(backend)),
         length_(cell.sequence_length),
         inputs_(make_rwkv_inputs(cell, length_ + 1, seed, version)),
-        plan_(plan_rwkv_scan(version, cell.batch_heads(), cell.heads, 1, cell.head_dim)),
+        plan_(plan_rwkv_scan(version, cell.batch_heads(), cell.heads, 1, cell.head_dim,
+                             cuda_.device().multiprocessors)),
         params_(cuda_, inputs_),
         state_(backend.allocator(), checked_count(state_floats(version, cell.batch_heads(), cell.head_dim))),
         token_(cuda_, backend.allocator(), inputs_, length_, 1),
@@ -123,7 +124,8 @@ class RwkvDecodeCudaCell final : public PreparedCell {
     DeviceAllocator staging;
     const DeviceTokens<T> context(cuda_, staging, inputs_, 0, length_);
     Buffer<T> out(staging, checked_count(checked_product(inputs_.batch_heads, length_, inputs_.dim)));
-    const RwkvScanPlan plan = plan_rwkv_scan(plan_.version, inputs_.batch_heads, inputs_.heads, length_, inputs_.dim);
+    const RwkvScanPlan plan = plan_rwkv_scan(plan_.version, inputs_.batch_heads, inputs_.heads, length_, inputs_.dim,
+                                             cuda_.device().multiprocessors);
     launch_rwkv_scan<T>(plan, params_.view(), context.view(), state_.data(), out.data(), cuda_.stream());
     cuda_.synchronize();
   }
@@ -144,7 +146,8 @@ class RwkvPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
   RwkvPrefillCudaCell(RwkvVersion version, const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
         inputs_(make_rwkv_inputs(cell, cell.sequence_length, seed, version)),
-        plan_(plan_rwkv_scan(version, cell.batch_heads(), cell.heads, cell.sequence_length, cell.head_dim)),
+        plan_(plan_rwkv_scan(version, cell.batch_heads(), cell.heads, cell.sequence_length, cell.head_dim,
+                             cuda_.device().multiprocessors)),
         params_(cuda_, inputs_),
         tokens_(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens),
         out_(backend.allocator(), inputs_.sequence[kRwkvK].size()),

@@ -93,7 +93,8 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
   const Buffer<float> u = in.u.empty() ? Buffer<float>() : device_copy<float>(cuda, in.u);
   const RwkvParameters params{w.data(), u.data()};
 
-  const RwkvScanPlan plan = plan_rwkv_scan(version, bh, in.heads, length, dim);
+  const int sms = cuda.device().multiprocessors;
+  const RwkvScanPlan plan = plan_rwkv_scan(version, bh, in.heads, length, dim, sms);
   const DeviceSequence<T> sequence(cuda, in, false);
   Buffer<T> prefill = device_output<T>(cuda, static_cast<std::size_t>(bh * length * dim));
   Buffer<float> state = fresh_state(cuda, plan);
@@ -111,7 +112,7 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
     }
     // So does rwkv7's (rwkv7/chunk_cuda.cu).
     if (version == RwkvVersion::v7 && rwkv7_chunk_supports(dim) && length > 0) {
-      const Rwkv7ChunkPlan chunks = plan_rwkv7_chunk(bh, length, dim, cuda.device().multiprocessors);
+      const Rwkv7ChunkPlan chunks = plan_rwkv7_chunk(bh, length, dim, sms);
       configure_rwkv7_chunked(chunks);
       Buffer<float> workspace = device_zeros(cuda, static_cast<std::size_t>(chunks.workspace_floats()));
       launch_rwkv7_chunked(chunks, sequence.view(), state.data(), workspace.data(), prefill.data(), cuda.stream());
@@ -123,7 +124,7 @@ void rwkv_on_cuda(RwkvVersion version, const ConformanceInputs& files, DType dty
   replace_values(out.prefill_out, fetch(cuda, prefill));
 
   // Decode steps token by token from a fresh state: token t of every head is one [bh, dim] block.
-  const RwkvScanPlan step = plan_rwkv_scan(version, bh, in.heads, 1, dim);
+  const RwkvScanPlan step = plan_rwkv_scan(version, bh, in.heads, 1, dim, sms);
   const DeviceSequence<T> tokens(cuda, in, true);
   Buffer<T> decode = device_output<T>(cuda, static_cast<std::size_t>(bh * length * dim));
   Buffer<float> decode_state = fresh_state(cuda, step);

@@ -10,19 +10,24 @@
 namespace arch_bench {
 
 RwkvScanPlan plan_rwkv_scan(RwkvVersion version, std::int64_t batch_heads, std::int64_t heads, std::int64_t tokens,
-                            std::int64_t dim) {
+                            std::int64_t dim, int multiprocessors) {
   RwkvScanPlan plan;
   plan.version = version;
   plan.batch_heads = batch_heads;
   plan.heads = heads;
   plan.tokens = tokens;
   plan.dim = static_cast<int>(dim);
-  if (version == RwkvVersion::v4) {
-    plan.blocks = ceil_div(checked_mul(batch_heads, dim), kRwkvCudaThreads);
-    return plan;
-  }
-  plan.column_blocks = static_cast<int>(ceil_div(std::max<std::int64_t>(dim, 1), kRwkvCudaColumnsPerBlock));
-  plan.blocks = checked_mul(batch_heads, plan.column_blocks);
+  // The blocks of `threads` each: rwkv4 one thread per channel, rwkv6/7 a block per (head, columns).
+  const auto blocks_with = [&](int threads) {
+    if (version == RwkvVersion::v4) return ceil_div(checked_mul(batch_heads, dim), threads);
+    return checked_mul(batch_heads, ceil_div(std::max<std::int64_t>(dim, 1), threads / kRwkvCudaRowParts));
+  };
+  const std::int64_t target = 2 * static_cast<std::int64_t>(std::max(multiprocessors, 0));
+  while (plan.threads > kRwkvCudaMinThreads && blocks_with(plan.threads) < target) plan.threads /= 2;
+  plan.blocks = blocks_with(plan.threads);
+  if (version == RwkvVersion::v4) return plan;
+  plan.columns_per_block = plan.threads / kRwkvCudaRowParts;
+  plan.column_blocks = static_cast<int>(ceil_div(std::max<std::int64_t>(dim, 1), plan.columns_per_block));
   const std::int64_t rows = ceil_div(std::max<std::int64_t>(dim, 1), kRwkvCudaRowParts);
   for (const int count : kRwkvCudaRowCounts) {
     if (count >= rows) {

@@ -11,11 +11,15 @@
 //    the running-max (stable) recurrence, parallel over batch x heads x head_dim.
 //  - rwkv6, rwkv7 (a dim x dim state per head): every value column of the state evolves on its own
 //    (rwkv6: S[key][value], rwkv7: H[key][value], rwkv7/cpu.hpp), so a block owns
-//    kRwkvCudaColumnsPerBlock columns of one head. kRwkvCudaRowParts consecutive lanes share one
-//    column, each holding the key rows part, part + 8, part + 16, ... in registers; the sums over
-//    key rows (the read-out, and rwkv7's removed value a^T H) are three shuffles inside those lanes.
-//    Per-token vectors (and the decays, exp'd once per token and channel) are staged in shared
-//    memory a tile of tokens at a time.
+//    columns_per_block = threads / kRwkvCudaRowParts columns of one head. kRwkvCudaRowParts
+//    consecutive lanes share one column, each holding the key rows part, part + 8, part + 16, ... in
+//    registers; the sums over key rows (the read-out, and rwkv7's removed value a^T H) are three
+//    shuffles inside those lanes. Per-token vectors (and the decays, exp'd once per token and
+//    channel) are staged in shared memory a tile of tokens at a time.
+//  - Spread over the SMs: a block has kRwkvCudaThreads threads, halved (down to one warp) while the
+//    grid has fewer than two blocks per SM of the device, as the column recurrences do
+//    (common/column_recurrence_plan.hpp): a decode step at batch 1 with 8 heads of 64 is 128
+//    one-warp blocks rather than 32 of four warps (rwkv6/7), 16 rather than 4 (rwkv4).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -26,9 +30,9 @@
 
 namespace arch_bench {
 
-inline constexpr int kRwkvCudaThreads = 128;
-inline constexpr int kRwkvCudaRowParts = 8;  // lanes per value column: the read-out is 3 shuffles
-inline constexpr int kRwkvCudaColumnsPerBlock = kRwkvCudaThreads / kRwkvCudaRowParts;  // 16
+inline constexpr int kRwkvCudaThreads = 128;    // the most threads per block (__launch_bounds__)
+inline constexpr int kRwkvCudaMinThreads = 32;  // one warp: the fewest, when the grid is small
+inline constexpr int kRwkvCudaRowParts = 8;     // lanes per value column: the read-out is 3 shuffles
 inline constexpr std::int64_t kRwkvCudaMaxHeadDim = 256;
 // Shared memory a tile of staged tokens may take (below the 48 KiB that needs no opt-in), and the
 // most tokens per tile (a decode step stages one).
@@ -51,10 +55,12 @@ struct RwkvScanPlan {
   std::int64_t heads = 0;
   std::int64_t tokens = 0;
   int dim = 0;
-  int threads = kRwkvCudaThreads;
+  int threads = kRwkvCudaThreads;  // 128, 64 or 32: whole warps
   std::int64_t blocks = 0;
-  // rwkv6/7 only: column blocks per head, key rows per lane (a kRwkvCudaRowCounts entry), staged
-  // vectors per token and channel, tokens per staged tile, and the tile's dynamic shared memory.
+  // rwkv6/7 only: value columns per block (threads / kRwkvCudaRowParts), column blocks per head, key
+  // rows per lane (a kRwkvCudaRowCounts entry), staged vectors per token and channel, tokens per
+  // staged tile, and the tile's dynamic shared memory.
+  int columns_per_block = 0;
   int column_blocks = 0;
   int rows_per_lane = 0;
   int staged_vectors = 0;
@@ -68,17 +74,20 @@ struct RwkvScanThread {
   int column;  // value column; >= dim for the padding lanes of a head narrower than the block
   int part;    // first key row; the lane holds rows part + kRwkvCudaRowParts * q
 };
-constexpr RwkvScanThread rwkv_scan_thread(std::int64_t block, int thread, int column_blocks) {
+constexpr RwkvScanThread rwkv_scan_thread(std::int64_t block, int thread, int column_blocks, int columns_per_block) {
   return {block / column_blocks,
-          static_cast<int>(block % column_blocks) * kRwkvCudaColumnsPerBlock + thread / kRwkvCudaRowParts,
+          static_cast<int>(block % column_blocks) * columns_per_block + thread / kRwkvCudaRowParts,
           thread % kRwkvCudaRowParts};
 }
 constexpr int rwkv_scan_key_row(int part, int q) { return part + kRwkvCudaRowParts * q; }
-// rwkv4: channel c = bh * dim + j of thread `thread` in block `block`.
-constexpr std::int64_t rwkv4_scan_channel(std::int64_t block, int thread) { return block * kRwkvCudaThreads + thread; }
+// rwkv4: channel c = bh * dim + j of thread `thread` in block `block` of `threads`.
+constexpr std::int64_t rwkv4_scan_channel(std::int64_t block, int thread, int threads) {
+  return block * threads + thread;
+}
 
+// `multiprocessors` of the device spreads small grids over it (above); 0 keeps kRwkvCudaThreads.
 RwkvScanPlan plan_rwkv_scan(RwkvVersion version, std::int64_t batch_heads, std::int64_t heads, std::int64_t tokens,
-                            std::int64_t dim);
+                            std::int64_t dim, int multiprocessors = 0);
 
 // Why the CUDA kernels cannot run `cell` (beyond Mechanism::unsupported), or nullopt.
 std::optional<std::string> rwkv_cuda_unsupported(RwkvVersion version, const Cell& cell);

@@ -100,10 +100,11 @@ struct RwkvDeviceState {
 };
 
 // The scan over tokens [first, first + count) of every head, continuing from `carried`; returns
-// out [bh, count, dim].
+// out [bh, count, dim]. `multiprocessors` as plan_rwkv_scan takes it (0: 128-thread blocks; a large
+// count forces the one-warp blocks a small grid gets).
 template <class T>
 std::vector<float> rwkv_scan(CudaBackend& cuda, const RwkvInputs& in, std::int64_t first, std::int64_t count,
-                             RwkvDeviceState& carried) {
+                             RwkvDeviceState& carried, int multiprocessors = 0) {
   const std::int64_t elements = in.batch_heads * count * in.dim;
   const auto used = rwkv_inputs_used(in.version);
   std::array<Buffer<T>, kRwkvInputCount> buffers;
@@ -114,11 +115,40 @@ std::vector<float> rwkv_scan(CudaBackend& cuda, const RwkvInputs& in, std::int64
   poison(cuda, out.data(), out.bytes());
   const RwkvTokens<T> x{buffers[kRwkvR].data(),     buffers[kRwkvK].data(),     buffers[kRwkvV].data(),
                         buffers[kRwkvDecay].data(), buffers[kRwkvKappa].data(), buffers[kRwkvIclr].data()};
-  launch_rwkv_scan<T>(plan_rwkv_scan(in.version, in.batch_heads, in.heads, count, in.dim),
+  launch_rwkv_scan<T>(plan_rwkv_scan(in.version, in.batch_heads, in.heads, count, in.dim, multiprocessors),
                       RwkvParameters{carried.w.data(), carried.u.data()}, x, carried.state.data(), out.data(),
                       cuda.stream());
   cuda.synchronize();
   return download<T>(cuda, out.data(), elements);
+}
+
+// The block size a small grid gets (rwkv/cuda_plan.hpp: 128 threads halved down to one warp while
+// the grid has under two blocks per SM) changes which block stages a token, not a lane's arithmetic:
+// decode steps and a prefill with 128-, 64- and 32-thread blocks give bit-identical outputs and states.
+template <class T>
+void expect_rwkv_block_sizes_agree(CudaBackend& cuda, RwkvVersion version, DType dtype, std::int64_t dim) {
+  const RwkvInputs in = make_rwkv_inputs(small_cell(2, dim, 40, dtype), 40, 29, version);
+  std::vector<std::vector<float>> outputs, states;
+  std::vector<int> threads;
+  for (const int multiprocessors : {0, 1 << 20}) {  // 1 << 20: every grid is "small", one warp per block
+    for (const std::int64_t prefill : {std::int64_t{39}, std::int64_t{40}}) {  // 39 + a decode step, or 40
+      RwkvDeviceState carried(cuda, in);
+      std::vector<float> out = rwkv_scan<T>(cuda, in, 0, prefill, carried, multiprocessors);
+      if (prefill < in.tokens) {
+        const std::vector<float> step = rwkv_scan<T>(cuda, in, prefill, 1, carried, multiprocessors);
+        out.insert(out.end(), step.begin(), step.end());
+      }
+      outputs.push_back(std::move(out));
+      states.push_back(carried.values(cuda));
+    }
+    threads.push_back(plan_rwkv_scan(version, in.batch_heads, in.heads, 1, dim, multiprocessors).threads);
+  }
+  ASSERT_EQ(threads[0], 128);
+  ASSERT_EQ(threads[1], 32);
+  for (std::size_t i = 0; i < 2; ++i) {  // the same split, 128-thread against one-warp blocks
+    EXPECT_EQ(outputs[i], outputs[i + 2]) << "outputs, d " << dim << (i == 0 ? " prefill 39 + decode" : " prefill 40");
+    EXPECT_EQ(states[i], states[i + 2]) << "state, d " << dim << (i == 0 ? " prefill 39 + decode" : " prefill 40");
+  }
 }
 
 template <class T>

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -149,6 +151,24 @@ TEST(Rwkv6ChunkGpu, StrongAndWeakDecays) {
                                  [&](const RwkvInputs& regime, const char* name) {
                                    expect_within(against_reference(cuda, regime), name);
                                  });
+}
+
+TEST(Rwkv6ChunkGpu, SharedMemoryLetsTheOutputKernelShareAnSm) {
+  // Issue 41's residency targets on sm_90 (228 KiB of shared memory per SM): three output blocks per
+  // SM at d 64, two at d 128, as the plan's byte counts promise (tests/test_rwkv6_chunk.cpp); the
+  // runtime's occupancy calculator also counts registers and its own reservation.
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const CudaDeviceInfo& device = cuda_backend_of(*backend).device();
+  if (device.major != 9) GTEST_SKIP() << "the targets are sm_90's";
+  for (const auto& [dim, output_blocks] : {std::pair{64, 3}, std::pair{128, 2}}) {
+    const Rwkv6ChunkPlan plan = plan_rwkv6_chunk(16 * 8, 8, 8192, dim);
+    configure_rwkv6_chunked(plan);
+    const Rwkv6ChunkResidency residency = rwkv6_chunk_residency(plan);
+    EXPECT_GE(residency.output_blocks, output_blocks) << "d " << dim;
+    EXPECT_GE(residency.state_blocks, 3) << "d " << dim;
+    std::printf("d %d: %d chunk-state and %d output blocks per SM\n", dim, residency.state_blocks,
+                residency.output_blocks);
+  }
 }
 
 #else

@@ -63,6 +63,15 @@ TEST_P(RwkvGpu, DecodeAtLEqualsRowLOfPrefillOverLPlusOneTokens) {
   }
 }
 
+TEST_P(RwkvGpu, OneWarpBlocksOfASmallGridComputeTheSameBits) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t dim : {16, 64, 100, 128}) {
+    testing::expect_rwkv_block_sizes_agree<float>(cuda, GetParam().version, DType::float32, dim);
+    testing::expect_rwkv_block_sizes_agree<bf16>(cuda, GetParam().version, DType::bfloat16, dim);
+  }
+}
+
 TEST_P(RwkvGpu, PrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   testing::expect_rwkv_prefill_continues(cuda_backend_of(*backend), GetParam().version);

@@ -21,7 +21,7 @@ constexpr float kFreshExponent = -1e38f;
 
 __global__ void __launch_bounds__(kRwkvCudaThreads)
     rwkv4_reset_kernel(float* __restrict__ state, std::int64_t channels, int dim) {
-  const std::int64_t c = rwkv4_scan_channel(blockIdx.x, threadIdx.x);
+  const std::int64_t c = rwkv4_scan_channel(blockIdx.x, threadIdx.x, static_cast<int>(blockDim.x));
   if (c >= channels) return;
   float* s = state + (c / dim) * 3 * dim + c % dim;
   s[0] = 0.0f;
@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kRwkvCudaThreads)
     rwkv4_scan_kernel(const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ w,
                       const float* __restrict__ u, float* __restrict__ state, T* __restrict__ out,
                       std::int64_t tokens, std::int64_t channels, int dim, std::int64_t heads) {
-  const std::int64_t c = rwkv4_scan_channel(blockIdx.x, threadIdx.x);
+  const std::int64_t c = rwkv4_scan_channel(blockIdx.x, threadIdx.x, static_cast<int>(blockDim.x));
   if (c >= channels) return;
   const std::int64_t bh = c / dim;
   const int j = static_cast<int>(c % dim);

@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
   auto* k_tile = reinterpret_cast<nv_bf16*>(shared + at.k);
   auto* v_tile = reinterpret_cast<nv_bf16*>(shared + at.v);
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  // The staging tiles share beta's region: written only after the barrier that ends beta's last read.
   float* stage = reinterpret_cast<float*>(shared + at.stage) + warp * kF * kF;
 
   const HeadChunk hc = head_chunk_of_block(plan);
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     k_tile[m * ld + c] = __float2bfloat16_rn(kd);
     v_tile[m * ld + c] = live ? v[first + e] : __float2bfloat16_rn(0.0f);
   }
-  __syncthreads();
+  __syncthreads();  // K~ is complete and beta dead: its region now holds the staging tiles
 
   nv_bf16* u = states + rwkv6_chunk_state_offset(plan, hc.bh, hc.chunk);
   const int tiles_j = dim / kF;
@@ -163,17 +164,41 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
       });
 }
 
-// (3) One block per (head, chunk): P, then O = P V + R^ S_c. After the loads (r, k fp32; V bf16;
-// beta and the totals as kernel (1)):
-//   - every element (m, c) of the chunk: Q~ = bf16(r exp(beta_{m-1})), R^ = bf16(r exp(P_J +
-//     beta_{m-1})) and, for each later sub-chunk I, K^(I)_m = bf16(k exp((T_J - beta_m) + sum_{J < i
-//     < I} T_i)); thread (t, s) = (thread / 16, thread % 16) computes the diagonal score of (16 J + t,
-//     16 J + s) in each sub-chunk J in fp32 over the key channels (exp(beta_{t-1} - beta_s) <= 1 for
-//     s < t, the bonus u at s = t, 0 above), rounded to bf16 into P;
-//   - warps 0..5 one off-diagonal block (I, J) each: Q~_I K^(I)_J^T over dim / 16 k-steps, rounded
-//     to bf16 into P;
-//   - the output tiles (I, j) over the warps: P_IJ V_J for J <= I (the causal block triangle) and
-//     R^_I S_c over dim / 16 k-steps, S_c loaded by wmma straight from the workspace.
+// Eight consecutive bf16 (16 bytes, 16-byte aligned) widened to fp32.
+__device__ __forceinline__ void load8_bf16(const nv_bf16* __restrict__ src, float (&x)[kRwkv6ChunkPairVector]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(src);
+  const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const float2 f = __bfloat1622float2(pairs[p]);
+    x[2 * p] = f.x;
+    x[2 * p + 1] = f.y;
+  }
+}
+// Eight consecutive floats (32 bytes, 16-byte aligned): two float4 loads.
+__device__ __forceinline__ void load8_float(const float* __restrict__ src, float (&x)[kRwkv6ChunkPairVector]) {
+  const float4 lo = *reinterpret_cast<const float4*>(src), hi = *reinterpret_cast<const float4*>(src + 4);
+  x[0] = lo.x, x[1] = lo.y, x[2] = lo.z, x[3] = lo.w, x[4] = hi.x, x[5] = hi.y, x[6] = hi.z, x[7] = hi.w;
+}
+
+// (3) One block per (head, chunk): P, then O = P V + R^ S_c, in five phases whose regions overlap
+// (chunk_plan.hpp, Rwkv6ChunkOutputLayout):
+//   (a) r and k as they come (bf16: they are bf16 in memory, so nothing is rounded), beta and the
+//       totals as kernel (1), u;
+//   (b) thread (t, s) = (thread / 16, thread % 16) computes the diagonal score of (16 J + t, 16 J + s)
+//       in each sub-chunk J in fp32 over the key channels (exp(beta_{t-1} - beta_s) <= 1 for s < t,
+//       the bonus u at s = t, 0 above), rounded to bf16 into P; eight channels per read;
+//   (c) every element (m, c) of the chunk, by one thread, which reads r, k and beta there first:
+//       Q~ = bf16(r exp(beta_{m-1})) for the sub-chunks 1..3, R^ = bf16(r exp(P_J + beta_{m-1})) over
+//       r, K^(J+1)_m = bf16(k exp(T_J - beta_m)) over k (J < 3), and for the far I >= J + 2
+//       K^(I)_m = bf16(k exp((T_J - beta_m) + sum_{J < i < I} T_i)) into the far-key tiles;
+//   (d) V into beta's region (dead after (c)); warps 0..5 one off-diagonal block (I, J) each:
+//       Q~_I K^(I)_J^T over dim / 16 k-steps through a staging tile placed after V, rounded to bf16
+//       into P;
+//   (e) the output tiles (I, j) over the warps: P_IJ V_J for J <= I (the causal block triangle) and
+//       R^_I S_c over dim / 16 k-steps, S_c loaded by wmma straight from the workspace.
+// A barrier ends each phase: (c) overwrites r and k, which (b) reads across threads; (d) overwrites
+// beta, which (c) reads.
 __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     rwkv6_chunk_output_kernel(Rwkv6ChunkPlan plan, const nv_bf16* __restrict__ r, const nv_bf16* __restrict__ k,
                               const nv_bf16* __restrict__ v, const nv_bf16* __restrict__ d,
@@ -181,81 +206,102 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
                               nv_bf16* __restrict__ out) {
   extern __shared__ __align__(128) unsigned char shared[];
   const Rwkv6ChunkOutputLayout& at = plan.output_layout;
-  auto* r_s = reinterpret_cast<float*>(shared + at.r);
-  auto* k_s = reinterpret_cast<float*>(shared + at.k);
+  auto* r_s = reinterpret_cast<nv_bf16*>(shared + at.r);  // r, then R^
+  auto* k_s = reinterpret_cast<nv_bf16*>(shared + at.k);  // k, then the adjacent blocks' K^
   auto* beta = reinterpret_cast<float*>(shared + at.beta);
   auto* totals = reinterpret_cast<float*>(shared + at.totals);
   auto* u_s = reinterpret_cast<float*>(shared + at.u);
-  auto* q_local = reinterpret_cast<nv_bf16*>(shared + at.q_local);
-  auto* r_decayed = reinterpret_cast<nv_bf16*>(shared + at.r_decayed);
-  auto* k_boundary = reinterpret_cast<nv_bf16*>(shared + at.k_boundary);
-  auto* v_tile = reinterpret_cast<nv_bf16*>(shared + at.v);
+  auto* q_local = reinterpret_cast<nv_bf16*>(shared + at.q_local);  // row m - 16 holds token m
+  auto* far_keys = reinterpret_cast<nv_bf16*>(shared + at.far_keys);
   auto* p_tile = reinterpret_cast<nv_bf16*>(shared + at.p);
+  auto* v_tile = reinterpret_cast<nv_bf16*>(shared + at.v);  // beta's region, from (d)
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  float* stage = reinterpret_cast<float*>(shared + at.stage) + warp * kF * kF;
+  float* stage = reinterpret_cast<float*>(shared + at.stage) + warp * kF * kF;  // beta's region, from (d)
 
   const HeadChunk hc = head_chunk_of_block(plan);
-  const int dim = plan.dim, ld = plan.ld_bf16, lds = plan.ld_scalar, ldp = plan.ld_p;
+  const int dim = plan.dim, ld = plan.ld_bf16, ldb = plan.ld_beta, ldp = plan.ld_p;
   const std::int64_t first = (hc.bh * plan.tokens + hc.chunk * kC) * dim;
   const int rows = rwkv6_chunk_rows(plan.tokens, hc.chunk);
+  const nv_bf16 zero = __float2bfloat16_rn(0.0f);
 
-  sub_chunk_log_decays(d + first, dim, rows, beta, lds, totals);
+  // (a)
+  sub_chunk_log_decays(d + first, dim, rows, beta, ldb, totals);
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
     const int m = e / dim, c = e % dim;
     const bool live = m < rows;
-    r_s[m * lds + c] = live ? __bfloat162float(r[first + e]) : 0.0f;
-    k_s[m * lds + c] = live ? __bfloat162float(k[first + e]) : 0.0f;
-    v_tile[m * ld + c] = live ? v[first + e] : __float2bfloat16_rn(0.0f);
+    r_s[m * ld + c] = live ? r[first + e] : zero;
+    k_s[m * ld + c] = live ? k[first + e] : zero;
   }
   const float* u_row = bonus + (hc.bh % plan.heads) * dim;
   for (int c = threadIdx.x; c < dim; c += blockDim.x) u_s[c] = u_row[c];
   __syncthreads();
 
-  for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
-    const int m = e / dim, c = e % dim, sub = m / kSub;
-    const float before = m % kSub > 0 ? beta[(m - 1) * lds + c] : 0.0f;  // beta_{m-1}
-    const float rm = r_s[m * lds + c];
-    q_local[m * ld + c] = __float2bfloat16_rn(rm * expf(before));
-    r_decayed[m * ld + c] = __float2bfloat16_rn(rm * expf(sum_of_totals(totals, dim, c, 0, sub) + before));
-    const float km = k_s[m * lds + c];
-    const float to_sub_end = totals[sub * dim + c] - beta[m * lds + c];  // <= 0: beta never rises
-    float between = 0.0f;
-    for (int query_sub = sub + 1; query_sub < kSubs; ++query_sub) {
-      k_boundary[(rwkv6_chunk_boundary_key_row(query_sub) + m) * ld + c] =
-          __float2bfloat16_rn(km * expf(to_sub_end + between));
-      between += totals[query_sub * dim + c];
-    }
-  }
-  {  // the diagonal blocks, pair by pair
+  {  // (b) the diagonal blocks, pair by pair; the channels in order, as the replay sums them
     const int t = static_cast<int>(threadIdx.x) / kSub, s = static_cast<int>(threadIdx.x) % kSub;
     for (int sub = 0; sub < kSubs; ++sub) {
       const int tm = sub * kSub + t, sm = sub * kSub + s;
-      const float* rt = r_s + tm * lds;
-      const float* ks = k_s + sm * lds;
+      const nv_bf16* rt = r_s + tm * ld;
+      const nv_bf16* ks = k_s + sm * ld;
       float a = 0.0f;
       if (s < t) {
-        const float* before = beta + (tm - 1) * lds;  // beta_{t-1}, in t's sub-chunk since t > s >= 0
-        const float* after = beta + sm * lds;         // beta_s
-        for (int c = 0; c < dim; ++c) a = fmaf(rt[c] * ks[c], expf(before[c] - after[c]), a);
+        const float* before = beta + (tm - 1) * ldb;  // beta_{t-1}, in t's sub-chunk since t > s >= 0
+        const float* after = beta + sm * ldb;         // beta_s
+        for (int c0 = 0; c0 < dim; c0 += kRwkv6ChunkPairVector) {
+          float rv[kRwkv6ChunkPairVector], kv[kRwkv6ChunkPairVector], bv[kRwkv6ChunkPairVector],
+              av[kRwkv6ChunkPairVector];
+          load8_bf16(rt + c0, rv);
+          load8_bf16(ks + c0, kv);
+          load8_float(before + c0, bv);
+          load8_float(after + c0, av);
+#pragma unroll
+          for (int i = 0; i < kRwkv6ChunkPairVector; ++i) a = fmaf(rv[i] * kv[i], expf(bv[i] - av[i]), a);
+        }
       } else if (s == t) {
-        for (int c = 0; c < dim; ++c) a = fmaf(rt[c] * u_s[c], ks[c], a);
+        for (int c = 0; c < dim; ++c) a = fmaf(__bfloat162float(rt[c]) * u_s[c], __bfloat162float(ks[c]), a);
       }
       p_tile[tm * ldp + sm] = __float2bfloat16_rn(a);
     }
   }
-  __syncthreads();
+  __syncthreads();  // (b) has read r and k across threads: (c) may overwrite them
 
+  // (c)
+  for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
+    const int m = e / dim, c = e % dim, sub = m / kSub;
+    const float before = m % kSub > 0 ? beta[(m - 1) * ldb + c] : 0.0f;  // beta_{m-1}
+    const float rm = __bfloat162float(r_s[m * ld + c]);
+    const float km = __bfloat162float(k_s[m * ld + c]);
+    if (sub > 0) q_local[(m - kSub) * ld + c] = __float2bfloat16_rn(rm * expf(before));
+    r_s[m * ld + c] = __float2bfloat16_rn(rm * expf(sum_of_totals(totals, dim, c, 0, sub) + before));
+    const float to_sub_end = totals[sub * dim + c] - beta[m * ldb + c];  // <= 0: beta never rises
+    float between = 0.0f;
+    for (int query_sub = sub + 1; query_sub < kSubs; ++query_sub) {
+      const nv_bf16 key = __float2bfloat16_rn(km * expf(to_sub_end + between));
+      const Rwkv6ChunkKeyTile tile = rwkv6_chunk_key_tile(query_sub, sub);
+      nv_bf16* region = tile.over_k ? k_s : far_keys;  // over k: this thread's own element (m, c)
+      region[(tile.row + m % kSub) * ld + c] = key;
+      between += totals[query_sub * dim + c];
+    }
+  }
+  __syncthreads();  // (c) has read beta: V and the staging tiles may take its region
+
+  // (d)
+  for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
+    const int m = e / dim, c = e % dim;
+    v_tile[m * ld + c] = m < rows ? v[first + e] : zero;
+  }
   const int k_steps = dim / kF;
   for (int block = warp; block < kRwkv6ChunkOffDiagonalBlocks; block += kWarps) {
     const Rwkv6ChunkBlock ij = rwkv6_chunk_off_diagonal_block(block);
-    const nv_bf16* keys = k_boundary + (rwkv6_chunk_boundary_key_row(ij.query_sub) + ij.key_sub * kSub) * ld;
+    const Rwkv6ChunkKeyTile tile = rwkv6_chunk_key_tile(ij.query_sub, ij.key_sub);
+    const nv_bf16* keys = (tile.over_k ? k_s : far_keys) + tile.row * ld;
+    const nv_bf16* queries = q_local + (ij.query_sub - 1) * kSub * ld;
     wmma::fragment<wmma::accumulator, kF, kF, kF, float> acc;
     wmma::fill_fragment(acc, 0.0f);
     for (int kk = 0; kk < k_steps; ++kk) {
       // K^T as matrix_b: element (c, s) of K^T is K[s][c], at s * ld + c: column-major.
       wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> q;
       wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::col_major> kt;
-      wmma::load_matrix_sync(q, q_local + ij.query_sub * kSub * ld + kk * kF, ld);
+      wmma::load_matrix_sync(q, queries + kk * kF, ld);
       wmma::load_matrix_sync(kt, keys + kk * kF, ld);
       wmma::mma_sync(acc, q, kt, acc);
     }
@@ -265,8 +311,9 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     store_tile_bf16(stage, p_tile + ij.query_sub * kSub * ldp + ij.key_sub * kSub, ldp, lane);
     __syncwarp();
   }
-  __syncthreads();  // P is complete
+  __syncthreads();  // P and V are complete
 
+  // (e)
   const nv_bf16* s_in = states + rwkv6_chunk_state_offset(plan, hc.bh, hc.chunk);
   for (int tile = warp; tile < kSubs * k_steps; tile += kWarps) {
     const int query_sub = tile / k_steps, tj = tile % k_steps;
@@ -282,7 +329,7 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
     for (int kk = 0; kk < k_steps; ++kk) {  // inter-chunk: R^ S_c
       wmma::fragment<wmma::matrix_a, kF, kF, kF, nv_bf16, wmma::row_major> q;
       wmma::fragment<wmma::matrix_b, kF, kF, kF, nv_bf16, wmma::row_major> sf;
-      wmma::load_matrix_sync(q, r_decayed + query_sub * kSub * ld + kk * kF, ld);
+      wmma::load_matrix_sync(q, r_s + query_sub * kSub * ld + kk * kF, ld);
       wmma::load_matrix_sync(sf, s_in + static_cast<std::int64_t>(kk * kF) * dim + tj * kF, dim);
       wmma::mma_sync(acc, q, sf, acc);
     }
@@ -308,6 +355,15 @@ __global__ void __launch_bounds__(kRwkv6ChunkThreads)
 void configure_rwkv6_chunked(const Rwkv6ChunkPlan& plan) {
   allow_dynamic_shared_memory(rwkv6_chunk_state_kernel, plan.state_layout.bytes);
   allow_dynamic_shared_memory(rwkv6_chunk_output_kernel, plan.output_layout.bytes);
+}
+
+Rwkv6ChunkResidency rwkv6_chunk_residency(const Rwkv6ChunkPlan& plan) {
+  Rwkv6ChunkResidency residency;
+  ARCH_BENCH_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &residency.state_blocks, rwkv6_chunk_state_kernel, plan.threads, plan.state_layout.bytes));
+  ARCH_BENCH_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &residency.output_blocks, rwkv6_chunk_output_kernel, plan.threads, plan.output_layout.bytes));
+  return residency;
 }
 
 void launch_rwkv6_chunked(const Rwkv6ChunkPlan& plan, const RwkvParameters& params, const RwkvTokens<bf16>& x,

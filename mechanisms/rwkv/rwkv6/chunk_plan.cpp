@@ -1,5 +1,6 @@
 #include "mechanisms/rwkv/rwkv6/chunk_plan.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -31,33 +32,40 @@ Rwkv6ChunkPlan plan_rwkv6_chunk(std::int64_t batch_heads, std::int64_t heads, st
   plan.dim = static_cast<int>(dim);
   place_chunk_state_grid(plan, batch_heads, tokens, kRwkv6ChunkTokens, dim * dim);
   plan.ld_bf16 = plan.dim + kRwkv6ChunkBf16Pad;
-  plan.ld_scalar = plan.dim + kRwkv6ChunkScalarPad;
+  plan.ld_beta = plan.dim + kRwkv6ChunkBetaPad;
   plan.ld_p = kRwkv6ChunkTokens + kRwkv6ChunkBf16Pad;
 
   constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kRwkv6ChunkTokens, kSubs = kRwkv6ChunkSubs;
   constexpr std::size_t kStage = std::size_t{kRwkv6ChunkWarps} * kRwkv6ChunkFragment * kRwkv6ChunkFragment * kFloat;
   const auto n = [](int x) { return static_cast<std::size_t>(x); };
+  const std::size_t bf16_rows = kRows * n(plan.ld_bf16) * kBf16;  // r, k, K~, V: [C][ld_bf16]
   std::size_t end = 0;
-  plan.state_layout.beta = place_shared_region(end, kRows * n(plan.dim) * kFloat);
+  // Kernel (1): the staging tiles are used only after K~ is built, when beta is dead.
+  const std::size_t state_beta = kRows * n(plan.dim) * kFloat;
+  plan.state_layout.beta = place_shared_region(end, std::max(state_beta, kStage));
+  plan.state_layout.stage = plan.state_layout.beta;
   plan.state_layout.totals = place_shared_region(end, kSubs * n(plan.dim) * kFloat);
-  plan.state_layout.k = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.state_layout.v = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.state_layout.stage = place_shared_region(end, kStage);
+  plan.state_layout.k = place_shared_region(end, bf16_rows);
+  plan.state_layout.v = place_shared_region(end, bf16_rows);
   plan.state_layout.bytes = end;
 
+  // Kernel (3): V and the staging tiles take beta's region once (c) has consumed beta.
   end = 0;
-  plan.output_layout.r = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.k = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.beta = place_shared_region(end, kRows * n(plan.ld_scalar) * kFloat);
-  plan.output_layout.totals = place_shared_region(end, kSubs * n(plan.dim) * kFloat);
-  plan.output_layout.u = place_shared_region(end, n(plan.dim) * kFloat);
-  plan.output_layout.q_local = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.output_layout.r_decayed = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.output_layout.k_boundary = place_shared_region(end, n(kRwkv6ChunkBoundaryKeyRows) * n(plan.ld_bf16) * kBf16);
-  plan.output_layout.v = place_shared_region(end, kRows * n(plan.ld_bf16) * kBf16);
-  plan.output_layout.p = place_shared_region(end, kRows * n(plan.ld_p) * kBf16);
-  plan.output_layout.stage = place_shared_region(end, kStage);
-  plan.output_layout.bytes = end;
+  Rwkv6ChunkOutputLayout& out = plan.output_layout;
+  out.r = place_shared_region(end, bf16_rows);
+  out.k = place_shared_region(end, bf16_rows);
+  std::size_t late = 0;  // V then the staging tiles, laid out from beta's offset
+  const std::size_t v_at = place_shared_region(late, bf16_rows);
+  const std::size_t stage_at = place_shared_region(late, kStage);
+  out.beta = place_shared_region(end, std::max(kRows * n(plan.ld_beta) * kFloat, late));
+  out.v = out.beta + v_at;
+  out.stage = out.beta + stage_at;
+  out.totals = place_shared_region(end, kSubs * n(plan.dim) * kFloat);
+  out.u = place_shared_region(end, n(plan.dim) * kFloat);
+  out.q_local = place_shared_region(end, n(kRwkv6ChunkQueryRows) * n(plan.ld_bf16) * kBf16);
+  out.far_keys = place_shared_region(end, n(kRwkv6ChunkFarKeyRows) * n(plan.ld_bf16) * kBf16);
+  out.p = place_shared_region(end, kRows * n(plan.ld_p) * kBf16);
+  out.bytes = end;
 
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dim, dim) / 2;  // dim^2 is even
   plan.workspace_decay_elements = checked_product(batch_heads, plan.chunks, dim);

@@ -65,44 +65,55 @@ inline constexpr int kRwkv6ChunkSubTokens = 16;  // tokens per sub-chunk: one wm
 inline constexpr int kRwkv6ChunkSubs = kRwkv6ChunkTokens / kRwkv6ChunkSubTokens;  // 4
 // The off-diagonal blocks (I, J), J < I, in the order (1,0) (2,0) (2,1) (3,0) (3,1) (3,2).
 inline constexpr int kRwkv6ChunkOffDiagonalBlocks = kRwkv6ChunkSubs * (kRwkv6ChunkSubs - 1) / 2;
-// K^(I) has the 16 I rows of the tokens before sub-chunk I; the three stacked: 16 + 32 + 48 rows.
-inline constexpr int kRwkv6ChunkBoundaryKeyRows = kRwkv6ChunkSubTokens * kRwkv6ChunkOffDiagonalBlocks;
+// Q~ is read only by the off-diagonal blocks, whose query sub-chunk is 1..3: 48 rows.
+inline constexpr int kRwkv6ChunkQueryRows = kRwkv6ChunkTokens - kRwkv6ChunkSubTokens;
+// The keys of the far blocks (I >= J + 2: (2,0) (3,0) (3,1)), one 16-row tile each; the adjacent
+// blocks' keys (I = J + 1) are written over k's own rows (rwkv6_chunk_key_tile).
+inline constexpr int kRwkv6ChunkFarKeyRows =
+    kRwkv6ChunkSubTokens * (kRwkv6ChunkSubs - 1) * (kRwkv6ChunkSubs - 2) / 2;
 inline constexpr int kRwkv6ChunkThreads = 256;  // 8 warps, every kernel
 inline constexpr int kRwkv6ChunkWarps = kRwkv6ChunkThreads / 32;
 inline constexpr int kRwkv6ChunkFragment = 16;  // the wmma tile (m = n = k = 16)
 inline constexpr int kRwkv6ChunkMaxDim = 128;   // head_dim: a multiple of 16 up to this
-// Row padding: bf16 rows by 8 elements (16 bytes), fp32 wmma rows by 4; the fp32 rows the pairwise
-// scores read column by column (k and beta of a sub-chunk's 16 tokens at one channel) by 1, so those
-// 16 reads fall in 16 different banks.
+// The channels one diagonal-score thread reads at once: 16 bytes of bf16 r and k, two float4 of beta.
+inline constexpr int kRwkv6ChunkPairVector = 8;
+// Row padding: bf16 rows by 8 elements (16 bytes), kernel (3)'s fp32 beta rows by 4 (16 bytes).
+// Both make a row's stride an odd multiple of 16 bytes modulo 128, so the 16-byte reads of eight
+// consecutive rows at one channel (a quarter warp of the diagonal scores: eight key tokens s) fall
+// in eight different 16-byte bank groups: no conflict (checked in tests/test_rwkv6_chunk.cpp).
 inline constexpr int kRwkv6ChunkBf16Pad = 8;
-inline constexpr int kRwkv6ChunkFloatPad = 4;
-inline constexpr int kRwkv6ChunkScalarPad = 1;
+inline constexpr int kRwkv6ChunkBetaPad = 4;
 static_assert(kRwkv6ChunkSubTokens == kRwkv6ChunkFragment, "a sub-chunk is one wmma tile of tokens");
 static_assert(kRwkv6ChunkTokens % kRwkv6ChunkSubTokens == 0, "a chunk is whole sub-chunks");
 static_assert(kRwkv6ChunkSubTokens * kRwkv6ChunkSubTokens == kRwkv6ChunkThreads,
               "one thread per score pair of a diagonal block");
+static_assert(kRwkv6ChunkFragment % kRwkv6ChunkPairVector == 0, "head_dim is whole vectors of channels");
 
-// Byte offsets of the shared-memory regions (each 128-byte aligned; wmma needs 32).
+// Byte offsets of the shared-memory regions (each 128-byte aligned; wmma needs 32). A region whose
+// contents are dead after a phase is reused by a later phase (the kernels' comments say where).
 struct Rwkv6ChunkStateLayout {  // kernel (1)
-  std::size_t beta = 0;         // beta (per sub-chunk), fp32 [C][dim]
+  std::size_t beta = 0;         // beta (per sub-chunk), fp32 [C][dim]; then the staging tiles
   std::size_t totals = 0;       // T_J, fp32 [subs][dim]
   std::size_t k = 0;            // K~ = k . exp(b_last - b), bf16 [C][ld_bf16]
   std::size_t v = 0;            // V, bf16 [C][ld_bf16]
-  std::size_t stage = 0;        // each warp's 16 x 16 fp32 tile, before bf16: fp32 [warps][16][16]
+  std::size_t stage = 0;        // = beta: each warp's 16 x 16 fp32 tile, before bf16: fp32 [warps][16][16]
   std::size_t bytes = 0;
 };
-struct Rwkv6ChunkOutputLayout {  // kernel (3)
-  std::size_t r = 0;             // r, fp32 [C][ld_scalar]
-  std::size_t k = 0;             // k, fp32 [C][ld_scalar]
-  std::size_t beta = 0;          // beta (per sub-chunk), fp32 [C][ld_scalar]
+// Kernel (3) runs in phases (chunk_cuda.cu): (a) loads r, k, beta, the totals and u; (b) the
+// diagonal scores into P; (c) element-wise Q~, R^ (over r, in place), the adjacent boundary keys
+// (over k, in place) and the far ones; (d) V over beta (dead after (c)) and the off-diagonal
+// scores through staging tiles placed after V; (e) O = P V + R^ S_c.
+struct Rwkv6ChunkOutputLayout {
+  std::size_t r = 0;             // r, bf16 [C][ld_bf16]; from (c) R^ = r . exp(b_{t-1})
+  std::size_t k = 0;             // k, bf16 [C][ld_bf16]; from (c) K^(J+1) over the rows of sub-chunks J < 3
+  std::size_t beta = 0;          // beta (per sub-chunk), fp32 [C][ld_beta]; dead after (c)
   std::size_t totals = 0;        // T_J, fp32 [subs][dim]
   std::size_t u = 0;             // the bonus u of this head, fp32 [dim]
-  std::size_t q_local = 0;       // Q~ = r . exp(beta_{t-1}), bf16 [C][ld_bf16]
-  std::size_t r_decayed = 0;     // R^ = r . exp(b_{t-1}), bf16 [C][ld_bf16]
-  std::size_t k_boundary = 0;    // K^(1), K^(2), K^(3) stacked, bf16 [96][ld_bf16]
-  std::size_t v = 0;             // V, bf16 [C][ld_bf16]
+  std::size_t q_local = 0;       // Q~ = r . exp(beta_{t-1}) of sub-chunks 1..3, bf16 [48][ld_bf16]
+  std::size_t far_keys = 0;      // K^(I) of the far blocks (2,0) (3,0) (3,1), bf16 [48][ld_bf16]
   std::size_t p = 0;             // the scores, bf16 [C][ld_p] (blocks above the diagonal unused)
-  std::size_t stage = 0;         // each warp's 16 x 16 fp32 tile: fp32 [warps][16][16]
+  std::size_t v = 0;             // = beta: V, bf16 [C][ld_bf16], from (d)
+  std::size_t stage = 0;         // inside beta's region past V: each warp's 16 x 16 fp32 tile, from (d)
   std::size_t bytes = 0;
 };
 
@@ -117,9 +128,9 @@ struct Rwkv6ChunkPlan {
   std::int64_t prefix_blocks_per_head = 0;  // ceil(dim^2 / 2 / threads): one thread per pair of S
   std::int64_t prefix_blocks = 0;           // batch_heads * prefix_blocks_per_head
   std::int64_t output_blocks = 0;           // batch_heads * chunks
-  int ld_bf16 = 0;    // bf16 row stride of K~, V, Q~, R^ and K^
-  int ld_scalar = 0;  // fp32 row stride of r, k and beta in kernel (3)
-  int ld_p = 0;       // bf16 row stride of the scores
+  int ld_bf16 = 0;  // bf16 row stride of r, k, K~, V, Q~, R^ and K^
+  int ld_beta = 0;  // fp32 row stride of beta in kernel (3)
+  int ld_p = 0;     // bf16 row stride of the scores
   Rwkv6ChunkStateLayout state_layout;
   Rwkv6ChunkOutputLayout output_layout;
   // Workspace (as floats, from the cell's allocator): U_c, then the state entering chunk c, bf16
@@ -152,10 +163,6 @@ constexpr int rwkv6_chunk_rows(std::int64_t tokens, std::int64_t chunk) {
   return tokens - chunk * kRwkv6ChunkTokens < kRwkv6ChunkTokens ? static_cast<int>(tokens - chunk * kRwkv6ChunkTokens)
                                                                  : kRwkv6ChunkTokens;
 }
-// The first row of K^(I) (1 <= I < subs) in the stacked boundary keys: 16 (1 + .. + (I - 1)).
-constexpr int rwkv6_chunk_boundary_key_row(int query_sub) {
-  return kRwkv6ChunkSubTokens * query_sub * (query_sub - 1) / 2;
-}
 // The off-diagonal block `block` (0 .. 5) as (I, J): (1,0) (2,0) (2,1) (3,0) (3,1) (3,2).
 struct Rwkv6ChunkBlock {
   int query_sub;  // I
@@ -165,6 +172,18 @@ constexpr Rwkv6ChunkBlock rwkv6_chunk_off_diagonal_block(int block) {
   int query_sub = 1;
   while (query_sub * (query_sub + 1) / 2 <= block) ++query_sub;
   return {query_sub, block - query_sub * (query_sub - 1) / 2};
+}
+// Where kernel (3) keeps the 16 key rows K^(I)_J of the off-diagonal block (I, J): an adjacent block
+// (I = J + 1) over k's own rows of sub-chunk J (each element K^(J+1)_s = k_s exp(T_J - beta_s) is
+// written by the thread that read k_s, after the diagonal scores have read k); a far block in tile
+// (I - 2)(I - 1) / 2 + J of the far-key region: (2,0) 0, (3,0) 1, (3,1) 2.
+struct Rwkv6ChunkKeyTile {
+  bool over_k;  // in the k region (else the far-key region)
+  int row;      // the tile's first row in its region
+};
+constexpr Rwkv6ChunkKeyTile rwkv6_chunk_key_tile(int query_sub, int key_sub) {
+  if (query_sub == key_sub + 1) return {true, kRwkv6ChunkSubTokens * key_sub};
+  return {false, kRwkv6ChunkSubTokens * ((query_sub - 2) * (query_sub - 1) / 2 + key_sub)};
 }
 // Element (bf16) offset of chunk `chunk` of head bh in the workspace's states.
 constexpr std::int64_t rwkv6_chunk_state_offset(const Rwkv6ChunkPlan& plan, std::int64_t bh, std::int64_t chunk) {

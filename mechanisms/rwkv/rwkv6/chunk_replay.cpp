@@ -45,8 +45,8 @@ void rwkv6_chunk_replay(int dim, std::int64_t tokens, const float* r, const floa
                         const float* u, float* state, float* out, Rwkv6ChunkFault fault) {
   const std::size_t D = static_cast<std::size_t>(dim);
   ChunkDecays g{D, std::vector<float>(kC * D), std::vector<float>(kSubs * D)};
-  std::vector<float> rc(kC * D), kc(kC * D), vc(kC * D), k_decayed(kC * D), q_local(kC * D), r_decayed(kC * D);
-  std::vector<float> k_boundary(kRwkv6ChunkBoundaryKeyRows * D), s_in(D * D), p(kC * kC);
+  std::vector<float> rc(kC * D), kc(kC * D), vc(kC * D), k_decayed(kC * D), r_region(kC * D), k_region(kC * D);
+  std::vector<float> q_local(kRwkv6ChunkQueryRows * D), far_keys(kRwkv6ChunkFarKeyRows * D), s_in(D * D), p(kC * kC);
   const bool shifted = fault == Rwkv6ChunkFault::decay_off_by_one;
   for (std::int64_t first = 0; first < tokens; first += kC) {
     const int rows = static_cast<int>(std::min<std::int64_t>(kC, tokens - first));
@@ -74,59 +74,84 @@ void rwkv6_chunk_replay(int dim, std::int64_t tokens, const float* r, const floa
     // Kernel (2): the state entering this chunk, bf16.
     for (std::size_t e = 0; e < D * D; ++e) s_in[e] = bf(state[e]);
 
-    // Kernel (3): Q~, R^, the stacked K^(I), the scores P, then O = P V + R^ S_in.
-    for (int m = 0; m < kC; ++m) {
-      const int J = m / kSub;
-      for (std::size_t c = 0; c < D; ++c) {
-        const float before = g.before(m, c, shifted);
-        q_local[m * D + c] = bf(rc[m * D + c] * std::exp(before));
-        r_decayed[m * D + c] = bf(rc[m * D + c] * std::exp(g.between(c, 0, J) + before));
-        const float sigma = g.to_sub_end(m, c);
-        float mid = 0.0f;  // sum of T over the sub-chunks strictly between J and I
-        for (int I = J + 1; I < kSubs; ++I) {
-          float scaled = kc[m * D + c] * std::exp(sigma + mid);
-          if (fault == Rwkv6ChunkFault::boundary_wrong) scaled = kc[m * D + c] * std::exp(sigma + g.between(c, J + 1, kSubs));
-          if (fault == Rwkv6ChunkFault::between_dropped) scaled = kc[m * D + c] * std::exp(sigma);
-          if (fault == Rwkv6ChunkFault::key_unscaled) scaled = kc[m * D + c];
-          k_boundary[(rwkv6_chunk_boundary_key_row(I) + m) * D + c] = bf(scaled);
-          mid += g.totals[I * D + c];
-        }
-      }
-    }
-    std::fill(p.begin(), p.end(), 0.0f);
-    for (int J = 0; J < kSubs; ++J) {  // diagonal blocks, pair by pair
-      for (int t = J * kSub; t < J * kSub + kSub; ++t) {
-        for (int s = J * kSub; s <= t; ++s) {
-          float a = 0.0f;
-          if (s < t) {
-            for (std::size_t c = 0; c < D; ++c) {
-              a = std::fma(rc[t * D + c] * kc[s * D + c], std::exp(g.before(t, c, shifted) - g.beta[s * D + c]), a);
-            }
-          } else if (fault != Rwkv6ChunkFault::bonus_dropped) {
-            for (std::size_t c = 0; c < D; ++c) a = std::fma(rc[t * D + c] * u[c], kc[t * D + c], a);
+    // Kernel (3), phase by phase on its regions: r_region and k_region hold r and k as loaded (the
+    // values are bf16 already), then R^ and the adjacent blocks' K^ in place; q_local holds Q~ of
+    // sub-chunks 1..3, far_keys the far blocks' K^ (rwkv6_chunk_key_tile).
+    std::copy(rc.begin(), rc.end(), r_region.begin());
+    std::copy(kc.begin(), kc.end(), k_region.begin());
+    const auto elementwise = [&](bool r_in_place, bool queries, bool keys) {  // phase (c), or a part of it
+      for (int m = 0; m < kC; ++m) {
+        const int J = m / kSub;
+        for (std::size_t c = 0; c < D; ++c) {
+          const float before = g.before(m, c, shifted);
+          const float rm = r_region[m * D + c], km = k_region[m * D + c];  // before (c) writes them
+          if (queries && J > 0) q_local[(m - kSub) * D + c] = bf(rm * std::exp(before));
+          if (r_in_place) r_region[m * D + c] = bf(rm * std::exp(g.between(c, 0, J) + before));
+          if (!keys) continue;
+          const float sigma = g.to_sub_end(m, c);
+          float mid = 0.0f;  // sum of T over the sub-chunks strictly between J and I
+          for (int I = J + 1; I < kSubs; ++I) {
+            float scaled = km * std::exp(sigma + mid);
+            if (fault == Rwkv6ChunkFault::boundary_wrong) scaled = km * std::exp(sigma + g.between(c, J + 1, kSubs));
+            if (fault == Rwkv6ChunkFault::between_dropped) scaled = km * std::exp(sigma);
+            if (fault == Rwkv6ChunkFault::key_unscaled) scaled = km;
+            const Rwkv6ChunkKeyTile tile = rwkv6_chunk_key_tile(I, J);
+            (tile.over_k ? k_region : far_keys)[(tile.row + m % kSub) * D + c] = bf(scaled);
+            mid += g.totals[I * D + c];
           }
-          p[t * kC + s] = bf(a);
         }
       }
+    };
+    const auto diagonal = [&] {  // phase (b): the diagonal blocks, pair by pair, from r's and k's regions
+      for (int J = 0; J < kSubs; ++J) {
+        for (int t = J * kSub; t < J * kSub + kSub; ++t) {
+          for (int s = J * kSub; s <= t; ++s) {
+            float a = 0.0f;
+            if (s < t) {
+              for (std::size_t c = 0; c < D; ++c) {
+                a = std::fma(r_region[t * D + c] * k_region[s * D + c],
+                             std::exp(g.before(t, c, shifted) - g.beta[s * D + c]), a);
+              }
+            } else if (fault != Rwkv6ChunkFault::bonus_dropped) {
+              for (std::size_t c = 0; c < D; ++c) a = std::fma(r_region[t * D + c] * u[c], k_region[t * D + c], a);
+            }
+            p[t * kC + s] = bf(a);
+          }
+        }
+      }
+    };
+    std::fill(p.begin(), p.end(), 0.0f);
+    if (fault == Rwkv6ChunkFault::diagonal_after_keys) {
+      elementwise(false, true, true);
+      diagonal();
+      elementwise(true, false, false);
+    } else if (fault == Rwkv6ChunkFault::query_after_r_decayed) {
+      diagonal();
+      elementwise(true, false, true);
+      elementwise(false, true, false);
+    } else {
+      diagonal();
+      elementwise(true, true, true);
     }
-    if (fault != Rwkv6ChunkFault::off_diagonal_dropped) {
+    if (fault != Rwkv6ChunkFault::off_diagonal_dropped) {  // phase (d)
       for (int block = 0; block < kRwkv6ChunkOffDiagonalBlocks; ++block) {
         const auto [I, J] = rwkv6_chunk_off_diagonal_block(block);
-        const float* keys = k_boundary.data() + rwkv6_chunk_boundary_key_row(I) * D;
+        const Rwkv6ChunkKeyTile tile = rwkv6_chunk_key_tile(I, J);
+        const float* keys = (tile.over_k ? k_region : far_keys).data() + tile.row * D;
         for (int t = I * kSub; t < I * kSub + kSub; ++t) {
           for (int s = J * kSub; s < J * kSub + kSub; ++s) {
             float a = 0.0f;
-            for (std::size_t c = 0; c < D; ++c) a += q_local[t * D + c] * keys[s * D + c];
+            for (std::size_t c = 0; c < D; ++c) a += q_local[(t - kSub) * D + c] * keys[(s - J * kSub) * D + c];
             p[t * kC + s] = bf(a);
           }
         }
       }
     }
-    for (int t = 0; t < rows; ++t) {
+    for (int t = 0; t < rows; ++t) {  // phase (e), R^ from r's region
       for (std::size_t j = 0; j < D; ++j) {
         float o = 0.0f;
         for (int s = 0; s <= t; ++s) o += p[t * kC + s] * vc[s * D + j];
-        for (std::size_t i = 0; i < D; ++i) o += r_decayed[t * D + i] * s_in[i * D + j];
+        for (std::size_t i = 0; i < D; ++i) o += r_region[t * D + i] * s_in[i * D + j];
         out[static_cast<std::size_t>(first + t) * D + j] = bf(o);
       }
     }

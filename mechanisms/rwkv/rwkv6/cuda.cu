@@ -25,9 +25,9 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
     rwkv6_scan_kernel(const T* __restrict__ r, const T* __restrict__ k, const T* __restrict__ v,
                       const T* __restrict__ d, const float* __restrict__ u, float* __restrict__ state,
                       T* __restrict__ out, std::int64_t tokens, int dim, std::int64_t heads, int column_blocks,
-                      int token_tile) {
+                      int columns_per_block, int token_tile) {
   extern __shared__ float staged[];  // [token_tile][kRwkv6StagedCount][dim]
-  const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks);
+  const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks, columns_per_block);
   const bool live = at.column < dim;
   float* S = state + at.bh * dim * dim;
   const float* u_row = u + (at.bh % heads) * dim;
@@ -70,7 +70,7 @@ void launch_rwkv6_scan(const RwkvScanPlan& plan, const RwkvParameters& params, c
     rwkv6_scan_kernel<D, kRows><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
         reinterpret_cast<const D*>(x.r), reinterpret_cast<const D*>(x.k), reinterpret_cast<const D*>(x.v),
         reinterpret_cast<const D*>(x.decay), params.u, state, reinterpret_cast<D*>(out), plan.tokens, plan.dim,
-        plan.heads, plan.column_blocks, plan.token_tile);
+        plan.heads, plan.column_blocks, plan.columns_per_block, plan.token_tile);
   });
   check_launch("rwkv6_scan_kernel");
 }

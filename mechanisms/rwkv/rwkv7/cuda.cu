@@ -26,9 +26,9 @@ __global__ void __launch_bounds__(kRwkvCudaThreads, 1)
     rwkv7_scan_kernel(const T* __restrict__ r, const T* __restrict__ k, const T* __restrict__ v,
                       const T* __restrict__ w_raw, const T* __restrict__ kappa, const T* __restrict__ iclr,
                       float* __restrict__ state, T* __restrict__ out, std::int64_t tokens, int dim, int column_blocks,
-                      int token_tile) {
+                      int columns_per_block, int token_tile) {
   extern __shared__ float staged[];  // [token_tile][kRwkv7StagedCount][dim]
-  const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks);
+  const RwkvScanThread at = rwkv_scan_thread(blockIdx.x, threadIdx.x, column_blocks, columns_per_block);
   const bool live = at.column < dim;
   float* H = state + at.bh * dim * dim;
   advance_tokens(at.bh * tokens * dim, r, k, v, w_raw, kappa, iclr, out);  // to this head's first token
@@ -77,7 +77,8 @@ void launch_rwkv7_scan(const RwkvScanPlan& plan, const RwkvParameters&, const Rw
     rwkv7_scan_kernel<D, kRows><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
         reinterpret_cast<const D*>(x.r), reinterpret_cast<const D*>(x.k), reinterpret_cast<const D*>(x.v),
         reinterpret_cast<const D*>(x.decay), reinterpret_cast<const D*>(x.kappa), reinterpret_cast<const D*>(x.iclr),
-        state, reinterpret_cast<D*>(out), plan.tokens, plan.dim, plan.column_blocks, plan.token_tile);
+        state, reinterpret_cast<D*>(out), plan.tokens, plan.dim, plan.column_blocks, plan.columns_per_block,
+        plan.token_tile);
   });
   check_launch("rwkv7_scan_kernel");
 }
