@@ -11,7 +11,8 @@
 #     fused attention side by side, and `conformance --device cuda` for every mechanism with CUDA kernels;
 #   landscape: grouped-query decode (32 query / 8 K/V heads x 128, hand and cuDNN) with sliding_window
 #     at the cells of PyTorch SDPA's bar (issue 40), every mechanism's decode and prefill at B1 L8192 and
-#     bf16 prefill at B16 H8 d64 L8192 (issue 41's cells), and the peers (scripts/device-peers.py: SDPA and flash-linear-attention) timed
+#     bf16 prefill at B16 H8 d64 L8192 (issue 41's cells), the fixed-state decode steps at B16 and RWKV-6's
+#     chunked prefill at d 128, and the peers (scripts/device-peers.py: SDPA and flash-linear-attention) timed
 #     in the same lease, then the table of arch-bench beside them (scripts/gpu-table.py).
 # OUT_DIR gets the log, the preflight, the reports and peers.jsonl: commit it as results/<gpu>-<date>/
 # (scripts/results-summary.sh makes its page). Build dependencies come from .device/debs
@@ -266,6 +267,16 @@ landscape_part() {
     --candidates linear_attention,mamba,mamba2,retnet,gated_deltanet,rwkv4,rwkv6,rwkv7,sliding_window \
     --warmup 2 --repeats 10 --timing cuda_events --run-label "${LABEL}-landscape-prefill-b16" \
     --workload-id arch-landscape-gpu-prefill-b16 --results-dir "$OUT"
+  # Issue 41's decode kernels (one fused step, the state read and written once) at batch 16, and RWKV-6's
+  # chunked prefill at head_dim 128, where its shared memory now allows two output blocks per SM.
+  step "fixed-state decode at batch 16, H 8 x 64, L 8192: retnet, gated_deltanet, rwkv4, rwkv6, rwkv7"
+  check ab run --mode landscape --candidates retnet,gated_deltanet,rwkv4,rwkv6,rwkv7 --device cuda --phase decode \
+    --batch 16 --sequence-lengths 8192 --warmup 10 --repeats 50 --run-label "${LABEL}-fixed-decode-b16" \
+    --workload-id arch-fixed-state-decode-gpu-b16 --results-dir "$OUT"
+  step "rwkv6 chunked prefill at head_dim 128, batch 16, L 8192"
+  check ab run --mode landscape --candidates rwkv6 --device cuda --phase prefill --batch 16 --head-dim 128 \
+    --sequence-lengths 8192 --warmup 3 --repeats 10 --timing cuda_events --run-label "${LABEL}-rwkv6-chunk-d128" \
+    --workload-id arch-rwkv6-chunk-gpu-d128 --results-dir "$OUT"
   [ "$PLAN" = 1 ] && return
   step "peers in the same lease (scripts/device-peers.py --quick: PyTorch SDPA, flash-linear-attention)"
   LIMIT=300 check bash -c "python3 '$ROOT/scripts/device-peers.py' --quick > '$OUT/peers.jsonl'"
