@@ -5,7 +5,8 @@
 // step, the fp32 prefix over chunks, the output rounded to bf16) against the fp64 reference, over
 // head widths, feature counts, lengths and both feature maps, with a carried state; and the
 // must-fail variants (W rounded to bf16 once, the causal mask dropped, the state entering each chunk
-// dropped), which the checks must catch.
+// dropped, the state's operands or the stored phi(k) as bf16 hi alone, the inter-chunk terms left
+// relative to the wrong M), which the checks must catch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -218,6 +219,57 @@ TEST(PerformerTensorCoreReplay, StateHighPartAloneMissesTheStateBoundByThreeTime
                 split_state, high_state, split_outputs, high_outputs);
     EXPECT_LT(split_state, kStateBound) << label(p);
     EXPECT_GT(high_state, 3 * kStateBound) << label(p);
+  }
+}
+
+// The must-fail variant of the stored key features: phi(k) kept as bf16 hi alone (stage 3 without
+// the lo plane stage 1 writes). Stage 5 reads hi alone anyway, so the outputs do not move (recorded,
+// not asserted); the chunk states, and so the state left behind, take 2^-9 per term. With trig
+// features (signed, a state of cancelling terms) that misses the 1e-4 which hi + lo meets by 3x
+// and more (2.1e-3 against 5e-6); favor+'s positive features average it down to ~8e-5, inside the
+// bound but ~10x hi + lo's, too close to it to rest on (recorded, and held to 5x hi + lo's).
+TEST(PerformerTensorCoreReplay, KeyFeaturesHighPlaneAloneMissesTheStateBoundByThreeTimes) {
+  constexpr double kStateBound = 1e-4;
+  for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+    const Problem p = make_problem(64, 256, kind, 300);
+    PerformerReplayState split = performer_replay_empty_state(p.shape), high = split;
+    const double split_outputs = output_error(p, replay_all(p, split, PerformerReplayFault::none), p.inputs.tokens);
+    const double high_outputs =
+        output_error(p, replay_all(p, high, PerformerReplayFault::key_features_high_only), p.inputs.tokens);
+    const double split_state = state_error(p, split), high_state = state_error(p, high);
+    std::printf("[ replay   ] %-28s state: phi(k) hi + lo %.2e, hi alone %.2e (outputs %.2e, %.2e)\n",
+                label(p).c_str(), split_state, high_state, split_outputs, high_outputs);
+    EXPECT_LT(split_state, kStateBound) << label(p);
+    EXPECT_EQ(high_outputs, split_outputs) << label(p);  // stage 5 never reads the lo plane
+    if (kind == PerformerFeatures::trig) {
+      EXPECT_GT(high_state, 3 * kStateBound) << label(p);
+    } else {
+      EXPECT_GT(high_state, 5 * split_state) << label(p);
+    }
+  }
+}
+
+// The must-fail variant of stage 5's order: phi(q) S_in and phi(q) . z_in are products of the
+// stored bf16 phi(q), brought from the M the state enters with to each row's M_r afterwards in
+// fp32. Leaving them at M_in weights the chunks before against this chunk's keys by e^(M_r - M_in)
+// too much wherever M rose since, which favor+'s outputs must show by 3x the tolerance (its
+// log-scales max p - |k~|^2/2 move M by whole units). Trig's log-scales |k~|^2/2 at the tests'
+// qk_scale 0.3 barely move M after the first keys, so its fault stays near the tolerance (recorded;
+// asserted only to be worse than the faithful replay).
+TEST(PerformerTensorCoreReplay, InterChunkTermsNeedTheRowScale) {
+  for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+    const Problem p = make_problem(64, 256, kind, 300);
+    PerformerReplayState good = performer_replay_empty_state(p.shape), bad = good;
+    const double with = output_error(p, replay_all(p, good, PerformerReplayFault::none), p.inputs.tokens);
+    const double without = output_error(p, replay_all(p, bad, PerformerReplayFault::no_row_scale), p.inputs.tokens);
+    std::printf("[ replay   ] %-28s outputs %.2e; inter-chunk terms left at M_in %.2e\n", label(p).c_str(), with,
+                without);
+    EXPECT_LT(with, kTolerance) << label(p);
+    if (kind == PerformerFeatures::favor_plus) {
+      EXPECT_GT(without, 3 * kTolerance) << label(p);
+    } else {
+      EXPECT_GT(without, 2 * with) << label(p);
+    }
   }
 }
 

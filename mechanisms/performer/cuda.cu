@@ -466,10 +466,14 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   float* chunk_states = workspace + w.chunk_states;
   float* chunk_sums = workspace + w.chunk_sums;
   const D* v_d = reinterpret_cast<const D*>(v);
+  // The tensor-core path's features are bf16 planes in the same workspace (PerformerPrefillWorkspace).
+  [[maybe_unused]] bf16* query_bf16 = reinterpret_cast<bf16*>(query_features);
+  [[maybe_unused]] bf16* key_high = reinterpret_cast<bf16*>(key_features);
+  [[maybe_unused]] bf16* key_low = reinterpret_cast<bf16*>(workspace + w.key_features_low);
   if constexpr (std::is_same_v<T, bf16>) {
     if (tensor_core) {
-      launch_performer_tensor_core_features(plan.tensor_core, plan.batch_heads, split_projection, q, k, query_features,
-                                            key_features, key_scale, stream);
+      launch_performer_tensor_core_features(plan.tensor_core, plan.batch_heads, split_projection, q, k, query_bf16,
+                                            key_high, key_low, key_scale, stream);
     }
   }
   if (!tensor_core) {
@@ -485,8 +489,8 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   bool chunks_done = false;  // stages 3 and 5 on tensor cores (bf16 only)
   if constexpr (std::is_same_v<T, bf16>) {
     if (tensor_core) {
-      launch_performer_tensor_core_chunk_states(plan, key_features, key_scale, row_max, v, chunk_states, chunk_sums,
-                                                stream);
+      launch_performer_tensor_core_chunk_states(plan, key_high, key_low, key_scale, row_max, v, chunk_states,
+                                                chunk_sums, stream);
       chunks_done = true;
     }
   }
@@ -503,8 +507,8 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   check_launch("performer_chunk_prefix_kernel");
   if constexpr (std::is_same_v<T, bf16>) {
     if (tensor_core) {
-      launch_performer_tensor_core_chunk_outputs(plan, query_features, key_features, key_scale, row_max, carried_max,
-                                                 v, chunk_states, chunk_sums, workspace + w.denominators, out, stream);
+      launch_performer_tensor_core_chunk_outputs(plan, query_bf16, key_high, key_scale, row_max, carried_max, v,
+                                                 chunk_states, chunk_sums, workspace + w.denominators, out, stream);
       return;
     }
   }

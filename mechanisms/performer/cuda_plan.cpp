@@ -78,7 +78,6 @@ PerformerTensorCoreOutputLayout performer_tensor_core_output_layout() {
   PerformerTensorCoreOutputLayout at;
   std::size_t end = 0;
   at.q = place_shared_region(end, step_tile);
-  at.q_scaled = place_shared_region(end, step_tile);
   at.k = place_shared_region(end, step_tile);
   at.s = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
   at.s_low = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
@@ -127,8 +126,16 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   const std::int64_t features = checked_product(bh, tokens, m);
   const std::int64_t per_token = checked_mul(bh, tokens);
   w.query_features = 0;
-  w.key_features = features;
-  w.key_scale = checked_add(w.key_features, features);
+  if (prefill_path == PerformerPrefillPath::tensor_core_bf16) {
+    // bf16 planes: two elements a float, each plane rounded up to 16 bytes (4 floats).
+    const std::int64_t plane = ceil_div(features, 8) * 4;
+    w.key_features = plane;
+    w.key_features_low = checked_add(w.key_features, plane);
+    w.key_scale = checked_add(w.key_features_low, plane);
+  } else {
+    w.key_features = features;
+    w.key_scale = checked_add(w.key_features, features);
+  }
   w.row_max = checked_add(w.key_scale, per_token);
   w.carried_max = checked_add(w.row_max, per_token);
   w.chunk_states = checked_add(w.carried_max, bh);

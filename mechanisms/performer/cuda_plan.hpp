@@ -43,10 +43,15 @@ struct PerformerDecodePlan {
   std::size_t shared_bytes = 0;
 };
 
-// Where each part of the prefill workspace starts (floats from its base). All fp32.
+// Where each part of the prefill workspace starts (floats from its base). fp32, except the features
+// on the tensor-core path, which are stored in the precision their readers take them in (bf16, two
+// bytes an element, each plane a whole number of 16-byte units): phi(q) rounded once (stage 5 rounds
+// it so anyway), phi(k) as bf16 hi at key_features (what stage 5 reads) and lo at key_features_low
+// (stage 3 reads hi + lo: the chunk states need phi(k) to ~2^-17, see PerformerPrefillPath).
 struct PerformerPrefillWorkspace {
   std::int64_t query_features = 0;  // [bh, tokens, m]   stabilised features of the queries
-  std::int64_t key_features = 0;    // [bh, tokens, m]   ... and of the keys
+  std::int64_t key_features = 0;    // [bh, tokens, m]   ... and of the keys (tensor cores: bf16 hi)
+  std::int64_t key_features_low = 0;  // [bh, tokens, m] bf16 lo of the keys' (tensor cores only; else 0)
   std::int64_t key_scale = 0;       // [bh, tokens]      c_j, each key's log-scale
   std::int64_t row_max = 0;         // [bh, tokens]      M at each token (prefix max, from the carried M)
   std::int64_t carried_max = 0;     // [bh]              M before the prefill (the state's reference)
@@ -135,12 +140,14 @@ struct PerformerTensorCoreStateLayout {
   std::size_t bytes = 0;
 };
 // Stage 5: block = (head, chunk, 64 value columns). The loop over the m features in steps of 32
-// stages phi(Q), phi(Q) e^(M_in - M_r), phi(K) and the entering S; warp w accumulates the score
-// tiles and output tiles w and w + 8 (row tile = tile / 4) in registers across the whole loop.
-// After it the scores go to `a` (over the loop's regions), the weighted masked scores to `p`, and
-// the output tiles, after P V, back to `a` for the epilogue's division.
+// stages phi(Q), phi(K) (both bf16 as stage 1 stored them) and the entering S; warp w accumulates
+// the score tiles and output tiles w and w + 8 (row tile = tile / 4) in registers across the whole
+// loop, the output tiles holding phi(Q) S_in. After it the scores go to `a` (over the loop's
+// regions), the weighted masked scores to `p`; each warp then passes its output tiles through `a`
+// once to weight their rows by e^(M_in - M_r) in fp32, adds P V, and stores them back to `a` for
+// the epilogue's division.
 struct PerformerTensorCoreOutputLayout {
-  std::size_t q = 0, q_scaled = 0, k = 0;  // bf16 [64][kPerformerStepLd]
+  std::size_t q = 0, k = 0;  // bf16 [64][kPerformerStepLd]
   std::size_t s = 0;      // S entering the chunk as bf16 hi [32][kPerformerBf16Ld]
   std::size_t s_low = 0;  // ... and lo, likewise
   std::size_t loop_end = 0;

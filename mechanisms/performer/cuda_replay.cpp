@@ -90,11 +90,12 @@ constexpr std::int64_t kC = kPerformerChunk;
 // The next fp32 accumulator of an mma chain: the step's exact products summed in fp64, added once.
 float mma_step(float acc, double step) { return static_cast<float>(acc + step); }
 
-// One head's tokens as the kernels lay them out in the workspace: the fp32 features, the keys'
-// log-scales c and the running max M at every token.
+// One head's tokens as the kernels lay them out in the workspace: the features as stage 1 stores
+// them (phi(q) bf16, phi(k) as bf16 hi + lo), the keys' log-scales c and the running max M at every
+// token (fp32).
 struct HeadFeatures {
-  std::vector<float> query, key;  // [tokens][m]
-  std::vector<float> scale, max;  // [tokens]
+  std::vector<float> query, key_high, key_low;  // [tokens][m], each value a bf16
+  std::vector<float> scale, max;                // [tokens]
 };
 
 HeadFeatures replay_features(const PerformerShape& shape, std::int64_t tokens, const PerformerSplitProjection& w,
@@ -102,13 +103,23 @@ HeadFeatures replay_features(const PerformerShape& shape, std::int64_t tokens, c
   const std::int64_t m = shape.features, dk = shape.dk;
   HeadFeatures h;
   h.query.resize(static_cast<std::size_t>(tokens * m));
-  h.key.resize(h.query.size());
+  h.key_high.resize(h.query.size());
+  h.key_low.resize(h.query.size());
   h.scale.resize(static_cast<std::size_t>(tokens));
   h.max.resize(h.scale.size());
   float running = carried_max;
+  std::vector<float> key(static_cast<std::size_t>(m));
   for (std::int64_t t = 0; t < tokens; ++t) {
-    replay_performer_tensor_core_token(shape, w, q + t * dk, h.query.data() + t * m, fault);
-    const float c = replay_performer_tensor_core_token(shape, w, k + t * dk, h.key.data() + t * m, fault);
+    float* query = h.query.data() + t * m;
+    replay_performer_tensor_core_token(shape, w, q + t * dk, query, fault);
+    for (std::int64_t i = 0; i < m; ++i) query[i] = to_bf16(query[i]);
+    const float c = replay_performer_tensor_core_token(shape, w, k + t * dk, key.data(), fault);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float high = to_bf16(key[static_cast<std::size_t>(i)]);
+      h.key_high[static_cast<std::size_t>(t * m + i)] = high;
+      h.key_low[static_cast<std::size_t>(t * m + i)] =
+          fault == PerformerReplayFault::key_features_high_only ? 0.0f : to_bf16(key[static_cast<std::size_t>(i)] - high);
+    }
     h.scale[static_cast<std::size_t>(t)] = c;
     running = std::max(running, c);  // -inf before the first key
     h.max[static_cast<std::size_t>(t)] = running;
@@ -133,7 +144,8 @@ void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t firs
   for (int r = 0; r < rows; ++r) {
     const float weight = std::exp(h.scale[static_cast<std::size_t>(first + r)] - end_max);
     for (std::int64_t i = 0; i < m; ++i) {
-      keys[static_cast<std::size_t>(r * m + i)] = split_bf16(weight * h.key[static_cast<std::size_t>((first + r) * m + i)], fault);
+      const std::size_t at = static_cast<std::size_t>((first + r) * m + i);
+      keys[static_cast<std::size_t>(r * m + i)] = split_bf16(weight * (h.key_high[at] + h.key_low[at]), fault);
     }
   }
   for (std::int64_t i = 0; i < m; ++i) {
@@ -167,16 +179,9 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
   const bool inter = fault != PerformerReplayFault::no_carried_state;
   const bool causal = fault != PerformerReplayFault::no_causal_mask;
   const auto at = [m](std::int64_t r, std::int64_t i) { return static_cast<std::size_t>(r * m + i); };
-  std::vector<float> q(static_cast<std::size_t>(rows * m)), scaled(q.size()), k(q.size());
-  for (int r = 0; r < rows; ++r) {
-    const float row_scale = std::exp(entering_max - h.max[static_cast<std::size_t>(first + r)]);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float f = h.query[at(first + r, i)];
-      q[at(r, i)] = to_bf16(f);
-      scaled[at(r, i)] = to_bf16(f * row_scale);
-      k[at(r, i)] = to_bf16(h.key[at(first + r, i)]);
-    }
-  }
+  // phi(q) and phi(k) hi as stored (bf16): both products and the denominator take them as they are.
+  const float* q = h.query.data() + first * m;
+  const float* k = h.key_high.data() + first * m;
   std::vector<Split> s(static_cast<std::size_t>(m * dv));
   for (std::size_t e = 0; e < s.size(); ++e) s[e] = split_bf16(s_in[e], fault);
   std::vector<float> p(static_cast<std::size_t>(rows * kC), 0.0f);
@@ -195,10 +200,15 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
     }
   }
   for (int r = 0; r < rows; ++r) {
+    // The inter-chunk terms are brought from M_in to M_r after their products, in fp32.
+    const float row_scale = fault == PerformerReplayFault::no_row_scale
+                                ? 1.0f
+                                : std::exp(entering_max - h.max[static_cast<std::size_t>(first + r)]);
     float denominator = 0.0f;
     if (inter) {
-      for (std::int64_t i = 0; i < m; ++i) denominator = std::fmaf(scaled[at(r, i)], z_in[i], denominator);
+      for (std::int64_t i = 0; i < m; ++i) denominator = std::fmaf(q[at(r, i)], z_in[i], denominator);
     }
+    denominator *= row_scale;
     for (int t = 0; t < kC; ++t) denominator += p[static_cast<std::size_t>(r * kC + t)];
     // Row tile r / 16 sums P V over key tiles up to its own (all of them without the mask).
     const int key_end = causal ? (r / kF + 1) * kF : rows;
@@ -208,11 +218,12 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
         double high = 0.0, low = 0.0;
         for (std::int64_t i = i0; i < std::min<std::int64_t>(i0 + kF, m); ++i) {
           const Split& state = s[static_cast<std::size_t>(i * dv + j)];
-          high += static_cast<double>(scaled[at(r, i)]) * state.high;
-          low += static_cast<double>(scaled[at(r, i)]) * state.low;
+          high += static_cast<double>(q[at(r, i)]) * state.high;
+          low += static_cast<double>(q[at(r, i)]) * state.low;
         }
         acc = mma_step(mma_step(acc, high), low);
       }
+      acc *= row_scale;
       for (int t0 = 0; t0 < std::min(key_end, rows); t0 += kF) {
         double step = 0.0;
         for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
