@@ -76,11 +76,16 @@ struct PerformerPrefillWorkspace {
 // error doubles, the state left behind misses 1e-4 by 8-26x). As hi + lo they are held to ~2^-17,
 // so the state carried across chunks keeps fp32's precision where it matters. The rest is rounded
 // to bf16 once, a relative 2^-9 per element that averages over the features and the chunk's
-// tokens: phi(q) and phi(k) of the scores, phi(q) e^(M_in - M_r) of the inter-chunk term, and the
-// weighted masked scores P. Every sum is fp32 (the accumulators, the key sums z as the sum of
-// hi + lo, each row's denominator), and numerator and denominator take the same rounded queries and
-// the same P, so those roundings move a row's weights, not their balance. fp32 storage keeps the
-// SIMT kernels throughout (1e-4 needs fp32 products).
+// tokens: phi(q) (of the scores and of the inter-chunk term, whose product is then weighted by
+// e^(M_in - M_r) in fp32), phi(k) of the scores, and the weighted masked scores P. Every sum is
+// fp32 (the accumulators, the key sums z as the sum of hi + lo, each row's denominator), and
+// numerator and denominator take the same rounded queries and the same P, so those roundings move
+// a row's weights, not their balance. Stage 1 stores the features in exactly those precisions
+// (PerformerPrefillWorkspace): phi(q) bf16, phi(k) as bf16 hi (the scores) + lo (with hi, the
+// chunk states' K~), 6 bytes a feature of a token instead of fp32's 8 and stage 5 reading 4
+// instead of 8; the stabilisers and log-scales that stages 2-5 read (chunk maxima included) are
+// fp32 from stage 1's fp32 projections. fp32 storage keeps the SIMT kernels throughout (1e-4
+// needs fp32 products).
 enum class PerformerPrefillPath { simt, tensor_core_bf16 };
 
 // Tokens of one block of the tensor-core feature kernel (four 16-row wmma tiles), and its warps.

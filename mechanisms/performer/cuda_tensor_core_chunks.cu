@@ -42,8 +42,9 @@ __device__ __forceinline__ int warp_column_tile(int warp) { return performer_ten
 __device__ __forceinline__ __nv_bfloat16 bf16_zero() { return __float2bfloat16_rn(0.0f); }
 
 // Stage 3: U_c on the 64 x 64 tile (key_tile, value_tile) of S into chunk_states (fp32, for stage
-// 4), and (value tile 0) the column sums of K~ (hi + lo) into chunk_sums.
-__global__ void __launch_bounds__(kPerformerCudaThreads)
+// 4), and (value tile 0) the column sums of K~ (hi + lo) into chunk_sums. Bounded to 5 blocks per
+// SM (48 registers): unbounded, ptxas took 58 (4 blocks) for the phi(k) hi + lo loads.
+__global__ void __launch_bounds__(kPerformerCudaThreads, 5)
     performer_tensor_core_state_kernel(PerformerTensorCoreStateLayout layout, const __nv_bfloat16* __restrict__ key_high,
                                        const __nv_bfloat16* __restrict__ key_low,
                                        const float* __restrict__ key_scale, const float* __restrict__ row_max,
