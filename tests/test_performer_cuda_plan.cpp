@@ -313,13 +313,33 @@ TEST(PerformerCudaPlan, TensorCoreChunkLayoutsAreAlignedDisjointAndFit) {
   EXPECT_EQ(plan.tensor_core_output.bytes, out.bytes);
   EXPECT_EQ(plan.state_blocks, 3 * 5 * 4 * 1);
   EXPECT_EQ(plan.output_blocks, 3 * 5 * 1);
+  // Stages 3 + 4 in one pass: one block per (head, key tile, value tile), each walking every chunk.
+  EXPECT_EQ(plan.state_scan_blocks, 3 * 4 * 1);
+  EXPECT_EQ(plan_performer_prefill(shape(3, 64, 256), 300).state_scan_blocks, 0);  // SIMT: stages 3 and 4
+  for (const std::int64_t dv : {16, 64, 200}) {
+    for (const std::int64_t m : {17, 64, 256}) {
+      const PerformerPrefillPlan p =
+          plan_performer_prefill({2, 40, dv, m, PerformerFeatures::favor_plus}, 130, PerformerPrefillPath::tensor_core_bf16);
+      ASSERT_EQ(p.state_scan_blocks, 2 * p.key_tiles * p.value_tiles);
+      std::vector<int> touched(static_cast<std::size_t>(p.state_scan_blocks), 0);
+      for (std::int64_t block = 0; block < p.state_scan_blocks; ++block) {
+        const ChunkTile t = performer_state_scan_block(block, p.key_tiles, p.value_tiles);
+        ASSERT_EQ(t.chunk, 0);
+        ASSERT_LT(t.bh, 2);
+        ASSERT_LT(t.key_tile, p.key_tiles);
+        ASSERT_LT(t.value_tile, p.value_tiles);
+        ++touched[static_cast<std::size_t>((t.bh * p.key_tiles + t.key_tile) * p.value_tiles + t.value_tile)];
+      }
+      EXPECT_TRUE(all_once(touched)) << m << " " << dv;
+    }
+  }
 }
 
 TEST(PerformerCudaPlan, Bf16PrefillCellsRunOnTensorCores) {
   Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
   EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::tensor_core_bf16);
   EXPECT_EQ(performer_gpu_kernel_name(cell),
-            "prefill wmma_bf16: features (W hi+lo), chunk states, outputs; simt: row max, chunk prefix");
+            "prefill wmma_bf16: features (W hi+lo), chunk states and their prefix, outputs; simt: row max");
   // The tensor-core cell holds its own workspace (bf16 feature planes: 3 x 2 bytes a feature of a
   // token instead of 2 x 4) and W_hi and W_lo.
   const std::int64_t simt = plan_performer_prefill(shape(8, 64, 256), 1024).workspace_bytes();

@@ -6,7 +6,8 @@
 // head widths, feature counts, lengths and both feature maps, with a carried state; and the
 // must-fail variants (W rounded to bf16 once, the causal mask dropped, the state entering each chunk
 // dropped, the state's operands or the stored phi(k) as bf16 hi alone, the inter-chunk terms left
-// relative to the wrong M), which the checks must catch.
+// relative to the wrong M, the state scan writing a chunk's entering state late or in bf16), which
+// the checks must catch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -137,7 +138,8 @@ TEST(PerformerTensorCoreReplay, SplitProjectionHoldsWToSeventeenBits) {
   EXPECT_GT(high, std::ldexp(1.0, -10));  // W_hi alone: bf16's 2^-9 (half an ulp of 8 bits)
 }
 
-// The accuracy grid: dk 16..128, m 16..256 (odd, and not a multiple of 16), L 1..300, both maps.
+// The accuracy grid: dk 16..128, m 16..256 (odd, and not a multiple of 16), L 1..1000 (16 chunks
+// through the state scan), both maps.
 TEST(PerformerTensorCoreReplay, FeaturesAndOutputsMeetTheBf16ToleranceAgainstFp64) {
   struct Case {
     std::int64_t dk, m, tokens;
@@ -146,7 +148,8 @@ TEST(PerformerTensorCoreReplay, FeaturesAndOutputsMeetTheBf16ToleranceAgainstFp6
   const PerformerFeatures favor = PerformerFeatures::favor_plus, trig = PerformerFeatures::trig;
   for (const Case c : {Case{16, 16, 1, favor}, Case{16, 256, 65, trig}, Case{48, 100, 63, favor},
                        Case{64, 256, 300, favor}, Case{64, 256, 300, trig}, Case{100, 30, 64, trig},
-                       Case{128, 256, 130, favor}, Case{128, 128, 200, trig}, Case{32, 17, 90, favor}}) {
+                       Case{128, 256, 130, favor}, Case{128, 128, 200, trig}, Case{32, 17, 90, favor},
+                       Case{64, 128, 1000, favor}, Case{64, 128, 1000, trig}}) {
     const Problem p = make_problem(c.dk, c.m, c.kind, c.tokens);
     const double features = feature_error(p, PerformerReplayFault::none);
     EXPECT_LT(features, kTolerance / 10) << label(p);  // ~2^-17 |x| |W| per projection
@@ -270,6 +273,31 @@ TEST(PerformerTensorCoreReplay, InterChunkTermsNeedTheRowScale) {
     } else {
       EXPECT_GT(without, 2 * with) << label(p);
     }
+  }
+}
+
+// The must-fail variants of the state scan (stages 3 and 4 in one pass): the state entering a chunk
+// written after the chunk's own keys were added (stage 5 then counts them twice: outputs off by 3x
+// the tolerance and more), and the state entering each chunk stored and carried as bf16 (what bf16
+// per-chunk states would do: the state left behind misses 1e-4 by 3x; the outputs recorded).
+TEST(PerformerTensorCoreReplay, StateScanWritesTheEnteringStateInFp32) {
+  constexpr double kStateBound = 1e-4;
+  for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+    const Problem p = make_problem(64, 256, kind, 300);
+    PerformerReplayState good = performer_replay_empty_state(p.shape), late = good, rounded = good;
+    const double outputs = output_error(p, replay_all(p, good, PerformerReplayFault::none), p.inputs.tokens);
+    const double late_outputs =
+        output_error(p, replay_all(p, late, PerformerReplayFault::state_written_after_update), p.inputs.tokens);
+    const double rounded_outputs =
+        output_error(p, replay_all(p, rounded, PerformerReplayFault::chunk_states_bf16), p.inputs.tokens);
+    const double state = state_error(p, good), rounded_state = state_error(p, rounded);
+    std::printf("[ replay   ] %-28s outputs %.2e, S_in written late %.2e; state %.2e, chunk states bf16 %.2e "
+                "(outputs %.2e)\n",
+                label(p).c_str(), outputs, late_outputs, state, rounded_state, rounded_outputs);
+    EXPECT_LT(outputs, kTolerance) << label(p);
+    EXPECT_LT(state, kStateBound) << label(p);
+    EXPECT_GT(late_outputs, 3 * kTolerance) << label(p);
+    EXPECT_GT(rounded_state, 3 * kStateBound) << label(p);
   }
 }
 

@@ -119,6 +119,7 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   if (prefill_path == PerformerPrefillPath::tensor_core_bf16) {
     plan.tensor_core = plan_performer_tensor_core_features(shape, tokens);
     plan.tensor_core_state = performer_tensor_core_state_layout();
+    plan.state_scan_blocks = checked_product(bh, plan.key_tiles, plan.value_tiles);
     plan.tensor_core_output = performer_tensor_core_output_layout();
   }
   // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).

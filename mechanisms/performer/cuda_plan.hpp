@@ -55,15 +55,20 @@ struct PerformerPrefillWorkspace {
   std::int64_t key_scale = 0;       // [bh, tokens]      c_j, each key's log-scale
   std::int64_t row_max = 0;         // [bh, tokens]      M at each token (prefix max, from the carried M)
   std::int64_t carried_max = 0;     // [bh]              M before the prefill (the state's reference)
-  std::int64_t chunk_states = 0;    // [bh, chunks, m, dv] U_c, then S entering each chunk
+  std::int64_t chunk_states = 0;    // [bh, chunks, m, dv] U_c, then S entering each chunk (tensor
+                                    // cores: S entering each chunk, written once)
   std::int64_t chunk_sums = 0;      // [bh, chunks, m]     likewise for z
   std::int64_t denominators = 0;    // [bh, tokens]      phi(q).z of every row (nonpositive counts)
   std::int64_t floats = 0;          // total
 };
 
-// Which kernels compute the prefill. The bf16 prefill runs stages 1, 3 and 5 on tensor cores (wmma
-// bf16 16 x 16 x 16, fp32 accumulators); stages 2 and 4 (the running max, the prefix over chunks)
-// stay the SIMT kernels on both paths, so the state carried across chunks is fp32 throughout.
+// Which kernels compute the prefill. The bf16 prefill runs stages 1, 3 + 4 and 5 on tensor cores
+// (wmma bf16 16 x 16 x 16, fp32 accumulators); stage 2 (the running max) stays the SIMT kernel on
+// both paths. Stages 3 and 4 are one pass there (performer_tensor_core_state_scan_kernel): per
+// (head, 64 x 64 tile of S) a block walks the chunks in order with the running state in fp32
+// accumulators, writes the state entering each chunk once, then weights it to the chunk's last M
+// and adds the chunk's K~^T V_c on tensor cores; U_c is never stored and no prefix rereads it. The
+// state carried across chunks is fp32 throughout.
 // Stage 1 (cuda_tensor_core.cu) projects [64 tokens x dk] x [dk x projection_rows] per block. x is
 // exactly bf16 there, but W rounded to bf16 would put 2^-9 relative on every term, and a feature
 // exp(p - stabiliser) turns an absolute error in p into the same relative error (1-3% at dk 64, too
@@ -134,8 +139,10 @@ inline constexpr int kPerformerTensorCoreStep = 32;  // features per step of the
 inline constexpr int kPerformerBf16Ld = kChunkTile + 8;                       // [.][64] bf16 tiles
 inline constexpr int kPerformerStepLd = kPerformerTensorCoreStep + 8;         // [64][32] bf16 tiles
 inline constexpr int kPerformerFloatLd = kChunkTile + 4;                      // [64][64] fp32 tiles
-// Stage 3: block = (head, chunk, 64 features, 64 value columns); warp w computes the 16 x 16 tiles
-// w and w + 8 of U_c = K~^T V_c (row tile = tile / 4), each through its fp32 staging tile.
+// Stages 3 + 4: block = (head, 64 features, 64 value columns), performer_state_scan_block; warp w
+// holds the 16 x 16 tiles w and w + 8 of the running state (row tile = tile / 4) in its
+// accumulators and moves them to and from global memory through its fp32 staging tile; per chunk
+// the block stages K~ (hi, lo) and V_c here.
 struct PerformerTensorCoreStateLayout {
   std::size_t k = 0;        // K~ = e^(c_j - M_end) phi(k_j) as bf16 hi [64 tokens][kPerformerBf16Ld]
   std::size_t k_low = 0;    // ... and lo, likewise
@@ -175,6 +182,11 @@ constexpr PerformerWarpTile performer_tensor_core_warp_tile(int warp, int x) {
 static_assert(2 * kPerformerTensorCoreWarps * kPerformerTensorCoreFragment * kPerformerTensorCoreFragment ==
                   kChunkTile * kChunkTile,
               "each warp takes two of the 16 tiles of a 64 x 64 block");
+// The tensor-core state scan's block: (head, key tile, value tile), value tile fastest, as
+// chunk_state_block orders them for one chunk (the block sets `chunk` as it walks them).
+constexpr ChunkTile performer_state_scan_block(std::int64_t block, std::int64_t key_tiles, std::int64_t value_tiles) {
+  return chunk_state_block(block, 1, key_tiles, value_tiles);
+}
 PerformerTensorCoreStateLayout performer_tensor_core_state_layout();
 PerformerTensorCoreOutputLayout performer_tensor_core_output_layout();
 
@@ -186,10 +198,11 @@ PerformerTensorCoreOutputLayout performer_tensor_core_output_layout();
 //     (and the key sums), relative to the chunk's last M;
 //  4. chunk_prefix: per (bh, element of S or z), the exclusive scan over chunks
 //     S_in(c + 1) = S_in(c) exp(M_in(c) - M_end(c)) + U_c from the carried state, in place; the
-//     total goes back to the state (relative to the final M, which stage 2 wrote);
+//     total goes back to the state (relative to the final M, which stage 2 wrote) (on tensor
+//     cores 3 and 4 are one pass per (bh, 64 x 64 tile of S) over the chunks: PerformerPrefillPath);
 //  5. chunk_output: per (bh, chunk, 64-column tile of dv), o_r = [f(q_r) S_in e^(M_in - M_r) +
 //     sum_{j<=r} f(q_r).f(k_j) e^(c_j - M_r) v_j] / [the same with z and 1].
-// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv; stages 1, 3 and 5 on
+// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv; stages 1, 3 + 4 and 5 on
 // tensor cores for bf16 (PerformerPrefillPath).
 struct PerformerPrefillPlan : ChunkwiseGrid {
   std::int64_t batch_heads = 0;
@@ -208,7 +221,8 @@ struct PerformerPrefillPlan : ChunkwiseGrid {
   std::size_t output_shared_bytes = 0;
   PerformerPrefillPath prefill_path = PerformerPrefillPath::simt;
   PerformerTensorCoreFeaturePlan tensor_core;  // stage 1 when prefill_path is tensor_core_bf16
-  PerformerTensorCoreStateLayout tensor_core_state;    // stage 3 likewise
+  PerformerTensorCoreStateLayout tensor_core_state;    // stages 3 + 4 likewise
+  std::int64_t state_scan_blocks = 0;  // ... their blocks: batch_heads * key_tiles * value_tiles
   PerformerTensorCoreOutputLayout tensor_core_output;  // stage 5 likewise
   PerformerPrefillWorkspace workspace;
   std::int64_t workspace_bytes() const;  // checked: throws SizeOverflow rather than wrapping
@@ -260,7 +274,7 @@ PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell);
 // What a CUDA cell records as `gpu_kernel` (mechanisms/gpu_kernel_name.hpp): "prefill simt",
 // kPerformerTensorCoreKernelName or "decode simt".
 inline constexpr const char* kPerformerTensorCoreKernelName =
-    "prefill wmma_bf16: features (W hi+lo), chunk states, outputs; simt: row max, chunk prefix";
+    "prefill wmma_bf16: features (W hi+lo), chunk states and their prefix, outputs; simt: row max";
 std::string performer_gpu_kernel_name(const Cell& cell);
 
 // Device bytes a CUDA cell holds beyond inputs, outputs, W and (S, z, M): the prefill's workspace

@@ -136,9 +136,12 @@ Split split_bf16(float x, PerformerReplayFault fault) {
   return {high, fault == PerformerReplayFault::state_high_part_only ? 0.0f : to_bf16(x - high)};
 }
 
-// Stage 3 of one chunk: U_c [m][dv] and z_c [m].
-void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
-                        std::int64_t dv, PerformerReplayFault fault, float* u, float* z) {
+// Stages 3 + 4 of one chunk, as the state-scan kernel folds it into the running (S, z) (relative to
+// M_in, brought to M_end by `carry`): S = S carry in fp32, then + K~_hi^T V_c + K~_lo^T V_c one
+// 16-token step at a time (hi then lo) into the same fp32 accumulator; z = fmaf(z, carry, z_c) with
+// z_c the fp32 sum of K~ hi + lo in token order.
+void replay_chunk_state_scan(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
+                             std::int64_t dv, float carry, PerformerReplayFault fault, float* s, float* z) {
   const float end_max = h.max[static_cast<std::size_t>(first + rows - 1)];
   std::vector<Split> keys(static_cast<std::size_t>(rows * m));  // K~ = e^(c_j - M_end) phi(k_j), hi + lo
   for (int r = 0; r < rows; ++r) {
@@ -150,7 +153,7 @@ void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t firs
   }
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < dv; ++j) {
-      float acc = 0.0f;
+      float acc = s[i * dv + j] * carry;
       for (int t0 = 0; t0 < rows; t0 += kF) {
         double high = 0.0, low = 0.0;
         for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
@@ -160,14 +163,14 @@ void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t firs
         }
         acc = mma_step(mma_step(acc, high), low);
       }
-      u[i * dv + j] = acc;
+      s[i * dv + j] = acc;
     }
     float sum = 0.0f;
     for (int r = 0; r < rows; ++r) {
       const Split& key = keys[static_cast<std::size_t>(r * m + i)];
       sum += key.high + key.low;
     }
-    z[i] = sum;
+    z[i] = std::fmaf(z[i], carry, sum);
   }
 }
 
@@ -253,19 +256,27 @@ std::vector<float> replay_performer_tensor_core_prefill(const PerformerShape& sh
     const float* v_head = v + bh * tokens * dv;
     float* s = carried.state.data() + bh * m * dv;
     float* z = carried.normalizer.data() + bh * m;
-    std::vector<float> u(static_cast<std::size_t>(m * dv)), zc(static_cast<std::size_t>(m));
     float entering = carried_max;
     for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
       const std::int64_t first = chunk * kC;
       const int rows = static_cast<int>(std::min(kC, tokens - first));
-      replay_chunk_state(h, v_head, first, rows, m, dv, fault, u.data(), zc.data());
-      // Stage 5 reads the state entering the chunk, which stage 4 leaves in place of U_c.
-      replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault, out.data() + (bh * tokens + first) * dv);
-      // Stage 4's fold: entering = -inf only before the first key, when (S, z) are 0: 0 * e^-inf = 0.
+      // The scan writes the state entering the chunk (S_in, relative to M_in), which stage 5 reads,
+      // then folds the chunk in: entering = -inf only before the first key, when (S, z) are 0.
       const float end = h.max[static_cast<std::size_t>(first + rows - 1)];
       const float carry = std::exp(entering - end);
-      for (std::int64_t e = 0; e < m * dv; ++e) s[e] = std::fmaf(s[e], carry, u[static_cast<std::size_t>(e)]);
-      for (std::int64_t i = 0; i < m; ++i) z[i] = std::fmaf(z[i], carry, zc[static_cast<std::size_t>(i)]);
+      if (fault == PerformerReplayFault::chunk_states_bf16) {
+        for (std::int64_t e = 0; e < m * dv; ++e) s[e] = to_bf16(s[e]);
+      }
+      if (fault == PerformerReplayFault::state_written_after_update) {
+        replay_chunk_state_scan(h, v_head, first, rows, m, dv, carry, fault, s, z);
+        // S and z now hold the chunk's own keys (relative to M_end): stage 5, unchanged, would read them.
+        replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault,
+                             out.data() + (bh * tokens + first) * dv);
+      } else {
+        replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault,
+                             out.data() + (bh * tokens + first) * dv);
+        replay_chunk_state_scan(h, v_head, first, rows, m, dv, carry, fault, s, z);
+      }
       entering = end;
     }
     carried.running_max[static_cast<std::size_t>(bh)] = entering;

@@ -1,12 +1,12 @@
-// Stages 3 and 5 of Performer's bf16 prefill on tensor cores: the per-chunk states
-// U_c = sum_j e^(c_j - M_end) phi(k_j) v_j^T with the key sums z_c, and the outputs
+// Stages 3 + 4 and 5 of Performer's bf16 prefill on tensor cores: the state entering each chunk,
+// S_in(c + 1) = S_in(c) e^(M_in - M_end) + sum_{j in c} e^(c_j - M_end) phi(k_j) v_j^T with the key
+// sums z likewise, in one pass over the chunks; and the outputs
 // o_r = [phi(q_r) e^(M_in - M_r) S_in + sum_{j<=r} phi(q_r).phi(k_j) e^(c_j - M_r) v_j] / [the same
-// with z and 1], as wmma bf16 16 x 16 x 16 products with fp32 accumulators. The grids, the weights
-// and the stage-4 prefix between them are the SIMT path's (cuda.cu); the features come as stage 1
-// stored them (bf16 phi(q), bf16 hi + lo planes of phi(k): PerformerPrefillWorkspace); what is
-// rounded to bf16 and why is in cuda_plan.hpp (PerformerPrefillPath), the shared layouts in
-// PerformerTensorCore*Layout. The CPU replay of this arithmetic is cuda_replay.cpp. Compiled, not
-// yet run on a GPU.
+// with z and 1], as wmma bf16 16 x 16 x 16 products with fp32 accumulators. The weights are the
+// SIMT path's (cuda_chunk_max.cuh); the features come as stage 1 stored them (bf16 phi(q), bf16
+// hi + lo planes of phi(k): PerformerPrefillWorkspace); what is rounded to bf16 and why is in
+// cuda_plan.hpp (PerformerPrefillPath), the shared layouts in PerformerTensorCore*Layout. The CPU
+// replay of this arithmetic is cuda_replay.cpp. Compiled, not yet run on a GPU.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -41,16 +41,57 @@ __device__ __forceinline__ int warp_column_tile(int warp) { return performer_ten
 
 __device__ __forceinline__ __nv_bfloat16 bf16_zero() { return __float2bfloat16_rn(0.0f); }
 
-// Stage 3: U_c on the 64 x 64 tile (key_tile, value_tile) of S into chunk_states (fp32, for stage
-// 4), and (value tile 0) the column sums of K~ (hi + lo) into chunk_sums. Bounded to 5 blocks per
-// SM (48 registers): unbounded, ptxas took 58 (4 blocks) for the phi(k) hi + lo loads.
-__global__ void __launch_bounds__(kPerformerCudaThreads, 5)
-    performer_tensor_core_state_kernel(PerformerTensorCoreStateLayout layout, const __nv_bfloat16* __restrict__ key_high,
-                                       const __nv_bfloat16* __restrict__ key_low,
-                                       const float* __restrict__ key_scale, const float* __restrict__ row_max,
-                                       const __nv_bfloat16* __restrict__ v, float* __restrict__ chunk_states,
-                                       float* __restrict__ chunk_sums, std::int64_t tokens, int m, int dv,
-                                       std::int64_t chunks, int key_tiles, int value_tiles) {
+// A warp's 16 x 16 fp32 tile (rows i, columns j of a [m][dv] matrix at `matrix`) through its staging
+// tile, lane l taking column l % 16 of rows l / 16, l / 16 + 2, ...: 16 lanes move 16 consecutive
+// floats of a row. Elements past m or dv read as 0 and are never written.
+__device__ __forceinline__ void load_state_tile(Accumulator& acc, float* stage, const float* matrix, int i, int j,
+                                                int m, int dv, int lane) {
+  const int column = lane % kF;
+#pragma unroll 1
+  for (int h = 0; h < kF / 2; ++h) {
+    const int rr = lane / kF + 2 * h;
+    stage[rr * kF + column] =
+        i + rr < m && j + column < dv ? matrix[static_cast<std::int64_t>(i + rr) * dv + j + column] : 0.0f;
+  }
+  __syncwarp();
+  wmma::load_matrix_sync(acc, stage, kF, wmma::mem_row_major);
+  __syncwarp();  // the staging tile is free again
+}
+__device__ __forceinline__ void store_state_tile(const Accumulator& acc, float* stage, float* matrix, int i, int j,
+                                                 int m, int dv, int lane) {
+  wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
+  __syncwarp();
+  const int column = lane % kF;
+  if (j + column < dv) {
+#pragma unroll 1
+    for (int h = 0; h < kF / 2; ++h) {
+      const int rr = lane / kF + 2 * h;
+      if (i + rr < m) matrix[static_cast<std::int64_t>(i + rr) * dv + j + column] = stage[rr * kF + column];
+    }
+  }
+  __syncwarp();  // the staging tile is free again
+}
+
+// Stages 3 and 4 in one pass: per (head, 64 features, 64 value columns) the block walks the chunks
+// in order with its 64 x 64 tile of the running state in the warps' accumulators (fp32, warp w
+// tiles w and w + 8). For each chunk it writes the state entering it, S_in(c) (relative to M_in(c),
+// what stage 5 reads), into chunk_states, then brings the state to the chunk's last M,
+// S *= e^(M_in - M_end), and adds the chunk's keys on tensor cores, S += K~^T V_c with
+// K~ = e^(c_j - M_end) (phi(k_j) hi + lo) split into bf16 hi + lo (two products). The carried
+// state comes in from, and the total goes back to, (state, normalizer). Value tile 0's blocks
+// carry z the same way: z_in(c) to chunk_sums, then z = fmaf(z, e^(M_in - M_end), the fp32 sum of
+// K~ hi + lo in token order), as stage 4's prefix did. U_c is never stored and the prefix never
+// rereads it: S_in is written once.
+__global__ void __launch_bounds__(kPerformerCudaThreads)
+    performer_tensor_core_state_scan_kernel(PerformerTensorCoreStateLayout layout,
+                                            const __nv_bfloat16* __restrict__ key_high,
+                                            const __nv_bfloat16* __restrict__ key_low,
+                                            const float* __restrict__ key_scale, const float* __restrict__ row_max,
+                                            const float* __restrict__ carried_max, const __nv_bfloat16* __restrict__ v,
+                                            float* __restrict__ state, float* __restrict__ normalizer,
+                                            float* __restrict__ chunk_states, float* __restrict__ chunk_sums,
+                                            std::int64_t tokens, int m, int dv, std::int64_t chunks, int key_tiles,
+                                            int value_tiles) {
   extern __shared__ __align__(128) unsigned char shared[];
   auto* k_high = reinterpret_cast<__nv_bfloat16*>(shared + layout.k);
   auto* k_low = reinterpret_cast<__nv_bfloat16*>(shared + layout.k_low);
@@ -59,71 +100,85 @@ __global__ void __launch_bounds__(kPerformerCudaThreads, 5)
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   float* stage = reinterpret_cast<float*>(shared + layout.stage) + warp * kF * kF;
 
-  const ChunkTile tile = chunk_state_block(blockIdx.x, chunks, key_tiles, value_tiles);
-  const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
-  const int rows = at.rows;
-  const int i0 = static_cast<int>(tile.key_tile) * kC, j0 = at.j0;
-  chunk_key_weights(weights, key_scale, row_max, tokens, at);
-  __syncthreads();
-  const __nv_bfloat16* k_high_rows = at.token_rows(key_high, m);
-  const __nv_bfloat16* k_low_rows = at.token_rows(key_low, m);
-  const __nv_bfloat16* v_rows = at.token_rows(v, dv);
-  for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
-    const int r = e / kC, c = e % kC;
-    const bool row = r < rows;
-    // phi(k_j) as stage 1 stored it, hi + lo (their sum is exact in fp32, phi to ~2^-17); then
-    // K~ = e^(c_j - M_end) phi(k_j) as hi + lo (exact in fp32: hi holds K~'s leading 8 bits).
-    const std::int64_t at_key = static_cast<std::int64_t>(r) * m + i0 + c;
-    const float key = row && i0 + c < m ? weights[r] * (__bfloat162float(k_high_rows[at_key]) +
-                                                        __bfloat162float(k_low_rows[at_key]))
-                                        : 0.0f;
-    const __nv_bfloat16 high = __float2bfloat16_rn(key);
-    k_high[r * kLd + c] = high;
-    k_low[r * kLd + c] = __float2bfloat16_rn(key - __bfloat162float(high));
-    v_tile[r * kLd + c] = row && j0 + c < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + c] : bf16_zero();
-  }
-  __syncthreads();
-
-  float* u = at.chunk_entry_of(chunk_states, m, dv);
+  ChunkTile tile = performer_state_scan_block(blockIdx.x, key_tiles, value_tiles);
+  const int i0 = static_cast<int>(tile.key_tile) * kC, j0 = static_cast<int>(tile.value_tile) * kC;
   const int tj = warp_column_tile(warp);
-  const int token_tiles = (rows + kF - 1) / kF;  // tiles wholly past the sequence add nothing
+  float* head_state = state + tile.bh * m * dv;
+  Accumulator acc[2];
 #pragma unroll
   for (int x = 0; x < 2; ++x) {
-    const int ti = warp_row_tile(warp, x);
-    Accumulator acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int kk = 0; kk < token_tiles; ++kk) {
-      // K~^T as matrix_a: element (i, t) of K~^T is K~[t][i], at t * kLd + i: column-major.
-      ColA high, low;
-      RowB b;
-      wmma::load_matrix_sync(high, k_high + kk * kF * kLd + ti * kF, kLd);
-      wmma::load_matrix_sync(low, k_low + kk * kF * kLd + ti * kF, kLd);
-      wmma::load_matrix_sync(b, v_tile + kk * kF * kLd + tj * kF, kLd);
-      wmma::mma_sync(acc, high, b, acc);
-      wmma::mma_sync(acc, low, b, acc);
+    load_state_tile(acc[x], stage, head_state, i0 + warp_row_tile(warp, x) * kF, j0 + tj * kF, m, dv, lane);
+  }
+  const int feature = i0 + static_cast<int>(threadIdx.x);
+  const bool owns_z = tile.value_tile == 0 && threadIdx.x < kC && feature < m;
+  float z = owns_z ? normalizer[tile.bh * m + feature] : 0.0f;
+  float entering = carried_max[tile.bh];
+
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+    tile.chunk = chunk;
+    const ChunkBlockRows at = chunk_block_rows(tile, tokens, chunks);
+    const int rows = at.rows;
+    __syncthreads();  // the previous chunk's products and sums are done with the shared tiles
+    chunk_key_weights(weights, key_scale, row_max, tokens, at);
+    __syncthreads();
+    const __nv_bfloat16* k_high_rows = at.token_rows(key_high, m);
+    const __nv_bfloat16* k_low_rows = at.token_rows(key_low, m);
+    const __nv_bfloat16* v_rows = at.token_rows(v, dv);
+    for (int e = threadIdx.x; e < kC * kC; e += blockDim.x) {
+      const int r = e / kC, c = e % kC;
+      const bool row = r < rows;
+      // phi(k_j) as stage 1 stored it, hi + lo (their sum is exact in fp32, phi to ~2^-17); then
+      // K~ = e^(c_j - M_end) phi(k_j) as hi + lo (exact in fp32: hi holds K~'s leading 8 bits).
+      const std::int64_t at_key = static_cast<std::int64_t>(r) * m + i0 + c;
+      const float key = row && i0 + c < m ? weights[r] * (__bfloat162float(k_high_rows[at_key]) +
+                                                          __bfloat162float(k_low_rows[at_key]))
+                                          : 0.0f;
+      const __nv_bfloat16 high = __float2bfloat16_rn(key);
+      k_high[r * kLd + c] = high;
+      k_low[r * kLd + c] = __float2bfloat16_rn(key - __bfloat162float(high));
+      v_tile[r * kLd + c] = row && j0 + c < dv ? v_rows[static_cast<std::int64_t>(r) * dv + j0 + c] : bf16_zero();
     }
-    wmma::store_matrix_sync(stage, acc, kF, wmma::mem_row_major);
-    __syncwarp();
-    // Lane l stores column l % 16 of rows l / 16, l / 16 + 2, ...: 16 lanes write 16 consecutive
-    // floats of a row of S.
-    const int column = lane % kF, j = j0 + tj * kF + column;
-    if (j < dv) {
-#pragma unroll 1
-      for (int h = 0; h < kF / 2; ++h) {
-        const int rr = lane / kF + 2 * h, i = i0 + ti * kF + rr;
-        if (i < m) u[static_cast<std::int64_t>(i) * dv + j] = stage[rr * kF + column];
+    __syncthreads();
+
+    // entering = -inf only before the first key, when the state is 0: 0 * e^-inf = 0.
+    const float end = chunk_end_max(row_max, tile.bh, tokens, chunk);
+    const float carry = expf(entering - end);
+    entering = end;
+    float* s_in = at.chunk_entry_of(chunk_states, m, dv);
+    const int token_tiles = (rows + kF - 1) / kF;  // tiles wholly past the sequence add nothing
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int ti = warp_row_tile(warp, x);
+      store_state_tile(acc[x], stage, s_in, i0 + ti * kF, j0 + tj * kF, m, dv, lane);
+#pragma unroll
+      for (int e = 0; e < acc[x].num_elements; ++e) acc[x].x[e] *= carry;  // uniform: any layout
+      for (int kk = 0; kk < token_tiles; ++kk) {
+        // K~^T as matrix_a: element (i, t) of K~^T is K~[t][i], at t * kLd + i: column-major.
+        ColA high, low;
+        RowB b;
+        wmma::load_matrix_sync(high, k_high + kk * kF * kLd + ti * kF, kLd);
+        wmma::load_matrix_sync(low, k_low + kk * kF * kLd + ti * kF, kLd);
+        wmma::load_matrix_sync(b, v_tile + kk * kF * kLd + tj * kF, kLd);
+        wmma::mma_sync(acc[x], high, b, acc[x]);
+        wmma::mma_sync(acc[x], low, b, acc[x]);
       }
     }
-    __syncwarp();  // the next tile's store overwrites the staging tile
-  }
-  if (tile.value_tile == 0 && threadIdx.x < kC && i0 + static_cast<int>(threadIdx.x) < m) {
-    // z_c from the same K~ hi + lo as U_c (their sum is exact in fp32), summed in token order.
-    float sum = 0.0f;
-    for (int r = 0; r < rows; ++r) {
-      sum += __bfloat162float(k_high[r * kLd + threadIdx.x]) + __bfloat162float(k_low[r * kLd + threadIdx.x]);
+    if (owns_z) {
+      // z_c from the same K~ hi + lo as the state's products (their sum is exact in fp32), summed in
+      // token order, folded in as stage 4's prefix folds it.
+      at.chunk_entry_of(chunk_sums, m)[feature] = z;
+      float sum = 0.0f;
+      for (int r = 0; r < rows; ++r) {
+        sum += __bfloat162float(k_high[r * kLd + threadIdx.x]) + __bfloat162float(k_low[r * kLd + threadIdx.x]);
+      }
+      z = fmaf(z, carry, sum);
     }
-    at.chunk_entry_of(chunk_sums, m)[i0 + threadIdx.x] = sum;
   }
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    store_state_tile(acc[x], stage, head_state, i0 + warp_row_tile(warp, x) * kF, j0 + tj * kF, m, dv, lane);
+  }
+  if (owns_z) normalizer[tile.bh * m + feature] = z;
 }
 
 // Stage 5: the outputs of one chunk for one 64-column tile of dv (see the layout's comment for who
@@ -282,18 +337,19 @@ __global__ void __launch_bounds__(kPerformerCudaThreads, 3)
 
 }  // namespace
 
-void launch_performer_tensor_core_chunk_states(const PerformerPrefillPlan& plan, const bf16* key_high,
-                                               const bf16* key_low, const float* key_scale, const float* row_max,
-                                               const bf16* v, float* chunk_states, float* chunk_sums,
-                                               CUstream_st* stream) {
-  if (plan.state_blocks == 0) return;
-  performer_tensor_core_state_kernel<<<static_cast<unsigned>(plan.state_blocks), kPerformerCudaThreads,
-                                       plan.tensor_core_state.bytes, stream>>>(
+void launch_performer_tensor_core_chunk_state_scan(const PerformerPrefillPlan& plan, const bf16* key_high,
+                                                   const bf16* key_low, const float* key_scale, const float* row_max,
+                                                   const float* carried_max, const bf16* v, float* state,
+                                                   float* normalizer, float* chunk_states, float* chunk_sums,
+                                                   CUstream_st* stream) {
+  if (plan.state_scan_blocks == 0) return;
+  performer_tensor_core_state_scan_kernel<<<static_cast<unsigned>(plan.state_scan_blocks), kPerformerCudaThreads,
+                                            plan.tensor_core_state.bytes, stream>>>(
       plan.tensor_core_state, reinterpret_cast<const __nv_bfloat16*>(key_high),
-      reinterpret_cast<const __nv_bfloat16*>(key_low), key_scale, row_max, reinterpret_cast<const __nv_bfloat16*>(v),
-      chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv, plan.chunks, static_cast<int>(plan.key_tiles),
-      static_cast<int>(plan.value_tiles));
-  check_launch("performer_tensor_core_state_kernel");
+      reinterpret_cast<const __nv_bfloat16*>(key_low), key_scale, row_max, carried_max,
+      reinterpret_cast<const __nv_bfloat16*>(v), state, normalizer, chunk_states, chunk_sums, plan.tokens,
+      plan.features, plan.dv, plan.chunks, static_cast<int>(plan.key_tiles), static_cast<int>(plan.value_tiles));
+  check_launch("performer_tensor_core_state_scan_kernel");
 }
 
 void launch_performer_tensor_core_chunk_outputs(const PerformerPrefillPlan& plan, const bf16* query_features,
