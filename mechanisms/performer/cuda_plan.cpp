@@ -151,7 +151,7 @@ std::int64_t PerformerPrefillPlan::workspace_bytes() const { return checked_mul(
 PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell) {
   // Every head width and feature count the CUDA kernels take fits the tensor-core kernels (dk and n
   // are padded to 16, m and dv to the 64-wide tiles; stage 1's shared memory stays under 48 KiB up
-  // to dk 256, stages 3 and 5 take a fixed 35 and 43 KiB).
+  // to dk 256, the state scan (stages 3 + 4) and stage 5 take a fixed 35 and 38 KiB).
   return prefill_runs_on_tensor_cores(cell, true) ? PerformerPrefillPath::tensor_core_bf16 : PerformerPrefillPath::simt;
 }
 
