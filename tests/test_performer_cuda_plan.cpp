@@ -115,6 +115,7 @@ TEST(PerformerCudaPlan, WorkspacePartsAreDisjointAndSized) {
   ASSERT_EQ(plan.chunks, chunks);
   EXPECT_EQ(w.query_features, 0);
   EXPECT_EQ(w.key_features - w.query_features, heads * tokens * m);
+  EXPECT_EQ(w.key_features_low, 0);  // the SIMT path's keys are fp32: no lo plane
   EXPECT_EQ(w.key_scale - w.key_features, heads * tokens * m);
   EXPECT_EQ(w.row_max - w.key_scale, heads * tokens);
   EXPECT_EQ(w.carried_max - w.row_max, heads * tokens);
@@ -131,6 +132,32 @@ TEST(PerformerCudaPlan, WorkspacePartsAreDisjointAndSized) {
   EXPECT_LE(plan_performer_prefill(shape(1, 256, 4096), 10).feature_shared_bytes, kSharedWithoutOptIn);
   // A sequence too long for 64-bit sizes is refused, not wrapped.
   EXPECT_THROW(plan_performer_prefill(shape(1 << 20, 64, 4096), std::int64_t{1} << 40), SizeOverflow);
+}
+
+// The tensor-core path stores the features as bf16 planes (phi(q); phi(k) hi, then lo), each a
+// whole number of 16-byte units, two elements a float; everything after them as on the SIMT path.
+TEST(PerformerCudaPlan, TensorCoreWorkspaceHoldsBf16FeaturePlanes) {
+  for (const std::int64_t tokens : {1, 130, 8192}) {
+    for (const std::int64_t m : {17, 96, 256}) {
+      const std::int64_t heads = 3, dv = 48, features = heads * tokens * m;
+      const PerformerShape s{heads, 40, dv, m, PerformerFeatures::favor_plus};
+      const PerformerPrefillWorkspace simt = plan_performer_prefill(s, tokens).workspace;
+      const PerformerPrefillWorkspace w =
+          plan_performer_prefill(s, tokens, PerformerPrefillPath::tensor_core_bf16).workspace;
+      const std::int64_t plane = w.key_features - w.query_features;  // floats
+      EXPECT_EQ(w.query_features, 0);
+      EXPECT_GE(2 * plane, features);      // room for every bf16 element
+      EXPECT_LT(2 * plane, features + 8);  // and less than one 16-byte unit more
+      EXPECT_EQ(plane % 4, 0);             // each plane starts 16-byte aligned
+      EXPECT_EQ(w.key_features_low - w.key_features, plane);
+      EXPECT_EQ(w.key_scale - w.key_features_low, plane);
+      // The rest is the SIMT layout moved down by what the features gave up.
+      const std::int64_t saved = simt.key_scale - w.key_scale;
+      EXPECT_EQ(saved, 2 * features - 3 * plane);
+      EXPECT_EQ(w.floats, simt.floats - saved);
+      EXPECT_EQ(w.denominators - w.key_scale, simt.denominators - simt.key_scale);
+    }
+  }
 }
 
 TEST(PerformerCudaPlan, UnsupportedCellsAndTheStabiliser) {
@@ -152,10 +179,11 @@ TEST(PerformerCudaPlan, UnsupportedCellsAndTheStabiliser) {
   cell.options.set("favor_stabilizer", std::string("causal"));
   cell.head_dim = 512;
   EXPECT_TRUE(performer_cuda_unsupported(cell));
-  // The GPU workspace of a prefill: features of every token, one (S, z) per chunk.
+  // The GPU workspace of a bf16 prefill: features of every token (bf16: phi(q), phi(k) hi and lo),
+  // one fp32 (S, z) per chunk.
   cell.head_dim = 64;
   const std::int64_t gpu = performer_cuda_workspace_bytes(cell);
-  EXPECT_GE(gpu, 4 * (2 * 8 * 1024 * 256 + 8 * 16 * 256 * 64));
+  EXPECT_GE(gpu, 2 * 3 * 8 * 1024 * 256 + 4 * 8 * 16 * 256 * 64);
   EXPECT_GE(performer->predicted_peak_bytes(cell), gpu);
   cell.phase = Phase::decode;
   EXPECT_EQ(performer_cuda_workspace_bytes(cell), 4 * 8);  // one denominator per head
@@ -242,7 +270,7 @@ TEST(PerformerCudaPlan, TensorCoreChunkLayoutsAreAlignedDisjointAndFit) {
     EXPECT_LE(r.at + r.bytes, state.bytes);
   }
   const PerformerTensorCoreOutputLayout out = performer_tensor_core_output_layout();
-  const std::vector<Region> loop{{out.q, kStepTile}, {out.q_scaled, kStepTile}, {out.k, kStepTile},
+  const std::vector<Region> loop{{out.q, kStepTile}, {out.k, kStepTile},
                                  {out.s, 2u * kPerformerTensorCoreStep * kPerformerBf16Ld},
                                  {out.s_low, 2u * kPerformerTensorCoreStep * kPerformerBf16Ld}};
   const std::vector<Region> after{{out.a, 4u * 64 * kPerformerFloatLd}, {out.p, kBf16Tile}, {out.v, kBf16Tile},
@@ -285,17 +313,41 @@ TEST(PerformerCudaPlan, TensorCoreChunkLayoutsAreAlignedDisjointAndFit) {
   EXPECT_EQ(plan.tensor_core_output.bytes, out.bytes);
   EXPECT_EQ(plan.state_blocks, 3 * 5 * 4 * 1);
   EXPECT_EQ(plan.output_blocks, 3 * 5 * 1);
+  // Stages 3 + 4 in one pass: one block per (head, key tile, value tile), each walking every chunk.
+  EXPECT_EQ(plan.state_scan_blocks, 3 * 4 * 1);
+  EXPECT_EQ(plan_performer_prefill(shape(3, 64, 256), 300).state_scan_blocks, 0);  // SIMT: stages 3 and 4
+  for (const std::int64_t dv : {16, 64, 200}) {
+    for (const std::int64_t m : {17, 64, 256}) {
+      const PerformerPrefillPlan p =
+          plan_performer_prefill({2, 40, dv, m, PerformerFeatures::favor_plus}, 130, PerformerPrefillPath::tensor_core_bf16);
+      ASSERT_EQ(p.state_scan_blocks, 2 * p.key_tiles * p.value_tiles);
+      std::vector<int> touched(static_cast<std::size_t>(p.state_scan_blocks), 0);
+      for (std::int64_t block = 0; block < p.state_scan_blocks; ++block) {
+        const ChunkTile t = performer_state_scan_block(block, p.key_tiles, p.value_tiles);
+        ASSERT_EQ(t.chunk, 0);
+        ASSERT_LT(t.bh, 2);
+        ASSERT_LT(t.key_tile, p.key_tiles);
+        ASSERT_LT(t.value_tile, p.value_tiles);
+        ++touched[static_cast<std::size_t>((t.bh * p.key_tiles + t.key_tile) * p.value_tiles + t.value_tile)];
+      }
+      EXPECT_TRUE(all_once(touched)) << m << " " << dv;
+    }
+  }
 }
 
 TEST(PerformerCudaPlan, Bf16PrefillCellsRunOnTensorCores) {
   Cell cell = testing::mechanism_cell("performer", 8, 64, 1024, DType::bfloat16, Phase::prefill);
   EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::tensor_core_bf16);
   EXPECT_EQ(performer_gpu_kernel_name(cell),
-            "prefill wmma_bf16: features (W hi+lo), chunk states, outputs; simt: row max, chunk prefix");
-  // The tensor-core cell also holds W_hi and W_lo.
+            "prefill wmma_bf16: features (W hi+lo), chunk states and their prefix, outputs; simt: row max");
+  // The tensor-core cell holds its own workspace (bf16 feature planes: 3 x 2 bytes a feature of a
+  // token instead of 2 x 4) and W_hi and W_lo.
   const std::int64_t simt = plan_performer_prefill(shape(8, 64, 256), 1024).workspace_bytes();
+  const std::int64_t tensor_core =
+      plan_performer_prefill(shape(8, 64, 256), 1024, PerformerPrefillPath::tensor_core_bf16).workspace_bytes();
+  EXPECT_EQ(simt - tensor_core, 8 * 1024 * 256 * 2);
   const PerformerTensorCoreFeaturePlan tc = plan_performer_tensor_core_features(shape(8, 64, 256), 1024);
-  EXPECT_EQ(performer_cuda_workspace_bytes(cell), simt + 2 * tc.split_elements());
+  EXPECT_EQ(performer_cuda_workspace_bytes(cell), tensor_core + 2 * tc.split_elements());
   // fp32 must meet 1e-4 (fp32 products); a decode step and its context fill are unchanged.
   cell.dtype = DType::float32;
   EXPECT_EQ(performer_cuda_prefill_path(cell), PerformerPrefillPath::simt);

@@ -5,7 +5,9 @@
 // step, the fp32 prefix over chunks, the output rounded to bf16) against the fp64 reference, over
 // head widths, feature counts, lengths and both feature maps, with a carried state; and the
 // must-fail variants (W rounded to bf16 once, the causal mask dropped, the state entering each chunk
-// dropped), which the checks must catch.
+// dropped, the state's operands or the stored phi(k) as bf16 hi alone, the inter-chunk terms left
+// relative to the wrong M, the state scan writing a chunk's entering state late or in bf16), which
+// the checks must catch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -136,7 +138,8 @@ TEST(PerformerTensorCoreReplay, SplitProjectionHoldsWToSeventeenBits) {
   EXPECT_GT(high, std::ldexp(1.0, -10));  // W_hi alone: bf16's 2^-9 (half an ulp of 8 bits)
 }
 
-// The accuracy grid: dk 16..128, m 16..256 (odd, and not a multiple of 16), L 1..300, both maps.
+// The accuracy grid: dk 16..128, m 16..256 (odd, and not a multiple of 16), L 1..1000 (16 chunks
+// through the state scan), both maps.
 TEST(PerformerTensorCoreReplay, FeaturesAndOutputsMeetTheBf16ToleranceAgainstFp64) {
   struct Case {
     std::int64_t dk, m, tokens;
@@ -145,7 +148,8 @@ TEST(PerformerTensorCoreReplay, FeaturesAndOutputsMeetTheBf16ToleranceAgainstFp6
   const PerformerFeatures favor = PerformerFeatures::favor_plus, trig = PerformerFeatures::trig;
   for (const Case c : {Case{16, 16, 1, favor}, Case{16, 256, 65, trig}, Case{48, 100, 63, favor},
                        Case{64, 256, 300, favor}, Case{64, 256, 300, trig}, Case{100, 30, 64, trig},
-                       Case{128, 256, 130, favor}, Case{128, 128, 200, trig}, Case{32, 17, 90, favor}}) {
+                       Case{128, 256, 130, favor}, Case{128, 128, 200, trig}, Case{32, 17, 90, favor},
+                       Case{64, 128, 1000, favor}, Case{64, 128, 1000, trig}}) {
     const Problem p = make_problem(c.dk, c.m, c.kind, c.tokens);
     const double features = feature_error(p, PerformerReplayFault::none);
     EXPECT_LT(features, kTolerance / 10) << label(p);  // ~2^-17 |x| |W| per projection
@@ -218,6 +222,82 @@ TEST(PerformerTensorCoreReplay, StateHighPartAloneMissesTheStateBoundByThreeTime
                 split_state, high_state, split_outputs, high_outputs);
     EXPECT_LT(split_state, kStateBound) << label(p);
     EXPECT_GT(high_state, 3 * kStateBound) << label(p);
+  }
+}
+
+// The must-fail variant of the stored key features: phi(k) kept as bf16 hi alone (stage 3 without
+// the lo plane stage 1 writes). Stage 5 reads hi alone anyway, so the outputs do not move (recorded,
+// not asserted); the chunk states, and so the state left behind, take 2^-9 per term. With trig
+// features (signed, a state of cancelling terms) that misses the 1e-4 which hi + lo meets by 3x
+// and more (2.1e-3 against 5e-6); favor+'s positive features average it down to ~8e-5, inside the
+// bound but ~10x hi + lo's, too close to it to rest on (recorded, and held to 5x hi + lo's).
+TEST(PerformerTensorCoreReplay, KeyFeaturesHighPlaneAloneMissesTheStateBoundByThreeTimes) {
+  constexpr double kStateBound = 1e-4;
+  for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+    const Problem p = make_problem(64, 256, kind, 300);
+    PerformerReplayState split = performer_replay_empty_state(p.shape), high = split;
+    const double split_outputs = output_error(p, replay_all(p, split, PerformerReplayFault::none), p.inputs.tokens);
+    const double high_outputs =
+        output_error(p, replay_all(p, high, PerformerReplayFault::key_features_high_only), p.inputs.tokens);
+    const double split_state = state_error(p, split), high_state = state_error(p, high);
+    std::printf("[ replay   ] %-28s state: phi(k) hi + lo %.2e, hi alone %.2e (outputs %.2e, %.2e)\n",
+                label(p).c_str(), split_state, high_state, split_outputs, high_outputs);
+    EXPECT_LT(split_state, kStateBound) << label(p);
+    EXPECT_EQ(high_outputs, split_outputs) << label(p);  // stage 5 never reads the lo plane
+    if (kind == PerformerFeatures::trig) {
+      EXPECT_GT(high_state, 3 * kStateBound) << label(p);
+    } else {
+      EXPECT_GT(high_state, 5 * split_state) << label(p);
+    }
+  }
+}
+
+// The must-fail variant of stage 5's order: phi(q) S_in and phi(q) . z_in are products of the
+// stored bf16 phi(q), brought from the M the state enters with to each row's M_r afterwards in
+// fp32. Leaving them at M_in weights the chunks before against this chunk's keys by e^(M_r - M_in)
+// too much wherever M rose since, which favor+'s outputs must show by 3x the tolerance (its
+// log-scales max p - |k~|^2/2 move M by whole units). Trig's log-scales |k~|^2/2 at the tests'
+// qk_scale 0.3 barely move M after the first keys, so its fault stays near the tolerance (recorded;
+// asserted only to be worse than the faithful replay).
+TEST(PerformerTensorCoreReplay, InterChunkTermsNeedTheRowScale) {
+  for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+    const Problem p = make_problem(64, 256, kind, 300);
+    PerformerReplayState good = performer_replay_empty_state(p.shape), bad = good;
+    const double with = output_error(p, replay_all(p, good, PerformerReplayFault::none), p.inputs.tokens);
+    const double without = output_error(p, replay_all(p, bad, PerformerReplayFault::no_row_scale), p.inputs.tokens);
+    std::printf("[ replay   ] %-28s outputs %.2e; inter-chunk terms left at M_in %.2e\n", label(p).c_str(), with,
+                without);
+    EXPECT_LT(with, kTolerance) << label(p);
+    if (kind == PerformerFeatures::favor_plus) {
+      EXPECT_GT(without, 3 * kTolerance) << label(p);
+    } else {
+      EXPECT_GT(without, 2 * with) << label(p);
+    }
+  }
+}
+
+// The must-fail variants of the state scan (stages 3 and 4 in one pass): the state entering a chunk
+// written after the chunk's own keys were added (stage 5 then counts them twice: outputs off by 3x
+// the tolerance and more), and the state entering each chunk stored and carried as bf16 (what bf16
+// per-chunk states would do: the state left behind misses 1e-4 by 3x; the outputs recorded).
+TEST(PerformerTensorCoreReplay, StateScanWritesTheEnteringStateInFp32) {
+  constexpr double kStateBound = 1e-4;
+  for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
+    const Problem p = make_problem(64, 256, kind, 300);
+    PerformerReplayState good = performer_replay_empty_state(p.shape), late = good, rounded = good;
+    const double outputs = output_error(p, replay_all(p, good, PerformerReplayFault::none), p.inputs.tokens);
+    const double late_outputs =
+        output_error(p, replay_all(p, late, PerformerReplayFault::state_written_after_update), p.inputs.tokens);
+    const double rounded_outputs =
+        output_error(p, replay_all(p, rounded, PerformerReplayFault::chunk_states_bf16), p.inputs.tokens);
+    const double state = state_error(p, good), rounded_state = state_error(p, rounded);
+    std::printf("[ replay   ] %-28s outputs %.2e, S_in written late %.2e; state %.2e, chunk states bf16 %.2e "
+                "(outputs %.2e)\n",
+                label(p).c_str(), outputs, late_outputs, state, rounded_state, rounded_outputs);
+    EXPECT_LT(outputs, kTolerance) << label(p);
+    EXPECT_LT(state, kStateBound) << label(p);
+    EXPECT_GT(late_outputs, 3 * kTolerance) << label(p);
+    EXPECT_GT(rounded_state, 3 * kStateBound) << label(p);
   }
 }
 

@@ -1,8 +1,8 @@
 // CUDA kernels of causal Performer attention: a fused decode step and a five-stage chunkwise prefill
 // (cuda_plan.hpp describes the geometry). Every product here is fp32 FMA on SIMT cores, as in
 // linear_attention's kernels: fp32 storage must meet 1e-4 against the fp64 reference, which tf32
-// tensor cores would not. The bf16 prefill runs stages 1, 3 and 5 on tensor cores instead
-// (cuda_tensor_core.cu, cuda_tensor_core_chunks.cu; the plan chooses) and stages 2 and 4 here.
+// tensor cores would not. The bf16 prefill runs stages 1, 3 + 4 (one pass) and 5 on tensor cores
+// instead (cuda_tensor_core.cu, cuda_tensor_core_chunks.cu; the plan chooses) and stage 2 here.
 // expf (not __expf) keeps fp32 within the tolerance; the stabiliser is the CPU
 // kernel's (cpu.cpp): favor+ features relative to the token's largest projection, the keys' log-scale
 // carried by the causal running max M.
@@ -466,10 +466,14 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   float* chunk_states = workspace + w.chunk_states;
   float* chunk_sums = workspace + w.chunk_sums;
   const D* v_d = reinterpret_cast<const D*>(v);
+  // The tensor-core path's features are bf16 planes in the same workspace (PerformerPrefillWorkspace).
+  [[maybe_unused]] bf16* query_bf16 = reinterpret_cast<bf16*>(query_features);
+  [[maybe_unused]] bf16* key_high = reinterpret_cast<bf16*>(key_features);
+  [[maybe_unused]] bf16* key_low = reinterpret_cast<bf16*>(workspace + w.key_features_low);
   if constexpr (std::is_same_v<T, bf16>) {
     if (tensor_core) {
-      launch_performer_tensor_core_features(plan.tensor_core, plan.batch_heads, split_projection, q, k, query_features,
-                                            key_features, key_scale, stream);
+      launch_performer_tensor_core_features(plan.tensor_core, plan.batch_heads, split_projection, q, k, query_bf16,
+                                            key_high, key_low, key_scale, stream);
     }
   }
   if (!tensor_core) {
@@ -482,32 +486,24 @@ void launch_performer_prefill(const PerformerPrefillPlan& plan, const float* pro
   performer_row_max_kernel<<<static_cast<unsigned>(plan.max_blocks), plan.threads, 0, stream>>>(
       key_scale, row_max, running_max, carried_max, plan.tokens);
   check_launch("performer_row_max_kernel");
-  bool chunks_done = false;  // stages 3 and 5 on tensor cores (bf16 only)
   if constexpr (std::is_same_v<T, bf16>) {
-    if (tensor_core) {
-      launch_performer_tensor_core_chunk_states(plan, key_features, key_scale, row_max, v, chunk_states, chunk_sums,
-                                                stream);
-      chunks_done = true;
+    if (tensor_core) {  // stages 3 and 4 in one pass, then 5, on tensor cores
+      launch_performer_tensor_core_chunk_state_scan(plan, key_high, key_low, key_scale, row_max, carried_max, v, state,
+                                                    normalizer, chunk_states, chunk_sums, stream);
+      launch_performer_tensor_core_chunk_outputs(plan, query_bf16, key_high, key_scale, row_max, carried_max, v,
+                                                 chunk_states, chunk_sums, workspace + w.denominators, out, stream);
+      return;
     }
   }
-  if (!chunks_done) {
-    performer_chunk_state_kernel<D>
-        <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_shared_bytes, stream>>>(
-            key_features, key_scale, row_max, v_d, chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv,
-            plan.chunks, static_cast<int>(plan.key_tiles), static_cast<int>(plan.value_tiles));
-    check_launch("performer_chunk_state_kernel");
-  }
+  performer_chunk_state_kernel<D>
+      <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_shared_bytes, stream>>>(
+          key_features, key_scale, row_max, v_d, chunk_states, chunk_sums, plan.tokens, plan.features, plan.dv,
+          plan.chunks, static_cast<int>(plan.key_tiles), static_cast<int>(plan.value_tiles));
+  check_launch("performer_chunk_state_kernel");
   performer_chunk_prefix_kernel<<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
       chunk_states, chunk_sums, state, normalizer, row_max, carried_max, plan.tokens, plan.features, plan.dv,
       plan.chunks, plan.prefix_blocks / plan.batch_heads);
   check_launch("performer_chunk_prefix_kernel");
-  if constexpr (std::is_same_v<T, bf16>) {
-    if (tensor_core) {
-      launch_performer_tensor_core_chunk_outputs(plan, query_features, key_features, key_scale, row_max, carried_max,
-                                                 v, chunk_states, chunk_sums, workspace + w.denominators, out, stream);
-      return;
-    }
-  }
   performer_chunk_output_kernel<D>
       <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_shared_bytes, stream>>>(
           query_features, key_features, key_scale, row_max, carried_max, v_d, chunk_states, chunk_sums,

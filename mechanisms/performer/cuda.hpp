@@ -39,19 +39,24 @@ void launch_performer_split_projection(const PerformerTensorCoreFeaturePlan& pla
                                        bf16* split, CUstream_st* stream);
 
 // Stage 1 on tensor cores (cuda_tensor_core.cu): the stabilised features of every query and key
-// and the keys' log-scales, as the SIMT feature kernel writes them.
+// (computed in fp32 as the SIMT feature kernel computes them, stored as bf16 phi(q) and bf16 hi + lo
+// planes of phi(k): PerformerPrefillWorkspace) and the keys' fp32 log-scales.
 void launch_performer_tensor_core_features(const PerformerTensorCoreFeaturePlan& plan, std::int64_t batch_heads,
-                                           const bf16* split, const bf16* q, const bf16* k, float* query_features,
-                                           float* key_features, float* key_scale, CUstream_st* stream);
+                                           const bf16* split, const bf16* q, const bf16* k, bf16* query_features,
+                                           bf16* key_high, bf16* key_low, float* key_scale, CUstream_st* stream);
 
-// Stages 3 and 5 on tensor cores (cuda_tensor_core_chunks.cu), on plan's workspace parts as the
-// SIMT stages 3 and 5 use them: the per-chunk states and key sums (fp32, for the SIMT prefix of
-// stage 4), then the outputs (bf16) and every row's denominator.
-void launch_performer_tensor_core_chunk_states(const PerformerPrefillPlan& plan, const float* key_features,
-                                               const float* key_scale, const float* row_max, const bf16* v,
-                                               float* chunk_states, float* chunk_sums, CUstream_st* stream);
-void launch_performer_tensor_core_chunk_outputs(const PerformerPrefillPlan& plan, const float* query_features,
-                                                const float* key_features, const float* key_scale,
+// Stages 3 + 4 and 5 on tensor cores (cuda_tensor_core_chunks.cu), on plan's workspace parts: one
+// pass per (head, 64 x 64 tile of S) over the chunks that writes the state and key sums entering
+// each chunk (fp32) from phi(k) hi + lo, continuing from and updating (state, normalizer) as the
+// SIMT prefix of stage 4 does; then the outputs (bf16) and every row's denominator from phi(q) and
+// phi(k) hi.
+void launch_performer_tensor_core_chunk_state_scan(const PerformerPrefillPlan& plan, const bf16* key_high,
+                                                   const bf16* key_low, const float* key_scale, const float* row_max,
+                                                   const float* carried_max, const bf16* v, float* state,
+                                                   float* normalizer, float* chunk_states, float* chunk_sums,
+                                                   CUstream_st* stream);
+void launch_performer_tensor_core_chunk_outputs(const PerformerPrefillPlan& plan, const bf16* query_features,
+                                                const bf16* key_high, const float* key_scale,
                                                 const float* row_max, const float* carried_max, const bf16* v,
                                                 const float* chunk_states, const float* chunk_sums,
                                                 float* denominators, bf16* out, CUstream_st* stream);

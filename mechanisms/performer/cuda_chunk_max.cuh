@@ -23,7 +23,7 @@ __device__ __forceinline__ float chunk_end_max(const float* row_max, std::int64_
 }
 
 // Stage 3's key weights e^(c_j - M_end) <= 1 of the block's chunk into weights[64] (0 past the
-// sequence): relative to the chunk's last M, as stage 4 expects U_c. Threads < 64 write them; the
+// sequence): relative to the chunk's last M, as stage 4 (or the tensor-core state scan) adds U_c. Threads < 64 write them; the
 // caller synchronises before reading.
 __device__ __forceinline__ void chunk_key_weights(float* weights, const float* key_scale, const float* row_max,
                                                   std::int64_t tokens, const ChunkBlockRows& at) {

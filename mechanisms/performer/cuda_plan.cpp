@@ -78,7 +78,6 @@ PerformerTensorCoreOutputLayout performer_tensor_core_output_layout() {
   PerformerTensorCoreOutputLayout at;
   std::size_t end = 0;
   at.q = place_shared_region(end, step_tile);
-  at.q_scaled = place_shared_region(end, step_tile);
   at.k = place_shared_region(end, step_tile);
   at.s = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
   at.s_low = place_shared_region(end, sizeof(std::uint16_t) * kPerformerTensorCoreStep * kPerformerBf16Ld);
@@ -120,6 +119,7 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   if (prefill_path == PerformerPrefillPath::tensor_core_bf16) {
     plan.tensor_core = plan_performer_tensor_core_features(shape, tokens);
     plan.tensor_core_state = performer_tensor_core_state_layout();
+    plan.state_scan_blocks = checked_product(bh, plan.key_tiles, plan.value_tiles);
     plan.tensor_core_output = performer_tensor_core_output_layout();
   }
   // Sizes follow user-given lengths: every product is checked (SizeOverflow rather than a wrap).
@@ -127,8 +127,16 @@ PerformerPrefillPlan plan_performer_prefill(const PerformerShape& shape, std::in
   const std::int64_t features = checked_product(bh, tokens, m);
   const std::int64_t per_token = checked_mul(bh, tokens);
   w.query_features = 0;
-  w.key_features = features;
-  w.key_scale = checked_add(w.key_features, features);
+  if (prefill_path == PerformerPrefillPath::tensor_core_bf16) {
+    // bf16 planes: two elements a float, each plane rounded up to 16 bytes (4 floats).
+    const std::int64_t plane = ceil_div(features, 8) * 4;
+    w.key_features = plane;
+    w.key_features_low = checked_add(w.key_features, plane);
+    w.key_scale = checked_add(w.key_features_low, plane);
+  } else {
+    w.key_features = features;
+    w.key_scale = checked_add(w.key_features, features);
+  }
   w.row_max = checked_add(w.key_scale, per_token);
   w.carried_max = checked_add(w.row_max, per_token);
   w.chunk_states = checked_add(w.carried_max, bh);
@@ -143,7 +151,7 @@ std::int64_t PerformerPrefillPlan::workspace_bytes() const { return checked_mul(
 PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell) {
   // Every head width and feature count the CUDA kernels take fits the tensor-core kernels (dk and n
   // are padded to 16, m and dv to the 64-wide tiles; stage 1's shared memory stays under 48 KiB up
-  // to dk 256, stages 3 and 5 take a fixed 35 and 43 KiB).
+  // to dk 256, the state scan (stages 3 + 4) and stage 5 take a fixed 35 and 38 KiB).
   return prefill_runs_on_tensor_cores(cell, true) ? PerformerPrefillPath::tensor_core_bf16 : PerformerPrefillPath::simt;
 }
 

@@ -43,22 +43,32 @@ struct PerformerDecodePlan {
   std::size_t shared_bytes = 0;
 };
 
-// Where each part of the prefill workspace starts (floats from its base). All fp32.
+// Where each part of the prefill workspace starts (floats from its base). fp32, except the features
+// on the tensor-core path, which are stored in the precision their readers take them in (bf16, two
+// bytes an element, each plane a whole number of 16-byte units): phi(q) rounded once (stage 5 rounds
+// it so anyway), phi(k) as bf16 hi at key_features (what stage 5 reads) and lo at key_features_low
+// (stage 3 reads hi + lo: the chunk states need phi(k) to ~2^-17, see PerformerPrefillPath).
 struct PerformerPrefillWorkspace {
   std::int64_t query_features = 0;  // [bh, tokens, m]   stabilised features of the queries
-  std::int64_t key_features = 0;    // [bh, tokens, m]   ... and of the keys
+  std::int64_t key_features = 0;    // [bh, tokens, m]   ... and of the keys (tensor cores: bf16 hi)
+  std::int64_t key_features_low = 0;  // [bh, tokens, m] bf16 lo of the keys' (tensor cores only; else 0)
   std::int64_t key_scale = 0;       // [bh, tokens]      c_j, each key's log-scale
   std::int64_t row_max = 0;         // [bh, tokens]      M at each token (prefix max, from the carried M)
   std::int64_t carried_max = 0;     // [bh]              M before the prefill (the state's reference)
-  std::int64_t chunk_states = 0;    // [bh, chunks, m, dv] U_c, then S entering each chunk
+  std::int64_t chunk_states = 0;    // [bh, chunks, m, dv] U_c, then S entering each chunk (tensor
+                                    // cores: S entering each chunk, written once)
   std::int64_t chunk_sums = 0;      // [bh, chunks, m]     likewise for z
   std::int64_t denominators = 0;    // [bh, tokens]      phi(q).z of every row (nonpositive counts)
   std::int64_t floats = 0;          // total
 };
 
-// Which kernels compute the prefill. The bf16 prefill runs stages 1, 3 and 5 on tensor cores (wmma
-// bf16 16 x 16 x 16, fp32 accumulators); stages 2 and 4 (the running max, the prefix over chunks)
-// stay the SIMT kernels on both paths, so the state carried across chunks is fp32 throughout.
+// Which kernels compute the prefill. The bf16 prefill runs stages 1, 3 + 4 and 5 on tensor cores
+// (wmma bf16 16 x 16 x 16, fp32 accumulators); stage 2 (the running max) stays the SIMT kernel on
+// both paths. Stages 3 and 4 are one pass there (performer_tensor_core_state_scan_kernel): per
+// (head, 64 x 64 tile of S) a block walks the chunks in order with the running state in fp32
+// accumulators, writes the state entering each chunk once, then weights it to the chunk's last M
+// and adds the chunk's K~^T V_c on tensor cores; U_c is never stored and no prefix rereads it. The
+// state carried across chunks is fp32 throughout.
 // Stage 1 (cuda_tensor_core.cu) projects [64 tokens x dk] x [dk x projection_rows] per block. x is
 // exactly bf16 there, but W rounded to bf16 would put 2^-9 relative on every term, and a feature
 // exp(p - stabiliser) turns an absolute error in p into the same relative error (1-3% at dk 64, too
@@ -71,11 +81,16 @@ struct PerformerPrefillWorkspace {
 // error doubles, the state left behind misses 1e-4 by 8-26x). As hi + lo they are held to ~2^-17,
 // so the state carried across chunks keeps fp32's precision where it matters. The rest is rounded
 // to bf16 once, a relative 2^-9 per element that averages over the features and the chunk's
-// tokens: phi(q) and phi(k) of the scores, phi(q) e^(M_in - M_r) of the inter-chunk term, and the
-// weighted masked scores P. Every sum is fp32 (the accumulators, the key sums z as the sum of
-// hi + lo, each row's denominator), and numerator and denominator take the same rounded queries and
-// the same P, so those roundings move a row's weights, not their balance. fp32 storage keeps the
-// SIMT kernels throughout (1e-4 needs fp32 products).
+// tokens: phi(q) (of the scores and of the inter-chunk term, whose product is then weighted by
+// e^(M_in - M_r) in fp32), phi(k) of the scores, and the weighted masked scores P. Every sum is
+// fp32 (the accumulators, the key sums z as the sum of hi + lo, each row's denominator), and
+// numerator and denominator take the same rounded queries and the same P, so those roundings move
+// a row's weights, not their balance. Stage 1 stores the features in exactly those precisions
+// (PerformerPrefillWorkspace): phi(q) bf16, phi(k) as bf16 hi (the scores) + lo (with hi, the
+// chunk states' K~), 6 bytes a feature of a token instead of fp32's 8 and stage 5 reading 4
+// instead of 8; the stabilisers and log-scales that stages 2-5 read (chunk maxima included) are
+// fp32 from stage 1's fp32 projections. fp32 storage keeps the SIMT kernels throughout (1e-4
+// needs fp32 products).
 enum class PerformerPrefillPath { simt, tensor_core_bf16 };
 
 // Tokens of one block of the tensor-core feature kernel (four 16-row wmma tiles), and its warps.
@@ -124,8 +139,10 @@ inline constexpr int kPerformerTensorCoreStep = 32;  // features per step of the
 inline constexpr int kPerformerBf16Ld = kChunkTile + 8;                       // [.][64] bf16 tiles
 inline constexpr int kPerformerStepLd = kPerformerTensorCoreStep + 8;         // [64][32] bf16 tiles
 inline constexpr int kPerformerFloatLd = kChunkTile + 4;                      // [64][64] fp32 tiles
-// Stage 3: block = (head, chunk, 64 features, 64 value columns); warp w computes the 16 x 16 tiles
-// w and w + 8 of U_c = K~^T V_c (row tile = tile / 4), each through its fp32 staging tile.
+// Stages 3 + 4: block = (head, 64 features, 64 value columns), performer_state_scan_block; warp w
+// holds the 16 x 16 tiles w and w + 8 of the running state (row tile = tile / 4) in its
+// accumulators and moves them to and from global memory through its fp32 staging tile; per chunk
+// the block stages K~ (hi, lo) and V_c here.
 struct PerformerTensorCoreStateLayout {
   std::size_t k = 0;        // K~ = e^(c_j - M_end) phi(k_j) as bf16 hi [64 tokens][kPerformerBf16Ld]
   std::size_t k_low = 0;    // ... and lo, likewise
@@ -135,12 +152,14 @@ struct PerformerTensorCoreStateLayout {
   std::size_t bytes = 0;
 };
 // Stage 5: block = (head, chunk, 64 value columns). The loop over the m features in steps of 32
-// stages phi(Q), phi(Q) e^(M_in - M_r), phi(K) and the entering S; warp w accumulates the score
-// tiles and output tiles w and w + 8 (row tile = tile / 4) in registers across the whole loop.
-// After it the scores go to `a` (over the loop's regions), the weighted masked scores to `p`, and
-// the output tiles, after P V, back to `a` for the epilogue's division.
+// stages phi(Q), phi(K) (both bf16 as stage 1 stored them) and the entering S; warp w accumulates
+// the score tiles and output tiles w and w + 8 (row tile = tile / 4) in registers across the whole
+// loop, the output tiles holding phi(Q) S_in. After it the scores go to `a` (over the loop's
+// regions), the weighted masked scores to `p`; each warp then passes its output tiles through `a`
+// once to weight their rows by e^(M_in - M_r) in fp32, adds P V, and stores them back to `a` for
+// the epilogue's division.
 struct PerformerTensorCoreOutputLayout {
-  std::size_t q = 0, q_scaled = 0, k = 0;  // bf16 [64][kPerformerStepLd]
+  std::size_t q = 0, k = 0;  // bf16 [64][kPerformerStepLd]
   std::size_t s = 0;      // S entering the chunk as bf16 hi [32][kPerformerBf16Ld]
   std::size_t s_low = 0;  // ... and lo, likewise
   std::size_t loop_end = 0;
@@ -163,6 +182,11 @@ constexpr PerformerWarpTile performer_tensor_core_warp_tile(int warp, int x) {
 static_assert(2 * kPerformerTensorCoreWarps * kPerformerTensorCoreFragment * kPerformerTensorCoreFragment ==
                   kChunkTile * kChunkTile,
               "each warp takes two of the 16 tiles of a 64 x 64 block");
+// The tensor-core state scan's block: (head, key tile, value tile), value tile fastest, as
+// chunk_state_block orders them for one chunk (the block sets `chunk` as it walks them).
+constexpr ChunkTile performer_state_scan_block(std::int64_t block, std::int64_t key_tiles, std::int64_t value_tiles) {
+  return chunk_state_block(block, 1, key_tiles, value_tiles);
+}
 PerformerTensorCoreStateLayout performer_tensor_core_state_layout();
 PerformerTensorCoreOutputLayout performer_tensor_core_output_layout();
 
@@ -174,10 +198,11 @@ PerformerTensorCoreOutputLayout performer_tensor_core_output_layout();
 //     (and the key sums), relative to the chunk's last M;
 //  4. chunk_prefix: per (bh, element of S or z), the exclusive scan over chunks
 //     S_in(c + 1) = S_in(c) exp(M_in(c) - M_end(c)) + U_c from the carried state, in place; the
-//     total goes back to the state (relative to the final M, which stage 2 wrote);
+//     total goes back to the state (relative to the final M, which stage 2 wrote) (on tensor
+//     cores 3 and 4 are one pass per (bh, 64 x 64 tile of S) over the chunks: PerformerPrefillPath);
 //  5. chunk_output: per (bh, chunk, 64-column tile of dv), o_r = [f(q_r) S_in e^(M_in - M_r) +
 //     sum_{j<=r} f(q_r).f(k_j) e^(c_j - M_r) v_j] / [the same with z and 1].
-// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv; stages 1, 3 and 5 on
+// Stages 3-5 run on the common ChunkwiseGrid (chunk_tile.hpp) over m x dv; stages 1, 3 + 4 and 5 on
 // tensor cores for bf16 (PerformerPrefillPath).
 struct PerformerPrefillPlan : ChunkwiseGrid {
   std::int64_t batch_heads = 0;
@@ -196,7 +221,8 @@ struct PerformerPrefillPlan : ChunkwiseGrid {
   std::size_t output_shared_bytes = 0;
   PerformerPrefillPath prefill_path = PerformerPrefillPath::simt;
   PerformerTensorCoreFeaturePlan tensor_core;  // stage 1 when prefill_path is tensor_core_bf16
-  PerformerTensorCoreStateLayout tensor_core_state;    // stage 3 likewise
+  PerformerTensorCoreStateLayout tensor_core_state;    // stages 3 + 4 likewise
+  std::int64_t state_scan_blocks = 0;  // ... their blocks: batch_heads * key_tiles * value_tiles
   PerformerTensorCoreOutputLayout tensor_core_output;  // stage 5 likewise
   PerformerPrefillWorkspace workspace;
   std::int64_t workspace_bytes() const;  // checked: throws SizeOverflow rather than wrapping
@@ -248,7 +274,7 @@ PerformerPrefillPath performer_cuda_prefill_path(const Cell& cell);
 // What a CUDA cell records as `gpu_kernel` (mechanisms/gpu_kernel_name.hpp): "prefill simt",
 // kPerformerTensorCoreKernelName or "decode simt".
 inline constexpr const char* kPerformerTensorCoreKernelName =
-    "prefill wmma_bf16: features (W hi+lo), chunk states, outputs; simt: row max, chunk prefix";
+    "prefill wmma_bf16: features (W hi+lo), chunk states and their prefix, outputs; simt: row max";
 std::string performer_gpu_kernel_name(const Cell& cell);
 
 // Device bytes a CUDA cell holds beyond inputs, outputs, W and (S, z, M): the prefill's workspace

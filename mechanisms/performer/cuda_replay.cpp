@@ -90,11 +90,12 @@ constexpr std::int64_t kC = kPerformerChunk;
 // The next fp32 accumulator of an mma chain: the step's exact products summed in fp64, added once.
 float mma_step(float acc, double step) { return static_cast<float>(acc + step); }
 
-// One head's tokens as the kernels lay them out in the workspace: the fp32 features, the keys'
-// log-scales c and the running max M at every token.
+// One head's tokens as the kernels lay them out in the workspace: the features as stage 1 stores
+// them (phi(q) bf16, phi(k) as bf16 hi + lo), the keys' log-scales c and the running max M at every
+// token (fp32).
 struct HeadFeatures {
-  std::vector<float> query, key;  // [tokens][m]
-  std::vector<float> scale, max;  // [tokens]
+  std::vector<float> query, key_high, key_low;  // [tokens][m], each value a bf16
+  std::vector<float> scale, max;                // [tokens]
 };
 
 HeadFeatures replay_features(const PerformerShape& shape, std::int64_t tokens, const PerformerSplitProjection& w,
@@ -102,13 +103,23 @@ HeadFeatures replay_features(const PerformerShape& shape, std::int64_t tokens, c
   const std::int64_t m = shape.features, dk = shape.dk;
   HeadFeatures h;
   h.query.resize(static_cast<std::size_t>(tokens * m));
-  h.key.resize(h.query.size());
+  h.key_high.resize(h.query.size());
+  h.key_low.resize(h.query.size());
   h.scale.resize(static_cast<std::size_t>(tokens));
   h.max.resize(h.scale.size());
   float running = carried_max;
+  std::vector<float> key(static_cast<std::size_t>(m));
   for (std::int64_t t = 0; t < tokens; ++t) {
-    replay_performer_tensor_core_token(shape, w, q + t * dk, h.query.data() + t * m, fault);
-    const float c = replay_performer_tensor_core_token(shape, w, k + t * dk, h.key.data() + t * m, fault);
+    float* query = h.query.data() + t * m;
+    replay_performer_tensor_core_token(shape, w, q + t * dk, query, fault);
+    for (std::int64_t i = 0; i < m; ++i) query[i] = to_bf16(query[i]);
+    const float c = replay_performer_tensor_core_token(shape, w, k + t * dk, key.data(), fault);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float high = to_bf16(key[static_cast<std::size_t>(i)]);
+      h.key_high[static_cast<std::size_t>(t * m + i)] = high;
+      h.key_low[static_cast<std::size_t>(t * m + i)] =
+          fault == PerformerReplayFault::key_features_high_only ? 0.0f : to_bf16(key[static_cast<std::size_t>(i)] - high);
+    }
     h.scale[static_cast<std::size_t>(t)] = c;
     running = std::max(running, c);  // -inf before the first key
     h.max[static_cast<std::size_t>(t)] = running;
@@ -125,20 +136,24 @@ Split split_bf16(float x, PerformerReplayFault fault) {
   return {high, fault == PerformerReplayFault::state_high_part_only ? 0.0f : to_bf16(x - high)};
 }
 
-// Stage 3 of one chunk: U_c [m][dv] and z_c [m].
-void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
-                        std::int64_t dv, PerformerReplayFault fault, float* u, float* z) {
+// Stages 3 + 4 of one chunk, as the state-scan kernel folds it into the running (S, z) (relative to
+// M_in, brought to M_end by `carry`): S = S carry in fp32, then + K~_hi^T V_c + K~_lo^T V_c one
+// 16-token step at a time (hi then lo) into the same fp32 accumulator; z = fmaf(z, carry, z_c) with
+// z_c the fp32 sum of K~ hi + lo in token order.
+void replay_chunk_state_scan(const HeadFeatures& h, const float* v, std::int64_t first, int rows, std::int64_t m,
+                             std::int64_t dv, float carry, PerformerReplayFault fault, float* s, float* z) {
   const float end_max = h.max[static_cast<std::size_t>(first + rows - 1)];
   std::vector<Split> keys(static_cast<std::size_t>(rows * m));  // K~ = e^(c_j - M_end) phi(k_j), hi + lo
   for (int r = 0; r < rows; ++r) {
     const float weight = std::exp(h.scale[static_cast<std::size_t>(first + r)] - end_max);
     for (std::int64_t i = 0; i < m; ++i) {
-      keys[static_cast<std::size_t>(r * m + i)] = split_bf16(weight * h.key[static_cast<std::size_t>((first + r) * m + i)], fault);
+      const std::size_t at = static_cast<std::size_t>((first + r) * m + i);
+      keys[static_cast<std::size_t>(r * m + i)] = split_bf16(weight * (h.key_high[at] + h.key_low[at]), fault);
     }
   }
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < dv; ++j) {
-      float acc = 0.0f;
+      float acc = s[i * dv + j] * carry;
       for (int t0 = 0; t0 < rows; t0 += kF) {
         double high = 0.0, low = 0.0;
         for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
@@ -148,14 +163,14 @@ void replay_chunk_state(const HeadFeatures& h, const float* v, std::int64_t firs
         }
         acc = mma_step(mma_step(acc, high), low);
       }
-      u[i * dv + j] = acc;
+      s[i * dv + j] = acc;
     }
     float sum = 0.0f;
     for (int r = 0; r < rows; ++r) {
       const Split& key = keys[static_cast<std::size_t>(r * m + i)];
       sum += key.high + key.low;
     }
-    z[i] = sum;
+    z[i] = std::fmaf(z[i], carry, sum);
   }
 }
 
@@ -167,16 +182,9 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
   const bool inter = fault != PerformerReplayFault::no_carried_state;
   const bool causal = fault != PerformerReplayFault::no_causal_mask;
   const auto at = [m](std::int64_t r, std::int64_t i) { return static_cast<std::size_t>(r * m + i); };
-  std::vector<float> q(static_cast<std::size_t>(rows * m)), scaled(q.size()), k(q.size());
-  for (int r = 0; r < rows; ++r) {
-    const float row_scale = std::exp(entering_max - h.max[static_cast<std::size_t>(first + r)]);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float f = h.query[at(first + r, i)];
-      q[at(r, i)] = to_bf16(f);
-      scaled[at(r, i)] = to_bf16(f * row_scale);
-      k[at(r, i)] = to_bf16(h.key[at(first + r, i)]);
-    }
-  }
+  // phi(q) and phi(k) hi as stored (bf16): both products and the denominator take them as they are.
+  const float* q = h.query.data() + first * m;
+  const float* k = h.key_high.data() + first * m;
   std::vector<Split> s(static_cast<std::size_t>(m * dv));
   for (std::size_t e = 0; e < s.size(); ++e) s[e] = split_bf16(s_in[e], fault);
   std::vector<float> p(static_cast<std::size_t>(rows * kC), 0.0f);
@@ -195,10 +203,15 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
     }
   }
   for (int r = 0; r < rows; ++r) {
+    // The inter-chunk terms are brought from M_in to M_r after their products, in fp32.
+    const float row_scale = fault == PerformerReplayFault::no_row_scale
+                                ? 1.0f
+                                : std::exp(entering_max - h.max[static_cast<std::size_t>(first + r)]);
     float denominator = 0.0f;
     if (inter) {
-      for (std::int64_t i = 0; i < m; ++i) denominator = std::fmaf(scaled[at(r, i)], z_in[i], denominator);
+      for (std::int64_t i = 0; i < m; ++i) denominator = std::fmaf(q[at(r, i)], z_in[i], denominator);
     }
+    denominator *= row_scale;
     for (int t = 0; t < kC; ++t) denominator += p[static_cast<std::size_t>(r * kC + t)];
     // Row tile r / 16 sums P V over key tiles up to its own (all of them without the mask).
     const int key_end = causal ? (r / kF + 1) * kF : rows;
@@ -208,11 +221,12 @@ void replay_chunk_outputs(const HeadFeatures& h, const float* v, std::int64_t fi
         double high = 0.0, low = 0.0;
         for (std::int64_t i = i0; i < std::min<std::int64_t>(i0 + kF, m); ++i) {
           const Split& state = s[static_cast<std::size_t>(i * dv + j)];
-          high += static_cast<double>(scaled[at(r, i)]) * state.high;
-          low += static_cast<double>(scaled[at(r, i)]) * state.low;
+          high += static_cast<double>(q[at(r, i)]) * state.high;
+          low += static_cast<double>(q[at(r, i)]) * state.low;
         }
         acc = mma_step(mma_step(acc, high), low);
       }
+      acc *= row_scale;
       for (int t0 = 0; t0 < std::min(key_end, rows); t0 += kF) {
         double step = 0.0;
         for (int t = t0; t < std::min(t0 + kF, rows); ++t) {
@@ -242,19 +256,27 @@ std::vector<float> replay_performer_tensor_core_prefill(const PerformerShape& sh
     const float* v_head = v + bh * tokens * dv;
     float* s = carried.state.data() + bh * m * dv;
     float* z = carried.normalizer.data() + bh * m;
-    std::vector<float> u(static_cast<std::size_t>(m * dv)), zc(static_cast<std::size_t>(m));
     float entering = carried_max;
     for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
       const std::int64_t first = chunk * kC;
       const int rows = static_cast<int>(std::min(kC, tokens - first));
-      replay_chunk_state(h, v_head, first, rows, m, dv, fault, u.data(), zc.data());
-      // Stage 5 reads the state entering the chunk, which stage 4 leaves in place of U_c.
-      replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault, out.data() + (bh * tokens + first) * dv);
-      // Stage 4's fold: entering = -inf only before the first key, when (S, z) are 0: 0 * e^-inf = 0.
+      // The scan writes the state entering the chunk (S_in, relative to M_in), which stage 5 reads,
+      // then folds the chunk in: entering = -inf only before the first key, when (S, z) are 0.
       const float end = h.max[static_cast<std::size_t>(first + rows - 1)];
       const float carry = std::exp(entering - end);
-      for (std::int64_t e = 0; e < m * dv; ++e) s[e] = std::fmaf(s[e], carry, u[static_cast<std::size_t>(e)]);
-      for (std::int64_t i = 0; i < m; ++i) z[i] = std::fmaf(z[i], carry, zc[static_cast<std::size_t>(i)]);
+      if (fault == PerformerReplayFault::chunk_states_bf16) {
+        for (std::int64_t e = 0; e < m * dv; ++e) s[e] = to_bf16(s[e]);
+      }
+      if (fault == PerformerReplayFault::state_written_after_update) {
+        replay_chunk_state_scan(h, v_head, first, rows, m, dv, carry, fault, s, z);
+        // S and z now hold the chunk's own keys (relative to M_end): stage 5, unchanged, would read them.
+        replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault,
+                             out.data() + (bh * tokens + first) * dv);
+      } else {
+        replay_chunk_outputs(h, v_head, first, rows, m, dv, s, z, entering, fault,
+                             out.data() + (bh * tokens + first) * dv);
+        replay_chunk_state_scan(h, v_head, first, rows, m, dv, carry, fault, s, z);
+      }
       entering = end;
     }
     carried.running_max[static_cast<std::size_t>(bh)] = entering;

@@ -1,19 +1,22 @@
 #pragma once
-// A CPU replay of Performer's bf16 prefill on tensor cores (cuda_tensor_core.cu, cuda.cu's stages 2
-// and 4, cuda_tensor_core_chunks.cu), bf16 roundings exactly where the kernels round:
+// A CPU replay of Performer's bf16 prefill on tensor cores (cuda_tensor_core.cu, cuda.cu's stage 2,
+// cuda_tensor_core_chunks.cu), bf16 roundings exactly where the kernels round:
 //  1. the projection split into W_hi = bf16(W), W_lo = bf16(W - W_hi) as
 //     performer_split_projection_kernel rounds it, every projection accumulated in fp32 one 16-wide
 //     step of dk at a time (x W_hi then x W_lo), |x~|^2 / 2 by the kernel's fmaf chain, the same
-//     stabilised favor+ or trig features (performer_trig_pair is the kernel's own definition), fp32;
+//     stabilised favor+ or trig features (performer_trig_pair is the kernel's own definition) in
+//     fp32, stored as the kernel stores them: phi(q) rounded to bf16 once, phi(k) as bf16 hi + lo;
 //  2. the running max M at every token (exact: a max);
-//  3. per 64-token chunk, K~ = e^(c_j - M_end) phi(k_j) split into bf16 hi + lo, U_c = K~_hi^T V_c +
-//     K~_lo^T V_c accumulated in fp32 one 16-token step at a time (hi then lo), z_c the fp32 sum of
-//     hi + lo in token order;
-//  4. the prefix over chunks in fp32, S_in(c + 1) = fmaf(S_in(c), e^(M_in - M_end), U_c);
-//  5. per chunk, A = bf16(phi(Q)) bf16(phi(K))^T and bf16(phi(Q) e^(M_in - M_r)) (S_in hi + S_in lo),
-//     each accumulated in fp32 one 16-wide step of m at a time, P = bf16(A e^(c_j - M_r)) causal
-//     inclusive, then + P V one 16-token step at a time; the denominator the fp32 fmaf chain of the
-//     scaled queries against z_in, then + P's row in order; the output bf16(acc * (1 / denominator)).
+//  3 + 4. per 64-token chunk in order, the running state: S_in(c) is what stage 5 reads; then
+//     S = S_in(c) e^(M_in - M_end) in fp32, and K~ = e^(c_j - M_end) (phi(k_j) hi + lo) split into
+//     bf16 hi + lo, S += K~_hi^T V_c + K~_lo^T V_c into the same fp32 accumulator one 16-token step
+//     at a time (hi then lo); z = fmaf(z, e^(M_in - M_end), z_c) with z_c the fp32 sum of hi + lo
+//     in token order;
+//  5. per chunk, A = phi(Q) phi(K)_hi^T and phi(Q) (S_in hi + S_in lo), each accumulated in fp32
+//     one 16-wide step of m at a time, the latter then times e^(M_in - M_r) in fp32; P =
+//     bf16(A e^(c_j - M_r)) causal inclusive, then + P V one 16-token step at a time; the
+//     denominator the fp32 fmaf chain of phi(q) against z_in, times e^(M_in - M_r), then + P's row
+//     in order; the output bf16(acc * (1 / denominator)).
 // Each step of 16 exact bf16 x bf16 products is summed in fp64 before it meets the fp32 accumulator,
 // as an mma does; the kernels' expf and the mma's internal order may differ from it by an fp32
 // rounding, far below the bf16 roundings this replay is for. Without a GPU this is the evidence that
@@ -33,6 +36,10 @@ enum class PerformerReplayFault {
   no_causal_mask,    // stage 5 lets row r see the chunk's later keys too
   no_carried_state,  // stage 5 leaves out the state entering the chunk (S_in, z_in)
   state_high_part_only,  // K~ (stage 3) and S_in (stage 5) as bf16 hi alone, not hi + lo
+  key_features_high_only,  // phi(k) stored as bf16 hi alone (stage 3 without the lo plane)
+  no_row_scale,            // stage 5's inter-chunk terms left relative to M_in, not brought to M_r
+  state_written_after_update,  // the scan writes S_in(c) after adding chunk c (stage 5 sees its own keys twice)
+  chunk_states_bf16,           // the state entering each chunk stored (and carried on) as bf16
 };
 
 // W [dk][n] (the packed fp32 projection) as the device splits it: each part's values are bf16.
@@ -56,7 +63,7 @@ PerformerReplayState performer_replay_empty_state(const PerformerShape& shape);
 
 // The prefill of `tokens` tokens of every head (q, k [bh][tokens][dk], v [bh][tokens][dv], values
 // exactly bf16) continuing from `carried` (updated, as the kernels update (S, z, M): the fp32 total
-// of stage 4); returns the outputs [bh][tokens][dv] rounded to bf16 as stored.
+// of the state scan); returns the outputs [bh][tokens][dv] rounded to bf16 as stored.
 std::vector<float> replay_performer_tensor_core_prefill(const PerformerShape& shape, std::int64_t tokens,
                                                         const PerformerSplitProjection& w, const float* q,
                                                         const float* k, const float* v, PerformerReplayState& carried,

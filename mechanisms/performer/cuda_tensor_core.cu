@@ -1,8 +1,10 @@
 // Stage 1 of Performer's bf16 prefill on tensor cores: the projections [64 tokens x dk] x [dk x n]
 // as wmma bf16 products (16 x 16 x 16) with fp32 accumulators, from the projection split once per
 // cell into W_hi + W_lo (cuda_plan.hpp says why two products), then the same stabilised features and
-// key log-scales the SIMT feature kernel (cuda.cu) writes, so stages 2-5 run unchanged. The CPU
-// replay of this arithmetic is cuda_replay.cpp. Compiled, not yet run on a GPU.
+// key log-scales the SIMT feature kernel (cuda.cu) computes. The features are stored as their
+// readers take them (PerformerPrefillWorkspace): phi(q) as bf16, phi(k) as bf16 hi + lo planes; the
+// stabilisers (each token's largest projection) and the key log-scales stay fp32 from the fp32
+// projections. The CPU replay of this arithmetic is cuda_replay.cpp. Compiled, not yet run on a GPU.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -77,7 +79,8 @@ __device__ __forceinline__ void project_column_tile(const PerformerTensorCoreFea
 __global__ void __launch_bounds__(kPerformerCudaThreads)
     performer_tensor_core_features_kernel(PerformerTensorCoreFeaturePlan plan, const __nv_bfloat16* __restrict__ split,
                                           const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                                          float* __restrict__ query_features, float* __restrict__ key_features,
+                                          __nv_bfloat16* __restrict__ query_features,
+                                          __nv_bfloat16* __restrict__ key_high, __nv_bfloat16* __restrict__ key_low,
                                           float* __restrict__ key_scale) {
   extern __shared__ __align__(128) unsigned char shared[];
   auto* x = reinterpret_cast<__nv_bfloat16*>(shared + plan.x);
@@ -93,7 +96,10 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   const int row_tiles = (rows + kF - 1) / kF;
   const int dk = plan.dk, n = plan.projection_rows, m = plan.features;
   const __nv_bfloat16* source = (tile.keys ? k : q) + (tile.bh * plan.tokens + first) * dk;
-  float* features = (tile.keys ? key_features : query_features) + (tile.bh * plan.tokens + first) * m;
+  // The tile's rows of phi(q) (bf16), or of phi(k) as bf16 hi and lo (low is null for queries).
+  const std::int64_t row0 = (tile.bh * plan.tokens + first) * m;
+  __nv_bfloat16* features = (tile.keys ? key_high : query_features) + row0;
+  __nv_bfloat16* features_low = tile.keys ? key_low + row0 : nullptr;
   const __nv_bfloat16* high = split;
   const __nv_bfloat16* low = split + plan.split_part_elements();
 
@@ -159,7 +165,14 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
   __syncthreads();
 
   // Pass 2: the features. Lane l writes column l % 16 of rows l / 16, l / 16 + 2, ...: 16 lanes
-  // store 16 consecutive floats of a row, and read 16 consecutive staged floats (no bank conflict).
+  // store 16 consecutive elements of a row, and read 16 consecutive staged floats (no bank conflict).
+  // Each feature is computed in fp32 and rounded on the way out: once (queries), or as hi + lo
+  // (keys: hi = bf16(phi), lo = bf16(phi - hi), phi - hi exact in fp32).
+  const auto store = [&](std::int64_t at, float phi) {
+    const __nv_bfloat16 high = __float2bfloat16_rn(phi);
+    features[at] = high;
+    if (features_low != nullptr) features_low[at] = __float2bfloat16_rn(phi - __bfloat162float(high));
+  };
   const float ratio = trig ? sqrtf(2.0f / static_cast<float>(m)) : 1.0f / sqrtf(static_cast<float>(m));
   const int column = lane % kF;
   for (int ct = warp; ct < column_tiles; ct += kWarps) {
@@ -176,14 +189,14 @@ __global__ void __launch_bounds__(kPerformerCudaThreads)
             const int rr = lane / kF + 2 * h, row = rt * kF + rr;
             if (row < rows) {
               const float p = stage[rr * kF + column];
-              float* out = features + static_cast<std::int64_t>(row) * m;
+              const std::int64_t out = static_cast<std::int64_t>(row) * m + i;
               if (trig) {
                 float s, c;
                 performer_trig_pair(p, &s, &c);
-                out[i] = ratio * s;
-                out[i + n] = ratio * c;
+                store(out, ratio * s);
+                store(out + n, ratio * c);
               } else {
-                out[i] = ratio * (expf(p - top[row]) + kEps);
+                store(out, ratio * (expf(p - top[row]) + kEps));
               }
             }
           }
@@ -210,13 +223,14 @@ void launch_performer_split_projection(const PerformerTensorCoreFeaturePlan& pla
 }
 
 void launch_performer_tensor_core_features(const PerformerTensorCoreFeaturePlan& plan, std::int64_t batch_heads,
-                                           const bf16* split, const bf16* q, const bf16* k, float* query_features,
-                                           float* key_features, float* key_scale, CUstream_st* stream) {
+                                           const bf16* split, const bf16* q, const bf16* k, bf16* query_features,
+                                           bf16* key_high, bf16* key_low, float* key_scale, CUstream_st* stream) {
   if (plan.tokens == 0 || batch_heads == 0) return;
   performer_tensor_core_features_kernel<<<static_cast<unsigned>(plan.blocks), kPerformerCudaThreads, plan.shared_bytes,
                                           stream>>>(
       plan, reinterpret_cast<const __nv_bfloat16*>(split), reinterpret_cast<const __nv_bfloat16*>(q),
-      reinterpret_cast<const __nv_bfloat16*>(k), query_features, key_features, key_scale);
+      reinterpret_cast<const __nv_bfloat16*>(k), reinterpret_cast<__nv_bfloat16*>(query_features),
+      reinterpret_cast<__nv_bfloat16*>(key_high), reinterpret_cast<__nv_bfloat16*>(key_low), key_scale);
   check_launch("performer_tensor_core_features_kernel");
 }
 

@@ -214,7 +214,7 @@ TEST(PerformerGpu, TensorCorePrefillMatchesTheSimtPrefillAndItsReplay) {
   };
   for (const Case c : {Case{16, 16, 1, "favor+"}, Case{64, 256, 300, "favor+"}, Case{64, 256, 300, "trig"},
                        Case{48, 100, 65, "favor+"}, Case{100, 30, 63, "trig"}, Case{128, 128, 130, "favor+"},
-                       Case{256, 4096, 70, "favor+"}}) {
+                       Case{256, 4096, 70, "favor+"}, Case{64, 128, 1000, "trig"}}) {  // 16 chunks through the scan
     const Cell cell = performer_cell(Phase::prefill, c.length, DType::bfloat16, c.map, c.dim, c.features);
     const PerformerFeatures kind = *parse_performer_features(c.map);
     const PerformerShape shape{cell.batch_heads(), c.dim, c.dim, c.features, kind};
