@@ -9,6 +9,7 @@
 
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/performer/options.hpp"
+#include "mechanisms/performer/reference_heads.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cuda_cell.hpp"
@@ -45,17 +46,6 @@ struct DeviceProjection {
     upload<float>(cuda, host.data(), static_cast<std::int64_t>(host.size()), packed.data());
   }
 };
-
-std::vector<PerformerResult> reference_per_head(const AttentionInputs& inputs, std::int64_t tokens,
-                                                const PerformerShape& shape, const MatrixD& projection) {
-  std::vector<PerformerResult> results(static_cast<std::size_t>(inputs.batch_heads));
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    results[bh] = performer_scan(inputs.head_matrix(inputs.q, bh, tokens), inputs.head_matrix(inputs.k, bh, tokens),
-                                 inputs.head_matrix(inputs.v, bh, tokens), projection, shape.kind, shape.features);
-  }
-  return results;
-}
 
 // Rows whose phi(q).z was <= 0 or not finite, as the CPU kernels count them.
 std::int64_t count_nonpositive(const std::vector<float>& denominators) {
@@ -109,7 +99,7 @@ class PerformerDecodeCudaCell final : public PreparedCell, public NamesGpuKernel
     const std::vector<float> denominators =
         download<float>(cuda_, denominators_.data(), static_cast<std::int64_t>(denominators_.size()));
     ErrorAccumulator errors;
-    const std::vector<PerformerResult> refs = reference_per_head(inputs_, length_ + 1, shape_, projection_.rows);
+    const std::vector<PerformerResult> refs = performer_reference_heads(inputs_, length_ + 1, shape_, projection_.rows);
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       errors.add_row(out.data() + bh * shape_.dv, refs[bh].outputs.row(length_), shape_.dv);
     }
@@ -200,7 +190,7 @@ class PerformerPrefillCudaCell final : public PreparedCell, public NamesGpuKerne
     const std::vector<float> denominators = download<float>(cuda_, workspace_.data() + plan_.workspace.denominators,
                                                             shape_.batch_heads * inputs_.tokens);
     ErrorAccumulator errors;
-    const std::vector<PerformerResult> refs = reference_per_head(inputs_, inputs_.tokens, shape_, projection_.rows);
+    const std::vector<PerformerResult> refs = performer_reference_heads(inputs_, inputs_.tokens, shape_, projection_.rows);
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
         errors.add_row(out.data() + (bh * inputs_.tokens + t) * shape_.dv, refs[bh].outputs.row(t), shape_.dv);

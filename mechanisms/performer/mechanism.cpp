@@ -1,5 +1,6 @@
 #include "mechanisms/performer/mechanism.hpp"
 #include "mechanisms/performer/options.hpp"
+#include "mechanisms/performer/reference_heads.hpp"
 
 #include <omp.h>
 
@@ -48,25 +49,6 @@ struct Projection {
   }
 };
 
-// The fp64 recurrent reference of every head over its first `tokens` tokens (heads in parallel:
-// at L = 8192 and m = 256 one head is ~10^9 flops).
-std::vector<PerformerResult> reference_per_head(const AttentionInputs& inputs, std::int64_t tokens,
-                                                const PerformerShape& shape, const MatrixD& projection) {
-  std::vector<PerformerResult> results(static_cast<std::size_t>(inputs.batch_heads));
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t bh = 0; bh < inputs.batch_heads; ++bh) {
-    // No exception may leave the parallel region: after a stop the remaining heads are skipped and
-    // the stop is raised below (core/stop_request.hpp).
-    if (stop_requested()) continue;
-    results[bh] = performer_scan(inputs.head_matrix(inputs.q, bh, tokens),
-                                 inputs.head_matrix(inputs.k, bh, tokens),
-                                 inputs.head_matrix(inputs.v, bh, tokens), projection, shape.kind,
-                                 shape.features, shape.stabilizer);
-  }
-  throw_if_stop_requested("checking the outputs against the fp64 reference");
-  return results;
-}
-
 void add_approximation(Accuracy& accuracy, const SoftmaxApproximationError& error,
                        std::int64_t nonpositive) {
   accuracy.nonpositive_denominators = nonpositive;
@@ -100,7 +82,7 @@ class PerformerDecodeCell final : public PreparedCell {
 
   Accuracy check() const override {
     ErrorAccumulator errors;
-    const std::vector<PerformerResult> refs = reference_per_head(inputs_, length_ + 1, shape_, projection_.rows);
+    const std::vector<PerformerResult> refs = performer_reference_heads(inputs_, length_ + 1, shape_, projection_.rows);
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       errors.add_row(io_.out.data() + bh * shape_.dv, refs[bh].outputs.row(length_), shape_.dv);
     }
@@ -163,7 +145,7 @@ class PerformerPrefillCell final : public PreparedCell {
 
   Accuracy check() const override {
     ErrorAccumulator errors;
-    const std::vector<PerformerResult> refs = reference_per_head(inputs_, inputs_.tokens, shape_, projection_.rows);
+    const std::vector<PerformerResult> refs = performer_reference_heads(inputs_, inputs_.tokens, shape_, projection_.rows);
     for (std::int64_t bh = 0; bh < shape_.batch_heads; ++bh) {
       for (std::int64_t t = 0; t < inputs_.tokens; ++t) {
         errors.add_row(io_.out.data() + (bh * inputs_.tokens + t) * shape_.dv, refs[bh].outputs.row(t), shape_.dv);
