@@ -212,6 +212,13 @@ PY
   step "performer, batch 16, decode at L 8192, m 256"
   check ab run --mode performer --device cuda --batch 16 --sequence-lengths 8192 --phase decode --features 256 \
     --warmup 3 --repeats 20 --run-label "${LABEL}-performer-b16" --workload-id arch-performer-gpu-b16 --results-dir "$OUT"
+  # Performer's bf16 prefill (features stored in bf16, chunk states and their prefix in one tensor-core
+  # pass) at batch 16, where its bytes are the cost; batch 1, where the pass's L/64 dependent chunk
+  # steps are, is in the default matrix above.
+  step "performer bf16 prefill, batch 16, L 8192, m 256"
+  check ab run --mode performer --device cuda --batch 16 --sequence-lengths 8192 --phase prefill --features 256 \
+    --warmup 3 --repeats 10 --timing cuda_events --run-label "${LABEL}-performer-prefill-b16" \
+    --workload-id arch-performer-gpu-prefill-b16 --results-dir "$OUT"
   step "mamba_scan, batch 1, L 512/2048/8192 (default matrix)"
   check ab run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --run-label "${LABEL}-mamba-b1" \
     --workload-id arch-mamba-scan-gpu-b1 --results-dir "$OUT"
