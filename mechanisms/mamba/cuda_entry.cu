@@ -110,14 +110,14 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
                             const S* __restrict__ z, const S* __restrict__ B, const S* __restrict__ C,
                             const float* entering, float* state, float* __restrict__ workspace, S* __restrict__ out,
                             MambaPrefillPlan plan, std::int64_t grid_segments) {
-  constexpr int kChannels = mamba_entry_channels_per_block(N), kPerWarp = 32 / N;
+  constexpr int kChannels = mamba_entry_channels_per_block(N);
   extern __shared__ __align__(16) float smem[];
   __shared__ float bias[kChannels], skip_d[kChannels];
 
   const MambaScanRun run = mamba_scan_run(blockIdx.x, plan.channel_groups, grid_segments, kChannels);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int k = lane / N, s = lane % N;       // channel of the warp, state entry
-  const int ch = warp * kPerWarp + k;         // channel of the block
+  const int warp = threadIdx.x / 32;
+  const MambaEntrySlot slot = mamba_entry_slot(N, static_cast<int>(threadIdx.x));
+  const int k = slot.channel_in_warp, s = slot.entry, ch = slot.channel;
   const int c = run.first_channel + ch;
   const bool active = c < plan.channels;
   const std::int64_t tokens = plan.tokens;
@@ -148,14 +148,16 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
     write_stage<N, kOutputs>(st, blk, first, bias, skip_d, smem);
     __syncthreads();  // the tile is staged
     if (first + kTile < end) load_stage<N, kOutputs>(blk, first + kTile, st);
-    float y[kTile];
+    // Row k N + s of the warp's y array: this lane's C h of the tile, written 4 tokens at a time as
+    // they are made (4 registers live, not 16).
+    float* mine = y_rows + mamba_entry_y_index(N, k, s, 0);
 #pragma unroll
     for (int t4 = 0; t4 < kTile; t4 += 4) {
       const float4 b4 = *reinterpret_cast<const float4*>(smem + mamba_entry_bc_index(N, 0, s, t4));
       const float4 p01 = pairs[t4 / 2], p23 = pairs[t4 / 2 + 1];
       const float bv[4] = {b4.x, b4.y, b4.z, b4.w};
       const float dtv[4] = {p01.x, p01.z, p23.x, p23.z}, duv[4] = {p01.y, p01.w, p23.y, p23.w};
-      float cv[4] = {};
+      float cv[4] = {}, y[4] = {};
       if constexpr (kOutputs) {
         const float4 c4 = *reinterpret_cast<const float4*>(smem + mamba_entry_bc_index(N, 1, s, t4));
         cv[0] = c4.x, cv[1] = c4.y, cv[2] = c4.z, cv[3] = c4.w;
@@ -166,19 +168,15 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
         const float a = kPolynomial && mamba_entry_polynomial_token(t4 + j) ? mamba_exp2_poly(x) : entry_exp2_approx(x);
         h = fmaf(a, h, duv[j] * bv[j]);
         if constexpr (kOutputs) {
-          y[t4 + j] = cv[j] * h;
+          y[j] = cv[j] * h;
         } else {
           dt_sum += dtv[j];
         }
       }
+      if constexpr (kOutputs) *reinterpret_cast<float4*>(mine + t4) = make_float4(y[0], y[1], y[2], y[3]);
     }
     if constexpr (kOutputs) {
-      // The transpose-reduce: row k N + s of the warp's array holds this lane's C h of the tile.
-      float* mine = y_rows + mamba_entry_y_index(N, k, s, 0);
-#pragma unroll
-      for (int t4 = 0; t4 < kTile; t4 += 4) {
-        *reinterpret_cast<float4*>(mine + t4) = make_float4(y[t4], y[t4 + 1], y[t4 + 2], y[t4 + 3]);
-      }
+      // The transpose-reduce: each lane sums the N entries of its tokens s + N q in entry order.
       __syncwarp();
 #pragma unroll
       for (int q = 0; q < kTile / N; ++q) {

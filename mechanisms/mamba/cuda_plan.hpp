@@ -109,6 +109,17 @@ inline constexpr int kMambaEntryMapMinBlocksPerSm = 3;  // the map pass of a spl
 inline constexpr int kMambaEntryRowStride = kMambaEntryTile + 4;
 constexpr bool mamba_entry_applies(std::int64_t n) { return n == 8 || n == 16; }
 constexpr int mamba_entry_channels_per_block(int n) { return kMambaEntryThreads / n; }
+// Thread t of an entry block: lane k N + s of warp w is state entry s of the warp's channel k, the
+// block's channel w (32 / N) + k.
+struct MambaEntrySlot {
+  int channel = 0;          // of the block
+  int channel_in_warp = 0;  // k
+  int entry = 0;            // s
+};
+constexpr MambaEntrySlot mamba_entry_slot(int n, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  return {warp * (32 / n) + lane / n, lane / n, lane % n};
+}
 // The tile tokens whose exps the polynomial takes: 3 of 16 (4, 9, 14), f = 3/16 of the exps on
 // the FMA pipe (docs/gpu-guide.md balances issue and MUFU at f ~ 1/6).
 inline constexpr int kMambaEntryPolynomialTokens = 3;
