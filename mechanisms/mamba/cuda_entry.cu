@@ -41,33 +41,62 @@ struct EntryStage {
   float u[kTokenItems], dt_raw[kTokenItems], z[kTokenItems], b[kStateItems], c[kStateItems];
 };
 
-// Where a block's channels and tokens start, and which of them exist.
-template <class S>
-struct EntryBlock {
-  const S *u, *dt_raw, *z, *b_rows, *c_rows;  // u, dt_raw, z at (block's first row, token 0); B, C at (batch, token 0)
-  std::int64_t tokens, end;                   // the sequence's length; the segment's end
-  int channels_here;                          // channels of this block that exist (the last group may be short)
+// What a thread stages, fixed for the whole walk: its items' pointers at token 0 of the segment
+// walk (one per tensor; item i is 16 i channels further for the token items, 256 i elements for
+// B and C), and the last `first` at which each item is still inside the segment (a tile at
+// `first` loads item i while first < last[i]; never for a channel past d_inner). Set up once, so
+// that a tile's loads cost a 64-bit add and a compare each.
+template <int N, class S>
+struct EntryLoads {
+  using Stage = EntryStage<N>;
+  const S *u, *dt_raw, *z, *b, *c;
+  std::int64_t item_stride;  // between token items: 256 / 16 channels' rows
+  std::int64_t token_last[Stage::kTokenItems], state_last[Stage::kStateItems];
 };
 
-template <int N, bool kOutputs, class S>
-__device__ __forceinline__ void load_stage(const EntryBlock<S>& blk, std::int64_t first, EntryStage<N>& st) {
+template <int N, class S>
+__device__ __forceinline__ EntryLoads<N, S> entry_loads(const S* u, const S* dt_raw, const S* z, const S* B, const S* C,
+                                                        std::int64_t first_row, std::int64_t batch,
+                                                        std::int64_t tokens, std::int64_t end, int channels_here) {
   using Stage = EntryStage<N>;
+  static_assert(kMambaEntryThreads % kTile == 0, "a thread's token items share one token of the tile");
+  EntryLoads<N, S> l;
+  const int t = static_cast<int>(threadIdx.x) % kTile, ch0 = static_cast<int>(threadIdx.x) / kTile;
+  const std::int64_t at = (first_row + ch0) * tokens + t;
+  l.u = u + at, l.dt_raw = dt_raw + at, l.z = z + at;
+  l.item_stride = static_cast<std::int64_t>(kMambaEntryThreads / kTile) * tokens;
+  const std::int64_t bc = batch * tokens * N + threadIdx.x;  // the tile's tokens x N are contiguous
+  l.b = B + bc, l.c = C + bc;
 #pragma unroll
   for (int i = 0; i < Stage::kTokenItems; ++i) {
-    const int e = threadIdx.x + kMambaEntryThreads * i, ch = e / kTile, t = e % kTile;
-    const bool inside = ch < blk.channels_here && first + t < blk.end;
-    const std::int64_t at = static_cast<std::int64_t>(ch) * blk.tokens + first + t;
-    st.u[i] = inside ? load_float(blk.u[at]) : 0.0f;
-    st.dt_raw[i] = inside ? load_float(blk.dt_raw[at]) : 0.0f;
-    if constexpr (kOutputs) st.z[i] = inside ? load_float(blk.z[at]) : 0.0f;
+    const bool channel = ch0 + (kMambaEntryThreads / kTile) * i < channels_here;
+    l.token_last[i] = channel ? end - t : 0;
   }
 #pragma unroll
   for (int i = 0; i < Stage::kStateItems; ++i) {
-    const int e = threadIdx.x + kMambaEntryThreads * i, t = e / N;
-    const bool inside = e < kTile * N && first + t < blk.end;
-    const std::int64_t at = first * N + e;  // the tile's tokens x N are contiguous
-    st.b[i] = inside ? load_float(blk.b_rows[at]) : 0.0f;
-    if constexpr (kOutputs) st.c[i] = inside ? load_float(blk.c_rows[at]) : 0.0f;
+    const int e = static_cast<int>(threadIdx.x) + kMambaEntryThreads * i;
+    l.state_last[i] = e < kTile * N ? end - e / N : 0;
+  }
+  return l;
+}
+
+template <int N, bool kOutputs, class S>
+__device__ __forceinline__ void load_stage(const EntryLoads<N, S>& l, std::int64_t first, EntryStage<N>& st) {
+  using Stage = EntryStage<N>;
+#pragma unroll
+  for (int i = 0; i < Stage::kTokenItems; ++i) {
+    const bool inside = first < l.token_last[i];
+    const std::int64_t at = first + l.item_stride * i;
+    st.u[i] = inside ? load_float(l.u[at]) : 0.0f;
+    st.dt_raw[i] = inside ? load_float(l.dt_raw[at]) : 0.0f;
+    if constexpr (kOutputs) st.z[i] = inside ? load_float(l.z[at]) : 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < Stage::kStateItems; ++i) {
+    const bool inside = first < l.state_last[i];
+    const std::int64_t at = first * N + kMambaEntryThreads * i;
+    st.b[i] = inside ? load_float(l.b[at]) : 0.0f;
+    if constexpr (kOutputs) st.c[i] = inside ? load_float(l.c[at]) : 0.0f;
   }
 }
 
@@ -75,16 +104,15 @@ __device__ __forceinline__ void load_stage(const EntryBlock<S>& blk, std::int64_
 // and {D u, silu(z)}, computed here once per (token, channel). Past the segment dt = 0 and u = 0:
 // the identity step (exp2(0) = 1 on both pipes, dt u B = 0), and nothing added to the dt sum.
 template <int N, bool kOutputs, class S>
-__device__ __forceinline__ void write_stage(const EntryStage<N>& st, const EntryBlock<S>& blk, std::int64_t first,
+__device__ __forceinline__ void write_stage(const EntryStage<N>& st, const EntryLoads<N, S>& l, std::int64_t first,
                                             const float* bias, const float* skip_d, float* smem) {
   using Stage = EntryStage<N>;
   float2* pairs = reinterpret_cast<float2*>(smem + mamba_entry_pairs_offset(N));
   float2* terms = reinterpret_cast<float2*>(smem + mamba_entry_terms_offset(N));
 #pragma unroll
   for (int i = 0; i < Stage::kTokenItems; ++i) {
-    const int e = threadIdx.x + kMambaEntryThreads * i, ch = e / kTile, t = e % kTile;
-    const bool inside = ch < blk.channels_here && first + t < blk.end;
-    const float dt = inside ? softplus(st.dt_raw[i] + bias[ch]) : 0.0f;
+    const int e = threadIdx.x + kMambaEntryThreads * i, ch = e / kTile;
+    const float dt = first < l.token_last[i] ? softplus(st.dt_raw[i] + bias[ch]) : 0.0f;
     pairs[e] = make_float2(dt, dt * st.u[i]);
     if constexpr (kOutputs) terms[e] = make_float2(skip_d[ch] * st.u[i], silu(st.z[i]));
   }
@@ -132,8 +160,8 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
     skip_d[threadIdx.x] = cc < plan.channels ? D[cc] : 0.0f;
   }
   const int channels_here = plan.channels - run.first_channel < kChannels ? plan.channels - run.first_channel : kChannels;
-  const EntryBlock<S> blk{u + first_row * tokens, dt_raw + first_row * tokens, z + first_row * tokens,
-                          B + run.batch * tokens * N, C + run.batch * tokens * N, tokens, end, channels_here};
+  const EntryLoads<N, S> loads = entry_loads<N>(u, dt_raw, z, B, C, first_row, run.batch, tokens, end, channels_here);
+  S* out_row = kOutputs ? out + row * tokens : nullptr;
   const float a2 = active ? A[static_cast<std::int64_t>(c) * N + s] * kMambaLog2e : 0.0f;
   float h = kOutputs && active ? entering[mamba_segment_state_index(plan, row, run.segment, s)] : 0.0f;
   float dt_sum = 0.0f;
@@ -142,12 +170,12 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
   float* y_rows = smem + mamba_entry_y_offset(N) + warp * kMambaEntryWarpYFloats;
 
   EntryStage<N> st;
-  if (begin < end) load_stage<N, kOutputs>(blk, begin, st);
+  if (begin < end) load_stage<N, kOutputs>(loads, begin, st);
   __syncthreads();  // bias, skip_d
   for (std::int64_t first = begin; first < end; first += kTile) {
-    write_stage<N, kOutputs>(st, blk, first, bias, skip_d, smem);
+    write_stage<N, kOutputs>(st, loads, first, bias, skip_d, smem);
     __syncthreads();  // the tile is staged
-    if (first + kTile < end) load_stage<N, kOutputs>(blk, first + kTile, st);
+    if (first + kTile < end) load_stage<N, kOutputs>(loads, first + kTile, st);
     // Row k N + s of the warp's y array: this lane's C h of the tile, written 4 tokens at a time as
     // they are made (4 registers live, not 16).
     float* mine = y_rows + mamba_entry_y_index(N, k, s, 0);
@@ -185,7 +213,7 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
 #pragma unroll
         for (int e = 1; e < N; ++e) sum += y_rows[mamba_entry_y_index(N, k, e, t)];
         const float2 term = terms[t];  // {D u, silu(z)}
-        if (active && first + t < end) store_float(out + row * tokens + first + t, (sum + term.x) * term.y);
+        if (active && first + t < end) store_float(out_row + first + t, (sum + term.x) * term.y);
       }
     }
     __syncthreads();  // every warp is done with the tile's shared arrays
