@@ -14,8 +14,8 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/cuda_storage.cuh"
-#include "mechanisms/common/ssm_activations.hpp"
 #include "mechanisms/mamba/cuda_entry.hpp"
+#include "mechanisms/mamba/entry_activations.hpp"
 #include "mechanisms/mamba/exp2_poly.hpp"
 
 namespace arch_bench {
@@ -23,12 +23,6 @@ namespace arch_bench {
 namespace {
 
 constexpr int kTile = kMambaEntryTile;
-
-__device__ __forceinline__ float entry_exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // The raw inputs of one tile a thread stages, loaded one tile ahead (global loads in flight while
 // the lanes scan the tile before). Thread t stages the (channel, token) elements t + 256 i of the
@@ -101,7 +95,8 @@ __device__ __forceinline__ void load_stage(const EntryLoads<N, S>& l, std::int64
 }
 
 // The staged tile into shared memory: B, C as fp32 [entry][token]; per (channel, token) {dt, dt u}
-// and {D u, silu(z)}, computed here once per (token, channel). Past the segment dt = 0 and u = 0:
+// and {D u, silu(z)}, computed here once per (token, channel), with the MUFU-based activations of
+// entry_activations.hpp. Past the segment dt = 0 and u = 0:
 // the identity step (exp2(0) = 1 on both pipes, dt u B = 0), and nothing added to the dt sum.
 template <int N, bool kOutputs, class S>
 __device__ __forceinline__ void write_stage(const EntryStage<N>& st, const EntryLoads<N, S>& l, std::int64_t first,
@@ -112,9 +107,9 @@ __device__ __forceinline__ void write_stage(const EntryStage<N>& st, const Entry
 #pragma unroll
   for (int i = 0; i < Stage::kTokenItems; ++i) {
     const int e = threadIdx.x + kMambaEntryThreads * i, ch = e / kTile;
-    const float dt = first < l.token_last[i] ? softplus(st.dt_raw[i] + bias[ch]) : 0.0f;
+    const float dt = first < l.token_last[i] ? entry_softplus(st.dt_raw[i] + bias[ch]) : 0.0f;
     pairs[e] = make_float2(dt, dt * st.u[i]);
-    if constexpr (kOutputs) terms[e] = make_float2(skip_d[ch] * st.u[i], silu(st.z[i]));
+    if constexpr (kOutputs) terms[e] = make_float2(skip_d[ch] * st.u[i], entry_silu(st.z[i]));
   }
 #pragma unroll
   for (int i = 0; i < Stage::kStateItems; ++i) {
@@ -193,7 +188,7 @@ __global__ void __launch_bounds__(kMambaEntryThreads, kOutputs ? kMambaEntryMinB
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float x = dtv[j] * a2;
-        const float a = kPolynomial && mamba_entry_polynomial_token(t4 + j) ? mamba_exp2_poly(x) : entry_exp2_approx(x);
+        const float a = kPolynomial && mamba_entry_polynomial_token(t4 + j) ? mamba_exp2_poly(x) : entry_exp2(x);
         h = fmaf(a, h, duv[j] * bv[j]);
         if constexpr (kOutputs) {
           y[j] = cv[j] * h;

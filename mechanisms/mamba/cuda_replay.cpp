@@ -7,6 +7,7 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/common/ssm_activations.hpp"
+#include "mechanisms/mamba/entry_activations.hpp"
 #include "mechanisms/mamba/exp2_poly.hpp"
 
 namespace arch_bench {
@@ -238,10 +239,10 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
           const bool inside = token < end;
           // write_stage: dt = 0 and u = 0 past the segment (the identity step).
           const float u = inside ? to_float(x.u[row * tokens + token]) : 0.0f;
-          const float dt = inside ? softplus(to_float(x.dt_raw[row * tokens + token]) + params.dt_bias[c]) : 0.0f;
+          const float dt = inside ? entry_softplus(to_float(x.dt_raw[row * tokens + token]) + params.dt_bias[c]) : 0.0f;
           const float du = dt * u;
           skip[t] = params.D[c] * u;
-          gate[t] = silu(inside ? to_float(x.z[row * tokens + token]) : 0.0f);
+          gate[t] = entry_silu(inside ? to_float(x.z[row * tokens + token]) : 0.0f);
           for (int s = 0; s < n; ++s) {
             const std::int64_t at = (b * tokens + token) * n + s;
             const float bv = inside ? to_float(x.B[at]) : 0.0f, cv = inside ? to_float(x.C[at]) : 0.0f;

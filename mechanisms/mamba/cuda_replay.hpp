@@ -30,7 +30,7 @@ enum class MambaReplayFault {
 // The prefill of `plan.tokens` tokens, as launch_mamba_prefill computes it, for either kernel
 // (plan.kernel). The entry kernel's replay (cuda_entry.cu) runs per (channel, entry) the same
 // operations in the same order: dt = softplus(dt_raw + bias), dt u, D u and silu(z) once per
-// (token, channel); per element dt x (A log2 e), exp2 (exp2f for ex2.approx; mamba_exp2_poly, the
+// (token, channel), by entry_activations.hpp (exp2f and 1 / x for ex2 and rcp.approx); per element dt x (A log2 e), exp2 (exp2f for ex2.approx; mamba_exp2_poly, the
 // kernel's own function, on the polynomial tokens), fmaf(a, h, du B), C h; y of a token summed over
 // the entries in entry order, (y + D u) silu(z); the map pass's dt sum in token order. The
 // block and warp structure does not enter its arithmetic, so it walks rows and segments in order.
