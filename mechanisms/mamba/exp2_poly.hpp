@@ -2,15 +2,16 @@
 // 2^x for x <= 0 on the FMA pipe: Cody-Waite range reduction and a degree-5 minimax polynomial.
 // The per-(channel, entry) prefill (cuda_entry.cu) takes a fraction of its exps here instead of the
 // MUFU's ex2.approx, so that the two pipes share the work: the idea is FlashAttention-4's (Tri Dao
-// et al., 2025: exp2 emulated with a polynomial on the FMA units for part of the softmax's
-// exponentials on Blackwell, where the MUFU is the bottleneck). The coefficients are our own: a
+// and collaborators, 2025, for Blackwell, as its authors' talks and write-ups of its code describe
+// it: part of the softmax's exp2 by a polynomial on the FMA units, where the MUFU is the
+// bottleneck). The range reduction and the coefficients here are our own: a
 // Remez exchange for the least maximum relative error of p(f) ~ 2^f on [-1/2, 1/2] (7.49e-8 in
 // exact arithmetic), rounded to fp32 (2.1e-7 evaluated in fp32 on a grid of [-1/2, 1/2]). Evaluated in fp32, the measured maximum relative error is in
 // tests/test_mamba_exp2_poly.cpp (kMambaExp2PolyMaxRelError), over the whole input range the kernel
 // can feed it. Host and device: the kernel and its CPU replay (cuda_replay.cpp) run these very
 // operations, so the replay's exps are the kernel's bit for bit.
 //
-// Steps (11 instructions in the SASS: FMNMX, 3 FADD, 5 FFMA, LEA or IMAD.SHL, FMUL):
+// Steps (about 12 instructions in the SASS: FMNMX, 3 FADD, 5 FFMA, a shift and an add for 2^j, FMUL):
 //   xc = max(x, -127)                    -inf and anything below -127 clamp (the result is then 0)
 //   r  = xc + 1.5 * 2^23                 rounds xc to the integer j in r's low mantissa bits
 //   f  = xc - (r - 1.5 * 2^23)           in [-1/2, 1/2], exact (Sterbenz)
