@@ -7,8 +7,8 @@
 // their decay, or decay a lane's fold by one item instead of its dt sum, must fail by at least
 // three times the tolerance. The entry kernel's replay (a thread per (channel, entry), cuda_entry.cu)
 // is held to the same reference, with and without its polynomial exps, split and unsplit, and
-// replays with a wrong polynomial coefficient, an entry left out of the reduction or the segment
-// carry dropped must fail by more than three times the tolerance.
+// replays with a wrong polynomial coefficient, an entry left out of the reduction, a token skipped
+// in it or the segment carry dropped must fail by more than three times the tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -406,6 +406,8 @@ TEST(MambaEntryReplay, FaultsFailTheCheckByMoreThanThreeTimesTheTolerance) {
   for (const Case c : {Case{MambaReplayFault::polynomial_coefficient_wrong, 1, false, "polynomial c2 1% off"},
                        Case{MambaReplayFault::reduction_entry_dropped, 1, false, "an entry left out of y"},
                        Case{MambaReplayFault::reduction_entry_dropped, 1, true, "an entry left out of y"},
+                       Case{MambaReplayFault::reduction_token_skipped, 1, false, "a token skipped in the reduction"},
+                       Case{MambaReplayFault::reduction_token_skipped, 1, true, "a token skipped in the reduction"},
                        Case{MambaReplayFault::segment_carry_skipped, 4, false, "segment carry dropped"},
                        Case{MambaReplayFault::segment_carry_skipped, 4, true, "segment carry dropped"},
                        Case{MambaReplayFault::segment_decay_skipped, 4, false, "segment decay dropped"}}) {

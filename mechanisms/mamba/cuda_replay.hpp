@@ -25,6 +25,7 @@ enum class MambaReplayFault {
   // The entry kernel's (plan.kernel entry or entry_mufu):
   polynomial_coefficient_wrong,  // the polynomial exp2 with c2 1% too large (entry only)
   reduction_entry_dropped,       // y of a token sums N - 1 of its N entries (the last is left out)
+  reduction_token_skipped,       // token 7 of every tile skips the reduction (its y taken as 0)
 };
 
 // The prefill of `plan.tokens` tokens, as launch_mamba_prefill computes it, for either kernel
