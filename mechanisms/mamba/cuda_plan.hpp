@@ -214,8 +214,9 @@ std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan);
 // The most workspace bytes the CUDA prefill of `tokens` allocates on any device: the plan's on a
 // device of kMambaSplitMaxMultiprocessors SMs (segments never decrease as SMs are added), exact
 // there and an upper bound on smaller devices (139,264 bytes on an H200's 132 SMs at batch 1,
-// d_inner 512, N 16, L 8192; 278,528 bounded). predicted_peak_bytes counts it, since a cell's
-// prediction is made before any device is known.
+// d_inner 512, N 16, L 8192; 278,528 bounded; the entry kernel, 4 blocks per SM: 557,056 and
+// 1,114,112). predicted_peak_bytes counts it for the kernel the cell's scan_kernel picks, since a
+// cell's prediction is made before any device is known.
 std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens,
                                                 MambaScanKernel kernel = MambaScanKernel::lane);
 
@@ -264,8 +265,8 @@ MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segment
 // for an N it does not take (mamba_cuda_unsupported says why).
 std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell);
 // Its name: "lane", "entry" or "entry_mufu"; and what a CUDA cell records as gpu_kernel:
-// "prefill entry (N 16, exp2 3/16 polynomial)", "prefill entry_mufu (N 16)", "prefill lane",
-// "decode (context prefill entry ...)".
+// "prefill entry (N 16, exp2 3/16 polynomial)", "prefill entry_mufu (N 16)", "prefill lane (warp
+// scan)", "decode (context prefill entry ...)".
 std::string mamba_scan_kernel_name(MambaScanKernel kernel);
 std::string mamba_gpu_kernel_name(const Cell& cell);
 
