@@ -222,9 +222,13 @@ PY
   step "mamba_scan, batch 1, L 512/2048/8192 (default matrix)"
   check ab run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --run-label "${LABEL}-mamba-b1" \
     --workload-id arch-mamba-scan-gpu-b1 --results-dir "$OUT"
-  step "mamba_scan, batch 16, L 8192, decode + prefill"
+  # Mamba's three prefill kernels side by side (the warp scan, the default; the per-(channel, entry)
+  # kernel with and without its polynomial exps): the estimates put them within 20% of each other, and
+  # this run decides `--scan-kernel auto`.
+  step "mamba_scan, batch 16, L 8192, decode + prefill, --scan-kernel lane,entry,entry_mufu"
   check ab run --mode mamba_scan --device cuda --batch 16 --sequence-lengths 8192 --warmup 3 --repeats 20 \
-    --run-label "${LABEL}-mamba-b16" --workload-id arch-mamba-scan-gpu-b16 --results-dir "$OUT"
+    --scan-kernel lane,entry,entry_mufu --run-label "${LABEL}-mamba-b16" --workload-id arch-mamba-scan-gpu-b16 \
+    --results-dir "$OUT"
 
   [ "$PLAN" = 1 ] && return
   step "conformance --device cuda (every mechanism with CUDA kernels; fp32 and bf16)"
@@ -245,6 +249,9 @@ print(" ".join(m["id"] for m in json.load(sys.stdin)["mechanisms"] if "cuda" in 
         --outputs "$CONF/$mechanism-$dtype"
     done
   done
+  # mamba's conformance above ran the default prefill kernel (the warp scan): the per-entry one too.
+  LIMIT=60 check "$BIN" conformance --device cuda --mechanism mamba --dtype bfloat16 --scan-kernel entry \
+    --inputs "$CONF/mamba-in" --outputs "$CONF/mamba-bfloat16-entry"
   # softmax_kv's bf16 runs cuDNN's fused attention above where cuDNN works (--softmax-impl auto; the
   # manifest's details.softmax_impl says which ran): its hand kernels too.
   LIMIT=60 check "$BIN" conformance --device cuda --mechanism softmax_kv --dtype bfloat16 --softmax-impl hand \

@@ -5,12 +5,16 @@
 // split form (segment maps, their combination, outputs from each segment's entering h) is held to
 // the same reference at several segment counts, and replays that drop the segments' carry or
 // their decay, or decay a lane's fold by one item instead of its dt sum, must fail by at least
-// three times the tolerance.
+// three times the tolerance. The entry kernel's replay (a thread per (channel, entry), cuda_entry.cu)
+// is held to the same reference, with and without its polynomial exps, split and unsplit, and
+// replays with a wrong polynomial coefficient, an entry left out of the reduction, a token skipped
+// in it or the segment carry dropped must fail by more than three times the tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/bf16.hpp"
@@ -54,12 +58,14 @@ struct StoredTokens {
 // `segments` > 1: the split form (split_mamba_prefill), whatever a device would choose.
 template <class T>
 std::vector<T> replay(const MambaInputs& in, std::int64_t first, std::int64_t count, std::vector<float>& state,
-                      MambaReplayFault fault = MambaReplayFault::none, std::int64_t segments = 1) {
+                      MambaReplayFault fault = MambaReplayFault::none, std::int64_t segments = 1,
+                      MambaScanKernel kernel = MambaScanKernel::lane) {
   const StoredTokens<T> x(in, first, count);
   const std::vector<float> A = in.A();
   const MambaParameters params{A.data(), in.dt_bias.data(), in.D.data()};
   std::vector<T> out(static_cast<std::size_t>(in.rows() * count), from_float<T>(std::nanf("")));
-  const MambaPrefillPlan plan = split_mamba_prefill(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), segments);
+  const MambaPrefillPlan plan =
+      split_mamba_prefill(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count, 0, kernel), segments);
   replay_mamba_prefill<T>(plan, params, x.view(), state.data(), out.data(), fault);
   return out;
 }
@@ -70,9 +76,9 @@ constexpr double kReplayFp32Tolerance = 2e-6;
 
 template <class T>
 Accuracy replay_against_reference(const MambaInputs& in, MambaReplayFault fault = MambaReplayFault::none,
-                                  std::int64_t segments = 1) {
+                                  std::int64_t segments = 1, MambaScanKernel kernel = MambaScanKernel::lane) {
   std::vector<float> state(static_cast<std::size_t>(in.rows() * in.state_size), 0.0f);
-  return check_mamba_prefill<T>(in, replay<T>(in, 0, in.tokens, state, fault, segments).data());
+  return check_mamba_prefill<T>(in, replay<T>(in, 0, in.tokens, state, fault, segments, kernel).data());
 }
 
 // 9 channels: one full block of warps and one with a single active warp; lengths inside one chunk,
@@ -111,14 +117,15 @@ TEST(MambaScanReplay, MatchesTheFp64ReferenceForOddStateSizes) {
 // Two calls with h carried between them give the outputs and final h of one call over the whole
 // sequence, and both match the fp64 reference.
 template <class T>
-void expect_continues_from_a_carried_state(DType dtype, std::int64_t segments = 1) {
+void expect_continues_from_a_carried_state(DType dtype, std::int64_t segments = 1,
+                                           MambaScanKernel kernel = MambaScanKernel::lane) {
   const std::int64_t length = 1300, split = 517;
   const MambaInputs in = make_mamba_inputs(replay_cell(dtype, 9, 16, 2, length), length, 43);
   const std::size_t states = static_cast<std::size_t>(in.rows() * in.state_size);
   std::vector<float> whole_state(states, 0.0f), state(states, 0.0f);
-  const std::vector<T> whole = replay<T>(in, 0, length, whole_state);
-  const std::vector<T> head = replay<T>(in, 0, split, state, MambaReplayFault::none, segments);
-  const std::vector<T> tail = replay<T>(in, split, length - split, state, MambaReplayFault::none, segments);
+  const std::vector<T> whole = replay<T>(in, 0, length, whole_state, MambaReplayFault::none, 1, kernel);
+  const std::vector<T> head = replay<T>(in, 0, split, state, MambaReplayFault::none, segments, kernel);
+  const std::vector<T> tail = replay<T>(in, split, length - split, state, MambaReplayFault::none, segments, kernel);
   std::vector<T> joined;
   for (std::int64_t r = 0; r < in.rows(); ++r) {
     joined.insert(joined.end(), head.begin() + r * split, head.begin() + (r + 1) * split);
@@ -280,6 +287,142 @@ TEST(MambaScanReplay, DroppingTheSegmentCarryOrDecayFailsTheCheck) {
       }
     }
   }
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// The entry kernel (cuda_entry.cu): its replay against the same fp64 reference.
+
+constexpr MambaScanKernel kEntryKernels[] = {MambaScanKernel::entry, MambaScanKernel::entry_mufu};
+
+std::string kernel_label(MambaScanKernel kernel, std::int64_t n) {
+  return mamba_scan_kernel_name(kernel) + " N " + std::to_string(n);
+}
+
+template <class T>
+double entry_tolerance() {
+  return std::is_same_v<T, float> ? kReplayFp32Tolerance : dtype_tolerance(DType::bfloat16);
+}
+
+// 17 channels at N 16 (one full block of 16 and one of a single channel), 33 at N 8 (one full block
+// of 32 and one of one); lengths inside a 16-token tile, at and across its edges and the chunks'.
+template <class T>
+void expect_entry_matches_the_reference_at_every_length(DType dtype) {
+  for (const std::int64_t n : {16, 8}) {
+    const std::int64_t channels = n == 16 ? 17 : 33;
+    for (const std::int64_t length : {1, 7, 15, 16, 17, 255, 257, 1000, 5000}) {
+      const MambaInputs in = make_mamba_inputs(replay_cell(dtype, channels, n, 2, length), length, 83);
+      for (const MambaScanKernel kernel : kEntryKernels) {
+        const Accuracy a = replay_against_reference<T>(in, MambaReplayFault::none, 1, kernel);
+        EXPECT_TRUE(a.output_finite) << kernel_label(kernel, n) << " L " << length;
+        EXPECT_EQ(a.rows_checked, 2 * length);
+        EXPECT_LT(a.max_rel_error, entry_tolerance<T>()) << kernel_label(kernel, n) << " L " << length;
+        if (length == 1 || length == 17 || length == 5000) {
+          std::printf("entry replay %s %s L %5ld: max_rel_error %.3g (tolerance %.3g)\n", dtype_name(dtype).c_str(),
+                      kernel_label(kernel, n).c_str(), static_cast<long>(length), a.max_rel_error, entry_tolerance<T>());
+        }
+      }
+    }
+  }
+}
+
+TEST(MambaEntryReplay, MatchesTheFp64ReferenceAtEveryLengthFp32) {
+  expect_entry_matches_the_reference_at_every_length<float>(DType::float32);
+}
+
+TEST(MambaEntryReplay, MatchesTheFp64ReferenceAtEveryLengthBf16) {
+  expect_entry_matches_the_reference_at_every_length<bf16>(DType::bfloat16);
+}
+
+// The split form: segments that divide the 20 chunks of L 5000 and that do not, one chunk each.
+TEST(MambaEntryReplay, SplitMatchesTheFp64Reference) {
+  for (const SplitCase c : kSplitCases) {
+    for (const MambaScanKernel kernel : kEntryKernels) {
+      const MambaInputs in32 = make_mamba_inputs(replay_cell(DType::float32, 17, 16, 2, c.length), c.length, 89);
+      const Accuracy a = replay_against_reference<float>(in32, MambaReplayFault::none, c.segments, kernel);
+      EXPECT_LT(a.max_rel_error, kReplayFp32Tolerance) << mamba_scan_kernel_name(kernel) << " L " << c.length
+                                                       << " segments " << c.segments;
+      const MambaInputs in16 = make_mamba_inputs(replay_cell(DType::bfloat16, 17, 16, 2, c.length), c.length, 97);
+      const Accuracy b = replay_against_reference<bf16>(in16, MambaReplayFault::none, c.segments, kernel);
+      EXPECT_LT(b.max_rel_error, dtype_tolerance(DType::bfloat16)) << mamba_scan_kernel_name(kernel) << " L "
+                                                                   << c.length << " segments " << c.segments;
+      if (c.length == 5000 && c.segments == 20) {
+        std::printf("entry replay %s, L 5000 in 20 segments: fp32 %.3g, bf16 %.3g\n",
+                    mamba_scan_kernel_name(kernel).c_str(), a.max_rel_error, b.max_rel_error);
+      }
+    }
+  }
+}
+
+TEST(MambaEntryReplay, ContinuesFromACarriedStateSplitAndUnsplit) {
+  for (const MambaScanKernel kernel : kEntryKernels) {
+    for (const std::int64_t segments : {1, 2, 4}) {
+      expect_continues_from_a_carried_state<float>(DType::float32, segments, kernel);
+      expect_continues_from_a_carried_state<bf16>(DType::bfloat16, segments, kernel);
+    }
+  }
+}
+
+// Entry and lane kernels compute the same scan in different orders (a chain of steps per entry
+// against folds and a shuffle scan): fp32 outputs and final h agree to rounding.
+TEST(MambaEntryReplay, EqualsTheLaneKernel) {
+  const std::int64_t length = 3000;
+  const MambaInputs in = make_mamba_inputs(replay_cell(DType::float32, 17, 16, 2, length), length, 101);
+  const std::size_t states = static_cast<std::size_t>(in.rows() * in.state_size);
+  std::vector<float> lane_state(states, 0.0f);
+  const std::vector<float> lane = replay<float>(in, 0, length, lane_state);
+  for (const MambaScanKernel kernel : kEntryKernels) {
+    for (const std::int64_t segments : {1, 5}) {
+      std::vector<float> state(states, 0.0f);
+      const std::vector<float> entry = replay<float>(in, 0, length, state, MambaReplayFault::none, segments, kernel);
+      double diff = 0, scale = 0, state_diff = 0, state_scale = 0;
+      for (std::size_t i = 0; i < lane.size(); ++i) {
+        diff = std::fmax(diff, std::fabs(entry[i] - lane[i]));
+        scale = std::fmax(scale, std::fabs(lane[i]));
+      }
+      for (std::size_t i = 0; i < states; ++i) {
+        state_diff = std::fmax(state_diff, std::fabs(state[i] - lane_state[i]));
+        state_scale = std::fmax(state_scale, std::fabs(lane_state[i]));
+      }
+      EXPECT_LT(diff, 2e-6 * scale) << mamba_scan_kernel_name(kernel) << " segments " << segments;
+      EXPECT_LT(state_diff, 2e-6 * state_scale) << mamba_scan_kernel_name(kernel) << " segments " << segments;
+    }
+  }
+}
+
+// The checks have power: each fault misses the reference by more than 3x the tolerance. The
+// polynomial's wrong coefficient only where the polynomial runs (entry, not entry_mufu); fp32,
+// whose tolerance sees it (in bf16 a 1% coefficient error is far under the 1e-2 tolerance).
+TEST(MambaEntryReplay, FaultsFailTheCheckByMoreThanThreeTimesTheTolerance) {
+  const std::int64_t length = 2000;
+  const MambaInputs in32 = make_mamba_inputs(replay_cell(DType::float32, 17, 16, 1, length), length, 103);
+  const MambaInputs in16 = make_mamba_inputs(replay_cell(DType::bfloat16, 17, 16, 1, length), length, 103);
+  struct Case {
+    MambaReplayFault fault;
+    std::int64_t segments;
+    bool bf16;
+    const char* what;
+  };
+  for (const Case c : {Case{MambaReplayFault::polynomial_coefficient_wrong, 1, false, "polynomial c2 1% off"},
+                       Case{MambaReplayFault::reduction_entry_dropped, 1, false, "an entry left out of y"},
+                       Case{MambaReplayFault::reduction_entry_dropped, 1, true, "an entry left out of y"},
+                       Case{MambaReplayFault::reduction_token_skipped, 1, false, "a token skipped in the reduction"},
+                       Case{MambaReplayFault::reduction_token_skipped, 1, true, "a token skipped in the reduction"},
+                       Case{MambaReplayFault::segment_carry_skipped, 4, false, "segment carry dropped"},
+                       Case{MambaReplayFault::segment_carry_skipped, 4, true, "segment carry dropped"},
+                       Case{MambaReplayFault::segment_decay_skipped, 4, false, "segment decay dropped"}}) {
+    const Accuracy faulty = c.bf16 ? replay_against_reference<bf16>(in16, c.fault, c.segments, MambaScanKernel::entry)
+                                   : replay_against_reference<float>(in32, c.fault, c.segments, MambaScanKernel::entry);
+    const double tolerance = c.bf16 ? dtype_tolerance(DType::bfloat16) : kReplayFp32Tolerance;
+    EXPECT_GT(faulty.max_rel_error, 3 * tolerance) << c.what << (c.bf16 ? " bf16" : " fp32");
+    std::printf("entry replay %s, %s: max_rel_error %.3g (tolerance %.3g, ratio %.0f)\n", c.bf16 ? "bf16" : "fp32",
+                c.what, faulty.max_rel_error, tolerance, faulty.max_rel_error / tolerance);
+  }
+  // entry_mufu has no polynomial to get wrong.
+  EXPECT_LT(replay_against_reference<float>(in32, MambaReplayFault::polynomial_coefficient_wrong, 1,
+                                            MambaScanKernel::entry_mufu)
+                .max_rel_error,
+            kReplayFp32Tolerance);
 }
 
 }  // namespace

@@ -106,7 +106,9 @@ TEST(OptionCatalog, TheBuiltInsDeclareTheirOptions) {
   // where it runs) and the harness's qk_scale.
   EXPECT_EQ(resolved_options_of("softmax_kv", {}).to_json(),
             (nlohmann::json{{"kv_heads", 0}, {"qk_scale", 1.0}, {"softmax_impl", "auto"}}));
-  EXPECT_EQ(resolved_options_of("mamba", {}).to_json(), (nlohmann::json{{"qk_scale", 1.0}, {"state_size", 16}}));
+  // mamba: its N and which CUDA prefill kernel runs (auto: the per-(channel, entry) kernel where it applies).
+  EXPECT_EQ(resolved_options_of("mamba", {}).to_json(),
+            (nlohmann::json{{"qk_scale", 1.0}, {"scan_kernel", "auto"}, {"state_size", 16}}));
 }
 
 TEST(OptionCatalog, ALandscapeArmDropsAValueItsMechanismDoesNotTake) {

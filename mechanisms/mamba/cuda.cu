@@ -3,7 +3,8 @@
 // between chunks; at small batch the sequence is split into segments scanned by separate blocks,
 // whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math
 // throughout; expf and log1pf keep softplus and silu within 1e-4 of the fp64 reference, and
-// exp(dt A) is one ex2.approx. The prefill is bound by instruction issue, not by the MUFU: its
+// exp(dt A) is one ex2.approx. A plan for the entry kernel (a thread per (channel, state entry),
+// cuda_entry.cu) shares the split's combine pass here. The lane prefill is bound by instruction issue, not by the MUFU: its
 // instruction counts per (token, channel, entry), read off the SASS, are in docs/gpu-guide.md.
 #include <cstdint>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/common/ssm_activations.hpp"
 #include "mechanisms/mamba/cuda.hpp"
+#include "mechanisms/mamba/cuda_entry.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
@@ -406,15 +408,24 @@ void launch_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& p
   const S *u = reinterpret_cast<const S*>(x.u), *dt_raw = reinterpret_cast<const S*>(x.dt_raw);
   const S *z = reinterpret_cast<const S*>(x.z), *B = reinterpret_cast<const S*>(x.B), *C = reinterpret_cast<const S*>(x.C);
   const bool split = plan.segments > 1;
+  const bool entry = plan.kernel != MambaScanKernel::lane;  // cuda_entry.cu: a thread per (channel, entry)
   if (split) {
     if (workspace == nullptr) throw std::invalid_argument("launch_mamba_prefill: a split plan needs its workspace");
-    mamba_warp_scan_kernel<S, false><<<static_cast<unsigned>(plan.map_blocks), plan.threads, plan.shared_bytes, stream>>>(
-        params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, nullptr, state, workspace, nullptr, plan,
-        plan.segments - 1);
-    check_launch("mamba_warp_scan_kernel (segment maps)");
+    if (entry) {
+      launch_mamba_entry_pass<T>(plan, params, x, nullptr, state, workspace, nullptr, false, stream);
+    } else {
+      mamba_warp_scan_kernel<S, false><<<static_cast<unsigned>(plan.map_blocks), plan.threads, plan.shared_bytes, stream>>>(
+          params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, nullptr, state, workspace, nullptr, plan,
+          plan.segments - 1);
+      check_launch("mamba_warp_scan_kernel (segment maps)");
+    }
     mamba_segment_combine_kernel<<<static_cast<unsigned>(plan.combine_blocks), kMambaCombineThreads, 0, stream>>>(
         params.A, state, workspace, plan);
     check_launch("mamba_segment_combine_kernel");
+  }
+  if (entry) {
+    launch_mamba_entry_pass<T>(plan, params, x, split ? workspace : state, state, nullptr, out, true, stream);
+    return;
   }
   mamba_warp_scan_kernel<S, true><<<static_cast<unsigned>(plan.blocks), plan.threads, plan.shared_bytes, stream>>>(
       params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, split ? workspace : state, state, nullptr,

@@ -5,6 +5,7 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/mamba/options.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/common/compare.hpp"
 #include "mechanisms/mamba/check.hpp"
 #include "mechanisms/mamba/cuda.hpp"
@@ -55,11 +56,17 @@ SsmDeviceTokens<T, MambaTokens<T>> device_tokens(CudaBackend& cuda, Allocator& a
           batch_tokens(in, in.C, first, count)};
 }
 
+// The prefill kernel the cell's scan_kernel option picks (mamba_cuda_unsupported has refused a
+// choice that does not take the cell's N before a cell is prepared).
+MambaScanKernel scan_kernel_of(const Cell& cell) { return mamba_scan_kernel_of(cell).value_or(MambaScanKernel::lane); }
+
 template <class T>
-class MambaDecodeCudaCell final : public PreparedCell {
+class MambaDecodeCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   MambaDecodeCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
-      : cuda_(cuda_backend_of(backend)),
+      : name_(mamba_gpu_kernel_name(cell)),
+        kernel_(scan_kernel_of(cell)),
+        cuda_(cuda_backend_of(backend)),
         shape_(mamba_shape_of(cell)),
         length_(cell.sequence_length),
         inputs_(make_mamba_inputs(cell, length_ + 1, seed)),
@@ -90,6 +97,8 @@ class MambaDecodeCudaCell final : public PreparedCell {
     return spans;
   }
 
+  std::string gpu_kernel() const override { return name_; }
+
  private:
   // The CUDA prefill over the L context tokens leaves their state in h; its inputs are staging
   // memory outside the cell's allocator (set-up, not part of the decode cell), freed on return.
@@ -98,13 +107,15 @@ class MambaDecodeCudaCell final : public PreparedCell {
     DeviceAllocator staging;
     const auto context = device_tokens<T>(cuda_, staging, inputs_, 0, length_);
     Buffer<T> out(staging, static_cast<std::size_t>(shape_.rows() * length_));
-    const MambaPrefillPlan plan = plan_mamba_prefill(shape_, length_, cuda_.device().multiprocessors);
+    const MambaPrefillPlan plan = plan_mamba_prefill(shape_, length_, cuda_.device().multiprocessors, kernel_);
     Buffer<float> workspace(staging, static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan) / sizeof(float)));
     launch_mamba_prefill<T>(plan, params_.view(), context.view(), state_.data(), workspace.data(), out.data(),
                             cuda_.stream());
     cuda_.synchronize();
   }
 
+  std::string name_;
+  MambaScanKernel kernel_;
   CudaBackend& cuda_;
   MambaShape shape_;
   std::int64_t length_;
@@ -117,13 +128,14 @@ class MambaDecodeCudaCell final : public PreparedCell {
 };
 
 template <class T>
-class MambaPrefillCudaCell final : public PreparedCell {
+class MambaPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   MambaPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
-      : cuda_(cuda_backend_of(backend)),
+      : name_(mamba_gpu_kernel_name(cell)),
+        cuda_(cuda_backend_of(backend)),
         shape_(mamba_shape_of(cell)),
         inputs_(make_mamba_inputs(cell, cell.sequence_length, seed)),
-        plan_(plan_mamba_prefill(shape_, cell.sequence_length, cuda_.device().multiprocessors)),
+        plan_(plan_mamba_prefill(shape_, cell.sequence_length, cuda_.device().multiprocessors, scan_kernel_of(cell))),
         params_(cuda_, inputs_),
         tokens_(device_tokens<T>(cuda_, backend.allocator(), inputs_, 0, inputs_.tokens)),
         out_(backend.allocator(), inputs_.u.size()),
@@ -153,7 +165,10 @@ class MambaPrefillCudaCell final : public PreparedCell {
     return spans;
   }
 
+  std::string gpu_kernel() const override { return name_; }
+
  private:
+  std::string name_;
   CudaBackend& cuda_;
   MambaShape shape_;
   MambaInputs inputs_;

@@ -41,7 +41,8 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   const SsmDeviceTokens<T, MambaTokens<T>> tokens(cuda, cuda.allocator(), u, dt, z, B, C);
   Buffer<T> prefill = device_output<T>(cuda, u.size());
   Buffer<float> state = device_zeros(cuda, static_cast<std::size_t>(rows * n));
-  const MambaPrefillPlan plan = plan_mamba_prefill(shape, length, cuda.device().multiprocessors);
+  const MambaScanKernel kernel = mamba_scan_kernel_of(cell).value_or(MambaScanKernel::lane);
+  const MambaPrefillPlan plan = plan_mamba_prefill(shape, length, cuda.device().multiprocessors, kernel);
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(mamba_prefill_workspace_bytes(plan) / sizeof(float)));
   launch_mamba_prefill<T>(plan, params.view(), tokens.view(), state.data(), workspace.data(), prefill.data(),
                           cuda.stream());
@@ -62,6 +63,7 @@ void mamba_on_cuda(const ConformanceInputs& inputs, DType dtype, ConformanceOutp
   replace_state(out, "final_state", fetch(cuda, state), fetch(cuda, decode_state));
   out.details["prefill_chunk"] = kMambaScanChunk;
   out.details["prefill_segments"] = plan.segments;
+  out.details["prefill_kernel"] = mamba_gpu_kernel_name(cell);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
@@ -22,27 +23,39 @@ MambaDecodePlan plan_mamba_decode(const MambaShape& shape) {
   return plan;
 }
 
-std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors) {
+std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors,
+                                    int blocks_per_sm) {
   if (multiprocessors <= 0 || row_blocks < 1 || chunks < 2) return 1;
   const std::int64_t resident =
-      static_cast<std::int64_t>(kMambaScanMinBlocksPerSm) * std::min(multiprocessors, kMambaSplitMaxMultiprocessors);
+      static_cast<std::int64_t>(blocks_per_sm) * std::min(multiprocessors, kMambaSplitMaxMultiprocessors);
   const std::int64_t segments = std::min(chunks, resident / row_blocks);
   if (segments < 2) return 1;
   const std::int64_t per_segment = ceil_div(chunks, segments);
   return 2 * per_segment < chunks ? ceil_div(chunks, per_segment) : 1;
 }
 
-MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens, int multiprocessors) {
+MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens, int multiprocessors,
+                                    MambaScanKernel kernel) {
   MambaPrefillPlan plan;
   plan.batch = shape.batch;
   plan.channels = static_cast<int>(shape.channels);
   plan.state_size = static_cast<int>(shape.state_size);
   plan.tokens = tokens;
-  plan.channel_groups = ceil_div(shape.channels, kMambaScanWarps);
+  plan.kernel = kernel;
+  const bool entry = kernel != MambaScanKernel::lane;
+  if (entry && !mamba_entry_applies(shape.state_size)) {
+    throw std::invalid_argument("plan_mamba_prefill: the entry kernel takes N 8 or 16, not " +
+                                std::to_string(shape.state_size));
+  }
+  plan.threads = entry ? kMambaEntryThreads : kMambaScanThreads;
+  plan.channels_per_block = entry ? mamba_entry_channels_per_block(plan.state_size) : kMambaScanWarps;
+  plan.channel_groups = ceil_div(shape.channels, plan.channels_per_block);
   plan.chunks = ceil_div(tokens, kMambaScanChunk);
-  plan.shared_bytes = mamba_scan_shared_bytes(static_cast<int>(sizeof(float)), plan.state_size);
+  plan.shared_bytes = entry ? mamba_entry_shared_bytes(plan.state_size)
+                            : mamba_scan_shared_bytes(static_cast<int>(sizeof(float)), plan.state_size);
   const std::int64_t row_blocks = checked_mul(shape.batch, plan.channel_groups);
-  return split_mamba_prefill(plan, mamba_prefill_segments(row_blocks, plan.chunks, multiprocessors));
+  const int blocks_per_sm = entry ? kMambaEntryMinBlocksPerSm : kMambaScanMinBlocksPerSm;
+  return split_mamba_prefill(plan, mamba_prefill_segments(row_blocks, plan.chunks, multiprocessors, blocks_per_sm));
 }
 
 MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segments) {
@@ -64,8 +77,8 @@ std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan) {
   return checked_mul(plan.workspace_floats, static_cast<std::int64_t>(sizeof(float)));
 }
 
-std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens) {
-  return mamba_prefill_workspace_bytes(plan_mamba_prefill(shape, tokens, kMambaSplitMaxMultiprocessors));
+std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens, MambaScanKernel kernel) {
+  return mamba_prefill_workspace_bytes(plan_mamba_prefill(shape, tokens, kMambaSplitMaxMultiprocessors, kernel));
 }
 
 std::int64_t mamba_prefill_min_bytes(const MambaShape& shape, std::int64_t tokens, int element_bytes) {
@@ -75,17 +88,63 @@ std::int64_t mamba_prefill_min_bytes(const MambaShape& shape, std::int64_t token
                      checked_product(f, shape.channels, shape.state_size + 2));
 }
 
+std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell) {
+  const std::string choice = mamba_scan_kernel_option().text(cell.options);
+  const bool applies = mamba_entry_applies(mamba_state_size_option().integer(cell.options));
+  if (choice == "lane") return MambaScanKernel::lane;
+  // auto is the warp scan: by the SASS counts (docs/gpu-guide.md) it is estimated slightly faster than the
+  // entry kernel (15 issue slots per element against 15.6 and 17.8), and neither has run on a GPU yet;
+  // `--scan-kernel entry,entry_mufu,lane` measures all three, and the measurement decides.
+  if (choice == "auto") return MambaScanKernel::lane;
+  if (!applies) return std::nullopt;
+  return choice == "entry_mufu" ? MambaScanKernel::entry_mufu : MambaScanKernel::entry;
+}
+
+std::string mamba_scan_kernel_name(MambaScanKernel kernel) {
+  switch (kernel) {
+    case MambaScanKernel::entry:
+      return "entry";
+    case MambaScanKernel::entry_mufu:
+      return "entry_mufu";
+    case MambaScanKernel::lane:
+      break;
+  }
+  return "lane";
+}
+
+std::string mamba_gpu_kernel_name(const Cell& cell) {
+  const std::optional<MambaScanKernel> kernel = mamba_scan_kernel_of(cell);
+  if (!kernel) return "none (" + mamba_scan_kernel_option().text(cell.options) + " does not take this N)";
+  std::string name = "prefill " + mamba_scan_kernel_name(*kernel);
+  const std::string n = std::to_string(mamba_state_size_option().integer(cell.options));
+  if (*kernel == MambaScanKernel::entry) {
+    name += " (N " + n + ", exp2 " + std::to_string(kMambaEntryPolynomialTokens) + "/" +
+            std::to_string(kMambaEntryTile) + " polynomial)";
+  } else if (*kernel == MambaScanKernel::entry_mufu) {
+    name += " (N " + n + ")";
+  } else {
+    name += " (warp scan)";
+  }
+  if (cell.phase == Phase::decode) return "decode (context " + name + ")";
+  return name;
+}
+
 std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   const std::int64_t n = mamba_state_size_option().integer(cell.options);
   if (n < 1 || n > kMambaMaxStateSize) {
     return "the CUDA kernels of mamba take state_size (N) 1.." + std::to_string(kMambaMaxStateSize);
+  }
+  const std::optional<MambaScanKernel> kernel = mamba_scan_kernel_of(cell);
+  if (!kernel) {
+    return "mamba's scan_kernel " + mamba_scan_kernel_option().text(cell.options) +
+           " takes state_size (N) 8 or 16 (auto or lane take any N)";
   }
   const MambaShape shape{cell.batch, checked_mul(cell.heads, cell.head_dim), n};
   if (shape.rows() < 1) return "the CUDA kernels of mamba need batch * d_inner >= 1";
   if (shape.channels > std::numeric_limits<std::int32_t>::max()) return "d_inner exceeds 2^31 - 1";
   if (cell.sequence_length < 0) return "sequence_length must be >= 0";
   if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
-  const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length);
+  const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length, 0, *kernel);
   // Unsplit; a split grid is at most two blocks per SM (mamba_prefill_segments).
   if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
   if (prefill.shared_bytes > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";

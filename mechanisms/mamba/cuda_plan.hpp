@@ -81,6 +81,72 @@ constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size)
          2 * sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
 }
 
+// The second prefill kernel (cuda_entry.cu, issue 39): one thread per (channel, state entry)
+// walking time, no lane scan. A warp holds 32 / N channels of N lanes each (lane k N + s: channel k
+// of the warp, entry s); a block of kMambaEntryThreads threads holds 256 / N channels of one batch
+// element. Time goes in tiles of kMambaEntryTile tokens: the block stages the tile's B_t, C_t (fp32,
+// [entry][token]) and per (channel, token) dt, dt u, D u and silu(z) (softplus, skip and gate once
+// per (token, channel)) in shared memory, each lane runs its h over the tile (per element dt x
+// A log2 e, one exp2, du x B, the h FMA and C h into its tile register), and y is reduced across
+// the channel's N lanes through shared memory: each lane writes its tile of C h as 16-byte vectors
+// into a per-warp [lane][token] array and then sums the N entries of the tile's tokens it owns
+// (token s + N q) in entry order. A fraction of the exps (tokens mamba_entry_polynomial_token of
+// each tile, the same for every lane, so no lane diverges) run on the FMA pipe (exp2_poly.hpp). The
+// time split of the lane kernel (segments, map pass, combine, workspace) carries over unchanged.
+// Instantiated for N in {8, 16} (mamba_entry_applies); other N run the lane kernel.
+enum class MambaScanKernel {
+  lane,        // mamba_warp_scan_kernel: a warp per channel, shuffle scan over lanes of 8 tokens
+  entry,       // mamba_entry_scan_kernel with the polynomial exp2 on part of the tokens
+  entry_mufu,  // the same kernel, every exp on the MUFU (ex2.approx)
+};
+inline constexpr int kMambaEntryThreads = 256;
+inline constexpr int kMambaEntryWarps = kMambaEntryThreads / 32;
+inline constexpr int kMambaEntryTile = 16;
+inline constexpr int kMambaEntryMinBlocksPerSm = 4;     // __launch_bounds__: at most 64 registers
+inline constexpr int kMambaEntryMapMinBlocksPerSm = 3;  // the map pass of a split plan: at most 80
+// A row of a shared tile: the tile's tokens padded by one 16-byte vector (rows of neighbouring
+// entries then start 4 banks apart: a quarter-warp's 16-byte reads of 8 rows are conflict-free).
+inline constexpr int kMambaEntryRowStride = kMambaEntryTile + 4;
+constexpr bool mamba_entry_applies(std::int64_t n) { return n == 8 || n == 16; }
+constexpr int mamba_entry_channels_per_block(int n) { return kMambaEntryThreads / n; }
+// Thread t of an entry block: lane k N + s of warp w is state entry s of the warp's channel k, the
+// block's channel w (32 / N) + k.
+struct MambaEntrySlot {
+  int channel = 0;          // of the block
+  int channel_in_warp = 0;  // k
+  int entry = 0;            // s
+};
+constexpr MambaEntrySlot mamba_entry_slot(int n, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  return {warp * (32 / n) + lane / n, lane / n, lane % n};
+}
+// The tile tokens whose exps the polynomial takes: 3 of 16 (4, 9, 14), f = 3/16 of the exps on
+// the FMA pipe (docs/gpu-guide.md balances issue and MUFU at f ~ 1/6).
+inline constexpr int kMambaEntryPolynomialTokens = 3;
+constexpr bool mamba_entry_polynomial_token(int tile_token) { return tile_token % 5 == 4; }
+// Shared memory (floats), per block: the B and C tiles [2][N][stride]; per channel of the block
+// the tile's {dt, dt u} pairs [channels][tile][2] and {D u, silu(z)} pairs [channels][tile][2]; per
+// warp the y array of the reduction, lane k N + s's row at (k N + s) stride + k N (channel k's rows
+// shifted k N banks, so that the owners' reads of one entry row of every channel in the warp are
+// 32 different banks).
+constexpr int mamba_entry_bc_index(int n, int tensor, int s, int token) {
+  return (tensor * n + s) * kMambaEntryRowStride + token;
+}
+constexpr int mamba_entry_pairs_offset(int n) { return 2 * n * kMambaEntryRowStride; }
+constexpr int mamba_entry_terms_offset(int n) {
+  return mamba_entry_pairs_offset(n) + 2 * kMambaEntryTile * mamba_entry_channels_per_block(n);
+}
+constexpr int mamba_entry_y_offset(int n) {
+  return mamba_entry_terms_offset(n) + 2 * kMambaEntryTile * mamba_entry_channels_per_block(n);
+}
+inline constexpr int kMambaEntryWarpYFloats = 32 * kMambaEntryRowStride + 32;
+constexpr int mamba_entry_y_index(int n, int channel_in_warp, int s, int token) {
+  return (channel_in_warp * n + s) * kMambaEntryRowStride + channel_in_warp * n + token;
+}
+constexpr std::size_t mamba_entry_shared_bytes(int n) {
+  return sizeof(float) * static_cast<std::size_t>(mamba_entry_y_offset(n) + kMambaEntryWarps * kMambaEntryWarpYFloats);
+}
+
 // Split-L at small batch: the grid above has batch x ceil(d_inner / 8) blocks, each walking the
 // whole sequence; at batch 1, d_inner 512 that is 64 blocks, half an H100's or H200's SMs, each a
 // chain of L / 256 chunks. The plan then cuts the sequence into `segments` pieces of
@@ -99,7 +165,7 @@ struct MambaPrefillPlan {
   int channels = 0;
   int state_size = 0;
   std::int64_t tokens = 0;
-  std::int64_t channel_groups = 0;  // ceil(channels / kMambaScanWarps)
+  std::int64_t channel_groups = 0;  // ceil(channels / channels_per_block)
   std::int64_t chunks = 0;          // ceil(tokens / kMambaScanChunk)
   int threads = kMambaScanThreads;
   std::int64_t segments = 1;        // pieces of the sequence scanned by separate blocks (1: no split)
@@ -108,7 +174,9 @@ struct MambaPrefillPlan {
   std::int64_t map_blocks = 0;      // pass 1: batch * (segments - 1) * channel_groups; 0 unsplit
   std::int64_t combine_blocks = 0;  // pass 2: ceil(rows * N / kMambaCombineThreads); 0 unsplit
   std::int64_t workspace_floats = 0;  // rows * segments * (N + 1) floats; 0 unsplit
-  std::size_t shared_bytes = 0;     // dynamic: mamba_scan_shared_bytes(4, N), enough for either dtype
+  std::size_t shared_bytes = 0;     // dynamic: mamba_scan_shared_bytes(4, N) or mamba_entry_shared_bytes(N)
+  MambaScanKernel kernel = MambaScanKernel::lane;
+  int channels_per_block = kMambaScanWarps;  // lane: a warp per channel; entry: 256 / N
 };
 inline constexpr int kMambaCombineThreads = 256;
 
@@ -135,7 +203,10 @@ constexpr std::int64_t mamba_segment_dt_index(const MambaPrefillPlan& plan, std:
 // segments than it could run at once, never a wrong split), so that the workspace has a bound
 // that does not depend on the device (mamba_prefill_cuda_workspace_bytes).
 inline constexpr int kMambaSplitMaxMultiprocessors = 256;
-std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors);
+// `blocks_per_sm`: the kernel's resident blocks per SM (kMambaScanMinBlocksPerSm for the lane
+// kernel, kMambaEntryMinBlocksPerSm for the entry kernel).
+std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors,
+                                    int blocks_per_sm = kMambaScanMinBlocksPerSm);
 
 // Device workspace bytes a prefill with `plan` allocates (launch_mamba_prefill's `workspace`): what
 // the CUDA cells allocate.
@@ -143,9 +214,11 @@ std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan);
 // The most workspace bytes the CUDA prefill of `tokens` allocates on any device: the plan's on a
 // device of kMambaSplitMaxMultiprocessors SMs (segments never decrease as SMs are added), exact
 // there and an upper bound on smaller devices (139,264 bytes on an H200's 132 SMs at batch 1,
-// d_inner 512, N 16, L 8192; 278,528 bounded). predicted_peak_bytes counts it, since a cell's
-// prediction is made before any device is known.
-std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens);
+// d_inner 512, N 16, L 8192; 278,528 bounded; the entry kernel, 4 blocks per SM: 557,056 and
+// 1,114,112). predicted_peak_bytes counts it for the kernel the cell's scan_kernel picks, since a
+// cell's prediction is made before any device is known.
+std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens,
+                                                MambaScanKernel kernel = MambaScanKernel::lane);
 
 // Bytes a prefill must move at the least: u, dt_raw, z read and out written once per channel and
 // token, B and C read once per token, the fp32 parameters (A, dt_bias, D) and h read and written
@@ -170,19 +243,32 @@ struct MambaScanRun {
 // (pass 1 launches segments - 1 of the plan's); warp w owns channel first_channel + w. The channel
 // groups of one (batch element, segment) are neighbours in the grid, so they read the same B and C
 // rows at about the same time (from L2 after the first).
-constexpr MambaScanRun mamba_scan_run(std::int64_t block, std::int64_t channel_groups, std::int64_t segments = 1) {
+constexpr MambaScanRun mamba_scan_run(std::int64_t block, std::int64_t channel_groups, std::int64_t segments = 1,
+                                      int channels_per_block = kMambaScanWarps) {
   const std::int64_t piece = block / channel_groups;
-  return {piece / segments, static_cast<int>(block % channel_groups) * kMambaScanWarps, piece % segments};
+  return {piece / segments, static_cast<int>(block % channel_groups) * channels_per_block, piece % segments};
 }
 // Token (within the chunk) of item i of lane l.
 constexpr int mamba_scan_token(int lane, int item) { return lane * kMambaScanItems + item; }
 
 MambaDecodePlan plan_mamba_decode(const MambaShape& shape);
 // `multiprocessors` (the device's SMs; <= 0: no split) chooses the segments (mamba_prefill_segments).
-MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens, int multiprocessors = 0);
+// `kernel` must apply to the shape (entry kernels: mamba_entry_applies(N)).
+MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens, int multiprocessors = 0,
+                                    MambaScanKernel kernel = MambaScanKernel::lane);
 // `plan` cut into `segments` pieces whatever the device (the tests' forms): clamped to 1..chunks,
 // then to the fewest that keep its segment length, so that no segment is empty.
 MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segments);
+
+// The prefill kernel a cell runs: its `scan_kernel` option (options.hpp), `auto` resolved to
+// `entry` where mamba_entry_applies(N), else `lane`; nullopt where `entry`/`entry_mufu` is asked
+// for an N it does not take (mamba_cuda_unsupported says why).
+std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell);
+// Its name: "lane", "entry" or "entry_mufu"; and what a CUDA cell records as gpu_kernel:
+// "prefill entry (N 16, exp2 3/16 polynomial)", "prefill entry_mufu (N 16)", "prefill lane (warp
+// scan)", "decode (context prefill entry ...)".
+std::string mamba_scan_kernel_name(MambaScanKernel kernel);
+std::string mamba_gpu_kernel_name(const Cell& cell);
 
 // Why the CUDA kernels cannot run `cell` (beyond Mechanism::unsupported), or nullopt.
 std::optional<std::string> mamba_cuda_unsupported(const Cell& cell);

@@ -7,6 +7,8 @@
 
 #include "core/bf16.hpp"
 #include "mechanisms/common/ssm_activations.hpp"
+#include "mechanisms/mamba/entry_activations.hpp"
+#include "mechanisms/mamba/exp2_poly.hpp"
 
 namespace arch_bench {
 
@@ -199,12 +201,93 @@ void combine_segments(const MambaPrefillPlan& plan, const MambaParameters& param
   }
 }
 
+// One pass of mamba_entry_scan_kernel (cuda_entry.cu) over `segments` segments of every row.
+// outputs: h enters from `entering` (workspace slots, or the state unsplit) and out is written, the
+// last segment leaving h in `state`; map pass: h from zero, the end h and dt sum into `workspace`.
+template <class T>
+void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,
+                const float* entering, float* state, std::vector<float>& workspace, T* out, bool outputs,
+                std::int64_t segments, MambaReplayFault fault) {
+  const int n = plan.state_size;
+  const std::int64_t tokens = plan.tokens;
+  const bool polynomial = plan.kernel == MambaScanKernel::entry;
+  auto exp2_of = [&](float v, int tile_token) {
+    if (!polynomial || !mamba_entry_polynomial_token(tile_token)) return std::exp2(v);
+    if (fault == MambaReplayFault::polynomial_coefficient_wrong) {
+      return mamba_exp2_poly_eval(v, kMambaExp2PolyC0, kMambaExp2PolyC1, kMambaExp2PolyC2 * 1.01f, kMambaExp2PolyC3,
+                                  kMambaExp2PolyC4, kMambaExp2PolyC5);
+    }
+    return mamba_exp2_poly(v);
+  };
+  const int summed = fault == MambaReplayFault::reduction_entry_dropped ? n - 1 : n;
+  std::vector<float> h(static_cast<std::size_t>(n)), a2(h.size()), dt_sum(h.size());
+  std::vector<float> y(static_cast<std::size_t>(n * kMambaEntryTile));  // [entry][tile token]
+  for (std::int64_t row = 0; row < plan.batch * plan.channels; ++row) {
+    const std::int64_t b = row / plan.channels;
+    const int c = static_cast<int>(row % plan.channels);
+    for (std::int64_t segment = 0; segment < segments; ++segment) {
+      const std::int64_t begin = segment * plan.segment_tokens, end = std::min(tokens, begin + plan.segment_tokens);
+      for (int s = 0; s < n; ++s) {
+        a2[s] = params.A[static_cast<std::int64_t>(c) * n + s] * kMambaLog2e;
+        h[s] = outputs ? entering[mamba_segment_state_index(plan, row, segment, s)] : 0.0f;
+        dt_sum[s] = 0.0f;
+      }
+      for (std::int64_t first = begin; first < end; first += kMambaEntryTile) {
+        float skip[kMambaEntryTile], gate[kMambaEntryTile];
+        for (int t = 0; t < kMambaEntryTile; ++t) {
+          const std::int64_t token = first + t;
+          const bool inside = token < end;
+          // write_stage: dt = 0 and u = 0 past the segment (the identity step).
+          const float u = inside ? to_float(x.u[row * tokens + token]) : 0.0f;
+          const float dt = inside ? entry_softplus(to_float(x.dt_raw[row * tokens + token]) + params.dt_bias[c]) : 0.0f;
+          const float du = dt * u;
+          skip[t] = params.D[c] * u;
+          gate[t] = entry_silu(inside ? to_float(x.z[row * tokens + token]) : 0.0f);
+          for (int s = 0; s < n; ++s) {
+            const std::int64_t at = (b * tokens + token) * n + s;
+            const float bv = inside ? to_float(x.B[at]) : 0.0f, cv = inside ? to_float(x.C[at]) : 0.0f;
+            const float a = exp2_of(dt * a2[s], t);
+            h[s] = std::fma(a, h[s], du * bv);
+            y[static_cast<std::size_t>(s * kMambaEntryTile + t)] = cv * h[s];
+            dt_sum[s] += dt;
+          }
+        }
+        if (!outputs) continue;
+        for (int t = 0; t < kMambaEntryTile && first + t < end; ++t) {
+          float sum = y[static_cast<std::size_t>(t)];
+          for (int e = 1; e < summed; ++e) sum += y[static_cast<std::size_t>(e * kMambaEntryTile + t)];
+          if (fault == MambaReplayFault::reduction_token_skipped && t == 7) sum = 0.0f;
+          out[row * tokens + first + t] = from_float<T>((sum + skip[t]) * gate[t]);
+        }
+      }
+      for (int s = 0; s < n; ++s) {
+        if (!outputs) {
+          workspace[static_cast<std::size_t>(mamba_segment_state_index(plan, row, segment, s))] = h[s];
+        } else if (segment == plan.segments - 1) {
+          state[row * n + s] = h[s];
+        }
+      }
+      if (!outputs) workspace[static_cast<std::size_t>(mamba_segment_dt_index(plan, row, segment))] = dt_sum[0];
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
 void replay_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,
                           float* state, T* out, MambaReplayFault fault) {
   if (plan.tokens == 0) return;
+  if (plan.kernel != MambaScanKernel::lane) {
+    std::vector<float> workspace(static_cast<std::size_t>(plan.workspace_floats));
+    const bool split = plan.segments > 1;
+    if (split) {
+      entry_pass<T>(plan, params, x, nullptr, state, workspace, nullptr, false, plan.segments - 1, fault);
+      combine_segments(plan, params, state, workspace, fault);
+    }
+    entry_pass<T>(plan, params, x, split ? workspace.data() : state, state, workspace, out, true, plan.segments, fault);
+    return;
+  }
   const int n = plan.state_size;
   ScanBlock<T> block(plan, params, x, fault);
   const bool split = plan.segments > 1;

@@ -22,9 +22,20 @@ enum class MambaReplayFault {
   segment_carry_skipped,  // split: every segment but the first starts from h = 0 (pass 2 dropped)
   segment_decay_skipped,  // split: pass 2 carries h through a segment undecayed (P = 1)
   lane_decay_from_first_item,  // a lane's fold decays h by its first item's exp only, not by its dt sum's
+  // The entry kernel's (plan.kernel entry or entry_mufu):
+  polynomial_coefficient_wrong,  // the polynomial exp2 with c2 1% too large (entry only)
+  reduction_entry_dropped,       // y of a token sums N - 1 of its N entries (the last is left out)
+  reduction_token_skipped,       // token 7 of every tile skips the reduction (its y taken as 0)
 };
 
-// The prefill of `plan.tokens` tokens, as launch_mamba_prefill computes it; `state` carries in and
+// The prefill of `plan.tokens` tokens, as launch_mamba_prefill computes it, for either kernel
+// (plan.kernel). The entry kernel's replay (cuda_entry.cu) runs per (channel, entry) the same
+// operations in the same order: dt = softplus(dt_raw + bias), dt u, D u and silu(z) once per
+// (token, channel), by entry_activations.hpp (exp2f and 1 / x for ex2 and rcp.approx); per element dt x (A log2 e), exp2 (exp2f for ex2.approx; mamba_exp2_poly, the
+// kernel's own function, on the polynomial tokens), fmaf(a, h, du B), C h; y of a token summed over
+// the entries in entry order, (y + D u) silu(z); the map pass's dt sum in token order. The
+// block and warp structure does not enter its arithmetic, so it walks rows and segments in order.
+//  `state` carries in and
 // out ([rows, N] fp32), `out` is [rows, tokens] like the inputs.
 template <class T>
 void replay_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,

@@ -177,8 +177,9 @@ class Mamba final : public KernelMechanism {
       // or the CUDA split prefill's (row, segment) states and dt sums on the device with the most
       // segments (cuda_plan.hpp; the cell's prediction is made before a device is known).
       const std::int64_t chunk = mamba_prefill_chunk(shape, tokens, omp_get_max_threads());
+      const MambaScanKernel kernel = mamba_scan_kernel_of(cell).value_or(MambaScanKernel::lane);
       workspace = std::max(checked_mul(mamba_prefill_workspace_floats(shape, tokens, chunk), 4),
-                           mamba_prefill_cuda_workspace_bytes(shape, tokens));
+                           mamba_prefill_cuda_workspace_bytes(shape, tokens, kernel));
     }
     // state + parameters + u, dt_raw, z, out per channel-token + B, C per token + workspace.
     return checked_sum(state_bytes(cell), parameter_bytes(shape), checked_product(4, shape.batch, shape.channels, tokens, e),
@@ -241,7 +242,9 @@ class Mamba final : public KernelMechanism {
     return cost;
   }
 
-  std::vector<OptionSpec> option_specs() const override { return {mamba_state_size_option()}; }
+  std::vector<OptionSpec> option_specs() const override {
+    return {mamba_state_size_option(), mamba_scan_kernel_option()};
+  }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &mamba_capacity(mamba_state_size_option().integer(options));
   }

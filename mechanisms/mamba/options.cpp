@@ -14,6 +14,22 @@ const OptionSpec& mamba_state_size_option() {
   return spec;
 }
 
+const OptionSpec& mamba_scan_kernel_option() {
+  static const OptionSpec spec{.key = "scan_kernel",
+                               .type = OptionType::text,
+                               .default_value = std::string("auto"),
+                               .help = "mamba (CUDA prefill): auto (default: lane, estimated the fastest until a GPU run "
+                                       "measures them), "
+                                       "entry (a thread per channel and state entry, part of the exps on a "
+                                       "polynomial), entry_mufu (the same, every exp on ex2.approx) or lane (the "
+                                       "warp scan); the row's gpu_kernel names the one that ran. On `run`, a "
+                                       "comma-separated list: one arm per value",
+                               .choices = {"auto", "entry", "entry_mufu", "lane"},
+                               .axis = true,
+                               .every_mode_axis = true};
+  return spec;
+}
+
 MambaShape mamba_shape_of(const Cell& cell) {
   return {cell.batch, checked_mul(cell.heads, cell.head_dim), mamba_state_size_option().integer(cell.options)};
 }

@@ -4,11 +4,15 @@
 // tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
 // the h it is given. The split prefill (segments scanned by separate blocks, cuda_plan.hpp) equals
 // the unsplit one and its CPU replay, continues from a carried h, and is what a batch-1 cell runs.
-// Every output is poisoned with NaN before the run. Skipped without a device.
+// The entry kernel (a thread per (channel, state entry), cuda_entry.cu; the cells' default where N
+// is 8 or 16) against its replay, the reference and the lane kernel, and the cells with each
+// scan_kernel value naming the kernel that ran. Every output is poisoned with NaN before the run.
+// Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "mechanisms/registry.hpp"
@@ -23,6 +27,8 @@
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "support/head_rows.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
+#include "mechanisms/mamba/check.hpp"
 #endif
 
 namespace arch_bench {
@@ -128,18 +134,19 @@ struct DeviceLayer {
   Buffer<float> A, dt_bias, D, state;
 };
 
-// The prefill plan of tokens [.., count) cut into `segments` (1: unsplit).
-MambaPrefillPlan prefill_plan(const MambaInputs& in, std::int64_t count, std::int64_t segments) {
-  return split_mamba_prefill(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count), segments);
+// The prefill plan of tokens [.., count) cut into `segments` (1: unsplit), for `kernel`.
+MambaPrefillPlan prefill_plan(const MambaInputs& in, std::int64_t count, std::int64_t segments,
+                              MambaScanKernel kernel = MambaScanKernel::lane) {
+  return split_mamba_prefill(plan_mamba_prefill({in.batch, in.channels, in.state_size}, count, 0, kernel), segments);
 }
 
 // Prefill of tokens [first, first + count) continuing from layer.state, in `segments`; returns out
 // [rows, count]. The workspace is poisoned: the kernels must not read what they did not write.
 template <class T>
 std::vector<float> prefill(CudaBackend& cuda, const MambaInputs& in, std::int64_t first, std::int64_t count,
-                           DeviceLayer& layer, std::int64_t segments = 1) {
+                           DeviceLayer& layer, std::int64_t segments = 1, MambaScanKernel kernel = MambaScanKernel::lane) {
   DeviceSequence<T> x(cuda, in, first, count);
-  const MambaPrefillPlan plan = prefill_plan(in, count, segments);
+  const MambaPrefillPlan plan = prefill_plan(in, count, segments, kernel);
   EXPECT_EQ(plan.segments, segments) << "L " << count;
   Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_floats));
   poison(cuda, workspace.data(), workspace.bytes());
@@ -278,6 +285,116 @@ TEST(MambaGpu, Batch1CellRunsTheSplitPrefill) {
     testing::expect_cuda_cell_matches_fp64_reference(*backend, mamba_cell(Phase::prefill, length, dtype, 8, 64, 16, 1),
                                                      length);
   }
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// The entry kernel (cuda_entry.cu: a thread per (channel, state entry)).
+
+constexpr MambaScanKernel kEntryKernels[] = {MambaScanKernel::entry, MambaScanKernel::entry_mufu};
+
+// HostSequence in storage T (the replay reads what the device reads).
+template <class T>
+struct HostStored {
+  explicit HostStored(const HostSequence& x) {
+    for (auto [from, to] : {std::pair{&x.u, &u}, {&x.dt_raw, &dt_raw}, {&x.z, &z}, {&x.B, &B}, {&x.C, &C}}) {
+      for (const float v : *from) to->push_back(from_float<T>(v));
+    }
+  }
+  MambaTokens<T> view() const { return {u.data(), dt_raw.data(), z.data(), B.data(), C.data()}; }
+  std::vector<T> u, dt_raw, z, B, C;
+};
+
+// Device against its CPU replay (exp2f for ex2.approx, the polynomial bit for bit) and against the
+// fp64 reference: N 8 and 16, both forms, fp32 and bf16, lengths inside a tile, across tiles and
+// chunks, from a non-zero h (the first 100 tokens' state), unsplit and in 3 segments. Channels 17
+// (N 16) and 33 (N 8): a full block and a block of one channel.
+template <class T>
+void expect_entry_matches_replay_and_reference(CudaBackend& cuda, DType dtype) {
+  const double outputs_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-2;  // one bf16 rounding apart at most
+  for (const std::int64_t n : {16, 8}) {
+    const std::int64_t channels = n == 16 ? 17 : 33;
+    for (const MambaScanKernel kernel : kEntryKernels) {
+      for (const std::int64_t length : {1, 17, 1300}) {
+        for (const std::int64_t segments : {1, 3}) {
+          if (segments > (length + kMambaScanChunk - 1) / kMambaScanChunk) continue;
+          const std::string where = dtype_name(dtype) + " " + mamba_scan_kernel_name(kernel) + " N " +
+                                    std::to_string(n) + " L " + std::to_string(length) + " segments " +
+                                    std::to_string(segments);
+          const MambaInputs in =
+              make_mamba_inputs(mamba_cell(Phase::prefill, length + 100, dtype, 1, channels, n, 2), length + 100, 107);
+          DeviceLayer layer(cuda, in);
+          prefill<T>(cuda, in, 0, 100, layer, 1, kernel);
+          std::vector<float> state = layer.state_values(cuda);
+          const std::vector<float> device = prefill<T>(cuda, in, 100, length, layer, segments, kernel);
+          const HostStored<T> x(HostSequence(in, 100, length));
+          const std::vector<float> A = in.A();
+          std::vector<T> replayed(device.size());
+          replay_mamba_prefill<T>(prefill_plan(in, length, segments, kernel), {A.data(), in.dt_bias.data(), in.D.data()},
+                                  x.view(), state.data(), replayed.data());
+          std::vector<float> replayed_float;
+          for (const T v : replayed) replayed_float.push_back(to_float(v));
+          EXPECT_LT(testing::relative_max_error(device, replayed_float), outputs_tolerance) << where;
+          EXPECT_LT(testing::relative_max_error(layer.state_values(cuda), state), 1e-5) << where;
+          // The whole sequence from h = 0 against the fp64 reference.
+          DeviceLayer fresh(cuda, in);
+          const std::vector<float> whole = prefill<T>(cuda, in, 0, length + 100, fresh, segments, kernel);
+          testing::expect_within_fp64_reference(check_mamba_prefill<float>(in, whole.data()), dtype, where);
+        }
+      }
+    }
+  }
+}
+
+TEST(MambaGpu, EntryKernelMatchesItsReplayAndTheReferenceFp32) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  expect_entry_matches_replay_and_reference<float>(cuda_backend_of(*backend), DType::float32);
+}
+
+TEST(MambaGpu, EntryKernelMatchesItsReplayAndTheReferenceBf16) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  expect_entry_matches_replay_and_reference<bf16>(cuda_backend_of(*backend), DType::bfloat16);
+}
+
+// Entry and lane kernels on the device, fp32, unsplit and split: the same scan in another order.
+TEST(MambaGpu, EntryKernelEqualsTheLaneKernel) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 3000, DType::float32, 1, 40, 16, 2), 3000, 109);
+  DeviceLayer lane(cuda, in);
+  const std::vector<float> lane_out = prefill<float>(cuda, in, 0, 3000, lane);
+  for (const MambaScanKernel kernel : kEntryKernels) {
+    for (const std::int64_t segments : {1, 4}) {
+      DeviceLayer entry(cuda, in);
+      const std::vector<float> out = prefill<float>(cuda, in, 0, 3000, entry, segments, kernel);
+      EXPECT_LT(testing::relative_max_error(out, lane_out), 1e-5) << mamba_scan_kernel_name(kernel) << " " << segments;
+      EXPECT_LT(testing::relative_max_error(entry.state_values(cuda), lane.state_values(cuda)), 1e-5)
+          << mamba_scan_kernel_name(kernel) << " " << segments;
+    }
+  }
+}
+
+// The registered cells with each scan_kernel value: within the reference, and the row's gpu_kernel
+// names the kernel that ran. Issue 39's batch-1 shape (d_inner 512, L 2048: the entry plan splits
+// it on any device of more than 4 SMs) and a decode cell whose context runs the entry prefill.
+TEST(MambaGpu, CellsRunTheScanKernelTheOptionPicks) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const Mechanism* mamba = find_mechanism("mamba");
+  ASSERT_NE(mamba, nullptr);
+  for (const char* choice : {"auto", "entry", "entry_mufu", "lane"}) {
+    for (const DType dtype : {DType::float32, DType::bfloat16}) {
+      Cell cell = mamba_cell(Phase::prefill, 2048, dtype, 8, 64, 16, 1);
+      cell.options.set("scan_kernel", std::string(choice));
+      testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, 2048, 11, choice);
+      const auto prepared = mamba->prepare(cell, 11, *backend);
+      const auto* named = dynamic_cast<const NamesGpuKernel*>(prepared.get());
+      ASSERT_NE(named, nullptr);
+      EXPECT_EQ(named->gpu_kernel(), mamba_gpu_kernel_name(cell));
+    }
+  }
+  Cell decode = mamba_cell(Phase::decode, 1500, DType::bfloat16, 2, 8, 8, 2);
+  decode.options.set("scan_kernel", std::string("entry"));
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, decode, 2);
 }
 
 #endif  // ARCH_BENCH_HAVE_CUDA
