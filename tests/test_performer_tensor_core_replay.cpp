@@ -124,6 +124,20 @@ std::vector<float> replay_all(const Problem& p, PerformerReplayState& state, Per
                                               p.inputs.v.data(), state, fault);
 }
 
+// The faithful replay beside a faulty one on the same problem: their output and state errors.
+struct FaultAgainstFaithful {
+  double faithful_outputs, fault_outputs, faithful_state, fault_state;
+};
+FaultAgainstFaithful replay_against_faithful(const Problem& p, PerformerReplayFault fault) {
+  PerformerReplayState faithful = performer_replay_empty_state(p.shape), faulty = faithful;
+  FaultAgainstFaithful e{};
+  e.faithful_outputs = output_error(p, replay_all(p, faithful, PerformerReplayFault::none), p.inputs.tokens);
+  e.fault_outputs = output_error(p, replay_all(p, faulty, fault), p.inputs.tokens);
+  e.faithful_state = state_error(p, faithful);
+  e.fault_state = state_error(p, faulty);
+  return e;
+}
+
 TEST(PerformerTensorCoreReplay, SplitProjectionHoldsWToSeventeenBits) {
   const Problem p = make_problem(64, 256, PerformerFeatures::favor_plus, 1);
   double split = 0.0, high = 0.0;
@@ -213,11 +227,9 @@ TEST(PerformerTensorCoreReplay, StateHighPartAloneMissesTheStateBoundByThreeTime
   constexpr double kStateBound = 1e-4;
   for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
     const Problem p = make_problem(64, 256, kind, 300);
-    PerformerReplayState split = performer_replay_empty_state(p.shape), high = split;
-    const double split_outputs = output_error(p, replay_all(p, split, PerformerReplayFault::none), p.inputs.tokens);
-    const double high_outputs =
-        output_error(p, replay_all(p, high, PerformerReplayFault::state_high_part_only), p.inputs.tokens);
-    const double split_state = state_error(p, split), high_state = state_error(p, high);
+    const FaultAgainstFaithful e = replay_against_faithful(p, PerformerReplayFault::state_high_part_only);
+    const double split_outputs = e.faithful_outputs, high_outputs = e.fault_outputs;
+    const double split_state = e.faithful_state, high_state = e.fault_state;
     std::printf("[ replay   ] %-28s state: hi + lo %.2e, hi alone %.2e (outputs %.2e, %.2e)\n", label(p).c_str(),
                 split_state, high_state, split_outputs, high_outputs);
     EXPECT_LT(split_state, kStateBound) << label(p);
@@ -235,11 +247,9 @@ TEST(PerformerTensorCoreReplay, KeyFeaturesHighPlaneAloneMissesTheStateBoundByTh
   constexpr double kStateBound = 1e-4;
   for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
     const Problem p = make_problem(64, 256, kind, 300);
-    PerformerReplayState split = performer_replay_empty_state(p.shape), high = split;
-    const double split_outputs = output_error(p, replay_all(p, split, PerformerReplayFault::none), p.inputs.tokens);
-    const double high_outputs =
-        output_error(p, replay_all(p, high, PerformerReplayFault::key_features_high_only), p.inputs.tokens);
-    const double split_state = state_error(p, split), high_state = state_error(p, high);
+    const FaultAgainstFaithful e = replay_against_faithful(p, PerformerReplayFault::key_features_high_only);
+    const double split_outputs = e.faithful_outputs, high_outputs = e.fault_outputs;
+    const double split_state = e.faithful_state, high_state = e.fault_state;
     std::printf("[ replay   ] %-28s state: phi(k) hi + lo %.2e, hi alone %.2e (outputs %.2e, %.2e)\n",
                 label(p).c_str(), split_state, high_state, split_outputs, high_outputs);
     EXPECT_LT(split_state, kStateBound) << label(p);
@@ -262,9 +272,8 @@ TEST(PerformerTensorCoreReplay, KeyFeaturesHighPlaneAloneMissesTheStateBoundByTh
 TEST(PerformerTensorCoreReplay, InterChunkTermsNeedTheRowScale) {
   for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
     const Problem p = make_problem(64, 256, kind, 300);
-    PerformerReplayState good = performer_replay_empty_state(p.shape), bad = good;
-    const double with = output_error(p, replay_all(p, good, PerformerReplayFault::none), p.inputs.tokens);
-    const double without = output_error(p, replay_all(p, bad, PerformerReplayFault::no_row_scale), p.inputs.tokens);
+    const FaultAgainstFaithful e = replay_against_faithful(p, PerformerReplayFault::no_row_scale);
+    const double with = e.faithful_outputs, without = e.fault_outputs;
     std::printf("[ replay   ] %-28s outputs %.2e; inter-chunk terms left at M_in %.2e\n", label(p).c_str(), with,
                 without);
     EXPECT_LT(with, kTolerance) << label(p);
@@ -284,13 +293,11 @@ TEST(PerformerTensorCoreReplay, StateScanWritesTheEnteringStateInFp32) {
   constexpr double kStateBound = 1e-4;
   for (const PerformerFeatures kind : {PerformerFeatures::favor_plus, PerformerFeatures::trig}) {
     const Problem p = make_problem(64, 256, kind, 300);
-    PerformerReplayState good = performer_replay_empty_state(p.shape), late = good, rounded = good;
-    const double outputs = output_error(p, replay_all(p, good, PerformerReplayFault::none), p.inputs.tokens);
-    const double late_outputs =
-        output_error(p, replay_all(p, late, PerformerReplayFault::state_written_after_update), p.inputs.tokens);
-    const double rounded_outputs =
-        output_error(p, replay_all(p, rounded, PerformerReplayFault::chunk_states_bf16), p.inputs.tokens);
-    const double state = state_error(p, good), rounded_state = state_error(p, rounded);
+    const FaultAgainstFaithful late = replay_against_faithful(p, PerformerReplayFault::state_written_after_update);
+    const FaultAgainstFaithful rounded = replay_against_faithful(p, PerformerReplayFault::chunk_states_bf16);
+    const double outputs = late.faithful_outputs, late_outputs = late.fault_outputs;
+    const double rounded_outputs = rounded.fault_outputs;
+    const double state = late.faithful_state, rounded_state = rounded.fault_state;
     std::printf("[ replay   ] %-28s outputs %.2e, S_in written late %.2e; state %.2e, chunk states bf16 %.2e "
                 "(outputs %.2e)\n",
                 label(p).c_str(), outputs, late_outputs, state, rounded_state, rounded_outputs);
