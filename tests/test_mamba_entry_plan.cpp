@@ -201,6 +201,14 @@ TEST(MambaEntryPlan, Issue39CellsOnAnH200) {
   EXPECT_THROW(plan_mamba_prefill({1, 512, 17}, 8192, kH200Sms, MambaScanKernel::entry), std::invalid_argument);
 }
 
+// tests/gpu/test_mamba_gpu.cpp's batch-1 entry cell (d_inner 512, N 16, L 2048: 8 chunks, 32 row
+// blocks) splits from 24 SMs on (3 segments of 3 chunks), so an H100 or H200 runs all three passes.
+TEST(MambaEntryPlan, TheGpuTestsBatch1CellSplitsFrom24Sms) {
+  EXPECT_EQ(plan_mamba_prefill({1, 512, 16}, 2048, 23, MambaScanKernel::entry).segments, 1);
+  EXPECT_EQ(plan_mamba_prefill({1, 512, 16}, 2048, 24, MambaScanKernel::entry).segments, 3);
+  EXPECT_GT(plan_mamba_prefill({1, 512, 16}, 2048, kH200Sms, MambaScanKernel::entry).segments, 1);
+}
+
 Cell mamba_cell(std::int64_t n, const std::string& kernel, Phase phase = Phase::prefill) {
   Cell cell = testing::mechanism_cell("mamba", 8, 64, 1024, DType::bfloat16, phase);
   cell.options.set("state_size", n);

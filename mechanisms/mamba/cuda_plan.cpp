@@ -145,7 +145,8 @@ std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   if (cell.sequence_length < 0) return "sequence_length must be >= 0";
   if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
   const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length, 0, *kernel);
-  // Unsplit; a split grid is at most two blocks per SM (mamba_prefill_segments).
+  // Unsplit; a split grid fills its resident slots once (mamba_prefill_segments: 2 blocks per SM for
+  // the lane kernel, 4 for the entry kernel), far below the limit.
   if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
   if (prefill.shared_bytes > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
   return std::nullopt;

@@ -4,8 +4,8 @@
 // tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
 // the h it is given. The split prefill (segments scanned by separate blocks, cuda_plan.hpp) equals
 // the unsplit one and its CPU replay, continues from a carried h, and is what a batch-1 cell runs.
-// The entry kernel (a thread per (channel, state entry), cuda_entry.cu; the cells' default where N
-// is 8 or 16) against its replay, the reference and the lane kernel, and the cells with each
+// The entry kernel (a thread per (channel, state entry), cuda_entry.cu; `--scan-kernel entry` or
+// entry_mufu at N 8 or 16, auto being the warp scan) against its replay, the reference and the lane kernel, and the cells with each
 // scan_kernel value naming the kernel that ran. Every output is poisoned with NaN before the run.
 // Skipped without a device.
 #include <gtest/gtest.h>
@@ -376,7 +376,7 @@ TEST(MambaGpu, EntryKernelEqualsTheLaneKernel) {
 
 // The registered cells with each scan_kernel value: within the reference, and the row's gpu_kernel
 // names the kernel that ran. Issue 39's batch-1 shape (d_inner 512, L 2048: the entry plan splits
-// it on any device of more than 4 SMs) and a decode cell whose context runs the entry prefill.
+// it on any device of 24 SMs or more) and a decode cell whose context runs the entry prefill.
 TEST(MambaGpu, CellsRunTheScanKernelTheOptionPicks) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const Mechanism* mamba = find_mechanism("mamba");
