@@ -219,9 +219,9 @@ PY
   check ab run --mode performer --device cuda --batch 16 --sequence-lengths 8192 --phase prefill --features 256 \
     --warmup 3 --repeats 10 --timing cuda_events --run-label "${LABEL}-performer-prefill-b16" \
     --workload-id arch-performer-gpu-prefill-b16 --results-dir "$OUT"
-  step "mamba_scan, batch 1, L 512/2048/8192 (default matrix)"
-  check ab run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --run-label "${LABEL}-mamba-b1" \
-    --workload-id arch-mamba-scan-gpu-b1 --results-dir "$OUT"
+  step "mamba_scan, batch 1, L 512/2048/8192 (default matrix), --scan-kernel lane,entry,entry_mufu (the split paths)"
+  check ab run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --scan-kernel lane,entry,entry_mufu \
+    --run-label "${LABEL}-mamba-b1" --workload-id arch-mamba-scan-gpu-b1 --results-dir "$OUT"
   # Mamba's three prefill kernels side by side (the warp scan, the default; the per-(channel, entry)
   # kernel with and without its polynomial exps): the estimates put them within 20% of each other, and
   # this run decides `--scan-kernel auto`.
