@@ -140,7 +140,9 @@ core_part() {
       # One process per test suite, each under its own limit: a kernel that hangs costs its suite's
       # results, not every suite after it.
       step "GPU tests (the prebuilt arch_bench_gpu_tests, one suite at a time)"
-      for suite in $("$PREBUILT/arch_bench_gpu_tests" --gtest_list_tests | grep -E '^[A-Za-z0-9_/]+\.( |$)' | cut -d' ' -f1); do
+      suites="$("$PREBUILT/arch_bench_gpu_tests" --gtest_list_tests | grep -E '^[A-Za-z0-9_/]+\.( |$)' | cut -d' ' -f1)"
+      [ -n "$suites" ] || { echo "device-check: FAILED: arch_bench_gpu_tests lists no test suite (does it start?)"; status=1; }
+      for suite in $suites; do
         LIMIT=120 check bash -c "'$PREBUILT/arch_bench_gpu_tests' --gtest_filter='${suite}*' --gtest_brief=1 2>&1 |
           grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' | sed 's|^|$suite |'; exit \${PIPESTATUS[0]}"
       done
