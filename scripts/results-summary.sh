@@ -20,6 +20,24 @@ cd "$ROOT"
 STAGE="$(mktemp -d "$ROOT/results/.summary.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
 
+# Appends REPORT's Markdown summary to PAGE, its charts in PLOTS; the summary is written beside PAGE
+# first, because `report` links the charts relative to the file it writes.
+append_report() {
+  local report="$1" plots="$2" page="$3"
+  local one
+  one="$(dirname "$page")/one.md"
+  "$BIN" report "$report" --plots "$plots" --output "$one"
+  cat "$one" >> "$page"
+  rm "$one"
+}
+anchor() { basename "$1" .json | tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z'; }
+
+# Each GPU run's folder (results/<gpu>-<date>/, as scripts/device-check.sh leaves it): any folder of reports.
+gpu_folders=()
+for folder in results/*/; do
+  ls "$folder"*.json > /dev/null 2>&1 && gpu_folders+=("${folder%/}")
+done
+
 {
   echo "# Committed results"
   echo
@@ -28,32 +46,24 @@ trap 'rm -rf "$STAGE"' EXIT
   echo "by hand. Timings here are CPU timings of a shared 2-core VM (see each report's hardware line);"
   echo "each GPU run has a folder of its own, with its page:"
   echo
-  for folder in results/*/; do
-    ls "$folder"*.json > /dev/null 2>&1 || continue
+  for folder in "${gpu_folders[@]}"; do
     echo "- [\`$(basename "$folder")/\`]($(basename "$folder")/report.md)"
   done
   echo
   for report in results/*.json; do
-    name="$(basename "$report")"
-    echo "- [\`$name\`](#$(basename "$report" .json | tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z'))"
+    echo "- [\`$(basename "$report")\`](#$(anchor "$report"))"
   done
   echo
 } > "$STAGE/README.md"
 for report in results/*.json; do
-  name="$(basename "$report" .json)"
-  "$BIN" report "$report" --plots "$STAGE/plots" --output "$STAGE/$name.md"
-  { echo "<a id=\"$(echo "$name" | tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z')\"></a>"; echo; cat "$STAGE/$name.md"; } \
-    >> "$STAGE/README.md"
-  rm "$STAGE/$name.md"
+  { echo "<a id=\"$(anchor "$report")\"></a>"; echo; } >> "$STAGE/README.md"
+  append_report "$report" "$STAGE/plots" "$STAGE/README.md"
 done
 
-# One page per GPU run: its reports in the order of their names, after the peers table.
-gpu_folders=()
-for folder in results/*/; do
-  folder="${folder%/}"
-  ls "$folder"/*.json > /dev/null 2>&1 || continue
-  gpu_folders+=("$folder")
+# One page per GPU run: the peers table, then its reports in the order of their names.
+for folder in "${gpu_folders[@]}"; do
   name="$(basename "$folder")"
+  page="$STAGE/$name/report.md"
   mkdir -p "$STAGE/$name"
   {
     echo "# GPU run $name"
@@ -65,12 +75,10 @@ for folder in results/*/; do
     echo
     python3 scripts/gpu-table.py "$folder" || echo "(no peer measured a cell of these reports)"
     echo
-  } > "$STAGE/$name/report.md"
+  } > "$page"
   for report in "$folder"/*.json; do
-    "$BIN" report "$report" --plots "$STAGE/$name/plots" --output "$STAGE/$name/one.md"
-    cat "$STAGE/$name/one.md" >> "$STAGE/$name/report.md"
-    echo >> "$STAGE/$name/report.md"
-    rm "$STAGE/$name/one.md"
+    append_report "$report" "$STAGE/$name/plots" "$page"
+    echo >> "$page"
   done
 done
 
