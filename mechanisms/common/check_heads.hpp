@@ -3,7 +3,8 @@
 // (linear_attention, retnet, gated_deltanet, rwkv): the outputs against the reference's rows. A
 // reference is reference(bh, rows) -> the outputs [rows, width] (MatrixD) of row bh over tokens
 // [0, rows) (and mamba2's heads likewise). It is called from several threads at once: it must only
-// read what it shares.
+// read what it shares. check_heads_in_parallel is also how softmax_kv/sliding_window (per head) and
+// mamba (per batch element) spread their checks.
 #include <cstdint>
 
 #include "core/stop_request.hpp"

@@ -16,6 +16,7 @@
 #include "mechanisms/common/ssm_activations.hpp"
 #include "mechanisms/mamba/cuda.hpp"
 #include "mechanisms/mamba/cuda_entry.hpp"
+#include "mechanisms/mamba/entry_activations.hpp"
 #include "core/backends/cuda/cuda_check.hpp"
 
 namespace arch_bench {
@@ -63,14 +64,6 @@ __global__ void __launch_bounds__(kMambaDecodeThreads)
 constexpr int kItems = kMambaScanItems;
 constexpr int kGroup = kMambaScanStateGroup;
 constexpr unsigned kFullWarp = 0xffffffffu;
-
-// 2^x on the MUFU unit (within 2 ulp; flushes results below 2^-126 to zero, where h's terms are
-// negligible against the fp32 tolerance). One per (token, channel, state entry): the scan's floor.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // A lane's kItems consecutive values starting at p (count of them inside the sequence, 0 past it):
 // 16-byte vector loads when all are inside and p is aligned, else one by one.
@@ -255,13 +248,13 @@ __device__ __forceinline__ void scan_chunk(const ScanChannel<S>& ch, std::int64_
       // The lane's fold of its steps: (fold_a, fold_b) maps h entering the lane to h leaving it.
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
-        a[i] = exp2_approx(dt[i] * a2);
+        a[i] = entry_exp2(dt[i] * a2);  // ex2.approx.ftz: one per (token, channel, entry), the scan's floor
         b[i] = du[i] * b_in[i];
       }
       float fold_b = b[0];
 #pragma unroll
       for (int i = 1; i < kItems; ++i) fold_b = fmaf(a[i], fold_b, b[i]);
-      float fold_a = exp2_approx(lane_dt * a2);
+      float fold_a = entry_exp2(lane_dt * a2);
       // Inclusive scan over the lanes (ScanElement's combine: lower lanes first).
 #pragma unroll
       for (int offset = 1; offset < 32; offset *= 2) scan_step(fold_a, fold_b, offset);
@@ -382,7 +375,7 @@ __global__ void __launch_bounds__(kMambaCombineThreads)
     }
     const float from_zero = slot;
     slot = h;
-    h = fmaf(exp2_approx(workspace[mamba_segment_dt_index(plan, row, k)] * a2), h, from_zero);
+    h = fmaf(entry_exp2(workspace[mamba_segment_dt_index(plan, row, k)] * a2), h, from_zero);
   }
 }
 
