@@ -20,12 +20,11 @@ ColumnRecurrencePlan plan_column_recurrence(std::int64_t batch_heads, std::int64
   plan.padded_rows = plan.lanes_per_column * kColumnRowsPerLane;
   // Enough warps for a whole head, at most kColumnMaxWarps; then fewer while the grid is too small
   // to give every multiprocessor two blocks (a decode step at batch 1 is 8 heads).
-  std::int64_t warps = std::clamp<std::int64_t>(ceil_div(std::max<std::int64_t>(dv, 1), plan.columns_per_warp), 1,
-                                                kColumnMaxWarps);
-  const std::int64_t target = 2 * static_cast<std::int64_t>(std::max(multiprocessors, 0));
-  const auto blocks_with = [&](std::int64_t w) { return batch_heads * ceil_div(dv, plan.columns_per_warp * w); };
-  while (warps > 1 && blocks_with(warps) < target) warps = (warps + 1) / 2;
-  plan.warps = static_cast<int>(warps);
+  const std::int64_t most_warps =
+      std::clamp<std::int64_t>(ceil_div(std::max<std::int64_t>(dv, 1), plan.columns_per_warp), 1, kColumnMaxWarps);
+  plan.warps = static_cast<int>(block_size_filling_the_sms(most_warps, 1, multiprocessors, [&](std::int64_t w) {
+    return batch_heads * ceil_div(dv, plan.columns_per_warp * w);
+  }));
   plan.threads = 32 * plan.warps;
   plan.columns_per_block = plan.columns_per_warp * plan.warps;
   plan.column_blocks = ceil_div(dv, plan.columns_per_block);

@@ -18,12 +18,13 @@ RwkvScanPlan plan_rwkv_scan(RwkvVersion version, std::int64_t batch_heads, std::
   plan.tokens = tokens;
   plan.dim = static_cast<int>(dim);
   // The blocks of `threads` each: rwkv4 one thread per channel, rwkv6/7 a block per (head, columns).
-  const auto blocks_with = [&](int threads) {
+  const auto blocks_with = [&](std::int64_t threads) {
     if (version == RwkvVersion::v4) return ceil_div(checked_mul(batch_heads, dim), threads);
     return checked_mul(batch_heads, ceil_div(std::max<std::int64_t>(dim, 1), threads / kRwkvCudaRowParts));
   };
-  const std::int64_t target = 2 * static_cast<std::int64_t>(std::max(multiprocessors, 0));
-  while (plan.threads > kRwkvCudaMinThreads && blocks_with(plan.threads) < target) plan.threads /= 2;
+  // Threads stay whole warps: 128, 64 or 32 (the halving of a power of two).
+  plan.threads = static_cast<int>(
+      block_size_filling_the_sms(kRwkvCudaThreads, kRwkvCudaMinThreads, multiprocessors, blocks_with));
   plan.blocks = blocks_with(plan.threads);
   if (version == RwkvVersion::v4) return plan;
   plan.columns_per_block = plan.threads / kRwkvCudaRowParts;
