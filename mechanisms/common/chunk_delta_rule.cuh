@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_async_rows.cuh"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
 #include "mechanisms/common/chunk_log_decay.cuh"
 #include "mechanisms/common/chunk_wmma.cuh"
@@ -209,9 +210,36 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
   if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
 }
 
+// The pass kernel's copies of chunk `chunk`'s operands into the stage at byte offset `stage`,
+// issued and committed as one group of this thread's cp.async copies, not waited for.
+__device__ __forceinline__ void issue_pass_operands(const ChunkDeltaRulePlan& plan,
+                                                    const __nv_bfloat16* __restrict__ workspace, std::size_t stage,
+                                                    std::int64_t bh, std::int64_t chunk, int j0) {
+  using namespace delta_rule_detail;
+  using chunk_async::copy_rows_async;
+  const DeltaRulePassOperands& at = plan.pass_operands;
+  const int dk = plan.dk, dv = plan.dv;
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.w), plan.ld_k,
+                  workspace + plan.w_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.k), plan.ld_k,
+                  workspace + plan.k_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.q), plan.ld_k,
+                  workspace + plan.q_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.p), plan.ld_c,
+                  workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.u), plan.ld_n,
+                  workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv) + j0, dv, kC,
+                  plan.value_tile);
+  chunk_async::commit_copies();
+}
+
 // (2) One block per (head, value tile): the block's columns of S (fp32, in shared memory) walk the
 // chunks in order. Per chunk, with S_c rounded to bf16 as the operand:
 //   V' = U - W S_c;  O = Q~ S_c + P V';  S_{c+1} = exp(b_last) S_c + K~^T V'.
+// The operands (W, K~, Q~, P, U's tile) are double-buffered: chunk c + 1's are copied (cp.async)
+// into one stage while chunk c's products read the other, so a chunk waits on global memory only
+// where its copies, issued a whole chunk earlier, have not landed yet; b_last is loaded a chunk
+// ahead into a register. The arithmetic is the unbuffered kernel's, operation for operation.
 // `state` [batch_heads][dk][dv] holds the state before the first token and receives the state
 // after the last.
 template <class Policy>
@@ -220,11 +248,6 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
                            const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
   using namespace delta_rule_detail;
   const DeltaRulePassLayout& at = plan.pass_layout;
-  auto* w_tile = shared_region<__nv_bfloat16>(at.w);
-  auto* k_tile = shared_region<__nv_bfloat16>(at.k);
-  auto* q_tile = shared_region<__nv_bfloat16>(at.q);
-  auto* p_tile = shared_region<__nv_bfloat16>(at.p);
-  auto* u_tile = shared_region<__nv_bfloat16>(at.u);
   auto* v_new = shared_region<__nv_bfloat16>(at.v_new);
   auto* s = shared_region<float>(at.s);
   auto* s_operand = shared_region<__nv_bfloat16>(at.s_operand);
@@ -236,23 +259,38 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
   const int j0 = static_cast<int>(ht.index) * n;
   const int tiles_n = n / kF, tiles_k = dk / kF;
   float* head_state = state + bh * dk * dv;
+  const float* head_log_decay = chunk_log_decay + bh * plan.chunks;
 
+  issue_pass_operands(plan, workspace, plan.pass_stage(0), bh, 0, j0);
+  float next_log_decay = head_log_decay[0];
   load_state_columns(s, plan.ld_s, head_state, dv, j0, dk, n);
   __syncthreads();
 
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
-    copy_rows(w_tile, plan.ld_k, workspace + plan.w_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
-    copy_rows(k_tile, plan.ld_k, workspace + plan.k_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
-    copy_rows(q_tile, plan.ld_k, workspace + plan.q_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
-    copy_rows(p_tile, plan.ld_c, workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
-    copy_rows(u_tile, plan.ld_n, workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv) + j0, dv,
-              kC, n);
+    // Chunk c + 1's copies go to the stage chunk c - 1's products read, all before the barrier
+    // that ended them (or, at c = 0, no chunk's); past the last chunk an empty group keeps the
+    // count of groups in flight the same every chunk.
+    const float log_decay = next_log_decay;
+    if (chunk + 1 < plan.chunks) {
+      issue_pass_operands(plan, workspace, plan.pass_stage(chunk + 1), bh, chunk + 1, j0);
+      next_log_decay = head_log_decay[chunk + 1];
+    } else {
+      chunk_async::commit_copies();
+    }
+    const std::size_t stage = plan.pass_stage(chunk);
+    const auto* w_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.w);
+    const auto* k_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.k);
+    const auto* q_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.q);
+    const auto* p_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.p);
+    const auto* u_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.u);
+
     for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
       const int i = e / n, j = e % n;
       s_operand[i * plan.ld_n + j] = __float2bfloat16_rn(s[i * plan.ld_s + j]);
     }
-    const float carry = expf(chunk_log_decay[bh * plan.chunks + chunk]);
-    __syncthreads();
+    const float carry = expf(log_decay);
+    chunk_async::wait_copies<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
+    __syncthreads();                // everyone's: chunk c's operands and S_c's bf16 copy are in place
 
     // W S_c into acc_tile.
     for_warp_tiles(kTiles, tiles_n, [&](int ti, int tj) {
@@ -295,9 +333,10 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
       const int i = e / n, j = e % n;
       policy.store(bh, first + i, j0 + j, acc_tile[i * plan.ld_s + j]);
     }
-    // The next chunk's loads overwrite only the operand tiles (read before the barrier above);
-    // acc_tile is next written after the barrier that follows them.
+    // The next chunk writes S's bf16 copy (read before the barrier above) and issues its copies
+    // into this chunk's stage (likewise); acc_tile is next written after its barrier.
   }
+  chunk_async::wait_copies<0>();  // no copy outlives the block (the last group is empty)
 
   store_state_columns(head_state, dv, j0, s, plan.ld_s, dk, n);
 }

@@ -14,8 +14,62 @@ bool chunk_delta_rule_supports(std::int64_t dk, std::int64_t dv) {
          fits_wmma_tiles(dv, kDeltaRuleFragment, kDeltaRuleMaxDim);
 }
 
-int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dv, int multiprocessors) {
-  return chunk_pass_value_tile(kDeltaRuleValueTiles, batch_heads, dv, multiprocessors);
+namespace {
+
+constexpr int kC = kDeltaRuleChunk;
+constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kC;
+
+// Row strides of the pass kernel's value tiles (bf16) and of its S and accumulator (fp32).
+constexpr int value_stride(int tile) { return tile + kDeltaRuleBf16Pad; }
+constexpr int state_stride(int tile) { return tile + kDeltaRuleFloatPad; }
+
+// One stage of the pass's double buffer: a chunk's W, K~, Q~ (dk wide), P (C wide), U's tile.
+DeltaRulePassOperands pass_operands(int dk, int tile) {
+  const std::size_t key_rows = tile_bytes(kRows, dk + kDeltaRuleBf16Pad, kBf16);
+  return place_shared_layout<DeltaRulePassOperands>(key_rows, key_rows, key_rows,
+                                                    tile_bytes(kRows, kC + kDeltaRuleBf16Pad, kBf16),
+                                                    tile_bytes(kRows, value_stride(tile), kBf16));
+}
+
+// The pass's shared memory: two stages of operands, then V', S (fp32), S's bf16 copy, the accumulator.
+DeltaRulePassLayout pass_layout(int dk, int tile) {
+  const std::size_t stage = pass_operands(dk, tile).bytes;
+  return place_shared_layout<DeltaRulePassLayout>(
+      stage, stage, tile_bytes(kRows, value_stride(tile), kBf16), tile_bytes(dk, state_stride(tile), kFloat),
+      tile_bytes(dk, value_stride(tile), kBf16), tile_bytes(kRows, state_stride(tile), kFloat));
+}
+
+}  // namespace
+
+int chunk_delta_rule_pass_blocks_per_sm(std::size_t pass_bytes) {
+  const std::size_t by_shared = kDeltaRuleSmSharedBytes / (pass_bytes + kDeltaRuleSharedReservedPerBlock);
+  return static_cast<int>(std::min<std::size_t>(by_shared, kDeltaRuleSmThreads / kDeltaRulePassThreads));
+}
+
+std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dv, int tile, int blocks_per_sm,
+                                        int multiprocessors) {
+  const std::int64_t blocks = checked_product(batch_heads, dv / tile);
+  const std::int64_t slots = static_cast<std::int64_t>(std::max(multiprocessors, 1)) * std::max(blocks_per_sm, 1);
+  const std::int64_t waves = std::max<std::int64_t>(ceil_div(blocks, slots), 1);
+  const std::int64_t warp_tiles = ceil_div((kC / kDeltaRuleFragment) * (tile / kDeltaRuleFragment),
+                                           kDeltaRulePassThreads / 32);
+  return waves * warp_tiles;
+}
+
+int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors) {
+  int best = 0;
+  std::int64_t best_cost = 0;
+  for (const int tile : kDeltaRuleValueTiles) {  // widest first: a tie keeps the wider
+    if (dv % tile != 0) continue;
+    if (multiprocessors <= 0) return tile;
+    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(pass_layout(static_cast<int>(dk), tile).bytes);
+    const std::int64_t cost = chunk_delta_rule_pass_cost(batch_heads, dv, tile, per_sm, multiprocessors);
+    if (best == 0 || cost < best_cost) {
+      best = tile;
+      best_cost = cost;
+    }
+  }
+  return best;
 }
 
 ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
@@ -26,10 +80,9 @@ ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t 
                                 std::to_string(dv));
   }
   if (batch_heads < 0 || tokens < 0) throw std::invalid_argument("batch_heads and tokens must be >= 0");
-  constexpr int kC = kDeltaRuleChunk;
   ChunkDeltaRulePlan plan;
   place_chunk_pass_grid(plan, batch_heads, tokens, kC, dv,
-                        chunk_delta_rule_value_tile(batch_heads, dv, multiprocessors));
+                        chunk_delta_rule_value_tile(batch_heads, dk, dv, multiprocessors));
   plan.dk = static_cast<int>(dk);
   plan.dv = static_cast<int>(dv);
   plan.ld_k = plan.dk + kDeltaRuleBf16Pad;
@@ -37,19 +90,17 @@ ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t 
   plan.ld_c = kC + kDeltaRuleBf16Pad;
   plan.ld_a = kC + kDeltaRuleFloatPad;
   plan.ld_acc = std::max({kC, plan.dk, plan.dv}) + kDeltaRuleFloatPad;
-  plan.ld_n = plan.value_tile + kDeltaRuleBf16Pad;
-  plan.ld_s = plan.value_tile + kDeltaRuleFloatPad;
+  plan.ld_n = value_stride(plan.value_tile);
+  plan.ld_s = state_stride(plan.value_tile);
 
   // Regions in the order of the layouts' fields (chunk_pass_grid.hpp).
-  constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kC;
-  const std::size_t key_rows = tile_bytes(kRows, plan.ld_k, kBf16), chunk_rows = tile_bytes(kRows, plan.ld_c, kBf16);
-  const std::size_t value_rows = tile_bytes(kRows, plan.ld_n, kBf16), token_floats = kRows * kFloat;
+  const std::size_t key_rows = tile_bytes(kRows, plan.ld_k, kBf16), token_floats = kRows * kFloat;
   plan.prepare_layout = place_shared_layout<DeltaRulePrepareLayout>(
-      key_rows, key_rows, key_rows, tile_bytes(kRows, plan.ld_v, kBf16), chunk_rows,
+      key_rows, key_rows, key_rows, tile_bytes(kRows, plan.ld_v, kBf16), tile_bytes(kRows, plan.ld_c, kBf16),
       tile_bytes(kRows, plan.ld_a, kFloat), tile_bytes(kRows, plan.ld_acc, kFloat), token_floats, token_floats);
-  plan.pass_layout = place_shared_layout<DeltaRulePassLayout>(
-      key_rows, key_rows, key_rows, chunk_rows, value_rows, value_rows, tile_bytes(plan.dk, plan.ld_s, kFloat),
-      tile_bytes(plan.dk, plan.ld_n, kBf16), tile_bytes(kRows, plan.ld_s, kFloat));
+  plan.pass_operands = pass_operands(plan.dk, plan.value_tile);
+  plan.pass_layout = pass_layout(plan.dk, plan.value_tile);
+  plan.pass_blocks_per_sm = chunk_delta_rule_pass_blocks_per_sm(plan.pass_layout.bytes);
 
   const std::int64_t rows = checked_product(plan.prepare_blocks, kC);
   plan.workspace_key_elements = checked_product(rows, dk);
