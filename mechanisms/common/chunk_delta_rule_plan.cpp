@@ -23,23 +23,21 @@ constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kC;
 constexpr int value_stride(int tile) { return tile + kDeltaRuleBf16Pad; }
 constexpr int state_stride(int tile) { return tile + kDeltaRuleFloatPad; }
 
-// One stage of the pass's double buffer: a chunk's W, K~, Q~ (dk wide), P (C wide), U's tile.
-DeltaRulePassOperands pass_operands(int dk, int tile) {
+}  // namespace
+
+DeltaRulePassOperands chunk_delta_rule_pass_operands(int dk, int tile) {
   const std::size_t key_rows = tile_bytes(kRows, dk + kDeltaRuleBf16Pad, kBf16);
   return place_shared_layout<DeltaRulePassOperands>(key_rows, key_rows, key_rows,
                                                     tile_bytes(kRows, kC + kDeltaRuleBf16Pad, kBf16),
                                                     tile_bytes(kRows, value_stride(tile), kBf16));
 }
 
-// The pass's shared memory: two stages of operands, then V', S (fp32), S's bf16 copy, the accumulator.
-DeltaRulePassLayout pass_layout(int dk, int tile) {
-  const std::size_t stage = pass_operands(dk, tile).bytes;
+DeltaRulePassLayout chunk_delta_rule_pass_layout(int dk, int tile) {
+  const std::size_t stage = chunk_delta_rule_pass_operands(dk, tile).bytes;
   return place_shared_layout<DeltaRulePassLayout>(
       stage, stage, tile_bytes(kRows, value_stride(tile), kBf16), tile_bytes(dk, state_stride(tile), kFloat),
       tile_bytes(dk, value_stride(tile), kBf16), tile_bytes(kRows, state_stride(tile), kFloat));
 }
-
-}  // namespace
 
 int chunk_delta_rule_pass_blocks_per_sm(std::size_t pass_bytes) {
   const std::size_t by_shared = kDeltaRuleSmSharedBytes / (pass_bytes + kDeltaRuleSharedReservedPerBlock);
@@ -62,7 +60,7 @@ int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dk, std::
   for (const int tile : kDeltaRuleValueTiles) {  // widest first: a tie keeps the wider
     if (dv % tile != 0) continue;
     if (multiprocessors <= 0) return tile;
-    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(pass_layout(static_cast<int>(dk), tile).bytes);
+    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(chunk_delta_rule_pass_layout(static_cast<int>(dk), tile).bytes);
     const std::int64_t cost = chunk_delta_rule_pass_cost(batch_heads, dv, tile, per_sm, multiprocessors);
     if (best == 0 || cost < best_cost) {
       best = tile;
@@ -98,8 +96,8 @@ ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t 
   plan.prepare_layout = place_shared_layout<DeltaRulePrepareLayout>(
       key_rows, key_rows, key_rows, tile_bytes(kRows, plan.ld_v, kBf16), tile_bytes(kRows, plan.ld_c, kBf16),
       tile_bytes(kRows, plan.ld_a, kFloat), tile_bytes(kRows, plan.ld_acc, kFloat), token_floats, token_floats);
-  plan.pass_operands = pass_operands(plan.dk, plan.value_tile);
-  plan.pass_layout = pass_layout(plan.dk, plan.value_tile);
+  plan.pass_operands = chunk_delta_rule_pass_operands(plan.dk, plan.value_tile);
+  plan.pass_layout = chunk_delta_rule_pass_layout(plan.dk, plan.value_tile);
   plan.pass_blocks_per_sm = chunk_delta_rule_pass_blocks_per_sm(plan.pass_layout.bytes);
 
   const std::int64_t rows = checked_product(plan.prepare_blocks, kC);

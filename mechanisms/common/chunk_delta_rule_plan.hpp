@@ -132,6 +132,12 @@ struct ChunkDeltaRulePlan {
 // Whether the tensor-core prefill takes these head sizes (dk, dv multiples of 16 in 16..128).
 bool chunk_delta_rule_supports(std::int64_t dk, std::int64_t dv);
 
+// The pass kernel's shared memory for key width dk and value tile `tile`: one stage of its double
+// buffer (offsets from the stage's start), and the whole layout (two stages, V', S, S's bf16 copy,
+// the accumulator). plan_chunk_delta_rule's pass_operands and pass_layout are these at its tile.
+DeltaRulePassOperands chunk_delta_rule_pass_operands(int dk, int tile);
+DeltaRulePassLayout chunk_delta_rule_pass_layout(int dk, int tile);
+
 // Pass blocks an sm_90 multiprocessor holds at once with `pass_bytes` of dynamic shared memory each:
 // the fewer of what its shared memory (kDeltaRuleSmSharedBytes, less 1 KiB per block) and its
 // threads allow.
