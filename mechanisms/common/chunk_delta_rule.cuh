@@ -4,7 +4,10 @@
 // later delta-rule mechanisms). A mechanism supplies an operand policy, a struct of force-inlined
 // device functions:
 //   float log_decay(bh, t), beta_at(bh, t)             log a_t (<= 0) and beta_t of head bh, token t
-//   __nv_bfloat16 q_at(bh, t, i), k_at(bh, t, i), v_at(bh, t, j)   the token's operands, i < dk, j < dv
+//   const __nv_bfloat16* q_row(bh, t), k_row(bh, t), v_row(bh, t)   the token's operands: dk (q, k)
+//                                                      or dv (v) bf16, contiguous, 16-byte aligned,
+//                                                      and token t + 1's row right after token t's
+//                                                      (a chunk's rows are one run of memory)
 //   float query_factor(float sum), key_factor(float sum)  the factor a row is scaled by, given its
 //                                                      sum of squares (Gated DeltaNet: L2 norms)
 //   void store(bh, t, j, float o)                      o_t[j] (the mechanism's epilogue)
@@ -51,11 +54,14 @@ inline constexpr int kSolveSums = 4;  // partial sums per row of the solve
 template <class Policy>
 __device__ __forceinline__ void chunk_gates(const Policy& policy, float* __restrict__ b, float* __restrict__ beta,
                                             std::int64_t bh, std::int64_t first, int rows) {
-  cumulative_log_decay(policy, b, bh, first, rows);
   if (threadIdx.x >= 32) return;
+  // beta read before the scan, so that its loads and the decays' are in flight together.
   const int m0 = 2 * static_cast<int>(threadIdx.x), m1 = m0 + 1;
-  beta[m0] = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
-  beta[m1] = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
+  const float beta0 = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
+  const float beta1 = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
+  cumulative_log_decay(policy, b, bh, first, rows);
+  beta[m0] = beta0;
+  beta[m1] = beta1;
 }
 
 }  // namespace delta_rule_detail
@@ -92,13 +98,24 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
   __nv_bfloat16* p_out = workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC);
   __nv_bfloat16* u_out = workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv);
 
+  // The chunk's raw q, k and v rows into q_tile, k_tile and v_tile, every copy issued at once
+  // (cp.async, 16 bytes each) so that the block waits on global memory once, while warp 0 reads the
+  // gates, rather than once per token and warp.
+  if (rows > 0) {
+    chunk_async::copy_rows_async(q_tile, plan.ld_k, policy.q_row(bh, first), dk, rows, dk);
+    chunk_async::copy_rows_async(k_tile, plan.ld_k, policy.k_row(bh, first), dk, rows, dk);
+    chunk_async::copy_rows_async(v_tile, plan.ld_v, policy.v_row(bh, first), dv, rows, dv);
+  }
+  chunk_async::commit_copies();
   chunk_gates(policy, b, beta, bh, first, rows);
+  chunk_async::wait_copies<0>();
   __syncthreads();
   const float b_last = b[kC - 1];
 
   // One warp per token: the row's sum of squares by shuffles, then its forms (normalised Q and K
-  // for the scores, diag(exp(b)) K for W, and Q~ and K~ for the pass straight to the workspace).
-  // Rows past the sequence are 0 everywhere.
+  // for the scores, in place of the raw rows: each lane rewrites only the elements it read,
+  // diag(exp(b)) K for W, and Q~ and K~ for the pass straight to the workspace). Rows past the
+  // sequence are 0 everywhere.
   const __nv_bfloat16 zero = __float2bfloat16_rn(0.0f);
   for (int m = warp; m < kC; m += warps) {
     if (m < rows) {
@@ -107,8 +124,8 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
 #pragma unroll
       for (int e = 0; e < kRowValuesPerLane; ++e) {
         const int i = lane + 32 * e;
-        qx[e] = i < dk ? __bfloat162float(policy.q_at(bh, first + m, i)) : 0.0f;
-        kx[e] = i < dk ? __bfloat162float(policy.k_at(bh, first + m, i)) : 0.0f;
+        qx[e] = i < dk ? __bfloat162float(q_tile[m * plan.ld_k + i]) : 0.0f;
+        kx[e] = i < dk ? __bfloat162float(k_tile[m * plan.ld_k + i]) : 0.0f;
         q_sum = fmaf(qx[e], qx[e], q_sum);
         k_sum = fmaf(kx[e], kx[e], k_sum);
       }
@@ -131,7 +148,6 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
         q_out[m * dk + i] = __float2bfloat16_rn(qn * up);
         k_out[m * dk + i] = __float2bfloat16_rn(kn * to_last);
       }
-      for (int j = lane; j < dv; j += 32) v_tile[m * plan.ld_v + j] = policy.v_at(bh, first + m, j);
     } else {
       for (int i = lane; i < dk; i += 32) {
         q_tile[m * plan.ld_k + i] = zero;
