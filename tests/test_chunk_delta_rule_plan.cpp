@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/chunk_layout_checks.hpp"
@@ -47,7 +48,7 @@ TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndCostsTheLeastOfTheWidths) {
           EXPECT_EQ(plan.pass_blocks, bh * plan.value_tiles);
           EXPECT_EQ(plan.prepare_blocks, bh * plan.chunks);
           const std::int64_t cost =
-              chunk_delta_rule_pass_cost(bh, dv, plan.value_tile, plan.pass_blocks_per_sm, sms);
+              chunk_delta_rule_pass_cost(bh, dk, dv, plan.value_tile, plan.pass_blocks_per_sm, sms);
           for (const int other : kDeltaRuleValueTiles) {
             if (other == plan.value_tile || dv % other != 0) continue;
             if (sms <= 0) {
@@ -56,7 +57,7 @@ TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndCostsTheLeastOfTheWidths) {
             }
             // Every other width costs more, or as much and is narrower (re-reads the operands more).
             const int per_sm = chunk_delta_rule_pass_blocks_per_sm(chunk_delta_rule_pass_layout(dk, other).bytes);
-            const std::int64_t other_cost = chunk_delta_rule_pass_cost(bh, dv, other, per_sm, sms);
+            const std::int64_t other_cost = chunk_delta_rule_pass_cost(bh, dk, dv, other, per_sm, sms);
             EXPECT_TRUE(other_cost > cost || (other_cost == cost && other < plan.value_tile))
                 << dk << " x " << dv << " bh " << bh << " sms " << sms << ": " << other << " vs " << plan.value_tile;
           }
@@ -75,15 +76,19 @@ TEST(ChunkDeltaRulePlan, TheTargetShapeTakesThirtyTwoColumnTilesTwoBlocksPerSmIn
   EXPECT_EQ(plan.pass_blocks, 256);
   EXPECT_EQ(plan.pass_layout.bytes, 112640u);
   EXPECT_EQ(plan.pass_blocks_per_sm, 2);
-  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 32, 2, 132), 1);
-  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 16, 2, 132), 2);
-  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 1, 132), 2);
+  // A warp's chain per chunk at 32 columns: W S_c 4 steps, Q~ S_c + P V' 8, K~^T V' 4 (one output
+  // tile each); at 16 the same chain in two waves; at 64 two tiles per warp in each product.
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 32, 2, 132), 16);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 16, 2, 132), 32);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 64, 1, 132), 32);
   EXPECT_EQ(plan_chunk_delta_rule(128, 32768, 64, 64, 132).value_tile, 32) << "the length does not change it";
-  // d128: every tile's double buffer leaves one block per SM; 64 columns (2 waves x 2 tiles per
-  // warp) ties 32 (4 x 1) and reads the operands half as often.
+  // d128: every tile's double buffer leaves one block per SM; 64 columns (2 waves x 56 steps) ties
+  // 32 (4 x 28) and reads the operands half as often.
   const ChunkDeltaRulePlan wide = plan_chunk_delta_rule(128, 8192, 128, 128, 132);
   EXPECT_EQ(wide.value_tile, 64);
   EXPECT_EQ(wide.pass_blocks_per_sm, 1);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 128, 128, 64, 1, 132), 112);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 128, 128, 32, 1, 132), 112);
   EXPECT_EQ(plan_chunk_delta_rule(1, 96, 64, 96, 0).value_tile, 32) << "no device: the widest dividing dv";
 }
 
@@ -121,13 +126,13 @@ TEST(ChunkDeltaRulePlan, PassBlocksPerSmAreWhatSharedMemoryAndThreadsAllow) {
                                   std::size_t{115712}, std::size_t{115840}, std::size_t{145408}, std::size_t{221184}}) {
     const int per_sm = chunk_delta_rule_pass_blocks_per_sm(bytes);
     ASSERT_GE(per_sm, 1) << bytes;
-    EXPECT_LE(per_sm * kDeltaRulePassThreads, kDeltaRuleSmThreads);
-    EXPECT_LE(per_sm * (bytes + kDeltaRuleSharedReservedPerBlock), kDeltaRuleSmSharedBytes) << bytes;
-    const bool thread_bound = (per_sm + 1) * kDeltaRulePassThreads > kDeltaRuleSmThreads;
-    EXPECT_TRUE(thread_bound || (per_sm + 1) * (bytes + kDeltaRuleSharedReservedPerBlock) > kDeltaRuleSmSharedBytes)
+    EXPECT_LE(per_sm * kDeltaRulePassThreads, kSm90ThreadsPerSm);
+    EXPECT_LE(per_sm * (bytes + kSm90SharedReservedPerBlock), kSm90SharedBytesPerSm) << bytes;
+    const bool thread_bound = (per_sm + 1) * kDeltaRulePassThreads > kSm90ThreadsPerSm;
+    EXPECT_TRUE(thread_bound || (per_sm + 1) * (bytes + kSm90SharedReservedPerBlock) > kSm90SharedBytesPerSm)
         << bytes << ": one more block would have fitted";
   }
-  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(1024), kDeltaRuleSmThreads / kDeltaRulePassThreads);
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(1024), kSm90ThreadsPerSm / kDeltaRulePassThreads);
   EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(112640), 2);
   EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(115712), 2) << "2 x (113 KiB + 1 KiB) = 228 KiB exactly";
   EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(115840), 1) << "128 bytes more: 2 no longer fit";

@@ -6,6 +6,7 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/chunk_pass_grid.hpp"
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 
 namespace arch_bench {
 
@@ -40,34 +41,26 @@ DeltaRulePassLayout chunk_delta_rule_pass_layout(int dk, int tile) {
 }
 
 int chunk_delta_rule_pass_blocks_per_sm(std::size_t pass_bytes) {
-  const std::size_t by_shared = kDeltaRuleSmSharedBytes / (pass_bytes + kDeltaRuleSharedReservedPerBlock);
-  return static_cast<int>(std::min<std::size_t>(by_shared, kDeltaRuleSmThreads / kDeltaRulePassThreads));
+  return chunk_pass_blocks_per_sm(pass_bytes, kDeltaRulePassThreads);
 }
 
-std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dv, int tile, int blocks_per_sm,
-                                        int multiprocessors) {
+std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int tile,
+                                        int blocks_per_sm, int multiprocessors) {
+  constexpr std::int64_t kF = kDeltaRuleFragment, kRowTiles = kC / kF;
+  const std::int64_t columns = tile / kF, keys = dk / kF;
+  const std::int64_t steps = chunk_pass_warp_steps({{kRowTiles * columns, keys},               // W S_c
+                                                    {kRowTiles * columns, keys + kRowTiles},   // Q~ S_c + P V'
+                                                    {keys * columns, kRowTiles}},              // K~^T V'
+                                                   kDeltaRulePassThreads / 32);
   const std::int64_t blocks = checked_product(batch_heads, dv / tile);
-  const std::int64_t slots = static_cast<std::int64_t>(std::max(multiprocessors, 1)) * std::max(blocks_per_sm, 1);
-  const std::int64_t waves = std::max<std::int64_t>(ceil_div(blocks, slots), 1);
-  const std::int64_t warp_tiles = ceil_div((kC / kDeltaRuleFragment) * (tile / kDeltaRuleFragment),
-                                           kDeltaRulePassThreads / 32);
-  return waves * warp_tiles;
+  return chunk_pass_waves(blocks, multiprocessors, blocks_per_sm) * steps;
 }
 
 int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors) {
-  int best = 0;
-  std::int64_t best_cost = 0;
-  for (const int tile : kDeltaRuleValueTiles) {  // widest first: a tie keeps the wider
-    if (dv % tile != 0) continue;
-    if (multiprocessors <= 0) return tile;
+  return cheapest_chunk_pass_tile(kDeltaRuleValueTiles, dv, multiprocessors, [&](int tile) {
     const int per_sm = chunk_delta_rule_pass_blocks_per_sm(chunk_delta_rule_pass_layout(static_cast<int>(dk), tile).bytes);
-    const std::int64_t cost = chunk_delta_rule_pass_cost(batch_heads, dv, tile, per_sm, multiprocessors);
-    if (best == 0 || cost < best_cost) {
-      best = tile;
-      best_cost = cost;
-    }
-  }
-  return best;
+    return chunk_delta_rule_pass_cost(batch_heads, dk, dv, tile, per_sm, multiprocessors);
+  });
 }
 
 ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,

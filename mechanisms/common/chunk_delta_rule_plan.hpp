@@ -46,12 +46,6 @@ inline constexpr int kDeltaRuleBf16Pad = 8;
 inline constexpr int kDeltaRuleFloatPad = 4;
 // Shared memory an sm_90 block may opt in to (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline constexpr std::size_t kDeltaRuleMaxSharedBytes = 227 * 1024;
-// An sm_90 multiprocessor's shared memory, the 1 KiB the runtime reserves per resident block, and
-// its resident threads (CUDA C++ Programming Guide, "Technical Specifications per Compute
-// Capability", 9.0): how many pass blocks it holds at once.
-inline constexpr std::size_t kDeltaRuleSmSharedBytes = 228 * 1024;
-inline constexpr std::size_t kDeltaRuleSharedReservedPerBlock = 1024;
-inline constexpr int kDeltaRuleSmThreads = 2048;
 
 // Byte offsets of the shared-memory regions, each 128-byte aligned (wmma needs 32).
 struct DeltaRulePrepareLayout {  // kernel (1)
@@ -138,18 +132,16 @@ bool chunk_delta_rule_supports(std::int64_t dk, std::int64_t dv);
 DeltaRulePassOperands chunk_delta_rule_pass_operands(int dk, int tile);
 DeltaRulePassLayout chunk_delta_rule_pass_layout(int dk, int tile);
 
-// Pass blocks an sm_90 multiprocessor holds at once with `pass_bytes` of dynamic shared memory each:
-// the fewer of what its shared memory (kDeltaRuleSmSharedBytes, less 1 KiB per block) and its
-// threads allow.
+// Pass blocks an sm_90 multiprocessor holds at once with `pass_bytes` of dynamic shared memory each
+// (chunk_pass_occupancy.hpp: the fewer of what its shared memory and its threads allow).
 int chunk_delta_rule_pass_blocks_per_sm(std::size_t pass_bytes);
 
-// The pass kernel's cost per value tile, in the units the tile choice compares: the grid's waves
-// (batch_heads * dv / tile blocks over multiprocessors * blocks_per_sm) times the wmma output tiles
-// a warp computes in sequence per product (C / 16 * tile / 16 over the block's warps, rounded up).
-// The pass walks its chunks in sequence, so its time is the per-chunk chain of the slowest wave
-// times the chunks times the waves.
-std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dv, int tile, int blocks_per_sm,
-                                        int multiprocessors);
+// The pass kernel's cost at value tile `tile` (chunk_pass_occupancy.hpp): the grid's waves
+// (batch_heads * dv / tile blocks over multiprocessors * blocks_per_sm) times the wmma steps of the
+// longest warp's chain per chunk: W S_c and Q~ S_c + P V' ((C / 16) (tile / 16) output tiles, dk / 16
+// and dk / 16 + C / 16 steps), K~^T V' ((dk / 16) (tile / 16) tiles, C / 16 steps).
+std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int tile,
+                                        int blocks_per_sm, int multiprocessors);
 
 // The value tile of the pass kernel: of kDeltaRuleValueTiles dividing dv, the one of least
 // chunk_delta_rule_pass_cost at the blocks per SM its shared memory allows (dk's operands, double
