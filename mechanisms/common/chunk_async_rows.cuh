@@ -15,6 +15,19 @@ __device__ __forceinline__ void copy_16_bytes(void* shared, const void* global) 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(global) : "memory");
 }
 
+// 16 bytes from global to shared memory, or 16 zero bytes where !fill (the source size 0: nothing is
+// read, `global` need only be a valid address).
+__device__ __forceinline__ void copy_16_bytes_or_zeros(void* shared, const void* global, bool fill) {
+  const auto to = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
+  const int source_bytes = fill ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(global), "r"(source_bytes) : "memory");
+}
+
+// n floats (a multiple of 4, 16-byte aligned on both sides) from src to dst, issued, not waited for.
+__device__ __forceinline__ void copy_floats_async(float* __restrict__ dst, const float* __restrict__ src, int n) {
+  for (int e = threadIdx.x; e < n / 4; e += blockDim.x) copy_16_bytes(dst + 4 * e, src + 4 * e);
+}
+
 // rows x width bf16 (width a multiple of 8) from src (row stride src_ld) to dst (row stride ld),
 // issued, not waited for: every row start is 16-byte aligned on both sides.
 __device__ __forceinline__ void copy_rows_async(__nv_bfloat16* __restrict__ dst, int ld,
