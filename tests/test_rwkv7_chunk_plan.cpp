@@ -113,7 +113,8 @@ TEST(Rwkv7ChunkPlan, ValueTileDividesTheHeadAndCostsTheLeastOfTheWidths) {
             EXPECT_LT(other, plan.value_tile) << "no device: the widest tile dividing dim";
             continue;
           }
-          const int per_sm = chunk_pass_blocks_per_sm(rwkv7_chunk_pass_layout(dim, other).bytes, kRwkv7ChunkPassThreads);
+          const int per_sm =
+              chunk_pass_blocks_per_sm(rwkv7_chunk_pass_layout(dim, other).bytes, kRwkv7ChunkPassThreads);
           const std::int64_t other_cost = rwkv7_chunk_pass_cost(bh, dim, other, per_sm, sms);
           EXPECT_TRUE(other_cost > cost || (other_cost == cost && other < plan.value_tile))
               << dim << " bh " << bh << " sms " << sms << ": " << other << " vs " << plan.value_tile;

@@ -58,7 +58,8 @@ std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t d
 
 int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors) {
   return cheapest_chunk_pass_tile(kDeltaRuleValueTiles, dv, multiprocessors, [&](int tile) {
-    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(chunk_delta_rule_pass_layout(static_cast<int>(dk), tile).bytes);
+    const std::size_t bytes = chunk_delta_rule_pass_layout(static_cast<int>(dk), tile).bytes;
+    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(bytes);
     return chunk_delta_rule_pass_cost(batch_heads, dk, dv, tile, per_sm, multiprocessors);
   });
 }

@@ -117,7 +117,9 @@ struct ChunkDeltaRulePlan {
   constexpr std::int64_t p_offset() const { return 3 * workspace_key_elements; }
   constexpr std::int64_t u_offset() const { return 3 * workspace_key_elements + workspace_score_elements; }
   // Byte offset of the stage holding chunk `chunk`'s operands (the kernel calls it).
-  constexpr std::size_t pass_stage(std::int64_t chunk) const { return chunk % 2 == 0 ? pass_layout.even : pass_layout.odd; }
+  constexpr std::size_t pass_stage(std::int64_t chunk) const {
+    return chunk % 2 == 0 ? pass_layout.even : pass_layout.odd;
+  }
   std::size_t max_shared_bytes() const {
     return prepare_layout.bytes > pass_layout.bytes ? prepare_layout.bytes : pass_layout.bytes;
   }
