@@ -178,6 +178,8 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       expect_disjoint_aligned({{p.decay, C * D * 4}, {p.a, rows}, {p.r, rows}, {p.b, rows}, {p.k, rows}, {p.v, rows},
                                {p.scores, 4 * C * plan.ld_score * 4u}, {p.t, scores}, {p.acc, C * plan.ld_acc * 4u}},
                               p.bytes);
+      // The prepare kernel stages the chunk's raw w (C x ld_k bf16) in the score blocks' memory.
+      EXPECT_GE(4 * C * plan.ld_score * 4u, C * plan.ld_k * 2u);
       expect_pass_layout_double_buffered(dim, plan.value_tile, plan.pass_operands, plan.pass_layout);
       EXPECT_EQ(plan.ld_n, plan.value_tile + kRwkv7ChunkBf16Pad);
       EXPECT_EQ(plan.ld_s, plan.value_tile + kRwkv7ChunkFloatPad);

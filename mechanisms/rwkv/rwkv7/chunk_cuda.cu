@@ -72,6 +72,21 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   nv_bf16* p_rb_out = workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
   nv_bf16* p_rk_out = workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
 
+  // The chunk's raw inputs into shared memory, every copy issued at once (cp.async, 16 bytes each),
+  // so that the block waits on global memory once rather than once per loop trip below: r, k,
+  // kappa, iclr and v into the tiles their forms replace (each thread rewrites only the elements it
+  // reads), w into the score blocks' memory (C x ld_k bf16 fit in it; unused until the scores).
+  auto* w_raw = shared_region<nv_bf16>(at.scores);
+  chunk_async::copy_rows_async(w_raw, ld, x.w_raw + first, dim, rows, dim);
+  chunk_async::copy_rows_async(r_tile, ld, x.r + first, dim, rows, dim);
+  chunk_async::copy_rows_async(k_tile, ld, x.k + first, dim, rows, dim);
+  chunk_async::copy_rows_async(a_tile, ld, x.kappa + first, dim, rows, dim);
+  chunk_async::copy_rows_async(b_tile, ld, x.iclr + first, dim, rows, dim);
+  chunk_async::copy_rows_async(v_tile, ld, x.v + first, dim, rows, dim);
+  chunk_async::commit_copies();
+  chunk_async::wait_copies<0>();
+  __syncthreads();
+
   // e_t: the running product of w over the chunk's tokens, by the channel's thread in token order
   // (the order the replay multiplies in); flat past the sequence (w = 1 there), so row C - 1 is the
   // chunk's whole decay.
@@ -80,30 +95,31 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
     float running = 1.0f;
 #pragma unroll 8
     for (int m = 0; m < kC; ++m) {
-      if (m < rows) running *= expf(-kDecayScale / (1.0f + expf(-__bfloat162float(x.w_raw[first + m * dim + c]))));
+      if (m < rows) running *= expf(-kDecayScale / (1.0f + expf(-__bfloat162float(w_raw[m * ld + c]))));
       e_s[m * dim + c] = running;
     }
   }
   __syncthreads();
 
-  // The factorised rows and columns of the scores (shared memory), V, and the pass's R^, B~, K~
-  // (workspace). Rows past the sequence read nothing and are 0 everywhere.
+  // The factorised rows and columns of the scores (shared memory, in place of the raw inputs), V,
+  // and the pass's R^, B~, K~ (workspace). Rows past the sequence (never copied) read nothing and
+  // are 0 everywhere.
   const float* e_last = e_s + (kC - 1) * dim;
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
-    const int m = e / dim, c = e % dim;
+    const int m = e / dim, c = e % dim, at_tile = m * ld + c;
     const bool live = m < rows;
     const float et = e_s[e], before = m > 0 ? e_s[e - dim] : 1.0f;
-    const float kap = live ? __bfloat162float(x.kappa[first + e]) : 0.0f;
-    const float b = live ? kap * __bfloat162float(x.iclr[first + e]) : 0.0f;
-    const float kk = live ? __bfloat162float(x.k[first + e]) : 0.0f;
-    const float rr = live ? __bfloat162float(x.r[first + e]) : 0.0f;
+    const float kap = live ? __bfloat162float(a_tile[at_tile]) : 0.0f;
+    const float b = live ? kap * __bfloat162float(b_tile[at_tile]) : 0.0f;
+    const float kk = live ? __bfloat162float(k_tile[at_tile]) : 0.0f;
+    const float rr = live ? __bfloat162float(r_tile[at_tile]) : 0.0f;
     const float to_last = e_last[c] / et;  // <= 1: a later token has decayed less by the chunk's end
     const nv_bf16 r_hat = __float2bfloat16_rn(rr * et);
-    a_tile[m * ld + c] = __float2bfloat16_rn(-kap * before);
-    r_tile[m * ld + c] = r_hat;
-    b_tile[m * ld + c] = __float2bfloat16_rn(b / et);
-    k_tile[m * ld + c] = __float2bfloat16_rn(kk / et);
-    v_tile[m * ld + c] = live ? x.v[first + e] : __float2bfloat16_rn(0.0f);
+    a_tile[at_tile] = __float2bfloat16_rn(-kap * before);
+    r_tile[at_tile] = r_hat;
+    b_tile[at_tile] = __float2bfloat16_rn(b / et);
+    k_tile[at_tile] = __float2bfloat16_rn(kk / et);
+    if (!live) v_tile[at_tile] = __float2bfloat16_rn(0.0f);
     r_out[e] = r_hat;
     b_out[e] = __float2bfloat16_rn(b * to_last);
     k_out[e] = __float2bfloat16_rn(kk * to_last);
