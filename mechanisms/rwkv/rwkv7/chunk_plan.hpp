@@ -28,13 +28,15 @@
 //
 // Bytes at B16 H8 d64 L8192 (bf16; 128 heads x 256 chunks): the six inputs 134 MB each, read by
 // (1) (805 MB), v again by (2) (134 MB), the output 134 MB. The workspace is 4 C d + 3 C^2 bf16 + d
-// fp32 per chunk = 22.8 KB, 747 MB written by (1); (2) reads all of it once per value tile (4 tiles
-// of 16 columns on an H200's 132 SMs): 3.0 GB requested, ~0.75 GB from DRAM where a head's tiles,
+// fp32 per chunk = 22.8 KB, 747 MB written by (1); (2) reads all of it once per value tile (2 tiles
+// of 32 columns on an H200's 132 SMs): 1.5 GB requested, ~0.75 GB from DRAM where a head's tiles,
 // walking the same chunks at about the same time, hit L2. ~2.6 GB from DRAM, ~0.55 ms at an H200's
 // 4.8 TB/s. FLOPs per chunk: scores 4 x 2 C^2 d, W 2 C^2 d, the pass 2 x 2 C d^2 (W H, R^ H),
 // 3 x 2 C^2 d (M V, P_rb U, P_rk V), 2 x 2 C d^2 (B~^T U, K~^T V): ~2.2 MFLOP at d = 64, ~70 GFLOP
-// in all, < 0.1 ms of tensor cores. The pass is sequential over 256 chunks per head, so its per-chunk latency (one round
-// of global loads, four barriers: ~2-3 us) rather than bytes may set its time (~0.6-0.8 ms).
+// in all, < 0.1 ms of tensor cores. The pass is sequential over 256 chunks per head, so its
+// per-chunk latency sets its time: it double-buffers each chunk's operands (copied a chunk ahead,
+// cp.async) so that a chunk is a warp's wmma chain and five barriers (~1 us), not a round of
+// global loads; and it picks the value tile by waves x that chain (common/chunk_pass_occupancy.hpp).
 #include <cstddef>
 #include <cstdint>
 
