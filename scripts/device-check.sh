@@ -289,6 +289,12 @@ landscape_part() {
   check ab run --mode landscape --candidates retnet,gated_deltanet,rwkv4,rwkv6,rwkv7 --device cuda --phase decode \
     --batch 16 --sequence-lengths 8192 --warmup 10 --repeats 50 --run-label "${LABEL}-fixed-decode-b16" \
     --workload-id arch-fixed-state-decode-gpu-b16 --results-dir "$OUT"
+  # Issue 41's second delta-rule cell (fla's chunk_gated_delta_rule 5.78 ms at B16 L32768 on the
+  # 2026-12-04 H200; RWKV-7 is asked within 1.5x of it): the double-buffered passes' 512-step walks.
+  step "gated_deltanet, rwkv7 bf16 prefill, batch 16, H 8 x 64, L 32768"
+  check ab run --mode landscape --candidates gated_deltanet,rwkv7 --device cuda --phase prefill --batch 16 \
+    --sequence-lengths 32768 --warmup 2 --repeats 5 --timing cuda_events --run-label "${LABEL}-delta-rule-prefill-l32k" \
+    --workload-id arch-delta-rule-gpu-prefill-l32k --results-dir "$OUT"
   step "rwkv6 chunked prefill at head_dim 128, batch 16, L 8192"
   check ab run --mode landscape --candidates rwkv6 --device cuda --phase prefill --batch 16 --head-dim 128 \
     --sequence-lengths 8192 --warmup 3 --repeats 10 --timing cuda_events --run-label "${LABEL}-rwkv6-chunk-d128" \
