@@ -47,14 +47,14 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
     throw std::invalid_argument("plan_mamba_prefill: the entry kernel takes N 8 or 16, not " +
                                 std::to_string(shape.state_size));
   }
-  plan.threads = entry ? kMambaEntryThreads : kMambaScanThreads;
+  plan.threads = entry ? mamba_entry_threads(plan.state_size) : kMambaScanThreads;
   plan.channels_per_block = entry ? mamba_entry_channels_per_block(plan.state_size) : kMambaScanWarps;
   plan.channel_groups = ceil_div(shape.channels, plan.channels_per_block);
   plan.chunks = ceil_div(tokens, kMambaScanChunk);
   plan.shared_bytes = entry ? mamba_entry_shared_bytes(plan.state_size)
                             : mamba_scan_shared_bytes(static_cast<int>(sizeof(float)), plan.state_size);
   const std::int64_t row_blocks = checked_mul(shape.batch, plan.channel_groups);
-  const int blocks_per_sm = entry ? kMambaEntryMinBlocksPerSm : kMambaScanMinBlocksPerSm;
+  const int blocks_per_sm = entry ? kMambaEntrySplitBlocksPerSm : kMambaScanMinBlocksPerSm;
   return split_mamba_prefill(plan, mamba_prefill_segments(row_blocks, plan.chunks, multiprocessors, blocks_per_sm));
 }
 
