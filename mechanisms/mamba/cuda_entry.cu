@@ -9,6 +9,7 @@
 // Compiled, not yet run on a GPU.
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -27,103 +28,173 @@ constexpr int kTile = kMambaEntryTile;
 constexpr int kEntries = kMambaEntryEntriesPerThread;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-// The raw inputs of one tile a thread stages, loaded one tile ahead (global loads in flight while
-// the lanes scan the tile before). Thread t stages the (channel, token) elements t + T i of the
-// block's channels x tile and the B, C elements t + T i of the tile's tokens x N (T threads).
-template <int N>
-struct EntryStage {
+// ---- The raw tile: global -> shared, one tile ahead ----------------------------------------------
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared bypassing L1 (.cg); only the first `source_bytes` are read, the rest of
+// the 16 are zeroed (PTX ISA, cp.async's src-size), so a tile's tokens past the segment are zeros.
+__device__ __forceinline__ void copy_async_16(std::uint32_t shared, const void* global, int source_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(global), "r"(source_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Until at most one of this thread's committed groups (the next tile's) is in flight.
+__device__ __forceinline__ void copy_async_wait_all_but_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+template <class S>
+__device__ __forceinline__ S zero_of() {
+  if constexpr (std::is_same_v<S, float>) {
+    return 0.0f;
+  } else {
+    return __ushort_as_bfloat16(0);
+  }
+}
+
+// A thread's share of a tile's 16-byte copies (the vector path): vector v = t + T i of the stage,
+// from its global address at the segment's first tile. A tile with `left` tokens still in the
+// segment (at most 16) reads min(max(left x mult - off, 0), per vector) elements of it: mult 1 and
+// off = the vector's first token for u, dt_raw, z; mult N and off = its first element for B, C;
+// mult 0 (nothing read, zeros) for a channel past d_inner, and for z and C in the map pass. A tile
+// moves every source 16 mult elements on.
+template <int N, class S, bool kOutputs>
+struct TileCopies {
   static constexpr int kThreads = mamba_entry_threads(N);
   static constexpr int kChannels = mamba_entry_channels_per_block(N);
-  static constexpr int kTokenItems = kChannels * kTile / kThreads;  // 16 / L: 4 at N 16, 8 at N 8
-  static constexpr int kStateItems = kTile * N / kThreads;          // 2
-  static_assert(kTokenItems * kThreads == kChannels * kTile && kStateItems * kThreads == kTile * N,
-                "the staging covers the tile exactly");
-  float u[kTokenItems], dt_raw[kTokenItems], z[kTokenItems], b[kStateItems], c[kStateItems];
-};
+  static constexpr int kPerVector = 16 / static_cast<int>(sizeof(S));
+  static constexpr int kTokenVectors = kMambaEntryRawTokenElements / kPerVector;
+  static constexpr int kVectors = mamba_entry_raw_stage_elements(N) / kPerVector;
+  static constexpr int kItems = (kVectors + kThreads - 1) / kThreads;
+  const S* source[kItems];
+  int mult[kItems], off[kItems];
 
-// What a thread stages, fixed for the whole walk: its items' pointers at token 0 of the segment
-// walk (one per tensor; item i is T / 16 channels further for the token items, T elements for B and
-// C), and the last `first` at which each item is still inside the segment (a tile at `first` loads
-// item i while first < last[i]; never for a channel past d_inner). Set up once, so that a tile's
-// loads cost a 64-bit add and a compare each.
-template <int N, class S>
-struct EntryLoads {
-  using Stage = EntryStage<N>;
-  const S *u, *dt_raw, *z, *b, *c;
-  std::int64_t item_stride;  // between token items: T / 16 channels' rows
-  std::int64_t token_last[Stage::kTokenItems], state_last[Stage::kStateItems];
-};
-
-template <int N, class S>
-__device__ __forceinline__ EntryLoads<N, S> entry_loads(const S* u, const S* dt_raw, const S* z, const S* B, const S* C,
-                                                        std::int64_t first_row, std::int64_t batch,
-                                                        std::int64_t tokens, std::int64_t end, int channels_here) {
-  using Stage = EntryStage<N>;
-  constexpr int kThreads = Stage::kThreads;
-  static_assert(kThreads % kTile == 0, "a thread's token items share one token of the tile");
-  EntryLoads<N, S> l;
-  const int t = static_cast<int>(threadIdx.x) % kTile, ch0 = static_cast<int>(threadIdx.x) / kTile;
-  const std::int64_t at = (first_row + ch0) * tokens + t;
-  l.u = u + at, l.dt_raw = dt_raw + at, l.z = z + at;
-  l.item_stride = static_cast<std::int64_t>(kThreads / kTile) * tokens;
-  const std::int64_t bc = batch * tokens * N + threadIdx.x;  // the tile's tokens x N are contiguous
-  l.b = B + bc, l.c = C + bc;
+  __device__ __forceinline__ TileCopies(const S* u, const S* dt_raw, const S* z, const S* B, const S* C,
+                                        std::int64_t first_row, std::int64_t batch, std::int64_t tokens,
+                                        std::int64_t begin, int channels_here) {
+    constexpr int kRowVectors = kTile / kPerVector;
 #pragma unroll
-  for (int i = 0; i < Stage::kTokenItems; ++i) {
-    const bool channel = ch0 + (kThreads / kTile) * i < channels_here;
-    l.token_last[i] = channel ? end - t : 0;
-  }
-#pragma unroll
-  for (int i = 0; i < Stage::kStateItems; ++i) {
-    const int e = static_cast<int>(threadIdx.x) + kThreads * i;
-    l.state_last[i] = end - e / N;
-  }
-  return l;
-}
-
-template <int N, bool kOutputs, class S>
-__device__ __forceinline__ void load_stage(const EntryLoads<N, S>& l, std::int64_t first, EntryStage<N>& st) {
-  using Stage = EntryStage<N>;
-#pragma unroll
-  for (int i = 0; i < Stage::kTokenItems; ++i) {
-    const bool inside = first < l.token_last[i];
-    const std::int64_t at = first + l.item_stride * i;
-    st.u[i] = inside ? load_float(l.u[at]) : 0.0f;
-    st.dt_raw[i] = inside ? load_float(l.dt_raw[at]) : 0.0f;
-    if constexpr (kOutputs) st.z[i] = inside ? load_float(l.z[at]) : 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < Stage::kStateItems; ++i) {
-    const bool inside = first < l.state_last[i];
-    const std::int64_t at = first * N + Stage::kThreads * i;
-    st.b[i] = inside ? load_float(l.b[at]) : 0.0f;
-    if constexpr (kOutputs) st.c[i] = inside ? load_float(l.c[at]) : 0.0f;
-  }
-}
-
-// The staged tile into shared memory: B, C as fp32 [token][entry]; per (channel, token) {dt, dt u}
-// and {D u, silu(z)}, computed here once per (token, channel), with the MUFU-based activations of
-// entry_activations.hpp. Past the segment dt = 0 and u = 0:
-// the identity step (exp2(0) = 1 on both pipes, dt u B = 0), and nothing added to the dt sum.
-template <int N, bool kOutputs, class S>
-__device__ __forceinline__ void write_stage(const EntryStage<N>& st, const EntryLoads<N, S>& l, std::int64_t first,
-                                            const float* bias, const float* skip_d, float* smem) {
-  using Stage = EntryStage<N>;
-#pragma unroll
-  for (int i = 0; i < Stage::kTokenItems; ++i) {
-    const int e = threadIdx.x + Stage::kThreads * i, ch = e / kTile, t = e % kTile;
-    const float dt = first < l.token_last[i] ? entry_softplus(st.dt_raw[i] + bias[ch]) : 0.0f;
-    *reinterpret_cast<float2*>(smem + mamba_entry_pair_index(N, ch, t)) = make_float2(dt, dt * st.u[i]);
-    if constexpr (kOutputs) {
-      *reinterpret_cast<float2*>(smem + mamba_entry_term_index(N, ch, t)) =
-          make_float2(skip_d[ch] * st.u[i], entry_silu(st.z[i]));
+    for (int i = 0; i < kItems; ++i) {
+      const int v = static_cast<int>(threadIdx.x) + kThreads * i;
+      mult[i] = 0, off[i] = 1, source[i] = u;
+      if (v < kTokenVectors) {
+        const int tensor = v / (kChannels * kRowVectors), ch = (v / kRowVectors) % kChannels;
+        const int part = (v % kRowVectors) * kPerVector;
+        const S* base = tensor == 0 ? u : tensor == 1 ? dt_raw : z;
+        source[i] = base + (first_row + ch) * tokens + begin + part;
+        if (ch < channels_here && (kOutputs || tensor != 2)) mult[i] = 1, off[i] = part;
+      } else if (v < kVectors) {
+        const int w = v - kTokenVectors, tensor = w / (kTile * N / kPerVector);
+        const int element = (w % (kTile * N / kPerVector)) * kPerVector;
+        source[i] = (tensor == 0 ? B : C) + (batch * tokens + begin) * N + element;
+        if (kOutputs || tensor == 0) mult[i] = N, off[i] = element;
+      }
     }
   }
+
+  // Issues the copies of the tile with `left` tokens into the stage at shared address `stage`, and
+  // moves the sources to the next tile.
+  __device__ __forceinline__ void issue(std::uint32_t stage, int left) {
 #pragma unroll
-  for (int i = 0; i < Stage::kStateItems; ++i) {
-    const int e = threadIdx.x + Stage::kThreads * i;  // token e / N, entry e % N
-    smem[mamba_entry_bc_index(N, 0, e / N, e % N)] = st.b[i];
-    if constexpr (kOutputs) smem[mamba_entry_bc_index(N, 1, e / N, e % N)] = st.c[i];
+    for (int i = 0; i < kItems; ++i) {
+      const int v = static_cast<int>(threadIdx.x) + kThreads * i;
+      if (kVectors % kThreads == 0 || v < kVectors) {
+        const int valid = min(max(left * mult[i] - off[i], 0), kPerVector);
+        copy_async_16(stage + 16u * static_cast<unsigned>(v), source[i], valid * static_cast<int>(sizeof(S)));
+        source[i] += kTile * mult[i];
+      }
+    }
+  }
+};
+
+// The element-by-element path, for rows that are not 16-byte aligned (L not a multiple of 16 / the
+// element size, or an offset view): plain loads into the same raw layout, zeros outside, raw
+// element r = t + T i of the stage. Slower (a load per element, its latency not hidden), correct.
+template <int N, class S, bool kOutputs>
+__device__ __forceinline__ void copy_tile_elements(S* stage, const S* u, const S* dt_raw, const S* z, const S* B,
+                                                   const S* C, std::int64_t first_row, std::int64_t batch,
+                                                   std::int64_t tokens, std::int64_t first, int left,
+                                                   int channels_here) {
+  constexpr int kThreads = mamba_entry_threads(N), kChannels = mamba_entry_channels_per_block(N);
+  constexpr int kElements = mamba_entry_raw_stage_elements(N);
+  for (int r = static_cast<int>(threadIdx.x); r < kElements; r += kThreads) {
+    S value = zero_of<S>();
+    if (r < kMambaEntryRawTokenElements) {
+      const int tensor = r / (kChannels * kTile), ch = (r / kTile) % kChannels, t = r % kTile;
+      const S* base = tensor == 0 ? u : tensor == 1 ? dt_raw : z;
+      if (ch < channels_here && t < left && (kOutputs || tensor != 2)) value = base[(first_row + ch) * tokens + first + t];
+    } else {
+      const int w = r - kMambaEntryRawTokenElements, tensor = w / (kTile * N), element = w % (kTile * N);
+      if (element / N < left && (kOutputs || tensor == 0)) value = (tensor == 0 ? B : C)[(batch * tokens + first) * N + element];
+    }
+    stage[r] = value;
+  }
+}
+
+// K consecutive raw elements from shared memory as floats, as one or two 8- or 16-byte reads.
+template <int K, class S>
+__device__ __forceinline__ void raw_row(const S* p, float (&v)[K]) {
+  if constexpr (std::is_same_v<S, float>) {
+#pragma unroll
+    for (int k = 0; k < K; k += 4) {
+      const float4 q = *reinterpret_cast<const float4*>(p + k);
+      v[k] = q.x, v[k + 1] = q.y, v[k + 2] = q.z, v[k + 3] = q.w;
+    }
+  } else {
+    // bf16: the element at the lower address is the word's low half; widening is exact.
+    std::uint32_t w[K / 2];
+    if constexpr (K == 8) {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else {
+      static_assert(K == 4, "4 or 8 tokens a thread");
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x, w[1] = q.y;
+    }
+#pragma unroll
+    for (int k = 0; k < K / 2; ++k) {
+      v[2 * k] = __uint_as_float(w[k] << 16);
+      v[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+    }
+  }
+}
+
+// The raw tile into the fp32 arrays the scan reads: per (channel, token) {dt, dt u} and
+// {D u, silu(z)}, computed once per (token, channel) with the MUFU-based activations of
+// entry_activations.hpp, by the channel's own lanes (lane j: tokens K j .. K j + K - 1, K = 16 / L),
+// stored as 16-byte vectors of 2 tokens; B and C widened, 4 elements a thread. Past the segment
+// (token >= left) dt = 0 and u = 0 (zeros in the raw tile): the identity step (exp2(0) = 1 on
+// both pipes, dt u B = 0), and nothing added to the dt sum.
+template <int N, bool kOutputs, class S>
+__device__ __forceinline__ void stage_tile(const S* raw, float* smem, int ch, int j, int left, float bias,
+                                           float skip_d) {
+  constexpr int K = mamba_entry_staged_tokens(N), kThreads = mamba_entry_threads(N);
+  const int t0 = K * j;
+  float u[K], dt_raw[K], z[K];
+  raw_row<K>(raw + mamba_entry_raw_index(0, ch, t0), u);
+  raw_row<K>(raw + mamba_entry_raw_index(1, ch, t0), dt_raw);
+  if constexpr (kOutputs) raw_row<K>(raw + mamba_entry_raw_index(2, ch, t0), z);
+  // softplus(-inf) = 0 exactly (ex2 of -inf is +0): a select on the input, where `t < left ?
+  // softplus : 0` compiled to a branch around each softplus (BSSY, BRA, BSYNC: 3 slots an item).
+  const float kNoStep = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < K; k += 2) {
+    const float dt0 = entry_softplus(t0 + k < left ? dt_raw[k] + bias : kNoStep);
+    const float dt1 = entry_softplus(t0 + k + 1 < left ? dt_raw[k + 1] + bias : kNoStep);
+    *reinterpret_cast<float4*>(smem + mamba_entry_pair_index(N, ch, t0 + k)) =
+        make_float4(dt0, dt0 * u[k], dt1, dt1 * u[k + 1]);
+    if constexpr (kOutputs) {
+      *reinterpret_cast<float4*>(smem + mamba_entry_term_index(N, ch, t0 + k)) =
+          make_float4(skip_d * u[k], entry_silu(z[k]), skip_d * u[k + 1], entry_silu(z[k + 1]));
+    }
+  }
+  const int tensor = static_cast<int>(threadIdx.x) / (kThreads / 2);
+  if (kOutputs || tensor == 0) {
+    const int e = mamba_entry_widened_element(N, static_cast<int>(threadIdx.x));
+    float bc[4];
+    raw_row<4>(raw + mamba_entry_raw_bc_index(N, tensor, e), bc);
+    *reinterpret_cast<float4*>(smem + mamba_entry_bc_index(N, tensor, e / N, e % N)) =
+        make_float4(bc[0], bc[1], bc[2], bc[3]);
   }
 }
 
@@ -150,7 +221,7 @@ __device__ __forceinline__ float entry_reduce(float (&part)[L], int lane) {
 
 // One pass over one segment per (channel, 4 entries) thread. grid: batch x segments-in-grid x
 // channel groups blocks (mamba_scan_run with the entry kernel's 32 channels per block).
-template <int N, class S, bool kOutputs, bool kPolynomial>
+template <int N, class S, bool kOutputs, bool kPolynomial, bool kVector>
 __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks_per_sm(N))
     mamba_entry_scan_kernel(const float* __restrict__ A, const float* __restrict__ dt_bias,
                             const float* __restrict__ D, const S* __restrict__ u, const S* __restrict__ dt_raw,
@@ -161,7 +232,6 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   constexpr int kLanes = mamba_entry_lanes_per_channel(N);
   static_assert(kLanes * kEntries == N && 32 % kLanes == 0 && kTile % kLanes == 0, "a channel's lanes share a warp");
   extern __shared__ __align__(16) float smem[];
-  __shared__ float bias[kChannels], skip_d[kChannels];
 
   const MambaScanRun run = mamba_scan_run(blockIdx.x, plan.channel_groups, grid_segments, kChannels);
   const MambaEntrySlot slot = mamba_entry_slot(N, static_cast<int>(threadIdx.x));
@@ -173,15 +243,11 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   const std::int64_t row = first_row + ch;
   const std::int64_t begin = run.segment * plan.segment_tokens;
   const std::int64_t end = begin + plan.segment_tokens < tokens ? begin + plan.segment_tokens : tokens;
-
-  if (threadIdx.x < kChannels) {
-    const int cc = run.first_channel + static_cast<int>(threadIdx.x);
-    bias[threadIdx.x] = cc < plan.channels ? dt_bias[cc] : 0.0f;
-    skip_d[threadIdx.x] = cc < plan.channels ? D[cc] : 0.0f;
-  }
   const int channels_here = plan.channels - run.first_channel < kChannels ? plan.channels - run.first_channel : kChannels;
-  const EntryLoads<N, S> loads = entry_loads<N>(u, dt_raw, z, B, C, first_row, run.batch, tokens, end, channels_here);
+
   S* out_row = kOutputs ? out + row * tokens : nullptr;
+  // The thread stages its own channel's tokens (stage_tile), so dt_bias and D stay in registers.
+  const float bias = active ? dt_bias[c] : 0.0f, skip_d = active ? D[c] : 0.0f;
   float a2[kEntries], h[kEntries];
 #pragma unroll
   for (int i = 0; i < kEntries; ++i) {
@@ -191,14 +257,42 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   float dt_sum = 0.0f;
   const float* pairs = smem + mamba_entry_pair_index(N, ch, 0);
   const float* terms = smem + mamba_entry_term_index(N, ch, 0);
+  // The two raw stages (an index, not an array of pointers: a runtime-indexed array goes to local memory).
+  S* const raw0 = reinterpret_cast<S*>(reinterpret_cast<char*>(smem) + mamba_entry_raw_offset_bytes(N));
+  auto raw = [&](int buffer) { return raw0 + buffer * mamba_entry_raw_stage_elements(N); };
+  auto left_of = [&](std::int64_t first) {
+    return static_cast<int>(end - first < kTile ? end - first : kTile);
+  };
 
-  EntryStage<N> st;
-  if (begin < end) load_stage<N, kOutputs>(loads, begin, st);
-  __syncthreads();  // bias, skip_d
-  for (std::int64_t first = begin; first < end; first += kTile) {
-    write_stage<N, kOutputs>(st, loads, first, bias, skip_d, smem);
+  // The raw tile at `first` into stage `buffer`: cp.async groups (waited for a tile later) or loads.
+  TileCopies<N, S, kOutputs> copies(u, dt_raw, z, B, C, first_row, run.batch, tokens, begin, channels_here);
+  auto copy_tile = [&](std::int64_t first, int buffer) {
+    if constexpr (kVector) {
+      copies.issue(shared_address(raw(buffer)), left_of(first));
+    } else {
+      copy_tile_elements<N, S, kOutputs>(raw(buffer), u, dt_raw, z, B, C, first_row, run.batch, tokens, first,
+                                         left_of(first), channels_here);
+    }
+  };
+  if (begin < end) copy_tile(begin, 0);
+  if constexpr (kVector) copy_async_commit();
+  int buffer = 0;
+  for (std::int64_t first = begin; first < end; first += kTile, buffer ^= 1) {
+    if (first + kTile < end) copy_tile(first + kTile, buffer ^ 1);
+    if constexpr (kVector) {
+      copy_async_commit();  // an empty group on the last tile keeps the count: the wait leaves one
+      copy_async_wait_all_but_one();
+    }
+    // This tile's raw values are in (every thread's copies); every warp is done with the tile
+    // before's fp32 arrays and raw stage (which the copies above now refill).
+    __syncthreads();
+    const int left = active ? left_of(first) : 0;
+    stage_tile<N, kOutputs>(raw(buffer), smem, ch, j, left, bias, skip_d);
+    // This lane stores token g + j of each group g while g + j < left: one 32-bit compare and an
+    // immediate offset from one pointer a tile.
+    const int store_left = left - j;
+    S* const out_tile = kOutputs ? out_row + first + j : nullptr;
     __syncthreads();  // the tile is staged
-    if (first + kTile < end) load_stage<N, kOutputs>(loads, first + kTile, st);
 #pragma unroll
     for (int g = 0; g < kTile; g += kLanes) {
       float part[kLanes];  // this lane's C h over its 4 entries, per token of the group
@@ -231,12 +325,11 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
       }
       if constexpr (kOutputs) {
         const float y = entry_reduce<kLanes>(part, j);
-        const int t = mamba_entry_owned_token(N, j, g / kLanes);
+        const int t = mamba_entry_owned_token(N, j, g / kLanes);  // g + j
         const float2 term = *reinterpret_cast<const float2*>(terms + 2 * t);  // {D u, silu(z)}
-        if (active && first + t < end) store_float(out_row + first + t, (y + term.x) * term.y);
+        if (g < store_left) store_float(out_tile + g, (y + term.x) * term.y);
       }
     }
-    __syncthreads();  // every warp is done with the tile's shared arrays
   }
   if (!active) return;
 #pragma unroll
@@ -252,14 +345,33 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   }
 }
 
-template <int N, class S, bool kOutputs, bool kPolynomial>
+template <int N, class S, bool kOutputs, bool kPolynomial, bool kVector>
 void launch_pass(const MambaPrefillPlan& plan, const MambaParameters& params, const S* u, const S* dt_raw, const S* z,
                  const S* B, const S* C, const float* entering, float* state, float* workspace, S* out,
                  std::int64_t blocks, std::int64_t grid_segments, CUstream_st* stream) {
-  mamba_entry_scan_kernel<N, S, kOutputs, kPolynomial><<<static_cast<unsigned>(blocks), mamba_entry_threads(N),
-                                                          plan.shared_bytes, stream>>>(
-      params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, entering, state, workspace, out, plan, grid_segments);
+  mamba_entry_scan_kernel<N, S, kOutputs, kPolynomial, kVector>
+      <<<static_cast<unsigned>(blocks), mamba_entry_threads(N), plan.shared_bytes, stream>>>(
+          params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, entering, state, workspace, out, plan, grid_segments);
   check_launch(kOutputs ? "mamba_entry_scan_kernel" : "mamba_entry_scan_kernel (segment maps)");
+}
+
+template <int N, class S, bool kOutputs, bool kPolynomial>
+void launch_aligned_or_not(const MambaPrefillPlan& plan, const MambaParameters& params, const S* u, const S* dt_raw,
+                           const S* z, const S* B, const S* C, const float* entering, float* state, float* workspace,
+                           S* out, std::int64_t blocks, std::int64_t grid_segments, CUstream_st* stream) {
+  // The 16-byte copies need every row of u, dt_raw, z (and B, C) to start 16-byte aligned: the
+  // tensors' bases aligned and L a multiple of a vector's elements (B and C rows are 16 N
+  // elements, whole vectors at N 8 and 16).
+  auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool vector = plan.tokens % (16 / static_cast<std::int64_t>(sizeof(S))) == 0 && aligned(u) &&
+                      aligned(dt_raw) && aligned(z) && aligned(B) && aligned(C);
+  if (vector) {
+    launch_pass<N, S, kOutputs, kPolynomial, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
+                                                   blocks, grid_segments, stream);
+  } else {
+    launch_pass<N, S, kOutputs, kPolynomial, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
+                                                    blocks, grid_segments, stream);
+  }
 }
 
 template <int N, class S>
@@ -270,13 +382,17 @@ void launch_for_state_size(const MambaPrefillPlan& plan, const MambaParameters& 
   const std::int64_t blocks = outputs ? plan.blocks : plan.map_blocks;
   const std::int64_t segments = outputs ? plan.segments : plan.segments - 1;
   if (outputs && polynomial) {
-    launch_pass<N, S, true, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks, segments, stream);
+    launch_aligned_or_not<N, S, true, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                            segments, stream);
   } else if (outputs) {
-    launch_pass<N, S, true, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks, segments, stream);
+    launch_aligned_or_not<N, S, true, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                             segments, stream);
   } else if (polynomial) {
-    launch_pass<N, S, false, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks, segments, stream);
+    launch_aligned_or_not<N, S, false, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                             segments, stream);
   } else {
-    launch_pass<N, S, false, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks, segments, stream);
+    launch_aligned_or_not<N, S, false, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                              segments, stream);
   }
 }
 

@@ -158,9 +158,39 @@ constexpr int mamba_entry_pair_index(int n, int channel, int token) {
 constexpr int mamba_entry_term_index(int n, int channel, int token) {
   return mamba_entry_terms_offset(n) + channel * mamba_entry_channel_stride(n) + 2 * token;
 }
-constexpr std::size_t mamba_entry_shared_bytes(int n) {
+// The raw tile the block copies from global memory one tile ahead (cuda_entry.cu: 16-byte cp.async
+// where the rows are 16-byte aligned, element by element where not), double-buffered after the fp32
+// arrays, in storage elements: u, dt_raw, z [tensor][channel][token], then B, C [tensor][token x N]
+// as in global memory. In that order the tile's 16-byte vectors are consecutive in shared memory,
+// so vector v of the tile lands at byte 16 v of the stage whatever tensor it belongs to.
+inline constexpr int kMambaEntryRawTokenElements = 3 * kMambaEntryChannelsPerBlock * kMambaEntryTile;
+constexpr int mamba_entry_raw_index(int tensor, int channel, int token) {
+  return (tensor * kMambaEntryChannelsPerBlock + channel) * kMambaEntryTile + token;
+}
+constexpr int mamba_entry_raw_bc_index(int n, int tensor, int element) {
+  return kMambaEntryRawTokenElements + tensor * kMambaEntryTile * n + element;
+}
+constexpr int mamba_entry_raw_stage_elements(int n) { return kMambaEntryRawTokenElements + 2 * kMambaEntryTile * n; }
+// Bytes: the fp32 arrays, then the two raw stages (their offset a multiple of 16).
+constexpr std::size_t mamba_entry_raw_offset_bytes(int n) {
   return sizeof(float) * static_cast<std::size_t>(mamba_entry_terms_offset(n) +
                                                   mamba_entry_channels_per_block(n) * mamba_entry_channel_stride(n));
+}
+constexpr std::size_t mamba_entry_raw_stage_bytes(int n, int element_bytes) {
+  return static_cast<std::size_t>(mamba_entry_raw_stage_elements(n)) * static_cast<std::size_t>(element_bytes);
+}
+// Dynamic shared bytes for a storage dtype of `element_bytes`; the plan's shared_bytes is the fp32
+// size (4), which bounds the bf16 one.
+constexpr std::size_t mamba_entry_shared_bytes(int n, int element_bytes = 4) {
+  return mamba_entry_raw_offset_bytes(n) + 2 * mamba_entry_raw_stage_bytes(n, element_bytes);
+}
+// The staging from the raw tile (per tile, after a barrier): thread t computes dt, dt u, D u and
+// silu(z) of 16 / L consecutive tokens of its own scan channel (its lane j stages tokens
+// (16 / L) j ..), reading each raw row as one 8- or 16-byte vector, and widens 4 consecutive B or
+// C elements (threads [0, T / 2) B, [T / 2, T) C) into the fp32 tiles.
+constexpr int mamba_entry_staged_tokens(int n) { return kMambaEntryTile / mamba_entry_lanes_per_channel(n); }
+constexpr int mamba_entry_widened_element(int n, int thread) {
+  return 4 * (thread % (mamba_entry_threads(n) / 2));
 }
 
 // Split-L at small batch: the grid above has batch x ceil(d_inner / 8) blocks, each walking the
