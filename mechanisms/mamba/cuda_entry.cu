@@ -350,7 +350,7 @@ void launch_pass(const MambaPrefillPlan& plan, const MambaParameters& params, co
                  const S* B, const S* C, const float* entering, float* state, float* workspace, S* out,
                  std::int64_t blocks, std::int64_t grid_segments, CUstream_st* stream) {
   mamba_entry_scan_kernel<N, S, kOutputs, kPolynomial, kVector>
-      <<<static_cast<unsigned>(blocks), mamba_entry_threads(N), plan.shared_bytes, stream>>>(
+      <<<static_cast<unsigned>(blocks), mamba_entry_threads(N), mamba_entry_shared_bytes(N, static_cast<int>(sizeof(S))), stream>>>(
           params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, entering, state, workspace, out, plan, grid_segments);
   check_launch(kOutputs ? "mamba_entry_scan_kernel" : "mamba_entry_scan_kernel (segment maps)");
 }
@@ -378,21 +378,28 @@ template <int N, class S>
 void launch_for_state_size(const MambaPrefillPlan& plan, const MambaParameters& params, const S* u, const S* dt_raw,
                            const S* z, const S* B, const S* C, const float* entering, float* state, float* workspace,
                            S* out, bool outputs, CUstream_st* stream) {
-  const bool polynomial = plan.kernel == MambaScanKernel::entry;
   const std::int64_t blocks = outputs ? plan.blocks : plan.map_blocks;
   const std::int64_t segments = outputs ? plan.segments : plan.segments - 1;
-  if (outputs && polynomial) {
-    launch_aligned_or_not<N, S, true, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
-                                            segments, stream);
-  } else if (outputs) {
+  // The polynomial form only where it takes some tokens (none now: `entry` is then `entry_mufu`,
+  // and the kPolynomial kernels are not instantiated).
+  if constexpr (kMambaEntryPolynomialTokens > 0) {
+    if (plan.kernel == MambaScanKernel::entry) {
+      if (outputs) {
+        launch_aligned_or_not<N, S, true, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
+                                                blocks, segments, stream);
+      } else {
+        launch_aligned_or_not<N, S, false, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
+                                                 blocks, segments, stream);
+      }
+      return;
+    }
+  }
+  if (outputs) {
     launch_aligned_or_not<N, S, true, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
                                              segments, stream);
-  } else if (polynomial) {
-    launch_aligned_or_not<N, S, false, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
-                                             segments, stream);
   } else {
-    launch_aligned_or_not<N, S, false, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
-                                              segments, stream);
+    launch_aligned_or_not<N, S, false, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
+                                              blocks, segments, stream);
   }
 }
 

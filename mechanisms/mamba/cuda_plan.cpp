@@ -92,10 +92,10 @@ std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell) {
   const std::string choice = mamba_scan_kernel_option().text(cell.options);
   const bool applies = mamba_entry_applies(mamba_state_size_option().integer(cell.options));
   if (choice == "lane") return MambaScanKernel::lane;
-  // auto is the warp scan: by the SASS counts (docs/gpu-guide.md) it is estimated slightly faster than the
-  // entry kernel (15 issue slots per element against 15.6 and 17.8), and neither has run on a GPU yet;
-  // `--scan-kernel entry,entry_mufu,lane` measures all three, and the measurement decides.
-  if (choice == "auto") return MambaScanKernel::lane;
+  // auto is the entry kernel where it applies: by the SASS counts (docs/gpu-guide.md) it issues 10.1
+  // slots per element at N 16 (12.8 at N 8) against the warp scan's 15. Neither has run on a GPU
+  // yet; `--scan-kernel entry,lane` measures both, and the measurement decides.
+  if (choice == "auto") return applies ? MambaScanKernel::entry : MambaScanKernel::lane;
   if (!applies) return std::nullopt;
   return choice == "entry_mufu" ? MambaScanKernel::entry_mufu : MambaScanKernel::entry;
 }
@@ -117,10 +117,10 @@ std::string mamba_gpu_kernel_name(const Cell& cell) {
   if (!kernel) return "none (" + mamba_scan_kernel_option().text(cell.options) + " does not take this N)";
   std::string name = "prefill " + mamba_scan_kernel_name(*kernel);
   const std::string n = std::to_string(mamba_state_size_option().integer(cell.options));
-  if (*kernel == MambaScanKernel::entry) {
+  if (*kernel == MambaScanKernel::entry && kMambaEntryPolynomialTokens > 0) {
     name += " (N " + n + ", exp2 " + std::to_string(kMambaEntryPolynomialTokens) + "/" +
             std::to_string(kMambaEntryTile) + " polynomial)";
-  } else if (*kernel == MambaScanKernel::entry_mufu) {
+  } else if (*kernel != MambaScanKernel::lane) {
     name += " (N " + n + ")";
   } else {
     name += " (warp scan)";
@@ -146,7 +146,7 @@ std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
   const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length, 0, *kernel);
   // Unsplit; a split grid fills its resident slots once (mamba_prefill_segments: 2 blocks per SM for
-  // the lane kernel, 4 for the entry kernel), far below the limit.
+  // either kernel), far below the limit.
   if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
   if (prefill.shared_bytes > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
   return std::nullopt;
