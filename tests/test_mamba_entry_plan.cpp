@@ -29,16 +29,6 @@ bool all_once(const std::vector<int>& touched) {
   return std::all_of(touched.begin(), touched.end(), [](int n) { return n == 1; });
 }
 
-// Banks touched by the 32-bit words [word, word + words) of each thread of one shared-memory
-// wavefront: conflict-free when no bank holds two different words.
-bool conflict_free(const std::vector<std::pair<int, int>>& accesses) {
-  std::vector<std::set<int>> words_in_bank(32);
-  for (const auto& [word, words] : accesses) {
-    for (int w = word; w < word + words; ++w) words_in_bank[static_cast<std::size_t>(w % 32)].insert(w);
-  }
-  return std::all_of(words_in_bank.begin(), words_in_bank.end(), [](const std::set<int>& s) { return s.size() <= 1; });
-}
-
 TEST(MambaEntryPlan, ThreadsCoverEveryRowAndEntryOncePerSegment) {
   for (const std::int64_t n : {8, 16}) {
     for (const std::int64_t channels : {1, 31, 32, 33, 40, 512}) {
@@ -116,30 +106,6 @@ TEST(MambaEntryPlan, TheTransposeReduceLeavesLaneJWithTokenJ) {
       for (int g = 0; g < kMambaEntryTile / lanes; ++g) ++owned[static_cast<std::size_t>(mamba_entry_owned_token(n, l, g))];
     }
     EXPECT_TRUE(all_once(owned)) << n;
-  }
-}
-
-// write_stage / load_stage: thread t of T stages (channel, token) elements t + T i and (token,
-// entry) elements t + T i of a tile; together they cover each once.
-TEST(MambaEntryPlan, StagingCoversEveryTileElementOnce) {
-  for (const int n : {8, 16}) {
-    const int channels = mamba_entry_channels_per_block(n), threads = mamba_entry_threads(n);
-    const int token_items = channels * kMambaEntryTile / threads;
-    const int state_items = kMambaEntryTile * n / threads;
-    EXPECT_EQ(token_items * threads, channels * kMambaEntryTile) << n;
-    EXPECT_EQ(state_items * threads, kMambaEntryTile * n) << n;
-    std::vector<int> pairs(static_cast<std::size_t>(channels * kMambaEntryTile), 0);
-    std::vector<int> bc(static_cast<std::size_t>(kMambaEntryTile * n), 0);
-    for (int t = 0; t < threads; ++t) {
-      for (int i = 0; i < token_items; ++i) ++pairs[static_cast<std::size_t>(t + threads * i)];
-      for (int i = 0; i < state_items; ++i) {
-        const int e = t + threads * i;
-        // Element e is token e / N, entry e % N: the tile's B rows are contiguous in global memory.
-        ++bc[static_cast<std::size_t>(mamba_entry_bc_index(n, 0, e / n, e % n))];
-      }
-    }
-    EXPECT_TRUE(all_once(pairs)) << n;
-    EXPECT_TRUE(all_once(bc)) << n;
   }
 }
 
@@ -221,63 +187,123 @@ TEST(MambaEntryPlan, SharedArraysAreDisjointAlignedAndFit) {
   EXPECT_EQ(mamba_entry_shared_bytes(8, 4), 24576u);
 }
 
-// The scan loop's 16-byte reads (a quarter-warp per wavefront) of a lane's 4 B and C entries of a
-// token and of its channel's {dt, du} pairs of 2 tokens, the owners' 8-byte {D u, gate} reads (a
-// half-warp), and the staging writes (4-byte B, C: a whole warp; 8-byte pairs and terms: a
-// half-warp): no bank conflicts. Lanes reading the same word (the channels of a warp share B and C;
-// a channel's lanes share its pairs) broadcast.
+// Shared-memory wavefronts of one warp-wide access of `bytes` per lane (4: the whole warp at once;
+// 8: each half-warp; 16: each quarter-warp): the most distinct words any bank holds in a phase,
+// summed over the phases' worst; one per phase is conflict-free. `word_of(lane, k)` is the word of
+// the lane's k-th 4-byte piece.
+template <class WordOf>
+int phases_worst(int bytes, const WordOf& word_of) {
+  const int lanes_per_phase = 128 / bytes, pieces = bytes / 4;
+  int worst = 0;
+  for (int first = 0; first < 32; first += lanes_per_phase) {
+    std::vector<std::pair<int, int>> accesses;
+    for (int lane = first; lane < first + lanes_per_phase; ++lane) accesses.push_back({word_of(lane, 0), pieces});
+    std::vector<std::set<int>> words_in_bank(32);
+    for (const auto& [word, words] : accesses) {
+      for (int w = word; w < word + words; ++w) words_in_bank[static_cast<std::size_t>(w % 32)].insert(w);
+    }
+    for (const auto& bank : words_in_bank) worst = std::max(worst, static_cast<int>(bank.size()));
+  }
+  return worst;
+}
+
+// Every shared access of the kernel, per warp: no bank conflicts (lanes reading the same word
+// broadcast: a warp's channels share B and C, a channel's lanes its pairs), but for one: the
+// staging's 16-byte {dt, du} and {D u, silu z} stores at N 16 are 2-way (a quarter-warp is 2
+// channels x 4 lanes, whose rows 40 words apart start 8 banks apart, where a stride of 4 mod 8
+// would interleave them; the owners' term reads need the rows a multiple of 8 banks apart, so no
+// padding serves both), and so are fp32's raw row reads at N 8 (two 16-byte reads of a 32-byte
+// row: a quarter-warp's lanes 32 bytes apart, lanes 0 and 4 on one bank). They are 4 (6) of a
+// thread's 648 (820) instructions a tile, and a conflict costs a wavefront, not an issue slot.
 TEST(MambaEntryPlan, WarpAccessesToSharedMemoryAreConflictFree) {
   for (const int n : {8, 16}) {
     const int lanes = mamba_entry_lanes_per_channel(n), threads = mamba_entry_threads(n);
+    const int staged = mamba_entry_staged_tokens(n);
     for (int warp = 0; warp < threads / 32; ++warp) {
-      for (int quarter = 0; quarter < 4; ++quarter) {
-        for (int t = 0; t < kMambaEntryTile; ++t) {
-          std::vector<std::pair<int, int>> b_reads, c_reads, pair_reads;
-          for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
-            const MambaEntrySlot slot = mamba_entry_slot(n, 32 * warp + lane);
-            const int s0 = kMambaEntryEntriesPerThread * slot.lane;
-            b_reads.push_back({mamba_entry_bc_index(n, 0, t, s0), 4});
-            c_reads.push_back({mamba_entry_bc_index(n, 1, t, s0), 4});
-            pair_reads.push_back({mamba_entry_pair_index(n, slot.channel, t - t % 2), 4});
-          }
-          EXPECT_TRUE(conflict_free(b_reads)) << n;
-          EXPECT_TRUE(conflict_free(c_reads)) << n;
-          EXPECT_TRUE(conflict_free(pair_reads)) << n << " warp " << warp << " token " << t;
+      auto slot_of = [&](int lane) { return mamba_entry_slot(n, 32 * warp + lane); };
+      const std::string where = "N " + std::to_string(n) + " warp " + std::to_string(warp);
+      // The scan: per token a lane's 4 B and 4 C entries (16 bytes), its channel's pairs of 2 tokens.
+      for (int t = 0; t < kMambaEntryTile; ++t) {
+        for (int tensor = 0; tensor < 2; ++tensor) {
+          EXPECT_EQ(phases_worst(16, [&](int lane, int) {
+                      return mamba_entry_bc_index(n, tensor, t, kMambaEntryEntriesPerThread * slot_of(lane).lane);
+                    }), 1) << where;
         }
+        EXPECT_EQ(phases_worst(16, [&](int lane, int) { return mamba_entry_pair_index(n, slot_of(lane).channel, t - t % 2); }),
+                  1) << where;
       }
-      for (int half = 0; half < 2; ++half) {
-        for (int g = 0; g < kMambaEntryTile / lanes; ++g) {
-          std::vector<std::pair<int, int>> term_reads;
-          for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
-            const MambaEntrySlot slot = mamba_entry_slot(n, 32 * warp + lane);
-            term_reads.push_back({mamba_entry_term_index(n, slot.channel, mamba_entry_owned_token(n, slot.lane, g)), 2});
+      // The owners' {D u, silu z} of token g L + j (8 bytes).
+      for (int g = 0; g < kMambaEntryTile / lanes; ++g) {
+        EXPECT_EQ(phases_worst(8, [&](int lane, int) {
+                    return mamba_entry_term_index(n, slot_of(lane).channel, mamba_entry_owned_token(n, slot_of(lane).lane, g));
+                  }), 1) << where;
+      }
+      // The staging, in both storage dtypes: the raw rows of u, dt_raw, z (16 / L elements of the
+      // lane's channel, one 8- or 16-byte read, or two 16-byte reads for fp32 at N 8), the 4 B or C
+      // elements a lane widens and its 16-byte fp32 write, the 16-byte pair and term writes.
+      for (const int bytes : {2, 4}) {
+        const int raw_word = static_cast<int>(mamba_entry_raw_offset_bytes(n) / 4);
+        const int row_bytes = staged * bytes, read_bytes = std::min(row_bytes, 16);
+        for (int tensor = 0; tensor < 3; ++tensor) {
+          for (int part = 0; part < row_bytes / read_bytes; ++part) {
+            EXPECT_EQ(phases_worst(read_bytes, [&](int lane, int) {
+                        const MambaEntrySlot sl = slot_of(lane);
+                        return raw_word + (mamba_entry_raw_index(tensor, sl.channel, staged * sl.lane) * bytes + 16 * part) / 4;
+                      }), row_bytes > 16 ? 2 : 1) << where << " raw row " << tensor << " bytes " << bytes;
           }
-          EXPECT_TRUE(conflict_free(term_reads)) << n << " warp " << warp << " group " << g;
         }
+        auto widened = [&](int lane) { return mamba_entry_widened_element(n, 32 * warp + lane); };
+        auto widened_tensor = [&](int lane) { return (32 * warp + lane) / (threads / 2); };
+        EXPECT_EQ(phases_worst(4 * bytes, [&](int lane, int) {
+                    return raw_word + mamba_entry_raw_bc_index(n, widened_tensor(lane), widened(lane)) * bytes / 4;
+                  }), 1) << where << " raw B, C bytes " << bytes;
+        EXPECT_EQ(phases_worst(16, [&](int lane, int) {
+                    const int e = widened(lane);
+                    return mamba_entry_bc_index(n, widened_tensor(lane), e / n, e % n);
+                  }), 1) << where;
+      }
+      for (int k = 0; k < staged; k += 2) {
+        const int expected = n == 16 ? 2 : 1;
+        EXPECT_EQ(phases_worst(16, [&](int lane, int) {
+                    return mamba_entry_pair_index(n, slot_of(lane).channel, staged * slot_of(lane).lane + k);
+                  }), expected) << where;
+        EXPECT_EQ(phases_worst(16, [&](int lane, int) {
+                    return mamba_entry_term_index(n, slot_of(lane).channel, staged * slot_of(lane).lane + k);
+                  }), expected) << where;
       }
     }
-    // Staging: element e = t + T i of the tile.
-    for (int i = 0; i < kMambaEntryTile * n / threads; ++i) {
-      for (int warp = 0; warp < threads / 32; ++warp) {
-        std::vector<std::pair<int, int>> bc_writes;
-        for (int lane = 0; lane < 32; ++lane) {
-          const int e = 32 * warp + lane + threads * i;
-          bc_writes.push_back({mamba_entry_bc_index(n, 0, e / n, e % n), 1});
-        }
-        EXPECT_TRUE(conflict_free(bc_writes)) << n;
+  }
+}
+
+// The staging covers the tile: lane j of each channel stages tokens (16 / L) j .. of its own
+// channel, the widening threads every B and C element once, and the cp.async vectors (16 bytes,
+// consecutive in the stage) every raw element once, in both dtypes.
+TEST(MambaEntryPlan, StagingCoversEveryTileElementOnce) {
+  for (const int n : {8, 16}) {
+    const int channels = mamba_entry_channels_per_block(n), threads = mamba_entry_threads(n);
+    std::vector<int> pairs(static_cast<std::size_t>(channels * kMambaEntryTile), 0);
+    std::vector<int> bc(static_cast<std::size_t>(2 * kMambaEntryTile * n), 0);
+    for (int t = 0; t < threads; ++t) {
+      const MambaEntrySlot slot = mamba_entry_slot(n, t);
+      for (int k = 0; k < mamba_entry_staged_tokens(n); ++k) {
+        ++pairs[static_cast<std::size_t>(slot.channel * kMambaEntryTile + mamba_entry_staged_tokens(n) * slot.lane + k)];
       }
+      const int tensor = t / (threads / 2), e = mamba_entry_widened_element(n, t);
+      for (int k = 0; k < 4; ++k) ++bc[static_cast<std::size_t>(tensor * kMambaEntryTile * n + e + k)];
     }
-    for (int i = 0; i < mamba_entry_channels_per_block(n) * kMambaEntryTile / threads; ++i) {
-      for (int half = 0; half < 2 * threads / 32; ++half) {
-        std::vector<std::pair<int, int>> pair_writes, term_writes;
-        for (int t = 16 * half; t < 16 * half + 16; ++t) {
-          const int e = t + threads * i, ch = e / kMambaEntryTile, token = e % kMambaEntryTile;
-          pair_writes.push_back({mamba_entry_pair_index(n, ch, token), 2});
-          term_writes.push_back({mamba_entry_term_index(n, ch, token), 2});
-        }
-        EXPECT_TRUE(conflict_free(pair_writes)) << n;
-        EXPECT_TRUE(conflict_free(term_writes)) << n;
+    EXPECT_TRUE(all_once(pairs)) << n;
+    EXPECT_TRUE(all_once(bc)) << n;
+    for (const int bytes : {2, 4}) {
+      const int per_vector = 16 / bytes, vectors = mamba_entry_raw_stage_elements(n) / per_vector;
+      EXPECT_EQ(vectors * per_vector, mamba_entry_raw_stage_elements(n));
+      // A vector never straddles two rows (u, dt_raw, z rows of 16 tokens; B, C of 16 N elements).
+      EXPECT_EQ(kMambaEntryTile % per_vector, 0);
+      EXPECT_EQ(kMambaEntryRawTokenElements % per_vector, 0);
+      std::vector<int> raw(static_cast<std::size_t>(mamba_entry_raw_stage_elements(n)), 0);
+      for (int v = 0; v < vectors; ++v) {
+        for (int k = 0; k < per_vector; ++k) ++raw[static_cast<std::size_t>(v * per_vector + k)];
       }
+      EXPECT_TRUE(all_once(raw)) << n;
     }
   }
 }
