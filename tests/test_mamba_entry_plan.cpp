@@ -214,7 +214,7 @@ int phases_worst(int bytes, const WordOf& word_of) {
 // would interleave them; the owners' term reads need the rows a multiple of 8 banks apart, so no
 // padding serves both), and so are fp32's raw row reads at N 8 (two 16-byte reads of a 32-byte
 // row: a quarter-warp's lanes 32 bytes apart, lanes 0 and 4 on one bank). They are 4 (6) of a
-// thread's 648 (820) instructions a tile, and a conflict costs a wavefront, not an issue slot.
+// thread's 650 (838) instructions a tile, and a conflict costs a wavefront, not an issue slot.
 TEST(MambaEntryPlan, WarpAccessesToSharedMemoryAreConflictFree) {
   for (const int n : {8, 16}) {
     const int lanes = mamba_entry_lanes_per_channel(n), threads = mamba_entry_threads(n);

@@ -93,14 +93,16 @@ struct TileCopies {
   }
 
   // Issues the copies of the tile with `left` tokens into the stage at shared address `stage`, and
-  // moves the sources to the next tile.
-  __device__ __forceinline__ void issue(std::uint32_t stage, int left) {
+  // moves the sources to the next tile. A copy that reads nothing gets `somewhere` (a valid
+  // address, not read) instead of its source, which may lie past the tensor's end.
+  __device__ __forceinline__ void issue(std::uint32_t stage, int left, const S* somewhere) {
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       const int v = static_cast<int>(threadIdx.x) + kThreads * i;
       if (kVectors % kThreads == 0 || v < kVectors) {
         const int valid = min(max(left * mult[i] - off[i], 0), kPerVector);
-        copy_async_16(stage + 16u * static_cast<unsigned>(v), source[i], valid * static_cast<int>(sizeof(S)));
+        copy_async_16(stage + 16u * static_cast<unsigned>(v), valid > 0 ? source[i] : somewhere,
+                      valid * static_cast<int>(sizeof(S)));
         source[i] += kTile * mult[i];
       }
     }
@@ -268,7 +270,7 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   TileCopies<N, S, kOutputs> copies(u, dt_raw, z, B, C, first_row, run.batch, tokens, begin, channels_here);
   auto copy_tile = [&](std::int64_t first, int buffer) {
     if constexpr (kVector) {
-      copies.issue(shared_address(raw(buffer)), left_of(first));
+      copies.issue(shared_address(raw(buffer)), left_of(first), u);
     } else {
       copy_tile_elements<N, S, kOutputs>(raw(buffer), u, dt_raw, z, B, C, first_row, run.batch, tokens, first,
                                          left_of(first), channels_here);

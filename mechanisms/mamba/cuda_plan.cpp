@@ -92,8 +92,8 @@ std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell) {
   const std::string choice = mamba_scan_kernel_option().text(cell.options);
   const bool applies = mamba_entry_applies(mamba_state_size_option().integer(cell.options));
   if (choice == "lane") return MambaScanKernel::lane;
-  // auto is the entry kernel where it applies: by the SASS counts (docs/gpu-guide.md) it issues 10.1
-  // slots per element at N 16 (12.8 at N 8) against the warp scan's 15. Neither has run on a GPU
+  // auto is the entry kernel where it applies: by the SASS counts (docs/gpu-guide.md) it issues 10.2
+  // slots per element at N 16 (13.1 at N 8) against the warp scan's 15. Neither has run on a GPU
   // yet; `--scan-kernel entry,lane` measures both, and the measurement decides.
   if (choice == "auto") return applies ? MambaScanKernel::entry : MambaScanKernel::lane;
   if (!applies) return std::nullopt;

@@ -85,17 +85,19 @@ constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size)
 // walking time, no lane scan. E = kMambaEntryEntriesPerThread = 4 at N 16 and at N 8, so a channel
 // has L = N / 4 lanes (4 or 2), neighbours in a warp: lane j of the channel holds entries
 // 4 j .. 4 j + 3. A block holds kMambaEntryChannelsPerBlock = 32 channels of one batch element
-// (128 threads at N 16, 64 at N 8). Time goes in tiles of kMambaEntryTile tokens: the block stages
-// the tile's B_t, C_t (fp32, [token][entry], so that a lane's 4 entries of a token are one 16-byte
-// read) and per (channel, token) {dt, dt u} and {D u, silu(z)} (softplus, skip and gate once per
-// (token, channel)) in shared memory, and each lane runs its 4 h over the tile: per element
+// (128 threads at N 16, 64 at N 8). Time goes in tiles of kMambaEntryTile tokens: the block copies
+// the tile's raw inputs into shared memory one tile ahead (16-byte cp.async, double-buffered; the
+// raw layout below), then stages from them the tile's B_t, C_t (fp32, [token][entry], so that a
+// lane's 4 entries of a token are one 16-byte read) and per (channel, token) {dt, dt u} and
+// {D u, silu(z)} (softplus, skip and gate once per (token, channel), each lane for its own
+// channel's 16 / L tokens), and each lane runs its 4 h over the tile: per element
 // dt x A log2 e, one exp2, du x B, the h FMA, and C h folded into the lane's y partial of the token
 // (an FMUL and 3 FFMA over its 4 entries in entry order). y sums the channel's L partials by a
-// transpose-reduce over groups of L tokens (mamba_entry_reduce): log2 L shuffle steps, at each of
+// transpose-reduce over groups of L tokens (cuda_entry.cu, entry_reduce): log2 L shuffle steps, at each of
 // which a lane keeps half of its group's tokens and sends the other half to its partner, so that
 // lane j ends with token j of the group, summed as (p_0 + p_2) + (p_1 + p_3) at L 4 and p_0 + p_1
-// at L 2 (p_l: lane l's partial). A fraction of the exps (tokens mamba_entry_polynomial_token of
-// each tile, the same for every lane, so no lane diverges) run on the FMA pipe (exp2_poly.hpp). The
+// at L 2 (p_l: lane l's partial). `entry` may run a fraction of the exps (tokens
+// mamba_entry_polynomial_token of each tile) on the FMA pipe (exp2_poly.hpp); none now (below). The
 // time split of the lane kernel (segments, map pass, combine, workspace) carries over unchanged.
 // Instantiated for N in {8, 16} (mamba_entry_applies); other N run the lane kernel.
 enum class MambaScanKernel {
@@ -136,7 +138,7 @@ constexpr MambaEntrySlot mamba_entry_slot(int n, int thread) {
 constexpr int mamba_entry_owned_token(int n, int lane, int group) { return group * mamba_entry_lanes_per_channel(n) + lane; }
 // The tile tokens whose exps the polynomial takes: the first kMambaEntryPolynomialTokens of 4, 9,
 // 14 (the same for every lane, so no lane diverges). None: with 4 entries a thread the kernel's
-// issue (10.1 slots per element) and MUFU (1.25 per element, 10 slots' worth at 16 MUFU results
+// issue (10.2 slots per element) and MUFU (1.25 per element, 10 slots' worth at 16 MUFU results
 // per SM and clock) are balanced, and each polynomial exp trades 8 slots' worth of MUFU for about
 // 10 issue slots (docs/gpu-guide.md), so `entry` runs every exp on ex2.approx, as `entry_mufu`
 // does. The machinery (the kernel's kPolynomial form, the replay's polynomial tokens) stays for a
