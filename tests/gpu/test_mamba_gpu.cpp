@@ -4,8 +4,9 @@
 // tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
 // the h it is given. The split prefill (segments scanned by separate blocks, cuda_plan.hpp) equals
 // the unsplit one and its CPU replay, continues from a carried h, and is what a batch-1 cell runs.
-// The entry kernel (a thread per (channel, state entry), cuda_entry.cu; `--scan-kernel entry` or
-// entry_mufu at N 8 or 16, auto being the warp scan) against its replay, the reference and the lane kernel, and the cells with each
+// The entry kernel (a thread per (channel, 4 state entries), cuda_entry.cu; `--scan-kernel entry`
+// or entry_mufu at N 8 or 16, and auto there) against its replay (its 16-byte and element copies),
+// the reference and the lane kernel, and the cells with each
 // scan_kernel value naming the kernel that ran. Every output is poisoned with NaN before the run.
 // Skipped without a device.
 #include <gtest/gtest.h>
