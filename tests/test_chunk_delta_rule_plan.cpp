@@ -121,18 +121,24 @@ TEST(ChunkDeltaRulePlan, ChunksAlternateStagesSoTheNextChunksCopiesNeverLandInTh
   EXPECT_EQ(plan.pass_stage(0), plan.pass_layout.even);
 }
 
-TEST(ChunkDeltaRulePlan, PassBlocksPerSmAreWhatSharedMemoryAndThreadsAllow) {
+TEST(ChunkDeltaRulePlan, PassBlocksPerSmAreWhatSharedMemoryThreadsAndRegistersAllow) {
   for (const std::size_t bytes : {std::size_t{1024}, std::size_t{56320}, std::size_t{96256}, std::size_t{112640},
                                   std::size_t{115712}, std::size_t{115840}, std::size_t{145408}, std::size_t{221184}}) {
     const int per_sm = chunk_delta_rule_pass_blocks_per_sm(bytes);
     ASSERT_GE(per_sm, 1) << bytes;
     EXPECT_LE(per_sm * kDeltaRulePassThreads, kSm90ThreadsPerSm);
     EXPECT_LE(per_sm * (bytes + kSm90SharedReservedPerBlock), kSm90SharedBytesPerSm) << bytes;
+    // The kernel's __launch_bounds__ hold it to the registers this many blocks leave a thread.
+    EXPECT_LE(per_sm * kDeltaRulePassThreads * kChunkPassMaxRegisters, kSm90RegistersPerSm) << bytes;
     const bool thread_bound = (per_sm + 1) * kDeltaRulePassThreads > kSm90ThreadsPerSm;
-    EXPECT_TRUE(thread_bound || (per_sm + 1) * (bytes + kSm90SharedReservedPerBlock) > kSm90SharedBytesPerSm)
+    const bool register_bound = (per_sm + 1) * kDeltaRulePassThreads * kChunkPassMaxRegisters > kSm90RegistersPerSm;
+    EXPECT_TRUE(thread_bound || register_bound ||
+                (per_sm + 1) * (bytes + kSm90SharedReservedPerBlock) > kSm90SharedBytesPerSm)
         << bytes << ": one more block would have fitted";
   }
-  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(1024), kSm90ThreadsPerSm / kDeltaRulePassThreads);
+  // 256 threads of at most 64 registers: 4 blocks, not the 8 that threads alone would allow.
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(1024), chunk_pass_blocks_by_registers(kDeltaRulePassThreads));
+  EXPECT_EQ(chunk_pass_blocks_by_registers(kDeltaRulePassThreads), 4);
   EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(112640), 2);
   EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(115712), 2) << "2 x (113 KiB + 1 KiB) = 228 KiB exactly";
   EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(115840), 1) << "128 bytes more: 2 no longer fit";

@@ -175,7 +175,7 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       const std::size_t C = kC, D = static_cast<std::size_t>(dim);
       const std::size_t rows = C * plan.ld_k * 2u, scores = C * plan.ld_c * 2u;
       const auto& p = plan.prepare_layout;
-      expect_disjoint_aligned({{p.decay, C * D * 4}, {p.a, rows}, {p.r, rows}, {p.b, rows}, {p.k, rows}, {p.v, rows},
+      expect_disjoint_aligned({{p.decay, C * D * 4}, {p.a, rows}, {p.r, rows}, {p.b, rows}, {p.k, rows},
                                {p.scores, 4 * C * plan.ld_score * 4u}, {p.t, scores}, {p.acc, C * plan.ld_acc * 4u}},
                               p.bytes);
       // The prepare kernel stages the chunk's raw w (C x ld_k bf16) in the score blocks' memory.

@@ -7,6 +7,8 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace arch_bench::chunk_async {
 
@@ -37,6 +39,16 @@ __device__ __forceinline__ void copy_rows_async(__nv_bfloat16* __restrict__ dst,
   for (int e = threadIdx.x; e < rows * vectors; e += blockDim.x) {
     const int r = e / vectors, c = e % vectors;
     copy_16_bytes(dst + r * ld + c * 8, src + r * src_ld + c * 8);
+  }
+}
+
+// Host side, before a launch: the rows a kernel copies 16 bytes at a time start at `base` plus
+// multiples of 16 bytes, so `base` itself must be 16-byte aligned. cudaMalloc's buffers are; a view
+// into the middle of one need not be, and would fault on the device ("misaligned address"): refuse.
+inline void require_16_byte_aligned(const void* base, const char* what) {
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0) {
+    throw std::invalid_argument(std::string(what) +
+                                " must be 16-byte aligned: the chunkwise kernels copy its rows by 16-byte cp.async");
   }
 }
 

@@ -30,6 +30,7 @@
 #include "mechanisms/common/chunk_async_rows.cuh"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
 #include "mechanisms/common/chunk_log_decay.cuh"
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 #include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 
@@ -259,7 +260,7 @@ __device__ __forceinline__ void issue_pass_operands(const ChunkDeltaRulePlan& pl
 // `state` [batch_heads][dk][dv] holds the state before the first token and receives the state
 // after the last.
 template <class Policy>
-__global__ void __launch_bounds__(kDeltaRulePassThreads)
+__global__ void __launch_bounds__(kDeltaRulePassThreads, chunk_pass_blocks_by_registers(kDeltaRulePassThreads))
     delta_rule_pass_kernel(ChunkDeltaRulePlan plan, Policy policy, const __nv_bfloat16* __restrict__ workspace,
                            const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
   using namespace delta_rule_detail;

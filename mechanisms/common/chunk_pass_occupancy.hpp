@@ -24,13 +24,24 @@ inline constexpr std::size_t kSm90SharedBytesPerSm = 228 * 1024;
 inline constexpr std::size_t kSm90SharedReservedPerBlock = 1024;
 inline constexpr int kSm90ThreadsPerSm = 2048;
 
+// Registers: an sm_90 multiprocessor has 65,536, and a pass kernel's thread may use at most
+// kChunkPassMaxRegisters of them. The kernels pass chunk_pass_blocks_by_registers(threads) to
+// __launch_bounds__ as their minimum resident blocks, so ptxas holds them to it, and a kernel that
+// outgrew it spills, which the build refuses (-warn-spills -Werror), instead of running fewer blocks
+// than its plan counted on (ptxas -v: 48-64 registers today).
+inline constexpr int kSm90RegistersPerSm = 65536;
+inline constexpr int kChunkPassMaxRegisters = 64;
+constexpr int chunk_pass_blocks_by_registers(int threads) {
+  return kSm90RegistersPerSm / (kChunkPassMaxRegisters * threads);
+}
+
 // Blocks of `threads` threads and `shared_bytes` of dynamic shared memory an sm_90 multiprocessor
-// holds at once: the fewer of what its shared memory and its threads allow (registers are not
-// binding for these kernels: <= 64 a thread, ptxas -v).
+// holds at once: the fewest of what its shared memory, its threads and its registers allow.
 constexpr int chunk_pass_blocks_per_sm(std::size_t shared_bytes, int threads) {
   const std::size_t by_shared = kSm90SharedBytesPerSm / (shared_bytes + kSm90SharedReservedPerBlock);
   const std::size_t by_threads = static_cast<std::size_t>(kSm90ThreadsPerSm / threads);
-  return static_cast<int>(by_shared < by_threads ? by_shared : by_threads);
+  const std::size_t by_registers = static_cast<std::size_t>(chunk_pass_blocks_by_registers(threads));
+  return static_cast<int>(std::min({by_shared, by_threads, by_registers}));
 }
 
 // Waves of a grid of `blocks` on `multiprocessors` holding `blocks_per_sm` each (at least 1).

@@ -123,6 +123,9 @@ void configure_gated_deltanet_chunked_prefill(const ChunkDeltaRulePlan& plan) {
 void launch_gated_deltanet_chunked_prefill(const ChunkDeltaRulePlan& plan, const bf16* q, const bf16* k, const bf16* v,
                                            const float* g, const float* beta, float* state, bf16* out,
                                            bf16* workspace, float* chunk_log_decay, CUstream_st* stream) {
+  chunk_async::require_16_byte_aligned(q, "gated_deltanet's q");
+  chunk_async::require_16_byte_aligned(k, "gated_deltanet's k");
+  chunk_async::require_16_byte_aligned(v, "gated_deltanet's v");
   const GatedDeltaNetChunkOperands operands{{reinterpret_cast<const __nv_bfloat16*>(q),
                                              reinterpret_cast<const __nv_bfloat16*>(k),
                                              reinterpret_cast<const __nv_bfloat16*>(v),

@@ -12,9 +12,11 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_async_rows.cuh"
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 #include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 #include "mechanisms/rwkv/rwkv7/chunk_cuda.hpp"
@@ -53,7 +55,6 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   auto* r_tile = shared_region<nv_bf16>(at.r);
   auto* b_tile = shared_region<nv_bf16>(at.b);
   auto* k_tile = shared_region<nv_bf16>(at.k);
-  auto* v_tile = shared_region<nv_bf16>(at.v);
   auto* scores = shared_region<float>(at.scores);
   auto* t_tile = shared_region<nv_bf16>(at.t);
   auto* acc_tile = shared_region<float>(at.acc);
@@ -74,15 +75,15 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
 
   // The chunk's raw inputs into shared memory, every copy issued at once (cp.async, 16 bytes each),
   // so that the block waits on global memory once rather than once per loop trip below: r, k,
-  // kappa, iclr and v into the tiles their forms replace (each thread rewrites only the elements it
+  // kappa and iclr into the tiles their forms replace (each thread rewrites only the elements it
   // reads), w into the score blocks' memory (C x ld_k bf16 fit in it; unused until the scores).
+  // v is not staged: only the pass reads it (its value tile, in M V).
   auto* w_raw = shared_region<nv_bf16>(at.scores);
   chunk_async::copy_rows_async(w_raw, ld, x.w_raw + first, dim, rows, dim);
   chunk_async::copy_rows_async(r_tile, ld, x.r + first, dim, rows, dim);
   chunk_async::copy_rows_async(k_tile, ld, x.k + first, dim, rows, dim);
   chunk_async::copy_rows_async(a_tile, ld, x.kappa + first, dim, rows, dim);
   chunk_async::copy_rows_async(b_tile, ld, x.iclr + first, dim, rows, dim);
-  chunk_async::copy_rows_async(v_tile, ld, x.v + first, dim, rows, dim);
   chunk_async::commit_copies();
   chunk_async::wait_copies<0>();
   __syncthreads();
@@ -101,8 +102,8 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   }
   __syncthreads();
 
-  // The factorised rows and columns of the scores (shared memory, in place of the raw inputs), V,
-  // and the pass's R^, B~, K~ (workspace). Rows past the sequence (never copied) read nothing and
+  // The factorised rows and columns of the scores (shared memory, in place of the raw inputs) and
+  // the pass's R^, B~, K~ (workspace). Rows past the sequence (never copied) read nothing and
   // are 0 everywhere.
   const float* e_last = e_s + (kC - 1) * dim;
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
@@ -119,7 +120,6 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
     r_tile[at_tile] = r_hat;
     b_tile[at_tile] = __float2bfloat16_rn(b / et);
     k_tile[at_tile] = __float2bfloat16_rn(kk / et);
-    if (!live) v_tile[at_tile] = __float2bfloat16_rn(0.0f);
     r_out[e] = r_hat;
     b_out[e] = __float2bfloat16_rn(b * to_last);
     k_out[e] = __float2bfloat16_rn(kk * to_last);
@@ -240,7 +240,7 @@ __device__ __forceinline__ void issue_pass_operands(const Rwkv7ChunkPlan& plan, 
 // arithmetic is the unbuffered kernel's, operation for operation (the CPU replay's).
 // `state` [batch_heads][dim][dim] holds the state before the first token and receives the state
 // after the last.
-__global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
+__global__ void __launch_bounds__(kRwkv7ChunkPassThreads, chunk_pass_blocks_by_registers(kRwkv7ChunkPassThreads))
     rwkv7_chunk_pass_kernel(Rwkv7ChunkPlan plan, const nv_bf16* __restrict__ v, const nv_bf16* __restrict__ workspace,
                             const float* __restrict__ chunk_decay, float* __restrict__ state,
                             nv_bf16* __restrict__ out) {
@@ -358,6 +358,11 @@ void configure_rwkv7_chunked(const Rwkv7ChunkPlan& plan) {
 void launch_rwkv7_chunked(const Rwkv7ChunkPlan& plan, const RwkvTokens<bf16>& x, float* state, float* workspace,
                           bf16* out, CUstream_st* stream) {
   if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; H unchanged
+  for (const auto& [row, name] : {std::pair<const void*, const char*>{x.r, "rwkv7's r"}, {x.decay, "rwkv7's w"},
+                                  {x.k, "rwkv7's k"}, {x.v, "rwkv7's v"}, {x.kappa, "rwkv7's kappa"},
+                                  {x.iclr, "rwkv7's iclr"}}) {
+    chunk_async::require_16_byte_aligned(row, name);
+  }
   auto* bf16_workspace = reinterpret_cast<nv_bf16*>(workspace);
   auto* chunk_decay = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(workspace) + plan.decay_byte_offset());
   const Inputs in{reinterpret_cast<const nv_bf16*>(x.r),     reinterpret_cast<const nv_bf16*>(x.decay),

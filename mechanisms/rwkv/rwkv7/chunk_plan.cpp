@@ -82,7 +82,7 @@ Rwkv7ChunkPlan plan_rwkv7_chunk(std::int64_t batch_heads, std::int64_t tokens, s
   // Regions in the order of the layouts' fields (common/chunk_pass_grid.hpp).
   const std::size_t row_tile = tile_bytes(kRows, plan.ld_k, kBf16), chunk_tile = tile_bytes(kRows, plan.ld_c, kBf16);
   plan.prepare_layout = place_shared_layout<Rwkv7ChunkPrepareLayout>(
-      tile_bytes(kRows, plan.dim, kFloat), row_tile, row_tile, row_tile, row_tile, row_tile,
+      tile_bytes(kRows, plan.dim, kFloat), row_tile, row_tile, row_tile, row_tile,
       4 * tile_bytes(kRows, plan.ld_score, kFloat), chunk_tile, tile_bytes(kRows, plan.ld_acc, kFloat));
   plan.pass_operands = rwkv7_chunk_pass_operands(plan.dim, plan.value_tile);
   plan.pass_layout = rwkv7_chunk_pass_layout(plan.dim, plan.value_tile);

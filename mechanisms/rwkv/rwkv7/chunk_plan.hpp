@@ -26,11 +26,11 @@
 //       fewer bytes for d > 24, and U and O are then rounded to bf16 once each, not twice.
 // Products: wmma 16 x 16 x 16, bf16 operands, fp32 accumulators.
 //
-// Bytes at B16 H8 d64 L8192 (bf16; 128 heads x 256 chunks): the six inputs 134 MB each, read by
-// (1) (805 MB), v again by (2) (134 MB), the output 134 MB. The workspace is 4 C d + 3 C^2 bf16 + d
+// Bytes at B16 H8 d64 L8192 (bf16; 128 heads x 256 chunks): the six inputs 134 MB each, five read by
+// (1) (671 MB), v by (2) (134 MB), the output 134 MB. The workspace is 4 C d + 3 C^2 bf16 + d
 // fp32 per chunk = 22.8 KB, 747 MB written by (1); (2) reads all of it once per value tile (2 tiles
 // of 32 columns on an H200's 132 SMs): 1.5 GB requested, ~0.75 GB from DRAM where a head's tiles,
-// walking the same chunks at about the same time, hit L2. ~2.6 GB from DRAM, ~0.55 ms at an H200's
+// walking the same chunks at about the same time, hit L2. ~2.4 GB from DRAM, ~0.51 ms at an H200's
 // 4.8 TB/s. FLOPs per chunk: scores 4 x 2 C^2 d, W 2 C^2 d, the pass 2 x 2 C d^2 (W H, R^ H),
 // 3 x 2 C^2 d (M V, P_rb U, P_rk V), 2 x 2 C d^2 (B~^T U, K~^T V): ~2.2 MFLOP at d = 64, ~70 GFLOP
 // in all, < 0.1 ms of tensor cores. The pass is sequential over 256 chunks per head, so its
@@ -68,7 +68,6 @@ struct Rwkv7ChunkPrepareLayout {  // kernel (1)
   std::size_t r = 0;              // R^, bf16 [C][ld_k]
   std::size_t b = 0;              // B', bf16 [C][ld_k]
   std::size_t k = 0;              // K', bf16 [C][ld_k]
-  std::size_t v = 0;              // V, bf16 [C][ld_k]
   std::size_t scores = 0;         // A_ab, A_ak, Q_rb, Q_rk, fp32 [4][C][ld_score]
   std::size_t t = 0;              // T, bf16 [C][ld_c]
   std::size_t acc = 0;            // W, fp32 [C][ld_acc]
