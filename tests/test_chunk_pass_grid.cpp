@@ -1,5 +1,5 @@
 // The launch geometry the two-kernel chunkwise prefills share (mechanisms/common/chunk_pass_grid.hpp),
-// on its own: head sizes on the wmma grid, the pass's value tile, the grid fields, and layouts
+// on its own: head sizes on the wmma grid, the grid fields, and layouts
 // placed in the order of their fields. The plans that use it are tested in
 // test_chunk_delta_rule_plan.cpp and test_rwkv7_chunk_plan.cpp.
 #include <gtest/gtest.h>
@@ -16,17 +16,6 @@ TEST(ChunkPassGrid, HeadSizesAreWholeWmmaTilesUpToTheLimit) {
   for (std::int64_t d = -16; d <= 300; ++d) {
     EXPECT_EQ(fits_wmma_tiles(d, 16, 128), d >= 16 && d <= 128 && d % 16 == 0) << d;
   }
-}
-
-TEST(ChunkPassGrid, ValueTileIsTheWidestThatStillGivesEveryMultiprocessorTwoBlocks) {
-  constexpr int kWidths[] = {64, 32, 16};
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 128, 64, 132), 16);   // 128 x 4 = 512 blocks; 64: 128 < 264
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1024, 64, 132), 64);  // 1024 blocks of 64 columns
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 264, 64, 132), 64);   // exactly two per multiprocessor
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 263, 64, 132), 32);
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1, 96, 0), 32) << "no device: the widest dividing the width";
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1, 48, 0), 16);
-  EXPECT_EQ(chunk_pass_value_tile(kWidths, 1, 128, 132), 16) << "none fills the device: the narrowest";
 }
 
 struct GridOnly {

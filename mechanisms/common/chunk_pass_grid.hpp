@@ -6,7 +6,6 @@
 // a family cannot drift apart. Plain C++: the plans are compiled in every build and tested on the CPU.
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
@@ -17,21 +16,6 @@ namespace arch_bench {
 // Whether a head size is whole wmma tiles: a multiple of `fragment` in fragment..max_dim.
 constexpr bool fits_wmma_tiles(std::int64_t dim, int fragment, int max_dim) {
   return dim >= fragment && dim <= max_dim && dim % fragment == 0;
-}
-
-// The pass kernel's value tile: the widest of `widths` (widest first, the last dividing every
-// supported width) dividing `width` whose grid, batch_heads * width / tile blocks, gives every
-// multiprocessor two blocks (the pass is sequential over chunks: its blocks are its parallelism),
-// else the last; multiprocessors <= 0: the widest dividing `width`.
-inline int chunk_pass_value_tile(std::span<const int> widths, std::int64_t batch_heads, std::int64_t width,
-                                 int multiprocessors) {
-  for (const int tile : widths) {
-    if (width % tile != 0) continue;
-    if (multiprocessors <= 0 || batch_heads * (width / tile) >= 2 * static_cast<std::int64_t>(multiprocessors)) {
-      return tile;
-    }
-  }
-  return widths.back();
 }
 
 // Fills the grid fields a chunkwise plan shares (batch_heads, tokens, chunks, prepare_blocks,

@@ -4,8 +4,7 @@
 // tests: chunks that cover the tokens once each; shared-memory regions in the order placed, 128-byte
 // aligned, disjoint and inside the layout's bytes; row strides wmma::load/store_matrix_sync accept
 // (ldm a multiple of 8 bf16 or 4 fp32 elements, and a tile 16 rows down moving the pointer by a
-// multiple of 32 bytes); the pass's value tile (common/chunk_pass_grid.hpp); and the workspace
-// elements the prepare kernel writes.
+// multiple of 32 bytes); and the workspace elements the prepare kernel writes.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -63,29 +62,6 @@ inline void expect_wmma_bf16_stride(int ld) {
 inline void expect_wmma_float_stride(int ld) {
   EXPECT_EQ(ld % 4, 0) << ld;
   EXPECT_EQ((kWmmaFragmentRows * ld * 4) % 32, 0) << ld;
-}
-
-// The pass grid of a two-kernel chunkwise plan (common/chunk_pass_grid.hpp) of `batch_heads` heads
-// with `width` value columns planned for `sms` multiprocessors: the value tile is a multiple of 16
-// dividing the width, each grid is one block per (head, chunk) or (head, value tile), and the tile is
-// the widest of `widths` dividing the width whose grid gives every multiprocessor two blocks.
-template <class Plan>
-void expect_value_tile_fills_the_device(const Plan& plan, std::span<const int> widths, std::int64_t batch_heads,
-                                        int width, int sms) {
-  EXPECT_EQ(plan.value_tile % kWmmaFragmentRows, 0);
-  EXPECT_EQ(width % plan.value_tile, 0) << width;
-  EXPECT_EQ(plan.value_tiles * plan.value_tile, width);
-  EXPECT_EQ(plan.pass_blocks, batch_heads * plan.value_tiles);
-  EXPECT_EQ(plan.prepare_blocks, batch_heads * plan.chunks);
-  if (sms > 0 && plan.value_tile > kWmmaFragmentRows) {
-    EXPECT_GE(plan.pass_blocks, 2 * sms) << "a wider tile only where the grid still fills the device";
-  }
-  // No wider tile dividing the width would also have filled it.
-  for (const int wider : widths) {
-    if (wider > plan.value_tile && width % wider == 0) {
-      EXPECT_TRUE(sms > 0 && batch_heads * (width / wider) < 2 * sms) << width << " " << batch_heads << " " << sms;
-    }
-  }
 }
 
 // A workspace region: its element offset and row width ([heads][chunks][chunk tokens][width]).
