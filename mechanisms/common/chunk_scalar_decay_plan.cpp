@@ -1,5 +1,6 @@
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
 
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -17,8 +18,49 @@ bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv) {
   return fits(dk) && fits(dv);
 }
 
+ScalarDecayStatePass chunk_scalar_decay_state_pass(ScalarDecayStatePassChoice choice, std::int64_t batch_heads,
+                                                   std::int64_t dv, int multiprocessors) {
+  switch (choice) {
+    case ScalarDecayStatePassChoice::fused:
+      return ScalarDecayStatePass::fused;
+    case ScalarDecayStatePassChoice::three_kernel:
+      return ScalarDecayStatePass::three_kernel;
+    case ScalarDecayStatePassChoice::automatic:
+      break;
+  }
+  // The fused pass is a chain of `chunks` dependent steps per block; only many blocks at once hide
+  // a step's load latency and keep the memory system busy (docs/gpu-guide.md's estimate).
+  if (multiprocessors <= 0) return ScalarDecayStatePass::three_kernel;
+  const std::int64_t narrowest = kScalarDecayFusedTiles[std::size(kScalarDecayFusedTiles) - 1];
+  return checked_mul(batch_heads, dv / narrowest) >= 2 * static_cast<std::int64_t>(multiprocessors)
+             ? ScalarDecayStatePass::fused
+             : ScalarDecayStatePass::three_kernel;
+}
+
+const char* scalar_decay_state_pass_name(ScalarDecayStatePass pass) {
+  return pass == ScalarDecayStatePass::fused ? "fused" : "three_kernel";
+}
+
+std::string scalar_decay_state_pass_description(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
+                                                int multiprocessors) {
+  const bool fused = plan.state_pass == ScalarDecayStatePass::fused;
+  std::string text = fused ? "fused state pass (" + std::to_string(plan.fused_blocks) + " blocks of " +
+                                 std::to_string(plan.fused_column_tile) + " columns"
+                           : std::string("three-kernel state pass (");
+  if (choice != ScalarDecayStatePassChoice::automatic) return text + (fused ? ", forced)" : "forced)");
+  const std::int64_t narrowest = plan.batch_heads * (plan.dv / kScalarDecayFusedTiles[std::size(kScalarDecayFusedTiles) - 1]);
+  return text + (fused ? ", " : "") + "auto: " + std::to_string(narrowest) + (fused ? " >= " : " < ") + "2 x " +
+         std::to_string(multiprocessors) + " SMs)";
+}
+
+std::string scalar_decay_prefill_kernel_name(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
+                                             int multiprocessors) {
+  return "prefill chunkwise bf16 tensor cores, " + scalar_decay_state_pass_description(plan, choice, multiprocessors);
+}
+
 ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
-                                             std::int64_t dv) {
+                                             std::int64_t dv, ScalarDecayStatePassChoice choice,
+                                             int multiprocessors) {
   if (!chunk_scalar_decay_supports(dk, dv)) {
     throw std::invalid_argument("the chunkwise scalar-decay prefill takes dk and dv multiples of 16 up to " +
                                 std::to_string(kScalarDecayMaxDim) + ", not " + std::to_string(dk) + " x " +
@@ -54,14 +96,28 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   plan.output_layout.decay = place_shared_region(end, kRows * kFloat);
   plan.output_layout.bytes = end;
 
+  plan.state_pass = chunk_scalar_decay_state_pass(choice, batch_heads, dv, multiprocessors);
+  plan.fused_column_tile = chunk_pass_value_tile(kScalarDecayFusedTiles, batch_heads, dv, multiprocessors);
+  plan.fused_column_tiles = plan.dv / plan.fused_column_tile;
+  plan.fused_blocks = checked_mul(batch_heads, std::int64_t{plan.fused_column_tiles});
+  plan.ld_fused_v = plan.fused_column_tile + kScalarDecayBf16Pad;
+  end = 0;
+  plan.fused_layout.k = place_shared_region(end, kRows * ld(plan.ld_k) * kBf16);
+  plan.fused_layout.v = place_shared_region(end, kRows * ld(plan.ld_fused_v) * kBf16);
+  plan.fused_layout.decay = place_shared_region(end, 2 * kRows * kFloat);
+  plan.fused_layout.stage =
+      place_shared_region(end, std::size_t{kScalarDecayThreads / 32} * kScalarDecayFragment * kScalarDecayFragment * kFloat);
+  plan.fused_layout.bytes = end;
+
   plan.workspace_state_elements = checked_product(batch_heads, plan.chunks, dk, dv) / 2;  // dk * dv is even
-  plan.workspace_decay_elements = plan.state_blocks;
+  // The fused pass reads each chunk's b_last from its own shared memory: no chunk_log_decay.
+  plan.workspace_decay_elements = plan.state_pass == ScalarDecayStatePass::fused ? 0 : plan.state_blocks;
   checked_product(4, checked_add(plan.workspace_state_elements, plan.workspace_decay_elements));
   return plan;
 }
 
 std::optional<std::string> chunk_scalar_decay_unlaunchable(const ChunkScalarDecayPlan& plan) {
-  if (plan.state_blocks > kCudaMaxGridX || plan.prefix_blocks > kCudaMaxGridX) {
+  if (plan.state_blocks > kCudaMaxGridX || plan.prefix_blocks > kCudaMaxGridX || plan.fused_blocks > kCudaMaxGridX) {
     return "batch * heads * ceil(sequence_length / 64) exceeds the CUDA grid limit (2^31 - 1 blocks)";
   }
   if (plan.max_shared_bytes() > kScalarDecayMaxSharedBytes) {
@@ -71,10 +127,11 @@ std::optional<std::string> chunk_scalar_decay_unlaunchable(const ChunkScalarDeca
 }
 
 std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
-                                                std::int64_t dv) {
+                                                std::int64_t dv, ScalarDecayStatePassChoice choice) {
   if (!chunk_scalar_decay_supports(dk, dv) || batch_heads < 0 || tokens < 0) return 0;
   const std::int64_t chunks = ceil_div(tokens, kScalarDecayChunk);
-  return checked_product(4, checked_add(checked_product(batch_heads, chunks, dk, dv) / 2, checked_product(batch_heads, chunks)));
+  const std::int64_t decays = choice == ScalarDecayStatePassChoice::fused ? 0 : checked_product(batch_heads, chunks);
+  return checked_product(4, checked_add(checked_product(batch_heads, chunks, dk, dv) / 2, decays));
 }
 
 }  // namespace arch_bench
