@@ -63,8 +63,9 @@ TEST(ChunkScalarDecayFusedPlan, ColumnTileIsTheWidestWhoseGridFillsTheDevice) {
         EXPECT_EQ(plan.fused_column_tiles * plan.fused_column_tile, dv);
         EXPECT_EQ(plan.fused_blocks, bh * plan.fused_column_tiles);
         EXPECT_LE(plan.fused_column_tile, kScalarDecayFusedMaxTile);
+        EXPECT_LE(64 * plan.fused_column_tile, kScalarDecayFusedMaxTileElements);
         for (const int wider : kScalarDecayFusedTiles) {
-          if (wider > plan.fused_column_tile && dv % wider == 0) {
+          if (wider > plan.fused_column_tile && dv % wider == 0 && 64 * wider <= kScalarDecayFusedMaxTileElements) {
             EXPECT_TRUE(sms > 0 && bh * (dv / wider) < 2 * sms) << "a wider tile would have filled the device";
           }
         }
@@ -74,6 +75,12 @@ TEST(ChunkScalarDecayFusedPlan, ColumnTileIsTheWidestWhoseGridFillsTheDevice) {
   EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 64, 64, Choice::automatic, kH200Sms).fused_column_tile, 16);
   EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 128, 64, Choice::automatic, kH200Sms).fused_blocks, 512);
   EXPECT_EQ(plan_chunk_scalar_decay(1024, 8192, 64, 64, Choice::automatic, kH200Sms).fused_column_tile, 64);
+  EXPECT_EQ(plan_chunk_scalar_decay(1024, 8192, 128, 64, Choice::automatic, kH200Sms).fused_column_tile, 32)
+      << "dk 128: at most 32 columns, two fragments a warp";
+  for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) {
+    const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 64, dk, 64, Choice::fused, 0);
+    EXPECT_LE((dk / kF) * (plan.fused_column_tile / kF), kScalarDecayFusedMaxFragments * kWarps) << dk;
+  }
 }
 
 TEST(ChunkScalarDecayFusedPlan, SharedLayoutIsDisjointAlignedAndLeavesRoomForFourBlocksPerSm) {
@@ -94,7 +101,7 @@ TEST(ChunkScalarDecayFusedPlan, SharedLayoutIsDisjointAlignedAndLeavesRoomForFou
     }
   }
   EXPECT_LE(4 * widest, kScalarDecayMaxSharedBytes) << widest;
-  EXPECT_EQ(widest, 35328u) << "dk 128, tile 64: K 17408 + V 9216 + b 512 + staging 8192, 128-aligned";
+  EXPECT_EQ(widest, 31232u) << "dk 128, tile 32: K 17408 + V 5120 + b 512 + staging 8192, 128-aligned";
 }
 
 TEST(ChunkScalarDecayFusedPlan, WarpFragmentsCoverEveryStateElementOnceAndEnteringStatesOncePerChunk) {
@@ -144,22 +151,29 @@ TEST(ChunkScalarDecayFusedPlan, WarpFragmentsCoverEveryStateElementOnceAndEnteri
 }
 
 TEST(ChunkScalarDecayFusedPlan, EachThreadsPrefetchCoversTheChunksOperands) {
-  // The kernel's register arrays: C x 128 keys and C x 64 values over 256 threads.
-  constexpr int kKeys = kC * kScalarDecayMaxDim / kScalarDecayThreads;
-  constexpr int kValues = kC * kScalarDecayFusedMaxTile / kScalarDecayThreads;
-  static_assert(kKeys == 32 && kValues == 16);
+  // The kernel's register arrays: pairs of C x 128 keys and C x 64 values over 256 threads; pair r
+  // of thread t is elements 2 (t + 256 r) and the next, in one row (dk and the tile are even).
+  constexpr int kKeys = kC * kScalarDecayMaxDim / 2 / kScalarDecayThreads;
+  constexpr int kValues = kC * kScalarDecayFusedMaxTile / 2 / kScalarDecayThreads;
+  static_assert(kKeys == 16 && kValues == 8);
   for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) {
     for (int dv = 16; dv <= kScalarDecayMaxDim; dv += 16) {
       const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 64, dk, dv, Choice::fused, 0);
       std::vector<int> keys(static_cast<std::size_t>(kC * dk), 0), values(static_cast<std::size_t>(kC * plan.fused_column_tile), 0);
       for (int t = 0; t < kScalarDecayThreads; ++t) {
         for (int r = 0; r < kKeys; ++r) {
-          const int e = t + r * kScalarDecayThreads;
-          if (e < kC * dk) ++keys[static_cast<std::size_t>(e)];
+          const int e = 2 * (t + r * kScalarDecayThreads);
+          if (e >= kC * dk) continue;
+          ASSERT_EQ(e / dk, (e + 1) / dk) << "a pair in one row";
+          ++keys[static_cast<std::size_t>(e)];
+          ++keys[static_cast<std::size_t>(e + 1)];
         }
         for (int r = 0; r < kValues; ++r) {
-          const int e = t + r * kScalarDecayThreads;
-          if (e < kC * plan.fused_column_tile) ++values[static_cast<std::size_t>(e)];
+          const int e = 2 * (t + r * kScalarDecayThreads);
+          if (e >= kC * plan.fused_column_tile) continue;
+          ASSERT_EQ(e / plan.fused_column_tile, (e + 1) / plan.fused_column_tile);
+          ++values[static_cast<std::size_t>(e)];
+          ++values[static_cast<std::size_t>(e + 1)];
         }
       }
       for (const int n : keys) ASSERT_EQ(n, 1);

@@ -33,59 +33,96 @@ namespace scalar_decay_fused_detail {
 inline constexpr int kC = kScalarDecayChunk;
 inline constexpr int kF = chunk_wmma::kF;
 inline constexpr int kWarps = kScalarDecayThreads / 32;
-// Elements of a chunk's K (64 x dk <= 128) and V column tile (64 x <= 64) each thread loads.
-inline constexpr int kKeysPerThread = kC * kScalarDecayMaxDim / kScalarDecayThreads;
-inline constexpr int kValuesPerThread = kC * kScalarDecayFusedMaxTile / kScalarDecayThreads;
-static_assert(kScalarDecayFusedMaxFragments * kWarps * kF * kF >= kScalarDecayMaxDim * kScalarDecayFusedMaxTile,
-              "the warps' fragments cover the widest column tile of the tallest state");
+// How a thread walks a [C][width] operand tile a pair of adjacent elements at a time: the block's
+// threads cover `rows_per_pass` rows per pass, thread t taking pair `column` of row `row` (t =
+// row * pairs_per_row + column; threads past rows_per_pass rows idle), then rows row + rows_per_pass,
+// ... A thread's pairs thus share one column and step by a fixed row stride, so their addresses
+// are one base plus a multiple (nothing per pair survives across chunks: an index per pair,
+// precomputed and held over the chunk loop, took ptxas past 128 registers).
+struct PairWalk {
+  int pairs_per_row;
+  int rows_per_pass;
+  int column;  // element 2 * column of the row, and the next
+  int row;
+  __device__ __forceinline__ explicit PairWalk(int width)
+      : pairs_per_row(width / 2),
+        rows_per_pass(kScalarDecayThreads / (width / 2)),
+        column(2 * (static_cast<int>(threadIdx.x) % (width / 2))),
+        row(static_cast<int>(threadIdx.x) / (width / 2)) {}
+  // Row of pass r, or -1 where this thread has none (idle thread, or past the chunk).
+  __device__ __forceinline__ int row_of(int r) const {
+    const int m = row + r * rows_per_pass;
+    return row < rows_per_pass && m < kC ? m : -1;
+  }
+  // This walk with its fields hidden from the optimiser, once per chunk: otherwise it hoists every
+  // pass's row, guard and address offset out of the chunk loop and holds them all (ptxas: 196
+  // registers, 1 block per SM), where recomputing them is a few integer operations a pass.
+  __device__ __forceinline__ PairWalk opaque() const {
+    PairWalk w = *this;
+    asm volatile("" : "+r"(w.rows_per_pass), "+r"(w.column), "+r"(w.row));
+    return w;
+  }
+};
+// Passes over a chunk: C / (256 / (dk / 2)) <= 16 for dk <= 128 (dk 96: 5 rows a pass, 13 passes);
+// C / (256 / (tile / 2)) <= 8 for the value tile (tile <= 64).
+inline constexpr int kKeyPasses = 16;
+inline constexpr int kValuePasses = kC * kScalarDecayFusedMaxTile / 2 / kScalarDecayThreads;
+static_assert(kScalarDecayFusedMaxFragments * kWarps * kF * kF >= kScalarDecayFusedMaxTileElements,
+              "the warps' fragments cover the largest tile of S");
 
-// One chunk's operands on their way from global memory to shared memory; element r of a thread is
-// element threadIdx.x + r * threads of the row-major [C][dk] (keys) or [C][tile] (values) tile.
+// One chunk's operands on their way from global memory to shared memory, a pair to a register.
 struct ChunkOperandsInFlight {
-  __nv_bfloat16 k[kKeysPerThread];
-  __nv_bfloat16 v[kValuesPerThread];
+  __nv_bfloat162 k[kKeyPasses];
+  __nv_bfloat162 v[kValuePasses];
 };
 
 // Issues the loads of chunk `chunk`'s K and of V's columns [j0, j0 + width): rows past the sequence
-// and elements past the tile are 0 (never loaded).
+// are 0 (never loaded).
 template <class Policy>
 __device__ __forceinline__ void load_chunk_operands(ChunkOperandsInFlight& in, const Policy& policy,
-                                                    const ChunkScalarDecayPlan& plan, std::int64_t bh,
-                                                    std::int64_t chunk, int j0, int width) {
+                                                    const ChunkScalarDecayPlan& plan, const PairWalk& key_walk,
+                                                    const PairWalk& value_walk, std::int64_t bh, std::int64_t chunk,
+                                                    int j0) {
+  const PairWalk keys = key_walk.opaque(), values = value_walk.opaque();
   const std::int64_t first = chunk * kC;
   const int rows = scalar_decay_chunk_rows(plan.tokens, chunk);
+  const __nv_bfloat162 zero = __floats2bfloat162_rn(0.0f, 0.0f);
 #pragma unroll
-  for (int r = 0; r < kKeysPerThread; ++r) {
-    const int e = static_cast<int>(threadIdx.x) + r * kScalarDecayThreads;
-    const int m = e / plan.dk, i = e % plan.dk;
-    in.k[r] = e < kC * plan.dk && m < rows ? policy.k_at(bh, first + m, i) : __float2bfloat16_rn(0.0f);
+  for (int r = 0; r < kKeyPasses; ++r) {
+    const int m = keys.row_of(r), i = keys.column;
+    in.k[r] = m >= 0 && m < rows ? __halves2bfloat162(policy.k_at(bh, first + m, i), policy.k_at(bh, first + m, i + 1))
+                                 : zero;
   }
 #pragma unroll
-  for (int r = 0; r < kValuesPerThread; ++r) {
-    const int e = static_cast<int>(threadIdx.x) + r * kScalarDecayThreads;
-    const int m = e / width, j = e % width;
-    in.v[r] = e < kC * width && m < rows ? policy.v_at(bh, first + m, j0 + j) : __float2bfloat16_rn(0.0f);
+  for (int r = 0; r < kValuePasses; ++r) {
+    const int m = values.row_of(r), j = j0 + values.column;
+    in.v[r] = m >= 0 && m < rows ? __halves2bfloat162(policy.v_at(bh, first + m, j), policy.v_at(bh, first + m, j + 1))
+                                 : zero;
   }
 }
 
-// The loaded chunk into shared memory, V scaled by exp(b_last - b_m) <= 1 and rounded to bf16 (the
-// expression kernel (1) stages: the same bits).
+// The loaded chunk into shared memory (every row of the tile: the padding's zeros too), V scaled by
+// exp(b_last - b_m) <= 1 and rounded to bf16 (the expression kernel (1) stages: the same bits).
+// Pairs are 4-byte aligned: ld_k, ld_fused_v and the columns are even.
 __device__ __forceinline__ void store_chunk_operands(const ChunkOperandsInFlight& in, const ChunkScalarDecayPlan& plan,
+                                                     const PairWalk& key_walk, const PairWalk& value_walk,
                                                      __nv_bfloat16* __restrict__ k_tile,
-                                                     __nv_bfloat16* __restrict__ v_tile, const float* __restrict__ b,
-                                                     int width) {
+                                                     __nv_bfloat16* __restrict__ v_tile, const float* __restrict__ b) {
+  const PairWalk keys = key_walk.opaque(), values = value_walk.opaque();
   const float b_last = b[kC - 1];
 #pragma unroll
-  for (int r = 0; r < kKeysPerThread; ++r) {
-    const int e = static_cast<int>(threadIdx.x) + r * kScalarDecayThreads;
-    if (e < kC * plan.dk) k_tile[(e / plan.dk) * plan.ld_k + e % plan.dk] = in.k[r];
+  for (int r = 0; r < kKeyPasses; ++r) {
+    const int m = keys.row_of(r);
+    if (m >= 0) *reinterpret_cast<__nv_bfloat162*>(k_tile + m * plan.ld_k + keys.column) = in.k[r];
   }
 #pragma unroll
-  for (int r = 0; r < kValuesPerThread; ++r) {
-    const int e = static_cast<int>(threadIdx.x) + r * kScalarDecayThreads;
-    const int m = e / width;
-    if (e < kC * width) {
-      v_tile[m * plan.ld_fused_v + e % width] = __float2bfloat16_rn(__bfloat162float(in.v[r]) * expf(b_last - b[m]));
+  for (int r = 0; r < kValuePasses; ++r) {
+    const int m = values.row_of(r);
+    if (m >= 0) {
+      const float weight = expf(b_last - b[m]);
+      const float2 x = __bfloat1622float2(in.v[r]);
+      *reinterpret_cast<__nv_bfloat162*>(v_tile + m * plan.ld_fused_v + values.column) =
+          __halves2bfloat162(__float2bfloat16_rn(x.x * weight), __float2bfloat16_rn(x.y * weight));
     }
   }
 }
@@ -113,7 +150,7 @@ __device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* __restrict__ 
 // the bf16 state entering each chunk ([bh][chunk][dk][dv], the three kernels' layout); `state`
 // [bh][dk][dv] (fp32) holds the state before the first token and receives the state after the last.
 template <class Policy>
-__global__ void __launch_bounds__(kScalarDecayThreads)
+__global__ void __launch_bounds__(kScalarDecayThreads, kScalarDecayFusedMinBlocksPerSm)
     scalar_decay_fused_state_kernel(ChunkScalarDecayPlan plan, Policy policy, __nv_bfloat16* __restrict__ chunk_states,
                                     float* __restrict__ state) {
   using namespace scalar_decay_fused_detail;
@@ -145,11 +182,12 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
     }
   }
 
+  const PairWalk keys(plan.dk), values(width);
   ChunkOperandsInFlight in;
-  load_chunk_operands(in, policy, plan, bh, 0, j0, width);
+  load_chunk_operands(in, policy, plan, keys, values, bh, 0, j0);
   cumulative_log_decay(policy, b_pair, bh, 0, scalar_decay_chunk_rows(plan.tokens, 0));
   __syncthreads();  // b of chunk 0 is complete
-  store_chunk_operands(in, plan, k_tile, v_tile, b_pair, width);
+  store_chunk_operands(in, plan, keys, values, k_tile, v_tile, b_pair);
   __syncthreads();
 
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
@@ -157,7 +195,7 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
     float* b_next = b_pair + ((chunk + 1) % 2) * kC;
     const bool more = chunk + 1 < plan.chunks;
     if (more) {  // in flight while this chunk's products run
-      load_chunk_operands(in, policy, plan, bh, chunk + 1, j0, width);
+      load_chunk_operands(in, policy, plan, keys, values, bh, chunk + 1, j0);
       cumulative_log_decay(policy, b_next, bh, (chunk + 1) * kC, scalar_decay_chunk_rows(plan.tokens, chunk + 1));
     }
     const float carry = expf(b[kC - 1]);
@@ -177,7 +215,7 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
       }
     }
     __syncthreads();  // K and V are consumed; the next chunk's b is complete
-    if (more) store_chunk_operands(in, plan, k_tile, v_tile, b_next, width);
+    if (more) store_chunk_operands(in, plan, keys, values, k_tile, v_tile, b_next);
     __syncthreads();
   }
 

@@ -3,6 +3,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/chunk_pass_grid.hpp"
@@ -97,7 +98,11 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   plan.output_layout.bytes = end;
 
   plan.state_pass = chunk_scalar_decay_state_pass(choice, batch_heads, dv, multiprocessors);
-  plan.fused_column_tile = chunk_pass_value_tile(kScalarDecayFusedTiles, batch_heads, dv, multiprocessors);
+  std::vector<int> tiles;  // those whose fragments a warp can carry in registers
+  for (const int tile : kScalarDecayFusedTiles) {
+    if (dk * tile <= kScalarDecayFusedMaxTileElements) tiles.push_back(tile);
+  }
+  plan.fused_column_tile = chunk_pass_value_tile(tiles, batch_heads, dv, multiprocessors);
   plan.fused_column_tiles = plan.dv / plan.fused_column_tile;
   plan.fused_blocks = checked_mul(batch_heads, std::int64_t{plan.fused_column_tiles});
   plan.ld_fused_v = plan.fused_column_tile + kScalarDecayBf16Pad;

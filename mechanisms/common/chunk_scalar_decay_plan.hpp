@@ -55,11 +55,17 @@ inline constexpr std::size_t kScalarDecayMaxSharedBytes = 227 * 1024;
 // (its state_pass option, state_pass_option.hpp): auto picks by the grid (see above).
 enum class ScalarDecayStatePass { three_kernel, fused };
 enum class ScalarDecayStatePassChoice { automatic, three_kernel, fused };
-// Column tiles of S a fused block may carry, widest first; 16 divides every supported dv.
+// Column tiles of S a fused block may carry, widest first; 16 divides every supported dv. A tile
+// holds at most kScalarDecayFusedMaxTileElements of S (dk x tile): 64 columns up to dk 64, 32 above.
 inline constexpr int kScalarDecayFusedTiles[] = {64, 32, 16};
 inline constexpr int kScalarDecayFusedMaxTile = 64;
-// The most accumulator fragments a warp of the fused pass carries: (128 / 16) x (64 / 16) / 8 warps.
-inline constexpr int kScalarDecayFusedMaxFragments = 4;
+inline constexpr int kScalarDecayFusedMaxTileElements = 4096;
+// The most accumulator fragments a warp of the fused pass carries: 4096 / (16 x 16) / 8 warps.
+inline constexpr int kScalarDecayFusedMaxFragments = 2;
+// Resident blocks per SM the fused kernel is compiled for (__launch_bounds__): at most 128 registers
+// a thread (sm_90 retnet: 106 used, no spills; 3 blocks, 80 registers, spilled 108 bytes). With four
+// fragments a warp (dk 128 x 64 columns) sm_90 spilled at 128: hence the tile cap above.
+inline constexpr int kScalarDecayFusedMinBlocksPerSm = 2;
 
 // Byte offsets of the shared-memory regions, each 128-byte aligned (wmma needs 32).
 struct ScalarDecayStateLayout {  // kernel (1)
@@ -152,8 +158,9 @@ bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv);
 // The plan for `batch_heads` heads of `tokens` tokens. Throws std::invalid_argument for head sizes
 // chunk_scalar_decay_supports refuses, SizeOverflow where a count does not fit.
 // `choice` and `multiprocessors` pick the state pass (chunk_scalar_decay_state_pass) and the fused
-// pass's column tile (the widest of kScalarDecayFusedTiles dividing dv whose grid gives every SM two
-// blocks, else 16; chunk_pass_grid.hpp's rule); the fused fields are filled whichever pass runs.
+// pass's column tile (the widest of kScalarDecayFusedTiles within kScalarDecayFusedMaxTileElements
+// and dividing dv whose grid gives every SM two blocks, else 16; chunk_pass_grid.hpp's rule); the
+// fused fields are filled whichever pass runs.
 ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
                                              std::int64_t dv,
                                              ScalarDecayStatePassChoice choice = ScalarDecayStatePassChoice::three_kernel,
