@@ -1,5 +1,5 @@
 // The fused state pass of the chunkwise scalar-decay prefill (mechanisms/common/chunk_scalar_decay_fused.cuh),
-// planned on the CPU (chunk_scalar_decay_plan.hpp): the auto rule and its boundary, the column tile,
+// planned on the CPU (chunk_scalar_decay_plan.hpp): the auto rule and its boundaries, the column tile,
 // the shared layout, the coverage of every state element by exactly one warp's fragment, the
 // entering states written exactly once per chunk (the workspace the output kernel reads), the
 // register prefetch covering a chunk's operands, the workspace and peak without chunk_log_decay,
@@ -36,44 +36,59 @@ constexpr int kH200Sms = 132;
 using Choice = ScalarDecayStatePassChoice;
 using Pass = ScalarDecayStatePass;
 
-TEST(ChunkScalarDecayFusedPlan, AutoFusesWhereTheNarrowestTileGivesEverySmTwoBlocks) {
-  // B16 H8: 128 heads x 64 / 16 = 512 blocks >= 264: fused. B1 H8: 32 blocks: the three kernels.
-  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 128, 64, kH200Sms), Pass::fused);
-  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 8, 64, kH200Sms), Pass::three_kernel);
-  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 8, 80, kH200Sms), Pass::three_kernel);  // linear, B1
-  // The boundary: 66 heads x 4 tiles = 264 = 2 x 132 fuses, 65 x 4 = 260 does not.
-  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 66, 64, kH200Sms), Pass::fused);
-  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 65, 64, kH200Sms), Pass::three_kernel);
-  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 1 << 20, 64, 0), Pass::three_kernel)
+TEST(ChunkScalarDecayFusedPlan, AutoFusesWhereTheGridIsOneWaveCoveringEverySm) {
+  // B16 H8 d64: 128 heads x 2 tiles of 32 = 256 blocks, one wave of 2 x 132: fused. B1 H8: at most
+  // 32 blocks: the three kernels.
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 128, 64, 64, kH200Sms), Pass::fused);
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 128, 128, 64, kH200Sms), Pass::fused);  // mamba2
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 8, 64, 64, kH200Sms), Pass::three_kernel);
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 8, 128, 64, kH200Sms), Pass::three_kernel);
+  // linear_attention at B16: dv + 16 = 80 columns divide only into 16s, 640 blocks: three waves.
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 128, 64, 80, kH200Sms), Pass::three_kernel);
+  // The lower boundary: 33 heads x 4 tiles of 16 = 132 blocks fuse, 32 x 4 = 128 do not.
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 33, 64, 64, kH200Sms), Pass::fused);
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 32, 64, 64, kH200Sms), Pass::three_kernel);
+  // The upper: 264 heads x one tile of 64 = 264 blocks fuse, 265 are a second wave.
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 264, 64, 64, kH200Sms), Pass::fused);
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 265, 64, 64, kH200Sms), Pass::three_kernel);
+  EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::automatic, 128, 64, 64, 0), Pass::three_kernel)
       << "no device known: the three kernels";
   for (const std::int64_t bh : {1, 8, 128, 4096}) {
-    EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::fused, bh, 64, kH200Sms), Pass::fused);
-    EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::three_kernel, bh, 64, kH200Sms), Pass::three_kernel);
+    EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::fused, bh, 64, 64, kH200Sms), Pass::fused);
+    EXPECT_EQ(chunk_scalar_decay_state_pass(Choice::three_kernel, bh, 64, 64, kH200Sms), Pass::three_kernel);
     EXPECT_EQ(plan_chunk_scalar_decay(bh, 300, 64, 64, Choice::fused, kH200Sms).state_pass, Pass::fused);
   }
   EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 64, 64).state_pass, Pass::three_kernel) << "the default";
 }
 
-TEST(ChunkScalarDecayFusedPlan, ColumnTileIsTheWidestWhoseGridFillsTheDevice) {
-  for (const int dv : {16, 32, 48, 64, 80, 96, 112, 128}) {
-    for (const std::int64_t bh : {1, 8, 66, 128, 1024}) {
-      for (const int sms : {0, kH200Sms}) {
-        const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(bh, 1000, 64, dv, Choice::fused, sms);
-        EXPECT_EQ(plan.fused_column_tile % kF, 0);
-        EXPECT_EQ(plan.fused_column_tiles * plan.fused_column_tile, dv);
-        EXPECT_EQ(plan.fused_blocks, bh * plan.fused_column_tiles);
-        EXPECT_LE(plan.fused_column_tile, kScalarDecayFusedMaxTile);
-        EXPECT_LE(64 * plan.fused_column_tile, kScalarDecayFusedMaxTileElements);
-        for (const int wider : kScalarDecayFusedTiles) {
-          if (wider > plan.fused_column_tile && dv % wider == 0 && 64 * wider <= kScalarDecayFusedMaxTileElements) {
-            EXPECT_TRUE(sms > 0 && bh * (dv / wider) < 2 * sms) << "a wider tile would have filled the device";
+TEST(ChunkScalarDecayFusedPlan, ColumnTileIsTheNarrowestWhoseGridIsOneWave) {
+  for (const int dk : {16, 64, 128}) {
+    for (const int dv : {16, 32, 48, 64, 80, 96, 112, 128}) {
+      for (const std::int64_t bh : {1, 8, 66, 128, 1024}) {
+        for (const int sms : {0, kH200Sms}) {
+          const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(bh, 1000, dk, dv, Choice::fused, sms);
+          const int tile = plan.fused_column_tile;
+          EXPECT_EQ(tile % kF, 0);
+          EXPECT_EQ(plan.fused_column_tiles * tile, dv);
+          EXPECT_EQ(plan.fused_blocks, bh * plan.fused_column_tiles);
+          EXPECT_LE(tile, kScalarDecayFusedMaxTile);
+          EXPECT_LE(dk * tile, kScalarDecayFusedMaxTileElements);
+          const std::int64_t wave = std::int64_t{kScalarDecayFusedMinBlocksPerSm} * sms;
+          for (const int other : kScalarDecayFusedTiles) {
+            if (dv % other != 0 || dk * other > kScalarDecayFusedMaxTileElements || other == tile) continue;
+            if (other < tile) {
+              EXPECT_TRUE(sms > 0 ? bh * (dv / other) > wave : true) << "a narrower tile would have been one wave";
+            } else {
+              EXPECT_TRUE(sms > 0 && plan.fused_blocks <= wave) << "a wider tile: fewer waves";
+            }
           }
         }
       }
     }
   }
-  EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 64, 64, Choice::automatic, kH200Sms).fused_column_tile, 16);
-  EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 128, 64, Choice::automatic, kH200Sms).fused_blocks, 512);
+  EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 64, 64, Choice::automatic, kH200Sms).fused_column_tile, 32);
+  EXPECT_EQ(plan_chunk_scalar_decay(128, 8192, 128, 64, Choice::automatic, kH200Sms).fused_blocks, 256);
+  EXPECT_EQ(plan_chunk_scalar_decay(8, 8192, 64, 64, Choice::fused, kH200Sms).fused_column_tile, 16);
   EXPECT_EQ(plan_chunk_scalar_decay(1024, 8192, 64, 64, Choice::automatic, kH200Sms).fused_column_tile, 64);
   EXPECT_EQ(plan_chunk_scalar_decay(1024, 8192, 128, 64, Choice::automatic, kH200Sms).fused_column_tile, 32)
       << "dk 128: at most 32 columns, two fragments a warp";
@@ -212,16 +227,19 @@ TEST(ChunkScalarDecayFusedPlan, RefusesAFusedGridPastTheLimit) {
 TEST(ChunkScalarDecayFusedPlan, GpuKernelSaysWhichStatePassRanAndWhy) {
   const ChunkScalarDecayPlan big = plan_chunk_scalar_decay(128, 8192, 64, 64, Choice::automatic, kH200Sms);
   EXPECT_EQ(scalar_decay_prefill_kernel_name(big, Choice::automatic, kH200Sms),
-            "prefill chunkwise bf16 tensor cores, fused state pass (512 blocks of 16 columns, auto: 512 >= 2 x 132 SMs)");
+            "prefill chunkwise bf16 tensor cores, fused state pass (256 blocks of 32 columns, auto: one wave on 132 SMs)");
   const ChunkScalarDecayPlan small = plan_chunk_scalar_decay(8, 8192, 64, 64, Choice::automatic, kH200Sms);
   EXPECT_EQ(scalar_decay_state_pass_description(small, Choice::automatic, kH200Sms),
-            "three-kernel state pass (auto: 32 < 2 x 132 SMs)");
+            "three-kernel state pass (auto: fused would be 32 blocks < 132 SMs)");
+  const ChunkScalarDecayPlan linear = plan_chunk_scalar_decay(128, 8192, 64, 80, Choice::automatic, kH200Sms);
+  EXPECT_EQ(scalar_decay_state_pass_description(linear, Choice::automatic, kH200Sms),
+            "three-kernel state pass (auto: fused would be 640 blocks > one wave of 264 on 132 SMs)");
   EXPECT_EQ(scalar_decay_state_pass_description(plan_chunk_scalar_decay(8, 64, 64, 64, Choice::three_kernel, 132),
                                                 Choice::three_kernel, 132),
             "three-kernel state pass (forced)");
   EXPECT_EQ(scalar_decay_state_pass_description(plan_chunk_scalar_decay(8, 64, 64, 64, Choice::fused, 132),
                                                 Choice::fused, 132),
-            "fused state pass (8 blocks of 64 columns, forced)");
+            "fused state pass (32 blocks of 16 columns, forced)");
   EXPECT_STREQ(scalar_decay_state_pass_name(Pass::fused), "fused");
   EXPECT_STREQ(scalar_decay_state_pass_name(Pass::three_kernel), "three_kernel");
 }
@@ -258,9 +276,10 @@ TEST(ChunkScalarDecayFusedPlan, ForcedFusedPrefillsPredictTheSmallerPeak) {
   Cell mamba2 = mechanism_cell("mamba2", 8, 64, 8192, DType::bfloat16, Phase::prefill, 16);
   mamba2.options.set("state_size", std::int64_t{128});
   EXPECT_EQ(mamba2_chunked_prefill_plan(mamba2, kH200Sms).state_pass, Pass::fused);
-  EXPECT_EQ(mamba2_chunked_prefill_plan(mamba2, kH200Sms).fused_blocks, 512);
-  EXPECT_EQ(plan_linear_attention_tensor_core_prefill(128, 8192, 64, Choice::automatic, kH200Sms).fused_blocks, 640)
-      << "dv + 16 = 80 columns: five tiles of 16";
+  EXPECT_EQ(mamba2_chunked_prefill_plan(mamba2, kH200Sms).fused_blocks, 256);
+  const ChunkScalarDecayPlan linear = plan_linear_attention_tensor_core_prefill(128, 8192, 64, Choice::automatic, kH200Sms);
+  EXPECT_EQ(linear.fused_blocks, 640) << "dv + 16 = 80 columns: five tiles of 16";
+  EXPECT_EQ(linear.state_pass, Pass::three_kernel);
 }
 
 }  // namespace

@@ -19,8 +19,34 @@ bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv) {
   return fits(dk) && fits(dv);
 }
 
+namespace {
+
+// The tiles a warp's fragments can carry for this dk, widest first, dividing dv.
+std::vector<int> fused_tiles(std::int64_t dk, std::int64_t dv) {
+  std::vector<int> tiles;
+  for (const int tile : kScalarDecayFusedTiles) {
+    if (dv % tile == 0 && dk * tile <= kScalarDecayFusedMaxTileElements) tiles.push_back(tile);
+  }
+  return tiles;
+}
+
+std::int64_t resident_fused_blocks(int multiprocessors) {
+  return std::int64_t{kScalarDecayFusedMinBlocksPerSm} * multiprocessors;
+}
+
+}  // namespace
+
+int scalar_decay_fused_column_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors) {
+  const std::vector<int> tiles = fused_tiles(dk, dv);  // never empty: 16 divides dv, 16 x 128 <= the cap
+  if (multiprocessors <= 0) return tiles.front();
+  for (auto tile = tiles.rbegin(); tile != tiles.rend(); ++tile) {
+    if (checked_mul(batch_heads, dv / *tile) <= resident_fused_blocks(multiprocessors)) return *tile;
+  }
+  return tiles.front();
+}
+
 ScalarDecayStatePass chunk_scalar_decay_state_pass(ScalarDecayStatePassChoice choice, std::int64_t batch_heads,
-                                                   std::int64_t dv, int multiprocessors) {
+                                                   std::int64_t dk, std::int64_t dv, int multiprocessors) {
   switch (choice) {
     case ScalarDecayStatePassChoice::fused:
       return ScalarDecayStatePass::fused;
@@ -29,13 +55,12 @@ ScalarDecayStatePass chunk_scalar_decay_state_pass(ScalarDecayStatePassChoice ch
     case ScalarDecayStatePassChoice::automatic:
       break;
   }
-  // The fused pass is a chain of `chunks` dependent steps per block; only many blocks at once hide
-  // a step's load latency and keep the memory system busy (docs/gpu-guide.md's estimate).
+  // Each fused block is a chain of `chunks` dependent steps: fewer blocks than SMs leave SMs idle
+  // and the chain latency-bound; a second wave repeats the whole chain (docs/gpu-guide.md).
   if (multiprocessors <= 0) return ScalarDecayStatePass::three_kernel;
-  const std::int64_t narrowest = kScalarDecayFusedTiles[std::size(kScalarDecayFusedTiles) - 1];
-  return checked_mul(batch_heads, dv / narrowest) >= 2 * static_cast<std::int64_t>(multiprocessors)
-             ? ScalarDecayStatePass::fused
-             : ScalarDecayStatePass::three_kernel;
+  const std::int64_t blocks = checked_mul(batch_heads, dv / scalar_decay_fused_column_tile(batch_heads, dk, dv, multiprocessors));
+  return blocks >= multiprocessors && blocks <= resident_fused_blocks(multiprocessors) ? ScalarDecayStatePass::fused
+                                                                                      : ScalarDecayStatePass::three_kernel;
 }
 
 const char* scalar_decay_state_pass_name(ScalarDecayStatePass pass) {
@@ -45,13 +70,15 @@ const char* scalar_decay_state_pass_name(ScalarDecayStatePass pass) {
 std::string scalar_decay_state_pass_description(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
                                                 int multiprocessors) {
   const bool fused = plan.state_pass == ScalarDecayStatePass::fused;
-  std::string text = fused ? "fused state pass (" + std::to_string(plan.fused_blocks) + " blocks of " +
-                                 std::to_string(plan.fused_column_tile) + " columns"
+  const std::string blocks = std::to_string(plan.fused_blocks) + " blocks";
+  std::string text = fused ? "fused state pass (" + blocks + " of " + std::to_string(plan.fused_column_tile) + " columns, "
                            : std::string("three-kernel state pass (");
-  if (choice != ScalarDecayStatePassChoice::automatic) return text + (fused ? ", forced)" : "forced)");
-  const std::int64_t narrowest = plan.batch_heads * (plan.dv / kScalarDecayFusedTiles[std::size(kScalarDecayFusedTiles) - 1]);
-  return text + (fused ? ", " : "") + "auto: " + std::to_string(narrowest) + (fused ? " >= " : " < ") + "2 x " +
-         std::to_string(multiprocessors) + " SMs)";
+  if (choice != ScalarDecayStatePassChoice::automatic) return text + "forced)";
+  const std::string sms = std::to_string(multiprocessors) + " SMs";
+  if (fused) return text + "auto: one wave on " + sms + ")";
+  if (plan.fused_blocks < multiprocessors) return text + "auto: fused would be " + blocks + " < " + sms + ")";
+  return text + "auto: fused would be " + blocks + " > one wave of " +
+         std::to_string(resident_fused_blocks(multiprocessors)) + " on " + sms + ")";
 }
 
 std::string scalar_decay_prefill_kernel_name(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
@@ -97,12 +124,8 @@ ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int6
   plan.output_layout.decay = place_shared_region(end, kRows * kFloat);
   plan.output_layout.bytes = end;
 
-  plan.state_pass = chunk_scalar_decay_state_pass(choice, batch_heads, dv, multiprocessors);
-  std::vector<int> tiles;  // those whose fragments a warp can carry in registers
-  for (const int tile : kScalarDecayFusedTiles) {
-    if (dk * tile <= kScalarDecayFusedMaxTileElements) tiles.push_back(tile);
-  }
-  plan.fused_column_tile = chunk_pass_value_tile(tiles, batch_heads, dv, multiprocessors);
+  plan.state_pass = chunk_scalar_decay_state_pass(choice, batch_heads, dk, dv, multiprocessors);
+  plan.fused_column_tile = scalar_decay_fused_column_tile(batch_heads, dk, dv, multiprocessors);
   plan.fused_column_tiles = plan.dv / plan.fused_column_tile;
   plan.fused_blocks = checked_mul(batch_heads, std::int64_t{plan.fused_column_tiles});
   plan.ld_fused_v = plan.fused_column_tile + kScalarDecayBf16Pad;

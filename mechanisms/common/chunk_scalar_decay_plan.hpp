@@ -30,8 +30,9 @@
 // and kernel (1) runs every chunk in parallel. Issue 39 asks linear_attention's prefill not to be
 // slower than today at B1, so both are written (chunk_scalar_decay_fused.cuh holds the fused pass)
 // and the plan picks one (ScalarDecayStatePass): the fused pass where its grid, batch_heads x
-// (dv / column tile) blocks with the narrowest tile (16), gives every SM two blocks (B16 H8: 512
-// blocks on 132 SMs), the three kernels elsewhere (B1 H8: 32 blocks). docs/gpu-guide.md has the
+// (dv / column tile) blocks, is one wave that covers every SM (SMs <= blocks <= 2 x SMs: B16 H8 on
+// 132 SMs, 256 blocks of 32 columns), the three kernels elsewhere (B1 H8: at most 32 blocks; and
+// grids of several waves, each wave a whole chain of dependent steps). docs/gpu-guide.md has the
 // estimate behind the rule.
 #include <cstddef>
 #include <cstdint>
@@ -136,14 +137,21 @@ struct ChunkScalarDecayPlan {
   }
 };
 
-// The state pass `choice` resolves to for batch_heads heads of dv value columns on a device of
-// `multiprocessors` SMs: automatic is fused where batch_heads * dv / 16 >= 2 * multiprocessors (the
-// fused grid at its narrowest column tile gives every SM two blocks), else the three kernels; with
-// multiprocessors <= 0 (no device known) automatic is the three kernels.
+// The fused pass's column tile: of the kScalarDecayFusedTiles dividing dv within
+// kScalarDecayFusedMaxTileElements (dk x tile), the narrowest whose grid is one wave
+// (batch_heads x dv / tile <= kScalarDecayFusedMinBlocksPerSm x multiprocessors: the most blocks,
+// each resident from the first chunk to the last), else the widest (the fewest waves); with
+// multiprocessors <= 0 the widest.
+int scalar_decay_fused_column_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors);
+// The state pass `choice` resolves to: automatic is fused where that tile's grid is one wave that
+// gives every SM a block (multiprocessors <= blocks <= kScalarDecayFusedMinBlocksPerSm x
+// multiprocessors), else the three kernels; with multiprocessors <= 0 (no device known) automatic
+// is the three kernels.
 ScalarDecayStatePass chunk_scalar_decay_state_pass(ScalarDecayStatePassChoice choice, std::int64_t batch_heads,
-                                                   std::int64_t dv, int multiprocessors);
+                                                   std::int64_t dk, std::int64_t dv, int multiprocessors);
 // "fused" or "three_kernel" (the option's spelling), and the phrase a row's gpu_kernel carries:
-// "fused state pass (auto: 512 blocks >= 2 x 132 SMs)", "three-kernel state pass (forced)".
+// "fused state pass (256 blocks of 32 columns, auto: one wave on 132 SMs)",
+// "three-kernel state pass (auto: 32 blocks < 132 SMs)", "three-kernel state pass (forced)".
 const char* scalar_decay_state_pass_name(ScalarDecayStatePass pass);
 std::string scalar_decay_state_pass_description(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
                                                 int multiprocessors);
@@ -158,9 +166,7 @@ bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv);
 // The plan for `batch_heads` heads of `tokens` tokens. Throws std::invalid_argument for head sizes
 // chunk_scalar_decay_supports refuses, SizeOverflow where a count does not fit.
 // `choice` and `multiprocessors` pick the state pass (chunk_scalar_decay_state_pass) and the fused
-// pass's column tile (the widest of kScalarDecayFusedTiles within kScalarDecayFusedMaxTileElements
-// and dividing dv whose grid gives every SM two blocks, else 16; chunk_pass_grid.hpp's rule); the
-// fused fields are filled whichever pass runs.
+// pass's column tile (scalar_decay_fused_column_tile); the fused fields are filled whichever pass runs.
 ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
                                              std::int64_t dv,
                                              ScalarDecayStatePassChoice choice = ScalarDecayStatePassChoice::three_kernel,
