@@ -9,7 +9,7 @@ const OptionSpec& scalar_decay_state_pass_option() {
                                .type = OptionType::text,
                                .default_value = std::string("auto"),
                                .help = "retnet, mamba2, linear_attention (bf16 CUDA prefill on tensor cores): auto "
-                                       "(default: fused where batch * heads * dv / 16 >= 2 x the SMs, else "
+                                       "(default: fused where its grid is one wave covering every SM, else "
                                        "three_kernel), fused (one pass carrying S over the chunks) or three_kernel "
                                        "(chunk states, prefix, outputs); the row's gpu_kernel names the one that "
                                        "ran. On `run`, a comma-separated list: one arm per value",

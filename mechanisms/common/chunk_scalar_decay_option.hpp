@@ -8,8 +8,8 @@
 
 namespace arch_bench {
 
-// state_pass: auto (default: fused where its grid gives every SM two blocks, else the three
-// kernels), fused or three_kernel. An axis on every mode, so one run measures both side by side.
+// state_pass: auto (default: fused where its grid is one wave covering every SM, else the three
+// kernels: chunk_scalar_decay_state_pass), fused or three_kernel. An axis on every mode, so one run measures both side by side.
 // Only the bf16 CUDA prefill reads it; the CPU and the fp32 recurrence ignore it.
 const OptionSpec& scalar_decay_state_pass_option();
 
