@@ -221,15 +221,19 @@ PY
   check ab run --mode performer --device cuda --batch 16 --sequence-lengths 8192 --phase prefill --features 256 \
     --warmup 3 --repeats 10 --timing cuda_events --run-label "${LABEL}-performer-prefill-b16" \
     --workload-id arch-performer-gpu-prefill-b16 --results-dir "$OUT"
-  step "mamba_scan, batch 1, L 512/2048/8192 (default matrix), --scan-kernel lane,entry,entry_mufu (the split paths)"
-  check ab run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --scan-kernel lane,entry,entry_mufu \
+  # Mamba's two prefill kernels side by side: the warp scan and the thread per (channel, 4 state
+  # entries), estimated at 15 and 10.2 issue slots per element (0.48 / 0.33 ms at B16 L8192 N 16),
+  # `auto`'s choice at N 8 and 16 until this run measures them. Batch 1 runs their split paths.
+  step "mamba_scan, batch 1, L 512/2048/8192 (default matrix), --scan-kernel lane,entry (the split paths)"
+  check ab run --mode mamba_scan --device cuda --warmup 3 --repeats 10 --scan-kernel lane,entry \
     --run-label "${LABEL}-mamba-b1" --workload-id arch-mamba-scan-gpu-b1 --results-dir "$OUT"
-  # Mamba's three prefill kernels side by side (the warp scan, the default; the per-(channel, entry)
-  # kernel with and without its polynomial exps): the estimates put them within 20% of each other, and
-  # this run decides `--scan-kernel auto`.
-  step "mamba_scan, batch 16, L 8192, decode + prefill, --scan-kernel lane,entry,entry_mufu"
+  step "mamba_scan, batch 16, L 8192, decode + prefill, --scan-kernel lane,entry"
   check ab run --mode mamba_scan --device cuda --batch 16 --sequence-lengths 8192 --warmup 3 --repeats 20 \
-    --scan-kernel lane,entry,entry_mufu --run-label "${LABEL}-mamba-b16" --workload-id arch-mamba-scan-gpu-b16 \
+    --scan-kernel lane,entry --run-label "${LABEL}-mamba-b16" --workload-id arch-mamba-scan-gpu-b16 \
+    --results-dir "$OUT"
+  step "mamba_scan, batch 16, L 8192, N 8, decode + prefill, --scan-kernel lane,entry"
+  check ab run --mode mamba_scan --device cuda --batch 16 --sequence-lengths 8192 --state-size 8 --warmup 3 \
+    --repeats 20 --scan-kernel lane,entry --run-label "${LABEL}-mamba-b16-n8" --workload-id arch-mamba-scan-gpu-b16-n8 \
     --results-dir "$OUT"
 
   [ "$PLAN" = 1 ] && return
@@ -251,9 +255,9 @@ print(" ".join(m["id"] for m in json.load(sys.stdin)["mechanisms"] if "cuda" in 
         --outputs "$CONF/$mechanism-$dtype"
     done
   done
-  # mamba's conformance above ran the default prefill kernel (the warp scan): the per-entry one too.
-  LIMIT=60 check "$BIN" conformance --device cuda --mechanism mamba --dtype bfloat16 --scan-kernel entry \
-    --inputs "$CONF/mamba-in" --outputs "$CONF/mamba-bfloat16-entry"
+  # mamba's conformance above ran the default prefill kernel (at N 16 the per-entry one): the warp scan too.
+  LIMIT=60 check "$BIN" conformance --device cuda --mechanism mamba --dtype bfloat16 --scan-kernel lane \
+    --inputs "$CONF/mamba-in" --outputs "$CONF/mamba-bfloat16-lane"
   # softmax_kv's bf16 runs cuDNN's fused attention above where cuDNN works (--softmax-impl auto; the
   # manifest's details.softmax_impl says which ran): its hand kernels too.
   LIMIT=60 check "$BIN" conformance --device cuda --mechanism softmax_kv --dtype bfloat16 --softmax-impl hand \
@@ -289,6 +293,12 @@ landscape_part() {
   check ab run --mode landscape --candidates retnet,gated_deltanet,rwkv4,rwkv6,rwkv7 --device cuda --phase decode \
     --batch 16 --sequence-lengths 8192 --warmup 10 --repeats 50 --run-label "${LABEL}-fixed-decode-b16" \
     --workload-id arch-fixed-state-decode-gpu-b16 --results-dir "$OUT"
+  # Issue 41's second delta-rule cell (fla's chunk_gated_delta_rule 5.78 ms at B16 L32768 on the
+  # 2026-12-04 H200; RWKV-7 is asked within 1.5x of it): the double-buffered passes' 512-step walks.
+  step "gated_deltanet, rwkv7 bf16 prefill, batch 16, H 8 x 64, L 32768"
+  check ab run --mode landscape --candidates gated_deltanet,rwkv7 --device cuda --phase prefill --batch 16 \
+    --sequence-lengths 32768 --warmup 2 --repeats 5 --timing cuda_events --run-label "${LABEL}-delta-rule-prefill-l32k" \
+    --workload-id arch-delta-rule-gpu-prefill-l32k --results-dir "$OUT"
   step "rwkv6 chunked prefill at head_dim 128, batch 16, L 8192"
   check ab run --mode landscape --candidates rwkv6 --device cuda --phase prefill --batch 16 --head-dim 128 \
     --sequence-lengths 8192 --warmup 3 --repeats 10 --timing cuda_events --run-label "${LABEL}-rwkv6-chunk-d128" \

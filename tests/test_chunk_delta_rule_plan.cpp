@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 #include "mechanisms/gated_deltanet/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "support/chunk_layout_checks.hpp"
+#include "support/delta_rule_pass_layout_checks.hpp"
 #include "support/mechanism_fixtures.hpp"
 
 namespace arch_bench {
@@ -34,19 +36,106 @@ TEST(ChunkDeltaRulePlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   EXPECT_EQ(empty.workspace_bytes(), 0);
 }
 
-TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndGivesEveryMultiprocessorTwoPassBlocks) {
-  for (int dv = 16; dv <= kDeltaRuleMaxDim; dv += 16) {
-    for (const std::int64_t bh : {1, 8, 128, 1024}) {
-      for (const int sms : {0, 1, 132}) {
-        expect_value_tile_fills_the_device(plan_chunk_delta_rule(bh, 300, 64, dv, sms), kDeltaRuleValueTiles, bh, dv,
-                                           sms);
+TEST(ChunkDeltaRulePlan, ValueTileDividesTheHeadAndCostsTheLeastOfTheWidths) {
+  for (const int dk : {16, 64, 128}) {
+    for (int dv = 16; dv <= kDeltaRuleMaxDim; dv += 16) {
+      for (const std::int64_t bh : {1, 8, 128, 1024}) {
+        for (const int sms : {0, 1, 132}) {
+          const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(bh, 300, dk, dv, sms);
+          EXPECT_EQ(plan.value_tile % 16, 0);
+          EXPECT_EQ(dv % plan.value_tile, 0) << dv;
+          EXPECT_EQ(plan.value_tiles * plan.value_tile, dv);
+          EXPECT_EQ(plan.pass_blocks, bh * plan.value_tiles);
+          EXPECT_EQ(plan.prepare_blocks, bh * plan.chunks);
+          const std::int64_t cost =
+              chunk_delta_rule_pass_cost(bh, dk, dv, plan.value_tile, plan.pass_blocks_per_sm, sms);
+          for (const int other : kDeltaRuleValueTiles) {
+            if (other == plan.value_tile || dv % other != 0) continue;
+            if (sms <= 0) {
+              EXPECT_LT(other, plan.value_tile) << "no device: the widest tile dividing dv";
+              continue;
+            }
+            // Every other width costs more, or as much and is narrower (re-reads the operands more).
+            const int per_sm = chunk_delta_rule_pass_blocks_per_sm(chunk_delta_rule_pass_layout(dk, other).bytes);
+            const std::int64_t other_cost = chunk_delta_rule_pass_cost(bh, dk, dv, other, per_sm, sms);
+            EXPECT_TRUE(other_cost > cost || (other_cost == cost && other < plan.value_tile))
+                << dk << " x " << dv << " bh " << bh << " sms " << sms << ": " << other << " vs " << plan.value_tile;
+          }
+        }
       }
     }
   }
-  // B16 H8 d64 on an H200's 132 SMs: 128 heads, 16-column tiles give 512 pass blocks.
-  EXPECT_EQ(chunk_delta_rule_value_tile(128, 64, 132), 16);
-  EXPECT_EQ(chunk_delta_rule_value_tile(1024, 64, 132), 64);
-  EXPECT_EQ(chunk_delta_rule_value_tile(1, 96, 0), 32);
+}
+
+TEST(ChunkDeltaRulePlan, TheTargetShapeTakesThirtyTwoColumnTilesTwoBlocksPerSmInOneWave) {
+  // B16 H8 d64 on an H200's 132 SMs: 128 heads. 32-column tiles: 256 pass blocks, 110 KiB each with
+  // the double buffer, two per SM (2 x 111 KiB <= 228 KiB): 264 places, one wave, one output tile
+  // per warp. 16 columns would take two waves (512 blocks), 64 two tiles per warp.
+  const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(128, 8192, 64, 64, 132);
+  EXPECT_EQ(plan.value_tile, 32);
+  EXPECT_EQ(plan.pass_blocks, 256);
+  EXPECT_EQ(plan.pass_layout.bytes, 112640u);
+  EXPECT_EQ(plan.pass_blocks_per_sm, 2);
+  // A warp's chain per chunk at 32 columns: W S_c 4 steps, Q~ S_c + P V' 8, K~^T V' 4 (one output
+  // tile each); at 16 the same chain in two waves; at 64 two tiles per warp in each product.
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 32, 2, 132), 16);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 16, 2, 132), 32);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 64, 64, 64, 1, 132), 32);
+  EXPECT_EQ(plan_chunk_delta_rule(128, 32768, 64, 64, 132).value_tile, 32) << "the length does not change it";
+  // d128: every tile's double buffer leaves one block per SM; 64 columns (2 waves x 56 steps) ties
+  // 32 (4 x 28) and reads the operands half as often.
+  const ChunkDeltaRulePlan wide = plan_chunk_delta_rule(128, 8192, 128, 128, 132);
+  EXPECT_EQ(wide.value_tile, 64);
+  EXPECT_EQ(wide.pass_blocks_per_sm, 1);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 128, 128, 64, 1, 132), 112);
+  EXPECT_EQ(chunk_delta_rule_pass_cost(128, 128, 128, 32, 1, 132), 112);
+  EXPECT_EQ(plan_chunk_delta_rule(1, 96, 64, 96, 0).value_tile, 32) << "no device: the widest dividing dv";
+}
+
+TEST(ChunkDeltaRulePlan, EveryTileOfEveryKeyWidthDoubleBuffersInsideTheOptInLimit) {
+  for (int dk = 16; dk <= kDeltaRuleMaxDim; dk += 16) {
+    for (const int tile : kDeltaRuleValueTiles) {
+      const DeltaRulePassLayout layout = chunk_delta_rule_pass_layout(dk, tile);
+      expect_pass_layout_double_buffered(dk, tile, chunk_delta_rule_pass_operands(dk, tile), layout);
+      EXPECT_GE(chunk_delta_rule_pass_blocks_per_sm(layout.bytes), 1);
+    }
+  }
+  // The largest: dk 128 with 64-column tiles, 216 KiB (one block per SM).
+  EXPECT_EQ(chunk_delta_rule_pass_layout(128, 64).bytes, 221184u);
+  // d64: 94 KiB at 16 columns, 110 KiB at 32, 142 KiB at 64 (two, two and one per SM).
+  EXPECT_EQ(chunk_delta_rule_pass_layout(64, 16).bytes, 96256u);
+  EXPECT_EQ(chunk_delta_rule_pass_layout(64, 32).bytes, 112640u);
+  EXPECT_EQ(chunk_delta_rule_pass_layout(64, 64).bytes, 145408u);
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(145408u), 1);
+}
+
+TEST(ChunkDeltaRulePlan, ChunksAlternateStagesSoTheNextChunksCopiesNeverLandInTheOneBeingRead) {
+  const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(2, 5 * kC + 3, 64, 64, 132);  // 6 chunks, a short tail
+  EXPECT_NE(plan.pass_layout.even, plan.pass_layout.odd);
+  for (std::int64_t chunk = 0; chunk + 1 < plan.chunks; ++chunk) {
+    EXPECT_NE(plan.pass_stage(chunk), plan.pass_stage(chunk + 1)) << chunk;
+    if (chunk >= 1) {
+      EXPECT_EQ(plan.pass_stage(chunk + 1), plan.pass_stage(chunk - 1)) << chunk;
+    }
+  }
+  EXPECT_EQ(plan.pass_stage(0), plan.pass_layout.even);
+}
+
+TEST(ChunkDeltaRulePlan, PassBlocksPerSmAreWhatSharedMemoryAndThreadsAllow) {
+  for (const std::size_t bytes : {std::size_t{1024}, std::size_t{56320}, std::size_t{96256}, std::size_t{112640},
+                                  std::size_t{115712}, std::size_t{115840}, std::size_t{145408}, std::size_t{221184}}) {
+    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(bytes);
+    ASSERT_GE(per_sm, 1) << bytes;
+    EXPECT_LE(per_sm * kDeltaRulePassThreads, kSm90ThreadsPerSm);
+    EXPECT_LE(per_sm * (bytes + kSm90SharedReservedPerBlock), kSm90SharedBytesPerSm) << bytes;
+    const bool thread_bound = (per_sm + 1) * kDeltaRulePassThreads > kSm90ThreadsPerSm;
+    EXPECT_TRUE(thread_bound || (per_sm + 1) * (bytes + kSm90SharedReservedPerBlock) > kSm90SharedBytesPerSm)
+        << bytes << ": one more block would have fitted";
+  }
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(1024), kSm90ThreadsPerSm / kDeltaRulePassThreads);
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(112640), 2);
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(115712), 2) << "2 x (113 KiB + 1 KiB) = 228 KiB exactly";
+  EXPECT_EQ(chunk_delta_rule_pass_blocks_per_sm(115840), 1) << "128 bytes more: 2 no longer fit";
 }
 
 TEST(ChunkDeltaRulePlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
@@ -66,19 +155,14 @@ TEST(ChunkDeltaRulePlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
         EXPECT_GE(plan.ld_acc, std::max({kC, dk, dv})) << "Q K^T, then W, then U share the fp32 tile";
         EXPECT_GE(plan.ld_n, plan.value_tile);
         EXPECT_GE(plan.ld_s, plan.value_tile);
-        // Bytes of the [C][ld_k] bf16 tiles, the [C][ld_n] value tiles and the fp32 [C] rows.
-        const std::size_t keys = kC * plan.ld_k * 2u, values = kC * plan.ld_n * 2u, gates = kC * 4u;
+        // Bytes of the [C][ld_k] bf16 tiles and the fp32 [C] rows.
+        const std::size_t keys = kC * plan.ld_k * 2u, gates = kC * 4u;
         const auto& p = plan.prepare_layout;
         expect_disjoint_aligned({{p.q, keys}, {p.k, keys}, {p.k_scaled, keys}, {p.v, kC * plan.ld_v * 2u},
                                  {p.t, kC * plan.ld_c * 2u}, {p.a, kC * plan.ld_a * 4u},
                                  {p.acc, kC * plan.ld_acc * 4u}, {p.decay, gates}, {p.beta, gates}},
                                 p.bytes);
-        const auto& s = plan.pass_layout;
-        const std::size_t state_rows = static_cast<std::size_t>(dk);
-        expect_disjoint_aligned({{s.w, keys}, {s.k, keys}, {s.q, keys}, {s.p, kC * plan.ld_c * 2u}, {s.u, values},
-                                 {s.v_new, values}, {s.s, state_rows * plan.ld_s * 4u},
-                                 {s.s_operand, state_rows * plan.ld_n * 2u}, {s.acc, kC * plan.ld_s * 4u}},
-                                s.bytes);
+        expect_pass_layout_double_buffered(plan);
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/rwkv/rwkv7/chunk_plan.hpp"
 #include "support/chunk_layout_checks.hpp"
@@ -61,17 +62,99 @@ TEST(Rwkv7ChunkPlan, ChunksCoverEveryTokenOnceWithAShortTail) {
   EXPECT_EQ(empty.workspace_bytes(), 0);
 }
 
-TEST(Rwkv7ChunkPlan, ValueTileDividesTheHeadAndGivesEveryMultiprocessorTwoPassBlocks) {
+// The pass's double-buffered shared memory at `dim` and `tile`: each stage's operand regions inside
+// it, the two stages disjoint from each other and from U, H, H's copy and the accumulator (chunk
+// c + 1's copies land in one while chunk c's products read the other), all 128-byte aligned and
+// inside the opt-in limit.
+void expect_pass_layout_double_buffered(int dim, int tile, const Rwkv7ChunkPassOperands& stage,
+                                        const Rwkv7ChunkPassLayout& at) {
+  SCOPED_TRACE(::testing::Message() << "dim " << dim << " tile " << tile);
+  const std::size_t C = kC, D = static_cast<std::size_t>(dim);
+  const std::size_t rows = C * (D + kRwkv7ChunkBf16Pad) * 2u, scores = C * (C + kRwkv7ChunkBf16Pad) * 2u;
+  const std::size_t values = C * static_cast<std::size_t>(tile + kRwkv7ChunkBf16Pad) * 2u;
+  const std::size_t state_ld = static_cast<std::size_t>(tile + kRwkv7ChunkFloatPad);
+  expect_disjoint_aligned({{stage.w, rows},
+                           {stage.r, rows},
+                           {stage.b, rows},
+                           {stage.k, rows},
+                           {stage.m, scores},
+                           {stage.p_rb, scores},
+                           {stage.p_rk, scores},
+                           {stage.v, values},
+                           {stage.decay, D * 4u}},
+                          stage.bytes);
+  expect_disjoint_aligned({{at.even, stage.bytes},
+                           {at.odd, stage.bytes},
+                           {at.u, values},
+                           {at.s, D * state_ld * 4u},
+                           {at.s_operand, D * (tile + kRwkv7ChunkBf16Pad) * 2u},
+                           {at.acc, C * state_ld * 4u}},
+                          at.bytes);
+  EXPECT_LE(at.even + stage.bytes, at.odd) << "the two stages are disjoint";
+  EXPECT_LE(at.bytes, kSm90OptInShared);
+  EXPECT_EQ(stage.decay % 16, 0u) << "e_last is copied 16 bytes at a time";
+}
+
+TEST(Rwkv7ChunkPlan, ValueTileDividesTheHeadAndCostsTheLeastOfTheWidths) {
   for (int dim = 16; dim <= kRwkv7ChunkMaxDim; dim += 16) {
     for (const std::int64_t bh : {1, 8, 128, 1024}) {
       for (const int sms : {0, 1, 132}) {
-        expect_value_tile_fills_the_device(plan_rwkv7_chunk(bh, 300, dim, sms), kRwkv7ChunkValueTiles, bh, dim, sms);
+        const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(bh, 300, dim, sms);
+        EXPECT_EQ(plan.value_tile % 16, 0);
+        EXPECT_EQ(dim % plan.value_tile, 0);
+        EXPECT_EQ(plan.value_tiles * plan.value_tile, dim);
+        EXPECT_EQ(plan.pass_blocks, bh * plan.value_tiles);
+        EXPECT_EQ(plan.prepare_blocks, bh * plan.chunks);
+        EXPECT_EQ(plan.pass_blocks_per_sm, chunk_pass_blocks_per_sm(plan.pass_layout.bytes, kRwkv7ChunkPassThreads));
+        const std::int64_t cost = rwkv7_chunk_pass_cost(bh, dim, plan.value_tile, plan.pass_blocks_per_sm, sms);
+        for (const int other : kRwkv7ChunkValueTiles) {
+          if (other == plan.value_tile || dim % other != 0) continue;
+          if (sms <= 0) {
+            EXPECT_LT(other, plan.value_tile) << "no device: the widest tile dividing dim";
+            continue;
+          }
+          const int per_sm =
+              chunk_pass_blocks_per_sm(rwkv7_chunk_pass_layout(dim, other).bytes, kRwkv7ChunkPassThreads);
+          const std::int64_t other_cost = rwkv7_chunk_pass_cost(bh, dim, other, per_sm, sms);
+          EXPECT_TRUE(other_cost > cost || (other_cost == cost && other < plan.value_tile))
+              << dim << " bh " << bh << " sms " << sms << ": " << other << " vs " << plan.value_tile;
+        }
       }
     }
   }
-  // B16 H8 d64 on an H200's 132 SMs: 128 heads, 16-column tiles give 512 pass blocks.
-  EXPECT_EQ(rwkv7_chunk_value_tile(128, 64, 132), 16);
-  EXPECT_EQ(rwkv7_chunk_value_tile(1024, 64, 132), 64);
+  // B16 H8 d64 on an H200's 132 SMs: 128 heads. 32-column tiles: 256 blocks of 77.5 KiB, 2 per SM,
+  // one wave, a warp's chain 22 wmma steps a chunk (U 6, O 8, H 2 x 4); 16 columns: 3 per SM, 512
+  // blocks in 2 waves of 18; 64 columns: one wave of 44.
+  const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(128, 8192, 64, 132);
+  EXPECT_EQ(plan.value_tile, 32);
+  EXPECT_EQ(plan.pass_blocks, 256);
+  EXPECT_EQ(plan.pass_layout.bytes, 79360u);
+  EXPECT_EQ(plan.pass_blocks_per_sm, 2);
+  EXPECT_EQ(rwkv7_chunk_pass_cost(128, 64, 32, 2, 132), 22);
+  EXPECT_EQ(rwkv7_chunk_pass_cost(128, 64, 16, 3, 132), 36);
+  EXPECT_EQ(rwkv7_chunk_pass_cost(128, 64, 64, 2, 132), 44);
+  EXPECT_EQ(chunk_pass_blocks_per_sm(rwkv7_chunk_pass_layout(64, 16).bytes, kRwkv7ChunkPassThreads), 3);
+  EXPECT_EQ(rwkv7_chunk_value_tile(1, 96, 0), 32) << "no device: the widest dividing dim";
+}
+
+TEST(Rwkv7ChunkPlan, EveryTileOfEveryHeadSizeDoubleBuffersInsideTheOptInLimit) {
+  for (int dim = 16; dim <= kRwkv7ChunkMaxDim; dim += 16) {
+    for (const int tile : kRwkv7ChunkValueTiles) {
+      const Rwkv7ChunkPassLayout layout = rwkv7_chunk_pass_layout(dim, tile);
+      expect_pass_layout_double_buffered(dim, tile, rwkv7_chunk_pass_operands(dim, tile), layout);
+      EXPECT_GE(chunk_pass_blocks_per_sm(layout.bytes, kRwkv7ChunkPassThreads), 1);
+    }
+  }
+  EXPECT_EQ(rwkv7_chunk_pass_layout(128, 64).bytes, 161792u) << "the largest: 158 KiB";
+  EXPECT_EQ(rwkv7_chunk_pass_layout(64, 16).bytes, 68096u);
+  EXPECT_EQ(rwkv7_chunk_pass_layout(64, 64).bytes, 101888u);
+  // Chunks alternate stages: chunk c + 1's copies never land in chunk c's.
+  const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(2, 5 * kC + 3, 64, 132);
+  for (std::int64_t chunk = 0; chunk + 1 < plan.chunks; ++chunk) {
+    EXPECT_NE(plan.pass_stage(chunk), plan.pass_stage(chunk + 1)) << chunk;
+  }
+  EXPECT_EQ(plan.pass_stage(0), plan.pass_layout.even);
+  EXPECT_EQ(plan.pass_stage(1), plan.pass_layout.odd);
 }
 
 TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
@@ -88,18 +171,18 @@ TEST(Rwkv7ChunkPlan, SharedMemoryFitsSm90AndEveryWmmaTileIsAligned) {
       EXPECT_GE(plan.ld_n, plan.value_tile);
       EXPECT_GE(plan.ld_s, plan.value_tile);
       EXPECT_EQ(plan.value_tile % 8, 0) << "V's tile is copied 16 bytes at a time";
-      // Bytes of the [C][ld_k] row tiles, the [C][C] score tiles and the [C][ld_n] value tiles.
+      // Bytes of the [C][ld_k] row tiles and the [C][C] score tiles.
       const std::size_t C = kC, D = static_cast<std::size_t>(dim);
-      const std::size_t rows = C * plan.ld_k * 2u, scores = C * plan.ld_c * 2u, values = C * plan.ld_n * 2u;
+      const std::size_t rows = C * plan.ld_k * 2u, scores = C * plan.ld_c * 2u;
       const auto& p = plan.prepare_layout;
       expect_disjoint_aligned({{p.decay, C * D * 4}, {p.a, rows}, {p.r, rows}, {p.b, rows}, {p.k, rows}, {p.v, rows},
                                {p.scores, 4 * C * plan.ld_score * 4u}, {p.t, scores}, {p.acc, C * plan.ld_acc * 4u}},
                               p.bytes);
-      const auto& s = plan.pass_layout;
-      expect_disjoint_aligned({{s.w, rows}, {s.r, rows}, {s.b, rows}, {s.k, rows}, {s.m, scores}, {s.p_rb, scores},
-                               {s.p_rk, scores}, {s.v, values}, {s.u, values}, {s.s, D * plan.ld_s * 4u},
-                               {s.s_operand, D * plan.ld_n * 2u}, {s.acc, C * plan.ld_s * 4u}},
-                              s.bytes);
+      // The prepare kernel stages the chunk's raw w (C x ld_k bf16) in the score blocks' memory.
+      EXPECT_GE(4 * C * plan.ld_score * 4u, C * plan.ld_k * 2u);
+      expect_pass_layout_double_buffered(dim, plan.value_tile, plan.pass_operands, plan.pass_layout);
+      EXPECT_EQ(plan.ld_n, plan.value_tile + kRwkv7ChunkBf16Pad);
+      EXPECT_EQ(plan.ld_s, plan.value_tile + kRwkv7ChunkFloatPad);
     }
   }
 }

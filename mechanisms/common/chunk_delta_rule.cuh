@@ -4,7 +4,10 @@
 // later delta-rule mechanisms). A mechanism supplies an operand policy, a struct of force-inlined
 // device functions:
 //   float log_decay(bh, t), beta_at(bh, t)             log a_t (<= 0) and beta_t of head bh, token t
-//   __nv_bfloat16 q_at(bh, t, i), k_at(bh, t, i), v_at(bh, t, j)   the token's operands, i < dk, j < dv
+//   const __nv_bfloat16* q_row(bh, t), k_row(bh, t), v_row(bh, t)   the token's operands: dk (q, k)
+//                                                      or dv (v) bf16, contiguous, 16-byte aligned,
+//                                                      and token t + 1's row right after token t's
+//                                                      (a chunk's rows are one run of memory)
 //   float query_factor(float sum), key_factor(float sum)  the factor a row is scaled by, given its
 //                                                      sum of squares (Gated DeltaNet: L2 norms)
 //   void store(bh, t, j, float o)                      o_t[j] (the mechanism's epilogue)
@@ -24,6 +27,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_async_rows.cuh"
 #include "mechanisms/common/chunk_delta_rule_plan.hpp"
 #include "mechanisms/common/chunk_log_decay.cuh"
 #include "mechanisms/common/chunk_wmma.cuh"
@@ -50,11 +54,14 @@ inline constexpr int kSolveSums = 4;  // partial sums per row of the solve
 template <class Policy>
 __device__ __forceinline__ void chunk_gates(const Policy& policy, float* __restrict__ b, float* __restrict__ beta,
                                             std::int64_t bh, std::int64_t first, int rows) {
-  cumulative_log_decay(policy, b, bh, first, rows);
   if (threadIdx.x >= 32) return;
+  // beta read before the scan, so that its loads and the decays' are in flight together.
   const int m0 = 2 * static_cast<int>(threadIdx.x), m1 = m0 + 1;
-  beta[m0] = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
-  beta[m1] = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
+  const float beta0 = m0 < rows ? policy.beta_at(bh, first + m0) : 0.0f;
+  const float beta1 = m1 < rows ? policy.beta_at(bh, first + m1) : 0.0f;
+  cumulative_log_decay(policy, b, bh, first, rows);
+  beta[m0] = beta0;
+  beta[m1] = beta1;
 }
 
 }  // namespace delta_rule_detail
@@ -91,13 +98,24 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
   __nv_bfloat16* p_out = workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC);
   __nv_bfloat16* u_out = workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv);
 
+  // The chunk's raw q, k and v rows into q_tile, k_tile and v_tile, every copy issued at once
+  // (cp.async, 16 bytes each) so that the block waits on global memory once, while warp 0 reads the
+  // gates, rather than once per token and warp.
+  if (rows > 0) {
+    chunk_async::copy_rows_async(q_tile, plan.ld_k, policy.q_row(bh, first), dk, rows, dk);
+    chunk_async::copy_rows_async(k_tile, plan.ld_k, policy.k_row(bh, first), dk, rows, dk);
+    chunk_async::copy_rows_async(v_tile, plan.ld_v, policy.v_row(bh, first), dv, rows, dv);
+  }
+  chunk_async::commit_copies();
   chunk_gates(policy, b, beta, bh, first, rows);
+  chunk_async::wait_copies<0>();
   __syncthreads();
   const float b_last = b[kC - 1];
 
   // One warp per token: the row's sum of squares by shuffles, then its forms (normalised Q and K
-  // for the scores, diag(exp(b)) K for W, and Q~ and K~ for the pass straight to the workspace).
-  // Rows past the sequence are 0 everywhere.
+  // for the scores, in place of the raw rows: each lane rewrites only the elements it read,
+  // diag(exp(b)) K for W, and Q~ and K~ for the pass straight to the workspace). Rows past the
+  // sequence are 0 everywhere.
   const __nv_bfloat16 zero = __float2bfloat16_rn(0.0f);
   for (int m = warp; m < kC; m += warps) {
     if (m < rows) {
@@ -106,8 +124,8 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
 #pragma unroll
       for (int e = 0; e < kRowValuesPerLane; ++e) {
         const int i = lane + 32 * e;
-        qx[e] = i < dk ? __bfloat162float(policy.q_at(bh, first + m, i)) : 0.0f;
-        kx[e] = i < dk ? __bfloat162float(policy.k_at(bh, first + m, i)) : 0.0f;
+        qx[e] = i < dk ? __bfloat162float(q_tile[m * plan.ld_k + i]) : 0.0f;
+        kx[e] = i < dk ? __bfloat162float(k_tile[m * plan.ld_k + i]) : 0.0f;
         q_sum = fmaf(qx[e], qx[e], q_sum);
         k_sum = fmaf(kx[e], kx[e], k_sum);
       }
@@ -130,7 +148,6 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
         q_out[m * dk + i] = __float2bfloat16_rn(qn * up);
         k_out[m * dk + i] = __float2bfloat16_rn(kn * to_last);
       }
-      for (int j = lane; j < dv; j += 32) v_tile[m * plan.ld_v + j] = policy.v_at(bh, first + m, j);
     } else {
       for (int i = lane; i < dk; i += 32) {
         q_tile[m * plan.ld_k + i] = zero;
@@ -209,9 +226,36 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
   if (threadIdx.x == 0) chunk_log_decay[bh * plan.chunks + chunk] = b_last;
 }
 
+// The pass kernel's copies of chunk `chunk`'s operands into the stage at byte offset `stage`,
+// issued and committed as one group of this thread's cp.async copies, not waited for.
+__device__ __forceinline__ void issue_pass_operands(const ChunkDeltaRulePlan& plan,
+                                                    const __nv_bfloat16* __restrict__ workspace, std::size_t stage,
+                                                    std::int64_t bh, std::int64_t chunk, int j0) {
+  using namespace delta_rule_detail;
+  using chunk_async::copy_rows_async;
+  const DeltaRulePassOperands& at = plan.pass_operands;
+  const int dk = plan.dk, dv = plan.dv;
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.w), plan.ld_k,
+                  workspace + plan.w_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.k), plan.ld_k,
+                  workspace + plan.k_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.q), plan.ld_k,
+                  workspace + plan.q_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.p), plan.ld_c,
+                  workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+  copy_rows_async(shared_region<__nv_bfloat16>(stage + at.u), plan.ld_n,
+                  workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv) + j0, dv, kC,
+                  plan.value_tile);
+  chunk_async::commit_copies();
+}
+
 // (2) One block per (head, value tile): the block's columns of S (fp32, in shared memory) walk the
 // chunks in order. Per chunk, with S_c rounded to bf16 as the operand:
 //   V' = U - W S_c;  O = Q~ S_c + P V';  S_{c+1} = exp(b_last) S_c + K~^T V'.
+// The operands (W, K~, Q~, P, U's tile) are double-buffered: chunk c + 1's are copied (cp.async)
+// into one stage while chunk c's products read the other, so a chunk waits on global memory only
+// where its copies, issued a whole chunk earlier, have not landed yet; b_last is loaded a chunk
+// ahead into a register. The arithmetic is the unbuffered kernel's, operation for operation.
 // `state` [batch_heads][dk][dv] holds the state before the first token and receives the state
 // after the last.
 template <class Policy>
@@ -220,11 +264,6 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
                            const float* __restrict__ chunk_log_decay, float* __restrict__ state) {
   using namespace delta_rule_detail;
   const DeltaRulePassLayout& at = plan.pass_layout;
-  auto* w_tile = shared_region<__nv_bfloat16>(at.w);
-  auto* k_tile = shared_region<__nv_bfloat16>(at.k);
-  auto* q_tile = shared_region<__nv_bfloat16>(at.q);
-  auto* p_tile = shared_region<__nv_bfloat16>(at.p);
-  auto* u_tile = shared_region<__nv_bfloat16>(at.u);
   auto* v_new = shared_region<__nv_bfloat16>(at.v_new);
   auto* s = shared_region<float>(at.s);
   auto* s_operand = shared_region<__nv_bfloat16>(at.s_operand);
@@ -236,23 +275,38 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
   const int j0 = static_cast<int>(ht.index) * n;
   const int tiles_n = n / kF, tiles_k = dk / kF;
   float* head_state = state + bh * dk * dv;
+  const float* head_log_decay = chunk_log_decay + bh * plan.chunks;
 
+  issue_pass_operands(plan, workspace, plan.pass_stage(0), bh, 0, j0);
+  float next_log_decay = head_log_decay[0];
   load_state_columns(s, plan.ld_s, head_state, dv, j0, dk, n);
   __syncthreads();
 
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
-    copy_rows(w_tile, plan.ld_k, workspace + plan.w_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
-    copy_rows(k_tile, plan.ld_k, workspace + plan.k_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
-    copy_rows(q_tile, plan.ld_k, workspace + plan.q_offset() + delta_rule_chunk_offset(plan, bh, chunk, dk), dk, kC, dk);
-    copy_rows(p_tile, plan.ld_c, workspace + plan.p_offset() + delta_rule_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
-    copy_rows(u_tile, plan.ld_n, workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv) + j0, dv,
-              kC, n);
+    // Chunk c + 1's copies go to the stage chunk c - 1's products read, all before the barrier
+    // that ended them (or, at c = 0, no chunk's); past the last chunk an empty group keeps the
+    // count of groups in flight the same every chunk.
+    const float log_decay = next_log_decay;
+    if (chunk + 1 < plan.chunks) {
+      issue_pass_operands(plan, workspace, plan.pass_stage(chunk + 1), bh, chunk + 1, j0);
+      next_log_decay = head_log_decay[chunk + 1];
+    } else {
+      chunk_async::commit_copies();
+    }
+    const std::size_t stage = plan.pass_stage(chunk);
+    const auto* w_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.w);
+    const auto* k_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.k);
+    const auto* q_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.q);
+    const auto* p_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.p);
+    const auto* u_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.u);
+
     for (int e = threadIdx.x; e < dk * n; e += blockDim.x) {
       const int i = e / n, j = e % n;
       s_operand[i * plan.ld_n + j] = __float2bfloat16_rn(s[i * plan.ld_s + j]);
     }
-    const float carry = expf(chunk_log_decay[bh * plan.chunks + chunk]);
-    __syncthreads();
+    const float carry = expf(log_decay);
+    chunk_async::wait_copies<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
+    __syncthreads();                // everyone's: chunk c's operands and S_c's bf16 copy are in place
 
     // W S_c into acc_tile.
     for_warp_tiles(kTiles, tiles_n, [&](int ti, int tj) {
@@ -295,9 +349,10 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads)
       const int i = e / n, j = e % n;
       policy.store(bh, first + i, j0 + j, acc_tile[i * plan.ld_s + j]);
     }
-    // The next chunk's loads overwrite only the operand tiles (read before the barrier above);
-    // acc_tile is next written after the barrier that follows them.
+    // The next chunk writes S's bf16 copy (read before the barrier above) and issues its copies
+    // into this chunk's stage (likewise); acc_tile is next written after its barrier.
   }
+  chunk_async::wait_copies<0>();  // no copy outlives the block (the last group is empty)
 
   store_state_columns(head_state, dv, j0, s, plan.ld_s, dk, n);
 }

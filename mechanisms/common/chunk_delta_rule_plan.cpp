@@ -6,6 +6,7 @@
 
 #include "core/checked_size.hpp"
 #include "mechanisms/common/chunk_pass_grid.hpp"
+#include "mechanisms/common/chunk_pass_occupancy.hpp"
 
 namespace arch_bench {
 
@@ -14,8 +15,53 @@ bool chunk_delta_rule_supports(std::int64_t dk, std::int64_t dv) {
          fits_wmma_tiles(dv, kDeltaRuleFragment, kDeltaRuleMaxDim);
 }
 
-int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dv, int multiprocessors) {
-  return chunk_pass_value_tile(kDeltaRuleValueTiles, batch_heads, dv, multiprocessors);
+namespace {
+
+constexpr int kC = kDeltaRuleChunk;
+constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kC;
+
+// Row strides of the pass kernel's value tiles (bf16) and of its S and accumulator (fp32).
+constexpr int value_stride(int tile) { return tile + kDeltaRuleBf16Pad; }
+constexpr int state_stride(int tile) { return tile + kDeltaRuleFloatPad; }
+
+}  // namespace
+
+DeltaRulePassOperands chunk_delta_rule_pass_operands(int dk, int tile) {
+  const std::size_t key_rows = tile_bytes(kRows, dk + kDeltaRuleBf16Pad, kBf16);
+  return place_shared_layout<DeltaRulePassOperands>(key_rows, key_rows, key_rows,
+                                                    tile_bytes(kRows, kC + kDeltaRuleBf16Pad, kBf16),
+                                                    tile_bytes(kRows, value_stride(tile), kBf16));
+}
+
+DeltaRulePassLayout chunk_delta_rule_pass_layout(int dk, int tile) {
+  const std::size_t stage = chunk_delta_rule_pass_operands(dk, tile).bytes;
+  return place_shared_layout<DeltaRulePassLayout>(
+      stage, stage, tile_bytes(kRows, value_stride(tile), kBf16), tile_bytes(dk, state_stride(tile), kFloat),
+      tile_bytes(dk, value_stride(tile), kBf16), tile_bytes(kRows, state_stride(tile), kFloat));
+}
+
+int chunk_delta_rule_pass_blocks_per_sm(std::size_t pass_bytes) {
+  return chunk_pass_blocks_per_sm(pass_bytes, kDeltaRulePassThreads);
+}
+
+std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int tile,
+                                        int blocks_per_sm, int multiprocessors) {
+  constexpr std::int64_t kF = kDeltaRuleFragment, kRowTiles = kC / kF;
+  const std::int64_t columns = tile / kF, keys = dk / kF;
+  const std::int64_t steps = chunk_pass_warp_steps({{kRowTiles * columns, keys},               // W S_c
+                                                    {kRowTiles * columns, keys + kRowTiles},   // Q~ S_c + P V'
+                                                    {keys * columns, kRowTiles}},              // K~^T V'
+                                                   kDeltaRulePassThreads / 32);
+  const std::int64_t blocks = checked_product(batch_heads, dv / tile);
+  return chunk_pass_waves(blocks, multiprocessors, blocks_per_sm) * steps;
+}
+
+int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors) {
+  return cheapest_chunk_pass_tile(kDeltaRuleValueTiles, dv, multiprocessors, [&](int tile) {
+    const std::size_t bytes = chunk_delta_rule_pass_layout(static_cast<int>(dk), tile).bytes;
+    const int per_sm = chunk_delta_rule_pass_blocks_per_sm(bytes);
+    return chunk_delta_rule_pass_cost(batch_heads, dk, dv, tile, per_sm, multiprocessors);
+  });
 }
 
 ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
@@ -26,10 +72,9 @@ ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t 
                                 std::to_string(dv));
   }
   if (batch_heads < 0 || tokens < 0) throw std::invalid_argument("batch_heads and tokens must be >= 0");
-  constexpr int kC = kDeltaRuleChunk;
   ChunkDeltaRulePlan plan;
   place_chunk_pass_grid(plan, batch_heads, tokens, kC, dv,
-                        chunk_delta_rule_value_tile(batch_heads, dv, multiprocessors));
+                        chunk_delta_rule_value_tile(batch_heads, dk, dv, multiprocessors));
   plan.dk = static_cast<int>(dk);
   plan.dv = static_cast<int>(dv);
   plan.ld_k = plan.dk + kDeltaRuleBf16Pad;
@@ -37,19 +82,17 @@ ChunkDeltaRulePlan plan_chunk_delta_rule(std::int64_t batch_heads, std::int64_t 
   plan.ld_c = kC + kDeltaRuleBf16Pad;
   plan.ld_a = kC + kDeltaRuleFloatPad;
   plan.ld_acc = std::max({kC, plan.dk, plan.dv}) + kDeltaRuleFloatPad;
-  plan.ld_n = plan.value_tile + kDeltaRuleBf16Pad;
-  plan.ld_s = plan.value_tile + kDeltaRuleFloatPad;
+  plan.ld_n = value_stride(plan.value_tile);
+  plan.ld_s = state_stride(plan.value_tile);
 
   // Regions in the order of the layouts' fields (chunk_pass_grid.hpp).
-  constexpr std::size_t kBf16 = 2, kFloat = 4, kRows = kC;
-  const std::size_t key_rows = tile_bytes(kRows, plan.ld_k, kBf16), chunk_rows = tile_bytes(kRows, plan.ld_c, kBf16);
-  const std::size_t value_rows = tile_bytes(kRows, plan.ld_n, kBf16), token_floats = kRows * kFloat;
+  const std::size_t key_rows = tile_bytes(kRows, plan.ld_k, kBf16), token_floats = kRows * kFloat;
   plan.prepare_layout = place_shared_layout<DeltaRulePrepareLayout>(
-      key_rows, key_rows, key_rows, tile_bytes(kRows, plan.ld_v, kBf16), chunk_rows,
+      key_rows, key_rows, key_rows, tile_bytes(kRows, plan.ld_v, kBf16), tile_bytes(kRows, plan.ld_c, kBf16),
       tile_bytes(kRows, plan.ld_a, kFloat), tile_bytes(kRows, plan.ld_acc, kFloat), token_floats, token_floats);
-  plan.pass_layout = place_shared_layout<DeltaRulePassLayout>(
-      key_rows, key_rows, key_rows, chunk_rows, value_rows, value_rows, tile_bytes(plan.dk, plan.ld_s, kFloat),
-      tile_bytes(plan.dk, plan.ld_n, kBf16), tile_bytes(kRows, plan.ld_s, kFloat));
+  plan.pass_operands = chunk_delta_rule_pass_operands(plan.dk, plan.value_tile);
+  plan.pass_layout = chunk_delta_rule_pass_layout(plan.dk, plan.value_tile);
+  plan.pass_blocks_per_sm = chunk_delta_rule_pass_blocks_per_sm(plan.pass_layout.bytes);
 
   const std::int64_t rows = checked_product(plan.prepare_blocks, kC);
   plan.workspace_key_elements = checked_product(rows, dk);

@@ -29,7 +29,13 @@ namespace arch_bench {
 
 inline constexpr int kDeltaRuleChunk = 64;            // C: tokens per chunk
 inline constexpr int kDeltaRulePrepareThreads = 256;  // 8 warps
-inline constexpr int kDeltaRulePassThreads = 128;     // 4 warps: a value tile has 4 to 16 output tiles
+// 8 warps: a value tile has 4 to 16 output tiles per product, so at the 32-column tile most plans
+// take every warp computes one (a warp's tiles are a serial chain of wmma steps: the pass's
+// per-chunk latency, which its chunks add up in sequence).
+inline constexpr int kDeltaRulePassThreads = 256;
+// The pass double-buffers a chunk's operands (W, K~, Q~, P, U's tile): chunk c + 1's are copied
+// (cp.async) into one stage while chunk c's products read the other.
+inline constexpr int kDeltaRulePassStages = 2;
 inline constexpr int kDeltaRuleFragment = 16;         // the wmma tile (m = n = k = 16)
 inline constexpr int kDeltaRuleMaxDim = 128;          // dk and dv: multiples of 16 up to this
 // Value-tile widths the pass may take, widest first (each a multiple of 16).
@@ -54,12 +60,17 @@ struct DeltaRulePrepareLayout {  // kernel (1)
   std::size_t beta = 0;          // beta, fp32 [C] (0 past the sequence)
   std::size_t bytes = 0;
 };
+struct DeltaRulePassOperands {  // one stage of kernel (2)'s double buffer, offsets from the stage's start
+  std::size_t w = 0;            // W, bf16 [C][ld_k]
+  std::size_t k = 0;            // K~, bf16 [C][ld_k]
+  std::size_t q = 0;            // Q~, bf16 [C][ld_k]
+  std::size_t p = 0;            // P, bf16 [C][ld_c]
+  std::size_t u = 0;            // U's value tile, bf16 [C][ld_n]
+  std::size_t bytes = 0;
+};
 struct DeltaRulePassLayout {  // kernel (2)
-  std::size_t w = 0;          // W, bf16 [C][ld_k]
-  std::size_t k = 0;          // K~, bf16 [C][ld_k]
-  std::size_t q = 0;          // Q~, bf16 [C][ld_k]
-  std::size_t p = 0;          // P, bf16 [C][ld_c]
-  std::size_t u = 0;          // U's value tile, bf16 [C][ld_n]
+  std::size_t even = 0;       // the operands of chunks 0, 2, 4, ... (a DeltaRulePassOperands stage)
+  std::size_t odd = 0;        // the operands of chunks 1, 3, 5, ...
   std::size_t v_new = 0;      // V'_c's value tile, bf16 [C][ld_n]
   std::size_t s = 0;          // the block's columns of S, fp32 [dk][ld_s]
   std::size_t s_operand = 0;  // S_c rounded to bf16 [dk][ld_n]
@@ -85,7 +96,9 @@ struct ChunkDeltaRulePlan {
   int ld_n = 0;    // bf16 row stride of the pass kernel's value tiles
   int ld_s = 0;    // fp32 row stride of the pass kernel's S and accumulator
   DeltaRulePrepareLayout prepare_layout;
+  DeltaRulePassOperands pass_operands;  // inside each stage of pass_layout
   DeltaRulePassLayout pass_layout;
+  int pass_blocks_per_sm = 0;  // pass blocks an sm_90 multiprocessor holds at once (shared memory, threads)
   // Workspace, one bf16 array of five regions, each [batch_heads][chunks][C][width] with every
   // chunk C rows long (rows past the sequence hold 0): W, K~, Q~ (width dk), P (width C), U (width
   // dv); and one fp32 array of each chunk's b_last [batch_heads][chunks].
@@ -103,6 +116,10 @@ struct ChunkDeltaRulePlan {
   constexpr std::int64_t q_offset() const { return 2 * workspace_key_elements; }
   constexpr std::int64_t p_offset() const { return 3 * workspace_key_elements; }
   constexpr std::int64_t u_offset() const { return 3 * workspace_key_elements + workspace_score_elements; }
+  // Byte offset of the stage holding chunk `chunk`'s operands (the kernel calls it).
+  constexpr std::size_t pass_stage(std::int64_t chunk) const {
+    return chunk % 2 == 0 ? pass_layout.even : pass_layout.odd;
+  }
   std::size_t max_shared_bytes() const {
     return prepare_layout.bytes > pass_layout.bytes ? prepare_layout.bytes : pass_layout.bytes;
   }
@@ -111,10 +128,28 @@ struct ChunkDeltaRulePlan {
 // Whether the tensor-core prefill takes these head sizes (dk, dv multiples of 16 in 16..128).
 bool chunk_delta_rule_supports(std::int64_t dk, std::int64_t dv);
 
-// The value tile of the pass kernel: the widest of kDeltaRuleValueTiles dividing dv whose grid,
-// batch_heads * dv / tile blocks, gives every multiprocessor two blocks (the pass is sequential over
-// chunks: its blocks are its parallelism), else 16; multiprocessors <= 0: the widest dividing dv.
-int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dv, int multiprocessors);
+// The pass kernel's shared memory for key width dk and value tile `tile`: one stage of its double
+// buffer (offsets from the stage's start), and the whole layout (two stages, V', S, S's bf16 copy,
+// the accumulator). plan_chunk_delta_rule's pass_operands and pass_layout are these at its tile.
+DeltaRulePassOperands chunk_delta_rule_pass_operands(int dk, int tile);
+DeltaRulePassLayout chunk_delta_rule_pass_layout(int dk, int tile);
+
+// Pass blocks an sm_90 multiprocessor holds at once with `pass_bytes` of dynamic shared memory each
+// (chunk_pass_occupancy.hpp: the fewer of what its shared memory and its threads allow).
+int chunk_delta_rule_pass_blocks_per_sm(std::size_t pass_bytes);
+
+// The pass kernel's cost at value tile `tile` (chunk_pass_occupancy.hpp): the grid's waves
+// (batch_heads * dv / tile blocks over multiprocessors * blocks_per_sm) times the wmma steps of the
+// longest warp's chain per chunk: W S_c and Q~ S_c + P V' ((C / 16) (tile / 16) output tiles, dk / 16
+// and dk / 16 + C / 16 steps), K~^T V' ((dk / 16) (tile / 16) tiles, C / 16 steps).
+std::int64_t chunk_delta_rule_pass_cost(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int tile,
+                                        int blocks_per_sm, int multiprocessors);
+
+// The value tile of the pass kernel: of kDeltaRuleValueTiles dividing dv, the one of least
+// chunk_delta_rule_pass_cost at the blocks per SM its shared memory allows (dk's operands, double
+// buffered), the widest of equals (every value tile of a head re-reads the chunk's W, K~, Q~ and P:
+// a wider tile reads them fewer times). multiprocessors <= 0: the widest dividing dv.
+int chunk_delta_rule_value_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors);
 
 // The plan for `batch_heads` heads of `tokens` tokens. Throws std::invalid_argument for head sizes
 // chunk_delta_rule_supports refuses, SizeOverflow where a count does not fit.

@@ -97,6 +97,17 @@ struct GatedDeltaNetChunkOperands : ChunkTokenOperands {
   const float* beta;
   float query_scale;
 
+  // Token t's rows, as the prepare kernel stages a chunk's (its rows are consecutive; dk and dv
+  // multiples of 16 keep every row 16-byte aligned in cudaMalloc'd memory).
+  __device__ __forceinline__ const __nv_bfloat16* q_row(std::int64_t bh, std::int64_t t) const {
+    return q + (bh * tokens + t) * dk;
+  }
+  __device__ __forceinline__ const __nv_bfloat16* k_row(std::int64_t bh, std::int64_t t) const {
+    return k + (bh * tokens + t) * dk;
+  }
+  __device__ __forceinline__ const __nv_bfloat16* v_row(std::int64_t bh, std::int64_t t) const {
+    return v + (bh * tokens + t) * dv;
+  }
   __device__ __forceinline__ float log_decay(std::int64_t bh, std::int64_t t) const { return g[bh * tokens + t]; }
   __device__ __forceinline__ float beta_at(std::int64_t bh, std::int64_t t) const { return beta[bh * tokens + t]; }
   __device__ __forceinline__ float query_factor(float sum) const { return query_scale / sqrtf(sum + kNormEps); }

@@ -3,7 +3,7 @@
 // between chunks; at small batch the sequence is split into segments scanned by separate blocks,
 // whose entering h a small combine pass finds (cuda_plan.hpp describes the geometry). fp32 math
 // throughout; expf and log1pf keep softplus and silu within 1e-4 of the fp64 reference, and
-// exp(dt A) is one ex2.approx. A plan for the entry kernel (a thread per (channel, state entry),
+// exp(dt A) is one ex2.approx. A plan for the entry kernel (a thread per (channel, 4 state entries),
 // cuda_entry.cu) shares the split's combine pass here. The lane prefill is bound by instruction issue, not by the MUFU: its
 // instruction counts per (token, channel, entry), read off the SASS, are in docs/gpu-guide.md.
 #include <cstdint>
@@ -401,7 +401,7 @@ void launch_mamba_prefill(const MambaPrefillPlan& plan, const MambaParameters& p
   const S *u = reinterpret_cast<const S*>(x.u), *dt_raw = reinterpret_cast<const S*>(x.dt_raw);
   const S *z = reinterpret_cast<const S*>(x.z), *B = reinterpret_cast<const S*>(x.B), *C = reinterpret_cast<const S*>(x.C);
   const bool split = plan.segments > 1;
-  const bool entry = plan.kernel != MambaScanKernel::lane;  // cuda_entry.cu: a thread per (channel, entry)
+  const bool entry = plan.kernel != MambaScanKernel::lane;  // cuda_entry.cu: a thread per (channel, 4 entries)
   if (split) {
     if (workspace == nullptr) throw std::invalid_argument("launch_mamba_prefill: a split plan needs its workspace");
     if (entry) {

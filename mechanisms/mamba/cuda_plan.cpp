@@ -47,14 +47,14 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
     throw std::invalid_argument("plan_mamba_prefill: the entry kernel takes N 8 or 16, not " +
                                 std::to_string(shape.state_size));
   }
-  plan.threads = entry ? kMambaEntryThreads : kMambaScanThreads;
+  plan.threads = entry ? mamba_entry_threads(plan.state_size) : kMambaScanThreads;
   plan.channels_per_block = entry ? mamba_entry_channels_per_block(plan.state_size) : kMambaScanWarps;
   plan.channel_groups = ceil_div(shape.channels, plan.channels_per_block);
   plan.chunks = ceil_div(tokens, kMambaScanChunk);
   plan.shared_bytes = entry ? mamba_entry_shared_bytes(plan.state_size)
                             : mamba_scan_shared_bytes(static_cast<int>(sizeof(float)), plan.state_size);
   const std::int64_t row_blocks = checked_mul(shape.batch, plan.channel_groups);
-  const int blocks_per_sm = entry ? kMambaEntryMinBlocksPerSm : kMambaScanMinBlocksPerSm;
+  const int blocks_per_sm = entry ? kMambaEntrySplitBlocksPerSm : kMambaScanMinBlocksPerSm;
   return split_mamba_prefill(plan, mamba_prefill_segments(row_blocks, plan.chunks, multiprocessors, blocks_per_sm));
 }
 
@@ -92,10 +92,10 @@ std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell) {
   const std::string choice = mamba_scan_kernel_option().text(cell.options);
   const bool applies = mamba_entry_applies(mamba_state_size_option().integer(cell.options));
   if (choice == "lane") return MambaScanKernel::lane;
-  // auto is the warp scan: by the SASS counts (docs/gpu-guide.md) it is estimated slightly faster than the
-  // entry kernel (15 issue slots per element against 15.6 and 17.8), and neither has run on a GPU yet;
-  // `--scan-kernel entry,entry_mufu,lane` measures all three, and the measurement decides.
-  if (choice == "auto") return MambaScanKernel::lane;
+  // auto is the entry kernel where it applies: by the SASS counts (docs/gpu-guide.md) it issues 10.2
+  // slots per element at N 16 (13.1 at N 8) against the warp scan's 15. Neither has run on a GPU
+  // yet; `--scan-kernel entry,lane` measures both, and the measurement decides.
+  if (choice == "auto") return applies ? MambaScanKernel::entry : MambaScanKernel::lane;
   if (!applies) return std::nullopt;
   return choice == "entry_mufu" ? MambaScanKernel::entry_mufu : MambaScanKernel::entry;
 }
@@ -117,10 +117,10 @@ std::string mamba_gpu_kernel_name(const Cell& cell) {
   if (!kernel) return "none (" + mamba_scan_kernel_option().text(cell.options) + " does not take this N)";
   std::string name = "prefill " + mamba_scan_kernel_name(*kernel);
   const std::string n = std::to_string(mamba_state_size_option().integer(cell.options));
-  if (*kernel == MambaScanKernel::entry) {
+  if (*kernel == MambaScanKernel::entry && kMambaEntryPolynomialTokens > 0) {
     name += " (N " + n + ", exp2 " + std::to_string(kMambaEntryPolynomialTokens) + "/" +
             std::to_string(kMambaEntryTile) + " polynomial)";
-  } else if (*kernel == MambaScanKernel::entry_mufu) {
+  } else if (*kernel != MambaScanKernel::lane) {
     name += " (N " + n + ")";
   } else {
     name += " (warp scan)";
@@ -146,7 +146,7 @@ std::optional<std::string> mamba_cuda_unsupported(const Cell& cell) {
   if (plan_mamba_decode(shape).blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit";
   const MambaPrefillPlan prefill = plan_mamba_prefill(shape, cell.sequence_length, 0, *kernel);
   // Unsplit; a split grid fills its resident slots once (mamba_prefill_segments: 2 blocks per SM for
-  // the lane kernel, 4 for the entry kernel), far below the limit.
+  // either kernel), far below the limit.
   if (prefill.blocks > kCudaMaxGridX) return "batch * d_inner exceeds the CUDA grid limit (2^31 - 1 blocks)";
   if (prefill.shared_bytes > kCudaDefaultSharedBytes) return "mamba scan shared memory exceeds 48 KiB";
   return std::nullopt;

@@ -81,70 +81,125 @@ constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size)
          2 * sizeof(float) * static_cast<std::size_t>(kMambaScanWarps * state_size);
 }
 
-// The second prefill kernel (cuda_entry.cu, issue 39): one thread per (channel, state entry)
-// walking time, no lane scan. A warp holds 32 / N channels of N lanes each (lane k N + s: channel k
-// of the warp, entry s); a block of kMambaEntryThreads threads holds 256 / N channels of one batch
-// element. Time goes in tiles of kMambaEntryTile tokens: the block stages the tile's B_t, C_t (fp32,
-// [entry][token]) and per (channel, token) dt, dt u, D u and silu(z) (softplus, skip and gate once
-// per (token, channel)) in shared memory, each lane runs its h over the tile (per element dt x
-// A log2 e, one exp2, du x B, the h FMA and C h into its tile register), and y is reduced across
-// the channel's N lanes through shared memory: each lane writes its tile of C h as 16-byte vectors
-// into a per-warp [lane][token] array and then sums the N entries of the tile's tokens it owns
-// (token s + N q) in entry order. A fraction of the exps (tokens mamba_entry_polynomial_token of
-// each tile, the same for every lane, so no lane diverges) run on the FMA pipe (exp2_poly.hpp). The
+// The second prefill kernel (cuda_entry.cu, issue 39): a thread per (channel, E state entries)
+// walking time, no lane scan. E = kMambaEntryEntriesPerThread = 4 at N 16 and at N 8, so a channel
+// has L = N / 4 lanes (4 or 2), neighbours in a warp: lane j of the channel holds entries
+// 4 j .. 4 j + 3. A block holds kMambaEntryChannelsPerBlock = 32 channels of one batch element
+// (128 threads at N 16, 64 at N 8). Time goes in tiles of kMambaEntryTile tokens: the block copies
+// the tile's raw inputs into shared memory one tile ahead (16-byte cp.async, double-buffered; the
+// raw layout below), then stages from them the tile's B_t, C_t (fp32, [token][entry], so that a
+// lane's 4 entries of a token are one 16-byte read) and per (channel, token) {dt, dt u} and
+// {D u, silu(z)} (softplus, skip and gate once per (token, channel), each lane for its own
+// channel's 16 / L tokens), and each lane runs its 4 h over the tile: per element
+// dt x A log2 e, one exp2, du x B, the h FMA, and C h folded into the lane's y partial of the token
+// (an FMUL and 3 FFMA over its 4 entries in entry order). y sums the channel's L partials by a
+// transpose-reduce over groups of L tokens (cuda_entry.cu, entry_reduce): log2 L shuffle steps, at each of
+// which a lane keeps half of its group's tokens and sends the other half to its partner, so that
+// lane j ends with token j of the group, summed as (p_0 + p_2) + (p_1 + p_3) at L 4 and p_0 + p_1
+// at L 2 (p_l: lane l's partial). `entry` may run a fraction of the exps (tokens
+// mamba_entry_polynomial_token of each tile) on the FMA pipe (exp2_poly.hpp); none now (below). The
 // time split of the lane kernel (segments, map pass, combine, workspace) carries over unchanged.
 // Instantiated for N in {8, 16} (mamba_entry_applies); other N run the lane kernel.
 enum class MambaScanKernel {
   lane,        // mamba_warp_scan_kernel: a warp per channel, shuffle scan over lanes of 8 tokens
-  entry,       // mamba_entry_scan_kernel with the polynomial exp2 on part of the tokens
+  entry,       // mamba_entry_scan_kernel with the polynomial exp2 on kMambaEntryPolynomialTokens a tile (none now)
   entry_mufu,  // the same kernel, every exp on the MUFU (ex2.approx)
 };
-inline constexpr int kMambaEntryThreads = 256;
-inline constexpr int kMambaEntryWarps = kMambaEntryThreads / 32;
+inline constexpr int kMambaEntryEntriesPerThread = 4;
+inline constexpr int kMambaEntryChannelsPerBlock = 32;
 inline constexpr int kMambaEntryTile = 16;
-inline constexpr int kMambaEntryMinBlocksPerSm = 4;     // __launch_bounds__: at most 64 registers
-inline constexpr int kMambaEntryMapMinBlocksPerSm = 3;  // the map pass of a split plan: at most 80
-// A row of a shared tile: the tile's tokens padded by one 16-byte vector (rows of neighbouring
-// entries then start 4 banks apart: a quarter-warp's 16-byte reads of 8 rows are conflict-free).
-inline constexpr int kMambaEntryRowStride = kMambaEntryTile + 4;
 constexpr bool mamba_entry_applies(std::int64_t n) { return n == 8 || n == 16; }
-constexpr int mamba_entry_channels_per_block(int n) { return kMambaEntryThreads / n; }
-// Thread t of an entry block: lane k N + s of warp w is state entry s of the warp's channel k, the
-// block's channel w (32 / N) + k.
+constexpr int mamba_entry_lanes_per_channel(int n) { return n / kMambaEntryEntriesPerThread; }
+constexpr int mamba_entry_threads(int n) { return kMambaEntryChannelsPerBlock * mamba_entry_lanes_per_channel(n); }
+constexpr int mamba_entry_channels_per_block(int /*n*/) { return kMambaEntryChannelsPerBlock; }
+// __launch_bounds__: both passes hold 16 warps per SM (4 blocks at N 16, 8 at N 8: at most 128
+// registers). At 32 warps (64 registers) the outputs pass spilled 40-140 bytes: a thread keeps its
+// 4 h and 4 A log2 e, the next tile's raw values (16 / L (channel, token) items and 2 of B and C)
+// and its loads' pointers and bounds, and the unrolled tile loop hoists its shared reads. Issue 39's
+// grids hold about 2 blocks per SM (kMambaEntrySplitBlocksPerSm) whatever the bound.
+inline constexpr int kMambaEntryWarpsPerSm = 16;
+constexpr int mamba_entry_min_blocks_per_sm(int n) { return kMambaEntryWarpsPerSm / (mamba_entry_threads(n) / 32); }
+// The split plan counts 2 blocks per SM for the entry kernel, not the 8 or 16 resident: the kernel is
+// bound by instruction issue, and a split's map pass repeats the staging and the exps of all but the
+// last segment (about 1.5x the issue at 4 segments), which more resident warps do not buy back. So a
+// grid splits only where it would leave SMs without two blocks (batch 1: 16 blocks, split 16 ways;
+// batch 16 at d_inner 512: 256 blocks, unsplit).
+inline constexpr int kMambaEntrySplitBlocksPerSm = 2;
+// Thread t of an entry block: lane j = t % L of the block's channel t / L, entries 4 j .. 4 j + 3.
 struct MambaEntrySlot {
-  int channel = 0;          // of the block
-  int channel_in_warp = 0;  // k
-  int entry = 0;            // s
+  int channel = 0;  // of the block
+  int lane = 0;     // j: of the channel's L lanes
 };
 constexpr MambaEntrySlot mamba_entry_slot(int n, int thread) {
-  const int warp = thread / 32, lane = thread % 32;
-  return {warp * (32 / n) + lane / n, lane / n, lane % n};
+  return {thread / mamba_entry_lanes_per_channel(n), thread % mamba_entry_lanes_per_channel(n)};
 }
-// The tile tokens whose exps the polynomial takes: 3 of 16 (4, 9, 14), f = 3/16 of the exps on
-// the FMA pipe (docs/gpu-guide.md balances issue and MUFU at f ~ 1/6).
-inline constexpr int kMambaEntryPolynomialTokens = 3;
-constexpr bool mamba_entry_polynomial_token(int tile_token) { return tile_token % 5 == 4; }
-// Shared memory (floats), per block: the B and C tiles [2][N][stride]; per channel of the block
-// the tile's {dt, dt u} pairs [channels][tile][2] and {D u, silu(z)} pairs [channels][tile][2]; per
-// warp the y array of the reduction, lane k N + s's row at (k N + s) stride + k N (channel k's rows
-// shifted k N banks, so that the owners' reads of one entry row of every channel in the warp are
-// 32 different banks).
-constexpr int mamba_entry_bc_index(int n, int tensor, int s, int token) {
-  return (tensor * n + s) * kMambaEntryRowStride + token;
+// The tile token whose y lane j of a channel stores after the transpose-reduce of group g (tokens
+// g L .. g L + L - 1).
+constexpr int mamba_entry_owned_token(int n, int lane, int group) { return group * mamba_entry_lanes_per_channel(n) + lane; }
+// The tile tokens whose exps the polynomial takes: the first kMambaEntryPolynomialTokens of 4, 9,
+// 14 (the same for every lane, so no lane diverges). None: with 4 entries a thread the kernel's
+// issue (10.2 slots per element) and MUFU (1.25 per element, 10 slots' worth at 16 MUFU results
+// per SM and clock) are balanced, and each polynomial exp trades 8 slots' worth of MUFU for about
+// 10 issue slots (docs/gpu-guide.md), so `entry` runs every exp on ex2.approx, as `entry_mufu`
+// does. The machinery (the kernel's kPolynomial form, the replay's polynomial tokens) stays for a
+// kernel whose issue count falls under its MUFU's.
+inline constexpr int kMambaEntryPolynomialTokens = 0;
+constexpr bool mamba_entry_polynomial_token(int tile_token) {
+  return tile_token % 5 == 4 && tile_token / 5 < kMambaEntryPolynomialTokens;
 }
-constexpr int mamba_entry_pairs_offset(int n) { return 2 * n * kMambaEntryRowStride; }
+// Shared memory (floats), per block: the B and C tiles [2][tile][N] (a tile's B is 16 N contiguous
+// elements in global memory, so the staging writes are contiguous and a lane's 4 entries are one
+// 16-byte read); per channel of the block the tile's {dt, dt u} pairs [channels][stride] and
+// {D u, silu(z)} pairs [channels][stride], a channel's row padded by 2 L words past its 2 x 16:
+// the rows of neighbouring channels then start 2 L banks apart, so that the scan's 16-byte pair
+// reads (L lanes of a channel share one; a quarter-warp spans 8 / L channels) and the owners' 8-byte
+// term reads (a half-warp spans 16 / L channels, each L consecutive tokens) fall on different banks.
+constexpr int mamba_entry_bc_index(int n, int tensor, int token, int s) { return (tensor * kMambaEntryTile + token) * n + s; }
+constexpr int mamba_entry_channel_stride(int n) { return 2 * kMambaEntryTile + 2 * mamba_entry_lanes_per_channel(n); }
+constexpr int mamba_entry_pairs_offset(int n) { return 2 * kMambaEntryTile * n; }
 constexpr int mamba_entry_terms_offset(int n) {
-  return mamba_entry_pairs_offset(n) + 2 * kMambaEntryTile * mamba_entry_channels_per_block(n);
+  return mamba_entry_pairs_offset(n) + mamba_entry_channels_per_block(n) * mamba_entry_channel_stride(n);
 }
-constexpr int mamba_entry_y_offset(int n) {
-  return mamba_entry_terms_offset(n) + 2 * kMambaEntryTile * mamba_entry_channels_per_block(n);
+// Word of {dt, du} (terms: {D u, silu z}) of the block's channel `channel`, tile token `token`.
+constexpr int mamba_entry_pair_index(int n, int channel, int token) {
+  return mamba_entry_pairs_offset(n) + channel * mamba_entry_channel_stride(n) + 2 * token;
 }
-inline constexpr int kMambaEntryWarpYFloats = 32 * kMambaEntryRowStride + 32;
-constexpr int mamba_entry_y_index(int n, int channel_in_warp, int s, int token) {
-  return (channel_in_warp * n + s) * kMambaEntryRowStride + channel_in_warp * n + token;
+constexpr int mamba_entry_term_index(int n, int channel, int token) {
+  return mamba_entry_terms_offset(n) + channel * mamba_entry_channel_stride(n) + 2 * token;
 }
-constexpr std::size_t mamba_entry_shared_bytes(int n) {
-  return sizeof(float) * static_cast<std::size_t>(mamba_entry_y_offset(n) + kMambaEntryWarps * kMambaEntryWarpYFloats);
+// The raw tile the block copies from global memory one tile ahead (cuda_entry.cu: 16-byte cp.async
+// where the rows are 16-byte aligned, element by element where not), double-buffered after the fp32
+// arrays, in storage elements: u, dt_raw, z [tensor][channel][token], then B, C [tensor][token x N]
+// as in global memory. In that order the tile's 16-byte vectors are consecutive in shared memory,
+// so vector v of the tile lands at byte 16 v of the stage whatever tensor it belongs to.
+inline constexpr int kMambaEntryRawTokenElements = 3 * kMambaEntryChannelsPerBlock * kMambaEntryTile;
+constexpr int mamba_entry_raw_index(int tensor, int channel, int token) {
+  return (tensor * kMambaEntryChannelsPerBlock + channel) * kMambaEntryTile + token;
+}
+constexpr int mamba_entry_raw_bc_index(int n, int tensor, int element) {
+  return kMambaEntryRawTokenElements + tensor * kMambaEntryTile * n + element;
+}
+constexpr int mamba_entry_raw_stage_elements(int n) { return kMambaEntryRawTokenElements + 2 * kMambaEntryTile * n; }
+// Bytes: the fp32 arrays, then the two raw stages (their offset a multiple of 16).
+constexpr std::size_t mamba_entry_raw_offset_bytes(int n) {
+  return sizeof(float) * static_cast<std::size_t>(mamba_entry_terms_offset(n) +
+                                                  mamba_entry_channels_per_block(n) * mamba_entry_channel_stride(n));
+}
+constexpr std::size_t mamba_entry_raw_stage_bytes(int n, int element_bytes) {
+  return static_cast<std::size_t>(mamba_entry_raw_stage_elements(n)) * static_cast<std::size_t>(element_bytes);
+}
+// Dynamic shared bytes for a storage dtype of `element_bytes`; the plan's shared_bytes is the fp32
+// size (4), which bounds the bf16 one.
+constexpr std::size_t mamba_entry_shared_bytes(int n, int element_bytes = 4) {
+  return mamba_entry_raw_offset_bytes(n) + 2 * mamba_entry_raw_stage_bytes(n, element_bytes);
+}
+// The staging from the raw tile (per tile, after a barrier): thread t computes dt, dt u, D u and
+// silu(z) of 16 / L consecutive tokens of its own scan channel (its lane j stages tokens
+// (16 / L) j ..), reading each raw row as one 8- or 16-byte vector, and widens 4 consecutive B or
+// C elements (threads [0, T / 2) B, [T / 2, T) C) into the fp32 tiles.
+constexpr int mamba_entry_staged_tokens(int n) { return kMambaEntryTile / mamba_entry_lanes_per_channel(n); }
+constexpr int mamba_entry_widened_element(int n, int thread) {
+  return 4 * (thread % (mamba_entry_threads(n) / 2));
 }
 
 // Split-L at small batch: the grid above has batch x ceil(d_inner / 8) blocks, each walking the
@@ -174,7 +229,8 @@ struct MambaPrefillPlan {
   std::int64_t map_blocks = 0;      // pass 1: batch * (segments - 1) * channel_groups; 0 unsplit
   std::int64_t combine_blocks = 0;  // pass 2: ceil(rows * N / kMambaCombineThreads); 0 unsplit
   std::int64_t workspace_floats = 0;  // rows * segments * (N + 1) floats; 0 unsplit
-  std::size_t shared_bytes = 0;     // dynamic: mamba_scan_shared_bytes(4, N) or mamba_entry_shared_bytes(N)
+  std::size_t shared_bytes = 0;     // dynamic: mamba_scan_shared_bytes(4, N), or mamba_entry_shared_bytes(N), the
+                                    // fp32 bound (the entry kernel launches with its dtype's bytes)
   MambaScanKernel kernel = MambaScanKernel::lane;
   int channels_per_block = kMambaScanWarps;  // lane: a warp per channel; entry: 256 / N
 };
@@ -203,8 +259,8 @@ constexpr std::int64_t mamba_segment_dt_index(const MambaPrefillPlan& plan, std:
 // segments than it could run at once, never a wrong split), so that the workspace has a bound
 // that does not depend on the device (mamba_prefill_cuda_workspace_bytes).
 inline constexpr int kMambaSplitMaxMultiprocessors = 256;
-// `blocks_per_sm`: the kernel's resident blocks per SM (kMambaScanMinBlocksPerSm for the lane
-// kernel, kMambaEntryMinBlocksPerSm for the entry kernel).
+// `blocks_per_sm`: the blocks per SM the split fills (kMambaScanMinBlocksPerSm, the lane kernel's
+// resident blocks; kMambaEntrySplitBlocksPerSm for the entry kernel).
 std::int64_t mamba_prefill_segments(std::int64_t row_blocks, std::int64_t chunks, int multiprocessors,
                                     int blocks_per_sm = kMambaScanMinBlocksPerSm);
 
@@ -214,8 +270,8 @@ std::int64_t mamba_prefill_workspace_bytes(const MambaPrefillPlan& plan);
 // The most workspace bytes the CUDA prefill of `tokens` allocates on any device: the plan's on a
 // device of kMambaSplitMaxMultiprocessors SMs (segments never decrease as SMs are added), exact
 // there and an upper bound on smaller devices (139,264 bytes on an H200's 132 SMs at batch 1,
-// d_inner 512, N 16, L 8192; 278,528 bounded; the entry kernel, 4 blocks per SM: 557,056 and
-// 1,114,112). predicted_peak_bytes counts it for the kernel the cell's scan_kernel picks, since a
+// d_inner 512, N 16, L 8192; 278,528 bounded; the entry kernel, 16 segments of 512 tokens on an
+// H200: 557,056, and 1,114,112 bounded). predicted_peak_bytes counts it for the kernel the cell's scan_kernel picks, since a
 // cell's prediction is made before any device is known.
 std::int64_t mamba_prefill_cuda_workspace_bytes(const MambaShape& shape, std::int64_t tokens,
                                                 MambaScanKernel kernel = MambaScanKernel::lane);
@@ -261,12 +317,12 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
 MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segments);
 
 // The prefill kernel a cell runs: its `scan_kernel` option (options.hpp), `auto` resolved to
-// `entry` where mamba_entry_applies(N), else `lane`; nullopt where `entry`/`entry_mufu` is asked
+// `entry` where mamba_entry_applies(N) (N 8, 16), else `lane`; nullopt where `entry`/`entry_mufu` is asked
 // for an N it does not take (mamba_cuda_unsupported says why).
 std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell);
 // Its name: "lane", "entry" or "entry_mufu"; and what a CUDA cell records as gpu_kernel:
-// "prefill entry (N 16, exp2 3/16 polynomial)", "prefill entry_mufu (N 16)", "prefill lane (warp
-// scan)", "decode (context prefill entry ...)".
+// "prefill entry (N 16)" ("prefill entry (N 16, exp2 3/16 polynomial)" with polynomial tokens),
+// "prefill entry_mufu (N 16)", "prefill lane (warp scan)", "decode (context prefill entry ...)".
 std::string mamba_scan_kernel_name(MambaScanKernel kernel);
 std::string mamba_gpu_kernel_name(const Cell& cell);
 

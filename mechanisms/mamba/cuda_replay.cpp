@@ -201,6 +201,17 @@ void combine_segments(const MambaPrefillPlan& plan, const MambaParameters& param
   }
 }
 
+// y of one token over a channel's L lanes, in the order of the kernel's transpose-reduce
+// (cuda_entry.cu, entry_reduce): partners `half` = L / 2, L / 4, ... apart add their partials, so
+// that at L 4 the sum is (p_0 + p_2) + (p_1 + p_3) (each add commutes, so which lane of a pair
+// makes it does not change the value).
+float reduce_lanes(std::vector<float> part) {
+  for (std::size_t half = part.size() / 2; half >= 1; half /= 2) {
+    for (std::size_t i = 0; i < half; ++i) part[i] = part[i] + part[i + half];
+  }
+  return part[0];
+}
+
 // One pass of mamba_entry_scan_kernel (cuda_entry.cu) over `segments` segments of every row.
 // outputs: h enters from `entering` (workspace slots, or the state unsplit) and out is written, the
 // last segment leaving h in `state`; map pass: h from zero, the end h and dt sum into `workspace`.
@@ -208,7 +219,7 @@ template <class T>
 void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, const MambaTokens<T>& x,
                 const float* entering, float* state, std::vector<float>& workspace, T* out, bool outputs,
                 std::int64_t segments, MambaReplayFault fault) {
-  const int n = plan.state_size;
+  const int n = plan.state_size, lanes = mamba_entry_lanes_per_channel(n), per_lane = kMambaEntryEntriesPerThread;
   const std::int64_t tokens = plan.tokens;
   const bool polynomial = plan.kernel == MambaScanKernel::entry;
   auto exp2_of = [&](float v, int tile_token) {
@@ -219,9 +230,10 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
     }
     return mamba_exp2_poly(v);
   };
-  const int summed = fault == MambaReplayFault::reduction_entry_dropped ? n - 1 : n;
-  std::vector<float> h(static_cast<std::size_t>(n)), a2(h.size()), dt_sum(h.size());
-  std::vector<float> y(static_cast<std::size_t>(n * kMambaEntryTile));  // [entry][tile token]
+  // The entries of a lane's C h chain (chain_entry_dropped: its last is left out).
+  const int chained = fault == MambaReplayFault::chain_entry_dropped ? per_lane - 1 : per_lane;
+  std::vector<float> h(static_cast<std::size_t>(n)), a2(h.size());
+  std::vector<float> part(static_cast<std::size_t>(lanes));
   for (std::int64_t row = 0; row < plan.batch * plan.channels; ++row) {
     const std::int64_t b = row / plan.channels;
     const int c = static_cast<int>(row % plan.channels);
@@ -230,10 +242,9 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
       for (int s = 0; s < n; ++s) {
         a2[s] = params.A[static_cast<std::int64_t>(c) * n + s] * kMambaLog2e;
         h[s] = outputs ? entering[mamba_segment_state_index(plan, row, segment, s)] : 0.0f;
-        dt_sum[s] = 0.0f;
       }
+      float dt_sum = 0.0f;
       for (std::int64_t first = begin; first < end; first += kMambaEntryTile) {
-        float skip[kMambaEntryTile], gate[kMambaEntryTile];
         for (int t = 0; t < kMambaEntryTile; ++t) {
           const std::int64_t token = first + t;
           const bool inside = token < end;
@@ -241,23 +252,31 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
           const float u = inside ? to_float(x.u[row * tokens + token]) : 0.0f;
           const float dt = inside ? entry_softplus(to_float(x.dt_raw[row * tokens + token]) + params.dt_bias[c]) : 0.0f;
           const float du = dt * u;
-          skip[t] = params.D[c] * u;
-          gate[t] = entry_silu(inside ? to_float(x.z[row * tokens + token]) : 0.0f);
-          for (int s = 0; s < n; ++s) {
-            const std::int64_t at = (b * tokens + token) * n + s;
-            const float bv = inside ? to_float(x.B[at]) : 0.0f, cv = inside ? to_float(x.C[at]) : 0.0f;
-            const float a = exp2_of(dt * a2[s], t);
-            h[s] = std::fma(a, h[s], du * bv);
-            y[static_cast<std::size_t>(s * kMambaEntryTile + t)] = cv * h[s];
-            dt_sum[s] += dt;
+          const float skip = params.D[c] * u;
+          const float gate = entry_silu(inside ? to_float(x.z[row * tokens + token]) : 0.0f);
+          dt_sum += dt;
+          for (int lane = 0; lane < lanes; ++lane) {
+            float y = 0.0f;
+            for (int i = 0; i < per_lane; ++i) {
+              const int s = per_lane * lane + i;
+              const std::int64_t at = (b * tokens + token) * n + s;
+              const float bv = inside ? to_float(x.B[at]) : 0.0f, cv = inside ? to_float(x.C[at]) : 0.0f;
+              const float a = exp2_of(dt * a2[s], t);
+              h[s] = std::fma(a, h[s], du * bv);
+              // The lane's y partial: C h of its first entry, then an FMA per further entry.
+              if (i == 0) {
+                y = cv * h[s];
+              } else if (i < chained) {
+                y = std::fma(cv, h[s], y);
+              }
+            }
+            part[static_cast<std::size_t>(lane)] = y;
           }
-        }
-        if (!outputs) continue;
-        for (int t = 0; t < kMambaEntryTile && first + t < end; ++t) {
-          float sum = y[static_cast<std::size_t>(t)];
-          for (int e = 1; e < summed; ++e) sum += y[static_cast<std::size_t>(e * kMambaEntryTile + t)];
+          if (!outputs || !inside) continue;
+          if (fault == MambaReplayFault::lane_partial_dropped) part[static_cast<std::size_t>(lanes - 1)] = 0.0f;
+          float sum = reduce_lanes(part);
           if (fault == MambaReplayFault::reduction_token_skipped && t == 7) sum = 0.0f;
-          out[row * tokens + first + t] = from_float<T>((sum + skip[t]) * gate[t]);
+          out[row * tokens + token] = from_float<T>((sum + skip) * gate);
         }
       }
       for (int s = 0; s < n; ++s) {
@@ -267,7 +286,7 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
           state[row * n + s] = h[s];
         }
       }
-      if (!outputs) workspace[static_cast<std::size_t>(mamba_segment_dt_index(plan, row, segment))] = dt_sum[0];
+      if (!outputs) workspace[static_cast<std::size_t>(mamba_segment_dt_index(plan, row, segment))] = dt_sum;
     }
   }
 }

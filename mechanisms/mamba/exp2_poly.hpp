@@ -1,7 +1,8 @@
 #pragma once
 // 2^x for x <= 0 on the FMA pipe: Cody-Waite range reduction and a degree-5 minimax polynomial.
-// The per-(channel, entry) prefill (cuda_entry.cu) takes a fraction of its exps here instead of the
-// MUFU's ex2.approx, so that the two pipes share the work: the idea is FlashAttention-4's (Tri Dao
+// The per-(channel, entry) prefill (cuda_entry.cu) can take a fraction of its exps here instead of
+// the MUFU's ex2.approx, so that the two pipes share the work (none now: its issue and MUFU are
+// balanced, cuda_plan.hpp's kMambaEntryPolynomialTokens): the idea is FlashAttention-4's (Tri Dao
 // and collaborators, 2025, for Blackwell, as its authors' talks and write-ups of its code describe
 // it: part of the softmax's exp2 by a polynomial on the FMA units, where the MUFU is the
 // bottleneck). The range reduction and the coefficients here are our own: a

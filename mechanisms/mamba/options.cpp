@@ -18,12 +18,12 @@ const OptionSpec& mamba_scan_kernel_option() {
   static const OptionSpec spec{.key = "scan_kernel",
                                .type = OptionType::text,
                                .default_value = std::string("auto"),
-                               .help = "mamba (CUDA prefill): auto (default: lane, estimated the fastest until a GPU run "
-                                       "measures them), "
-                                       "entry (a thread per channel and state entry, part of the exps on a "
-                                       "polynomial), entry_mufu (the same, every exp on ex2.approx) or lane (the "
-                                       "warp scan); the row's gpu_kernel names the one that ran. On `run`, a "
-                                       "comma-separated list: one arm per value",
+                               .help = "mamba (CUDA prefill): auto (default: entry at state_size 8 and 16, "
+                                       "estimated the fastest until a GPU run measures them; lane at any other), "
+                                       "entry (a thread per channel and 4 state entries; no exps on a polynomial "
+                                       "now, so the same kernel as entry_mufu), entry_mufu (every exp on "
+                                       "ex2.approx) or lane (the warp scan); the row's gpu_kernel names the one "
+                                       "that ran. On `run`, a comma-separated list: one arm per value",
                                .choices = {"auto", "entry", "entry_mufu", "lane"},
                                .axis = true,
                                .every_mode_axis = true};

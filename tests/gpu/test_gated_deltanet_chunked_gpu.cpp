@@ -70,9 +70,10 @@ TEST(GatedDeltaNetChunkedGpu, HeadSizesAndOddHeadCountsMatchTheReference) {
 constexpr std::int64_t kHeads = 4;
 
 // Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernels,
-// continuing from `state` (updated in place); out and the workspace poisoned first.
+// continuing from `state` (updated in place); out and the workspace poisoned first. The chunked
+// plan picks its value tile for `plan_sms` multiprocessors (the device's when < 0; 0: the widest).
 PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const GatedDeltaNetGates& gates,
-                       std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
+                       std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked, int plan_sms = -1) {
   Allocator& a = cuda.allocator();
   testing::DeviceTokens<bf16> x(cuda, in, first, rows);  // out poisoned
   const std::vector<float> g_rows = gates.head_rows(gates.g, first, rows);
@@ -82,7 +83,8 @@ PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const Gated
   upload<float>(cuda, beta_rows.data(), static_cast<std::int64_t>(beta.size()), beta.data());
   const int sms = cuda.device().multiprocessors;
   if (chunked) {
-    const ChunkDeltaRulePlan plan = plan_chunk_delta_rule(in.batch_heads, rows, in.dim, in.dim, sms);
+    const ChunkDeltaRulePlan plan =
+        plan_chunk_delta_rule(in.batch_heads, rows, in.dim, in.dim, plan_sms < 0 ? sms : plan_sms);
     Buffer<bf16> workspace(a, static_cast<std::size_t>(plan.workspace_bf16_elements()));
     Buffer<float> chunk_log_decay(a, static_cast<std::size_t>(plan.workspace_decay_elements));
     poison(cuda, workspace.data(), workspace.bytes());  // every element is written before it is read
@@ -101,9 +103,10 @@ PrefillRun run_prefill(CudaBackend& cuda, const AttentionInputs& in, const Gated
 }
 
 // run_prefill as the checks' `run` (chunk_prefill_checks.hpp).
-auto prefill_runs(CudaBackend& cuda, const AttentionInputs& in, const GatedDeltaNetGates& gates) {
-  return [&cuda, &in, &gates](std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
-    return run_prefill(cuda, in, gates, first, rows, state, chunked);
+auto prefill_runs(CudaBackend& cuda, const AttentionInputs& in, const GatedDeltaNetGates& gates,
+                  int plan_sms = -1) {
+  return [&cuda, &in, &gates, plan_sms](std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
+    return run_prefill(cuda, in, gates, first, rows, state, chunked, plan_sms);
   };
 }
 
@@ -115,6 +118,25 @@ TEST(GatedDeltaNetChunkedGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalSt
     const AttentionInputs in = make_attention_inputs(cell, length, 31);
     const GatedDeltaNetGates gates = make_gated_deltanet_gates(cell, length, 31);
     testing::expect_chunked_prefill_equals_recurrence(cuda, in, length, prefill_runs(cuda, in, gates));
+  }
+}
+
+// The pass double-buffers each chunk's operands (two stages, alternating): odd and even chunk
+// counts, with and without a short tail, at every value tile (48: 16 columns; 64 and 128 at the
+// device's choice, 32 at 4 heads, and at the widest, 64, which plan_sms = 0 gives).
+TEST(GatedDeltaNetChunkedGpu, DoubleBufferedPassEqualsTheRecurrenceAtEveryValueTileAndChunkParity) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t dim : {48, 64, 128}) {
+    for (const int plan_sms : {-1, 0}) {
+      for (const std::int64_t length : {129, 192, 256}) {  // 3 chunks with a 1-token tail, 3 whole, 4 whole
+        SCOPED_TRACE("dim " + std::to_string(dim) + " plan_sms " + std::to_string(plan_sms));
+        const Cell cell = mechanism_cell("gated_deltanet", kHeads, dim, length, DType::bfloat16, Phase::prefill, 2);
+        const AttentionInputs in = make_attention_inputs(cell, length, 41);
+        const GatedDeltaNetGates gates = make_gated_deltanet_gates(cell, length, 41);
+        testing::expect_chunked_prefill_equals_recurrence(cuda, in, length, prefill_runs(cuda, in, gates, plan_sms));
+      }
+    }
   }
 }
 

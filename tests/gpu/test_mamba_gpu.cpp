@@ -4,8 +4,9 @@
 // tokens equals the last row of a prefill over L + 1 with the same h, and a prefill continues from
 // the h it is given. The split prefill (segments scanned by separate blocks, cuda_plan.hpp) equals
 // the unsplit one and its CPU replay, continues from a carried h, and is what a batch-1 cell runs.
-// The entry kernel (a thread per (channel, state entry), cuda_entry.cu; `--scan-kernel entry` or
-// entry_mufu at N 8 or 16, auto being the warp scan) against its replay, the reference and the lane kernel, and the cells with each
+// The entry kernel (a thread per (channel, 4 state entries), cuda_entry.cu; `--scan-kernel entry`
+// or entry_mufu at N 8 or 16, and auto there) against its replay (its 16-byte and element copies),
+// the reference and the lane kernel, and the cells with each
 // scan_kernel value naming the kernel that ran. Every output is poisoned with NaN before the run.
 // Skipped without a device.
 #include <gtest/gtest.h>
@@ -289,7 +290,7 @@ TEST(MambaGpu, Batch1CellRunsTheSplitPrefill) {
 
 
 // ---------------------------------------------------------------------------------------------
-// The entry kernel (cuda_entry.cu: a thread per (channel, state entry)).
+// The entry kernel (cuda_entry.cu: a thread per (channel, 4 state entries)).
 
 constexpr MambaScanKernel kEntryKernels[] = {MambaScanKernel::entry, MambaScanKernel::entry_mufu};
 
@@ -305,17 +306,18 @@ struct HostStored {
   std::vector<T> u, dt_raw, z, B, C;
 };
 
-// Device against its CPU replay (exp2f for ex2.approx, the polynomial bit for bit) and against the
-// fp64 reference: N 8 and 16, both forms, fp32 and bf16, lengths inside a tile, across tiles and
-// chunks, from a non-zero h (the first 100 tokens' state), unsplit and in 3 segments. Channels 17
-// (N 16) and 33 (N 8): a full block and a block of one channel.
+// Device against its CPU replay (exp2f for ex2.approx) and against the fp64 reference: N 8 and 16,
+// both option values, fp32 and bf16, lengths inside a tile, across tiles and chunks, from a
+// non-zero h (the first 100 tokens' state), unsplit and in 3 segments. 33 channels: a full block of
+// 32 and a block of one channel. L 1304 (a multiple of 8) takes the 16-byte cp.async copies in
+// both dtypes, 1300 in fp32 only, 1 and 17 the element-by-element copies (launch_aligned_or_not).
 template <class T>
 void expect_entry_matches_replay_and_reference(CudaBackend& cuda, DType dtype) {
   const double outputs_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-2;  // one bf16 rounding apart at most
   for (const std::int64_t n : {16, 8}) {
-    const std::int64_t channels = n == 16 ? 17 : 33;
+    const std::int64_t channels = 33;
     for (const MambaScanKernel kernel : kEntryKernels) {
-      for (const std::int64_t length : {1, 17, 1300}) {
+      for (const std::int64_t length : {1, 17, 1300, 1304}) {
         for (const std::int64_t segments : {1, 3}) {
           if (segments > (length + kMambaScanChunk - 1) / kMambaScanChunk) continue;
           const std::string where = dtype_name(dtype) + " " + mamba_scan_kernel_name(kernel) + " N " +

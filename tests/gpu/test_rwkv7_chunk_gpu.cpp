@@ -40,9 +40,10 @@ RwkvInputs chunk_inputs(std::int64_t heads, std::int64_t dim, std::int64_t token
 enum class Path { chunked, recurrent };
 
 // The prefill over tokens [first, first + count) of every head on `path`, continuing from `state`
-// (fp32 H [bh][key][value], in and out); returns out [bh][count][dim].
+// (fp32 H [bh][key][value], in and out); returns out [bh][count][dim]. The chunked plan picks its
+// value tile for `plan_sms` multiprocessors (the device's when < 0; 0: the widest).
 std::vector<float> prefill(CudaBackend& cuda, const RwkvInputs& in, std::int64_t first, std::int64_t count,
-                           std::vector<float>& state, Path path = Path::chunked) {
+                           std::vector<float>& state, Path path = Path::chunked, int plan_sms = -1) {
   const std::int64_t elements = in.batch_heads * count * in.dim;
   std::vector<Buffer<bf16>> buffers;
   for (const RwkvInput input : {kRwkvR, kRwkvK, kRwkvV, kRwkvDecay, kRwkvKappa, kRwkvIclr}) {
@@ -55,7 +56,8 @@ std::vector<float> prefill(CudaBackend& cuda, const RwkvInputs& in, std::int64_t
   const RwkvTokens<bf16> x{buffers[0].data(), buffers[1].data(), buffers[2].data(),
                            buffers[3].data(), buffers[4].data(), buffers[5].data()};
   if (path == Path::chunked) {
-    const Rwkv7ChunkPlan plan = plan_rwkv7_chunk(in.batch_heads, count, in.dim, cuda.device().multiprocessors);
+    const Rwkv7ChunkPlan plan =
+        plan_rwkv7_chunk(in.batch_heads, count, in.dim, plan_sms < 0 ? cuda.device().multiprocessors : plan_sms);
     configure_rwkv7_chunked(plan);
     Buffer<float> workspace(cuda.allocator(), static_cast<std::size_t>(plan.workspace_floats()));
     poison(cuda, workspace.data(), workspace.bytes());  // every element read is written first
@@ -78,14 +80,15 @@ struct Errors {
 // state), against the fp64 reference (outputs and final state, max |x - ref| / max |ref|), against
 // the CPU replay cut the same way and against the CUDA recurrence over the whole sequence (outputs,
 // relative to the same max |ref|).
-Errors against_reference(CudaBackend& cuda, const RwkvInputs& in, std::vector<std::int64_t> cuts = {}) {
+Errors against_reference(CudaBackend& cuda, const RwkvInputs& in, std::vector<std::int64_t> cuts = {},
+                         int plan_sms = -1) {
   cuts.push_back(in.tokens);
   const std::int64_t dim = in.dim;
   std::vector<float> state(static_cast<std::size_t>(in.batch_heads * dim * dim), 0.0f);
   std::vector<std::vector<float>> pieces;
   std::int64_t first = 0;
   for (const std::int64_t cut : cuts) {
-    pieces.push_back(prefill(cuda, in, first, cut - first, state));
+    pieces.push_back(prefill(cuda, in, first, cut - first, state, Path::chunked, plan_sms));
     first = cut;
   }
   std::vector<float> recurrent_state(state.size(), 0.0f);
@@ -149,6 +152,24 @@ TEST(Rwkv7ChunkGpu, MatchesTheFp64ReferenceTheReplayAndTheRecurrence) {
     for (const std::int64_t tokens : {1, 31, 32, 33, 600}) {
       const RwkvInputs in = chunk_inputs(3, dim, tokens);
       expect_within(against_reference(cuda, in), "d " + std::to_string(dim) + " L " + std::to_string(tokens));
+    }
+  }
+}
+
+// The pass double-buffers each chunk's operands (two stages, alternating): odd and even chunk
+// counts, with and without a short tail, at every value tile (3 heads of d64: 16 columns for the
+// device, 32 planned for one SM, 64 for none; d48: 16; d128: 64 for none).
+TEST(Rwkv7ChunkGpu, DoubleBufferedPassAtEveryValueTileAndChunkParity) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t dim : {48, 64, 128}) {
+    for (const int plan_sms : {-1, 1, 0}) {
+      for (const std::int64_t tokens : {65, 96, 128}) {  // 3 chunks with a 1-token tail, 3 whole, 4 whole
+        const RwkvInputs in = chunk_inputs(3, dim, tokens, 43);
+        expect_within(against_reference(cuda, in, {}, plan_sms), "d " + std::to_string(dim) + " plan_sms " +
+                                                                      std::to_string(plan_sms) + " L " +
+                                                                      std::to_string(tokens));
+      }
     }
   }
 }

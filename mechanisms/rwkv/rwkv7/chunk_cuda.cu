@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/chunk_async_rows.cuh"
 #include "mechanisms/common/chunk_wmma.cuh"
 #include "mechanisms/common/dynamic_shared_memory.cuh"
 #include "mechanisms/rwkv/rwkv7/chunk_cuda.hpp"
@@ -71,6 +72,21 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   nv_bf16* p_rb_out = workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
   nv_bf16* p_rk_out = workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC);
 
+  // The chunk's raw inputs into shared memory, every copy issued at once (cp.async, 16 bytes each),
+  // so that the block waits on global memory once rather than once per loop trip below: r, k,
+  // kappa, iclr and v into the tiles their forms replace (each thread rewrites only the elements it
+  // reads), w into the score blocks' memory (C x ld_k bf16 fit in it; unused until the scores).
+  auto* w_raw = shared_region<nv_bf16>(at.scores);
+  chunk_async::copy_rows_async(w_raw, ld, x.w_raw + first, dim, rows, dim);
+  chunk_async::copy_rows_async(r_tile, ld, x.r + first, dim, rows, dim);
+  chunk_async::copy_rows_async(k_tile, ld, x.k + first, dim, rows, dim);
+  chunk_async::copy_rows_async(a_tile, ld, x.kappa + first, dim, rows, dim);
+  chunk_async::copy_rows_async(b_tile, ld, x.iclr + first, dim, rows, dim);
+  chunk_async::copy_rows_async(v_tile, ld, x.v + first, dim, rows, dim);
+  chunk_async::commit_copies();
+  chunk_async::wait_copies<0>();
+  __syncthreads();
+
   // e_t: the running product of w over the chunk's tokens, by the channel's thread in token order
   // (the order the replay multiplies in); flat past the sequence (w = 1 there), so row C - 1 is the
   // chunk's whole decay.
@@ -79,30 +95,31 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
     float running = 1.0f;
 #pragma unroll 8
     for (int m = 0; m < kC; ++m) {
-      if (m < rows) running *= expf(-kDecayScale / (1.0f + expf(-__bfloat162float(x.w_raw[first + m * dim + c]))));
+      if (m < rows) running *= expf(-kDecayScale / (1.0f + expf(-__bfloat162float(w_raw[m * ld + c]))));
       e_s[m * dim + c] = running;
     }
   }
   __syncthreads();
 
-  // The factorised rows and columns of the scores (shared memory), V, and the pass's R^, B~, K~
-  // (workspace). Rows past the sequence read nothing and are 0 everywhere.
+  // The factorised rows and columns of the scores (shared memory, in place of the raw inputs), V,
+  // and the pass's R^, B~, K~ (workspace). Rows past the sequence (never copied) read nothing and
+  // are 0 everywhere.
   const float* e_last = e_s + (kC - 1) * dim;
   for (int e = threadIdx.x; e < kC * dim; e += blockDim.x) {
-    const int m = e / dim, c = e % dim;
+    const int m = e / dim, c = e % dim, at_tile = m * ld + c;
     const bool live = m < rows;
     const float et = e_s[e], before = m > 0 ? e_s[e - dim] : 1.0f;
-    const float kap = live ? __bfloat162float(x.kappa[first + e]) : 0.0f;
-    const float b = live ? kap * __bfloat162float(x.iclr[first + e]) : 0.0f;
-    const float kk = live ? __bfloat162float(x.k[first + e]) : 0.0f;
-    const float rr = live ? __bfloat162float(x.r[first + e]) : 0.0f;
+    const float kap = live ? __bfloat162float(a_tile[at_tile]) : 0.0f;
+    const float b = live ? kap * __bfloat162float(b_tile[at_tile]) : 0.0f;
+    const float kk = live ? __bfloat162float(k_tile[at_tile]) : 0.0f;
+    const float rr = live ? __bfloat162float(r_tile[at_tile]) : 0.0f;
     const float to_last = e_last[c] / et;  // <= 1: a later token has decayed less by the chunk's end
     const nv_bf16 r_hat = __float2bfloat16_rn(rr * et);
-    a_tile[m * ld + c] = __float2bfloat16_rn(-kap * before);
-    r_tile[m * ld + c] = r_hat;
-    b_tile[m * ld + c] = __float2bfloat16_rn(b / et);
-    k_tile[m * ld + c] = __float2bfloat16_rn(kk / et);
-    v_tile[m * ld + c] = live ? x.v[first + e] : __float2bfloat16_rn(0.0f);
+    a_tile[at_tile] = __float2bfloat16_rn(-kap * before);
+    r_tile[at_tile] = r_hat;
+    b_tile[at_tile] = __float2bfloat16_rn(b / et);
+    k_tile[at_tile] = __float2bfloat16_rn(kk / et);
+    if (!live) v_tile[at_tile] = __float2bfloat16_rn(0.0f);
     r_out[e] = r_hat;
     b_out[e] = __float2bfloat16_rn(b * to_last);
     k_out[e] = __float2bfloat16_rn(kk * to_last);
@@ -174,9 +191,53 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   for (int c = threadIdx.x; c < dim; c += blockDim.x) decay_out[c] = e_last[c];
 }
 
+// The pass kernel's copies of chunk `chunk`'s operands into the stage at byte offset `stage`: the
+// workspace's W, R^, B~, K~, M, P_rb, P_rk, V's value tile from the input (zeros past the sequence)
+// and e_last; issued and committed as one group of this thread's cp.async copies, not waited for.
+__device__ __forceinline__ void issue_pass_operands(const Rwkv7ChunkPlan& plan, const nv_bf16* __restrict__ v,
+                                                    const nv_bf16* __restrict__ workspace,
+                                                    const float* __restrict__ chunk_decay, std::size_t stage,
+                                                    std::int64_t bh, std::int64_t chunk, int j0) {
+  using chunk_async::copy_rows_async;
+  const Rwkv7ChunkPassOperands& at = plan.pass_operands;
+  const int dim = plan.dim, ld = plan.ld_k, n = plan.value_tile;
+  copy_rows_async(shared_region<nv_bf16>(stage + at.w), ld,
+                  workspace + plan.w_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+  copy_rows_async(shared_region<nv_bf16>(stage + at.r), ld,
+                  workspace + plan.r_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+  copy_rows_async(shared_region<nv_bf16>(stage + at.b), ld,
+                  workspace + plan.b_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+  copy_rows_async(shared_region<nv_bf16>(stage + at.k), ld,
+                  workspace + plan.k_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
+  copy_rows_async(shared_region<nv_bf16>(stage + at.m), plan.ld_c,
+                  workspace + plan.m_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+  copy_rows_async(shared_region<nv_bf16>(stage + at.p_rb), plan.ld_c,
+                  workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+  copy_rows_async(shared_region<nv_bf16>(stage + at.p_rk), plan.ld_c,
+                  workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
+  // V's value tile straight from the input, 16 bytes at a time (dim and j0 are multiples of 16),
+  // zero past the sequence (no byte read there; the address stays the chunk's first row).
+  const int rows = rwkv7_chunk_rows(plan.tokens, chunk);
+  const std::int64_t first_row = bh * plan.tokens + chunk * kC;
+  auto* v_tile = shared_region<nv_bf16>(stage + at.v);
+  for (int e = threadIdx.x; e < kC * (n / 8); e += blockDim.x) {
+    const int m = e / (n / 8), c = e % (n / 8);
+    const bool live = m < rows;
+    chunk_async::copy_16_bytes_or_zeros(v_tile + m * plan.ld_n + c * 8,
+                                        v + (first_row + (live ? m : 0)) * dim + j0 + c * 8, live);
+  }
+  chunk_async::copy_floats_async(shared_region<float>(stage + at.decay),
+                                 chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk), dim);
+  chunk_async::commit_copies();
+}
+
 // (2) One block per (head, value tile): the block's columns of H (fp32, shared memory) walk the
 // chunks in order. Per chunk, with H_0 rounded to bf16 as the operand:
 //   U = W H_0 + M V;  O = R^ H_0 + P_rb U + P_rk V;  H = diag(e_last) H_0 + B~^T U + K~^T V.
+// The operands (W, R^, B~, K~, M, P_rb, P_rk, V's tile, e_last) are double-buffered: chunk c + 1's
+// are copied (cp.async) into one stage while chunk c's products read the other, so a chunk waits on
+// global memory only where its copies, issued a whole chunk earlier, have not landed. The
+// arithmetic is the unbuffered kernel's, operation for operation (the CPU replay's).
 // `state` [batch_heads][dim][dim] holds the state before the first token and receives the state
 // after the last.
 __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
@@ -184,14 +245,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
                             const float* __restrict__ chunk_decay, float* __restrict__ state,
                             nv_bf16* __restrict__ out) {
   const Rwkv7ChunkPassLayout& at = plan.pass_layout;
-  auto* w_tile = shared_region<nv_bf16>(at.w);
-  auto* r_tile = shared_region<nv_bf16>(at.r);
-  auto* b_tile = shared_region<nv_bf16>(at.b);
-  auto* k_tile = shared_region<nv_bf16>(at.k);
-  auto* m_tile = shared_region<nv_bf16>(at.m);
-  auto* p_rb = shared_region<nv_bf16>(at.p_rb);
-  auto* p_rk = shared_region<nv_bf16>(at.p_rk);
-  auto* v_tile = shared_region<nv_bf16>(at.v);
+  const Rwkv7ChunkPassOperands& op = plan.pass_operands;
   auto* u_tile = shared_region<nv_bf16>(at.u);
   auto* s = shared_region<float>(at.s);
   auto* s_operand = shared_region<nv_bf16>(at.s_operand);
@@ -204,30 +258,35 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
   const int tiles_n = n / kF, tiles_k = dim / kF;
   float* head_state = state + bh * dim * dim;
 
+  issue_pass_operands(plan, v, workspace, chunk_decay, plan.pass_stage(0), bh, 0, j0);
   load_state_columns(s, lds, head_state, dim, j0, dim, n);
-  __syncthreads();
 
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
     const int rows = rwkv7_chunk_rows(plan.tokens, chunk);
     const std::int64_t first_row = bh * plan.tokens + chunk * kC;  // the chunk's first token row
-    copy_rows(w_tile, ld, workspace + plan.w_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
-    copy_rows(r_tile, ld, workspace + plan.r_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
-    copy_rows(b_tile, ld, workspace + plan.b_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
-    copy_rows(k_tile, ld, workspace + plan.k_offset() + rwkv7_chunk_offset(plan, bh, chunk, dim), dim, kC, dim);
-    copy_rows(m_tile, plan.ld_c, workspace + plan.m_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
-    copy_rows(p_rb, plan.ld_c, workspace + plan.p_rb_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
-    copy_rows(p_rk, plan.ld_c, workspace + plan.p_rk_offset() + rwkv7_chunk_offset(plan, bh, chunk, kC), kC, kC, kC);
-    // V's value tile straight from the input, 16 bytes at a time (dim and j0 are multiples of 16),
-    // zero past the sequence.
-    for (int e = threadIdx.x; e < kC * (n / 8); e += blockDim.x) {
-      const int m = e / (n / 8), c = e % (n / 8);
-      uint4 vec = make_uint4(0u, 0u, 0u, 0u);
-      if (m < rows) vec = *reinterpret_cast<const uint4*>(v + (first_row + m) * dim + j0 + c * 8);
-      *reinterpret_cast<uint4*>(v_tile + m * ldn + c * 8) = vec;
+    // Chunk c + 1's copies go to the stage chunk c - 1's products read, all before the barrier that
+    // ended them (or, at c = 0, no chunk's); past the last chunk an empty group keeps the count of
+    // groups in flight the same every chunk.
+    if (chunk + 1 < plan.chunks) {
+      issue_pass_operands(plan, v, workspace, chunk_decay, plan.pass_stage(chunk + 1), bh, chunk + 1, j0);
+    } else {
+      chunk_async::commit_copies();
     }
+    const std::size_t stage = plan.pass_stage(chunk);
+    const auto* w_tile = shared_region<nv_bf16>(stage + op.w);
+    const auto* r_tile = shared_region<nv_bf16>(stage + op.r);
+    const auto* b_tile = shared_region<nv_bf16>(stage + op.b);
+    const auto* k_tile = shared_region<nv_bf16>(stage + op.k);
+    const auto* m_tile = shared_region<nv_bf16>(stage + op.m);
+    const auto* p_rb = shared_region<nv_bf16>(stage + op.p_rb);
+    const auto* p_rk = shared_region<nv_bf16>(stage + op.p_rk);
+    const auto* v_tile = shared_region<nv_bf16>(stage + op.v);
+    const auto* carry = shared_region<float>(stage + op.decay);
+    chunk_async::wait_copies<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
+    __syncthreads();                // everyone's: chunk c's operands (e_last among them) and H are in place
+
     // H_0 as the bf16 operand, and H scaled by the chunk's decay in place (row i = key channel i):
     // the accumulator the state update adds to.
-    const float* carry = chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk);
     for (int e = threadIdx.x; e < dim * n; e += blockDim.x) {
       const int i = e / n, j = e % n;
       const float h = s[i * lds + j];
@@ -276,14 +335,15 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads)
     });
     __syncthreads();
 
-    // O rounded to bf16, the sequence's rows only. The next chunk's loads overwrite only the operand
-    // tiles and H's bf16 copy (all read before the barrier above) and scale H (written before it);
-    // acc_tile is next written after the barrier that follows them.
+    // O rounded to bf16, the sequence's rows only. The next chunk issues its copies into this
+    // chunk's stage and rewrites H's bf16 copy (all read before the barrier above); acc_tile is next
+    // written after the barriers that follow.
     for (int e = threadIdx.x; e < rows * n; e += blockDim.x) {
       const int m = e / n, j = e % n;
       out[(first_row + m) * dim + j0 + j] = __float2bfloat16_rn(acc_tile[m * lds + j]);
     }
   }
+  chunk_async::wait_copies<0>();  // no copy outlives the block (the last group is empty)
 
   store_state_columns(head_state, dim, j0, s, lds, dim, n);
 }

@@ -28,13 +28,15 @@
 //
 // Bytes at B16 H8 d64 L8192 (bf16; 128 heads x 256 chunks): the six inputs 134 MB each, read by
 // (1) (805 MB), v again by (2) (134 MB), the output 134 MB. The workspace is 4 C d + 3 C^2 bf16 + d
-// fp32 per chunk = 22.8 KB, 747 MB written by (1); (2) reads all of it once per value tile (4 tiles
-// of 16 columns on an H200's 132 SMs): 3.0 GB requested, ~0.75 GB from DRAM where a head's tiles,
+// fp32 per chunk = 22.8 KB, 747 MB written by (1); (2) reads all of it once per value tile (2 tiles
+// of 32 columns on an H200's 132 SMs): 1.5 GB requested, ~0.75 GB from DRAM where a head's tiles,
 // walking the same chunks at about the same time, hit L2. ~2.6 GB from DRAM, ~0.55 ms at an H200's
 // 4.8 TB/s. FLOPs per chunk: scores 4 x 2 C^2 d, W 2 C^2 d, the pass 2 x 2 C d^2 (W H, R^ H),
 // 3 x 2 C^2 d (M V, P_rb U, P_rk V), 2 x 2 C d^2 (B~^T U, K~^T V): ~2.2 MFLOP at d = 64, ~70 GFLOP
-// in all, < 0.1 ms of tensor cores. The pass is sequential over 256 chunks per head, so its per-chunk latency (one round
-// of global loads, four barriers: ~2-3 us) rather than bytes may set its time (~0.6-0.8 ms).
+// in all, < 0.1 ms of tensor cores. The pass is sequential over 256 chunks per head, so its
+// per-chunk latency sets its time: it double-buffers each chunk's operands (copied a chunk ahead,
+// cp.async) so that a chunk is a warp's wmma chain and five barriers (~1 us), not a round of
+// global loads; and it picks the value tile by waves x that chain (common/chunk_pass_occupancy.hpp).
 #include <cstddef>
 #include <cstdint>
 
@@ -72,15 +74,21 @@ struct Rwkv7ChunkPrepareLayout {  // kernel (1)
   std::size_t acc = 0;            // W, fp32 [C][ld_acc]
   std::size_t bytes = 0;
 };
+struct Rwkv7ChunkPassOperands {  // one stage of kernel (2)'s double buffer, offsets from the stage's start
+  std::size_t w = 0;             // W, bf16 [C][ld_k]
+  std::size_t r = 0;             // R^, bf16 [C][ld_k]
+  std::size_t b = 0;             // B~, bf16 [C][ld_k]
+  std::size_t k = 0;             // K~, bf16 [C][ld_k]
+  std::size_t m = 0;             // M, bf16 [C][ld_c]
+  std::size_t p_rb = 0;          // P_rb = Q_rb, bf16 [C][ld_c]
+  std::size_t p_rk = 0;          // P_rk = Q_rk, bf16 [C][ld_c]
+  std::size_t v = 0;             // V's value tile, bf16 [C][ld_n] (0 past the sequence)
+  std::size_t decay = 0;         // e_last, fp32 [dim]
+  std::size_t bytes = 0;
+};
 struct Rwkv7ChunkPassLayout {  // kernel (2)
-  std::size_t w = 0;           // W, bf16 [C][ld_k]
-  std::size_t r = 0;           // R^, bf16 [C][ld_k]
-  std::size_t b = 0;           // B~, bf16 [C][ld_k]
-  std::size_t k = 0;           // K~, bf16 [C][ld_k]
-  std::size_t m = 0;           // M, bf16 [C][ld_c]
-  std::size_t p_rb = 0;        // P_rb = Q_rb, bf16 [C][ld_c]
-  std::size_t p_rk = 0;        // P_rk = Q_rk, bf16 [C][ld_c]
-  std::size_t v = 0;           // V's value tile, bf16 [C][ld_n] (0 past the sequence)
+  std::size_t even = 0;        // the operands of chunks 0, 2, 4, ... (an Rwkv7ChunkPassOperands stage)
+  std::size_t odd = 0;         // the operands of chunks 1, 3, 5, ...
   std::size_t u = 0;           // U's value tile, bf16 [C][ld_n]
   std::size_t s = 0;           // the block's columns of H, fp32 [dim][ld_s]
   std::size_t s_operand = 0;   // H_0 rounded to bf16, [dim][ld_n]
@@ -104,7 +112,9 @@ struct Rwkv7ChunkPlan {
   int ld_n = 0;      // bf16 row stride of the pass kernel's value tiles
   int ld_s = 0;      // fp32 row stride of the pass kernel's H and accumulator
   Rwkv7ChunkPrepareLayout prepare_layout;
+  Rwkv7ChunkPassOperands pass_operands;  // inside each stage of pass_layout
   Rwkv7ChunkPassLayout pass_layout;
+  int pass_blocks_per_sm = 0;  // pass blocks an sm_90 multiprocessor holds at once (common/chunk_pass_occupancy.hpp)
   // Workspace: one bf16 array of seven regions, each [batch_heads][chunks][C][width] with every chunk
   // C rows long (rows past the sequence hold 0): W, R^, B~, K~ (width dim), M, P_rb, P_rk (width C);
   // then one fp32 array of each chunk's e_last [batch_heads][chunks][dim], 16-byte aligned.
@@ -127,6 +137,10 @@ struct Rwkv7ChunkPlan {
   constexpr std::int64_t m_offset() const { return 4 * workspace_row_elements; }
   constexpr std::int64_t p_rb_offset() const { return 4 * workspace_row_elements + workspace_score_elements; }
   constexpr std::int64_t p_rk_offset() const { return 4 * workspace_row_elements + 2 * workspace_score_elements; }
+  // Byte offset of the stage holding chunk `chunk`'s operands (the kernel calls it).
+  constexpr std::size_t pass_stage(std::int64_t chunk) const {
+    return chunk % 2 == 0 ? pass_layout.even : pass_layout.odd;
+  }
   std::size_t max_shared_bytes() const {
     return prepare_layout.bytes > pass_layout.bytes ? prepare_layout.bytes : pass_layout.bytes;
   }
@@ -138,9 +152,24 @@ bool rwkv7_chunk_supports(std::int64_t dim);
 // decode keep the recurrence of rwkv7/cuda.cu).
 bool rwkv7_cuda_prefill_is_chunked(const Cell& cell);
 
-// The pass's value tile: the widest of kRwkv7ChunkValueTiles dividing dim whose grid (batch_heads *
-// dim / tile blocks) gives every multiprocessor two blocks (the pass is sequential over chunks: its
-// blocks are its parallelism), else 16; multiprocessors <= 0: the widest dividing dim.
+// The pass kernel's shared memory at head_dim `dim` and value tile `tile`: one stage of its double
+// buffer (offsets from the stage's start), and the whole layout (two stages, U, H, H's bf16 copy,
+// the accumulator). plan_rwkv7_chunk's pass_operands and pass_layout are these at its tile.
+Rwkv7ChunkPassOperands rwkv7_chunk_pass_operands(int dim, int tile);
+Rwkv7ChunkPassLayout rwkv7_chunk_pass_layout(int dim, int tile);
+
+// The pass's cost at value tile `tile` (common/chunk_pass_occupancy.hpp): the grid's waves
+// (batch_heads * dim / tile blocks over multiprocessors * blocks_per_sm) times the wmma steps of the
+// longest warp's chain per chunk: U = W H_0 + M V and O = R^ H_0 + P_rb U + P_rk V ((C / 16)
+// (tile / 16) output tiles, dim / 16 + C / 16 and dim / 16 + 2 C / 16 steps), H's update ((dim / 16)
+// (tile / 16) tiles, 2 C / 16 steps).
+std::int64_t rwkv7_chunk_pass_cost(std::int64_t batch_heads, std::int64_t dim, int tile, int blocks_per_sm,
+                                   int multiprocessors);
+
+// The pass's value tile: of kRwkv7ChunkValueTiles dividing dim, the one of least
+// rwkv7_chunk_pass_cost at the blocks per SM its double-buffered shared memory allows, the widest of
+// equals (each of a head's tiles re-reads the chunk's W, R^, B~, K~, M, P_rb, P_rk);
+// multiprocessors <= 0: the widest dividing dim.
 int rwkv7_chunk_value_tile(std::int64_t batch_heads, std::int64_t dim, int multiprocessors);
 
 // The plan; throws std::invalid_argument for a head_dim rwkv7_chunk_supports refuses or negative
