@@ -9,7 +9,9 @@
 //   void store_from_row(bh, t, j, const float* row)         o_t[j] from row t of O (all dv columns);
 //                                                           linear attention divides by its
 //                                                           normaliser column
-// and launches the three kernels below in order on one stream (launch_chunk_scalar_decay). Every
+// and launches the three kernels below in order on one stream (launch_chunk_scalar_decay), or, where
+// the plan's state_pass is fused, the fused state pass (chunk_scalar_decay_fused.cuh) in place of
+// kernels (1) and (2) and then kernel (3). Every
 // index a policy is called with is inside the sequence: a tail chunk is zero-padded in shared
 // memory, never read past L.
 //
@@ -28,6 +30,7 @@
 
 #include "core/backends/cuda/cuda_check.hpp"
 #include "mechanisms/common/chunk_log_decay.cuh"
+#include "mechanisms/common/chunk_scalar_decay_fused.cuh"
 #include "mechanisms/common/chunk_scalar_decay_plan.hpp"
 #include "mechanisms/common/chunk_state_prefix.cuh"
 #include "mechanisms/common/chunk_wmma.cuh"
@@ -219,23 +222,39 @@ __global__ void __launch_bounds__(kScalarDecayThreads)
   }
 }
 
-// Once per plan, before the first launch (dynamic_shared_memory.cuh): lets each kernel take the
-// plan's shared memory past 48 KiB.
+// Once per plan, before the first launch (dynamic_shared_memory.cuh): lets each kernel the plan
+// launches take its shared memory past 48 KiB.
 template <class Policy>
 void configure_chunk_scalar_decay(const ChunkScalarDecayPlan& plan) {
-  allow_dynamic_shared_memory(scalar_decay_chunk_state_kernel<Policy>, plan.state_layout.bytes);
+  if (plan.state_pass == ScalarDecayStatePass::fused) {
+    allow_dynamic_shared_memory(scalar_decay_fused_state_kernel<Policy>, plan.fused_layout.bytes);
+  } else {
+    allow_dynamic_shared_memory(scalar_decay_chunk_state_kernel<Policy>, plan.state_layout.bytes);
+  }
   allow_dynamic_shared_memory(scalar_decay_chunk_output_kernel<Policy>, plan.output_layout.bytes);
 }
 
-// The three kernels in order on `stream`, each launch checked. `state` [batch_heads][dk][dv] (fp32)
-// holds the state before the first token and receives the state after the last; `chunk_states`
-// (plan.workspace_state_elements floats, which hold the bf16 states two to a float) and
-// `chunk_log_decay` are the plan's workspace.
+// The plan's kernels in order on `stream`, each launch checked: the state pass (fused, or kernels
+// (1) and (2)), then kernel (3). `state` [batch_heads][dk][dv] (fp32) holds the state before the
+// first token and receives the state after the last; `chunk_states` (plan.workspace_state_elements
+// floats, which hold the bf16 states two to a float) and `chunk_log_decay`
+// (plan.workspace_decay_elements floats: none, and unused, when fused) are the plan's workspace.
 template <class Policy>
 void launch_chunk_scalar_decay(const ChunkScalarDecayPlan& plan, const Policy& policy, float* state,
                                float* chunk_states, float* chunk_log_decay, CUstream_st* stream) {
   if (plan.tokens == 0 || plan.batch_heads == 0) return;  // nothing to fold in; S unchanged
   auto* states = reinterpret_cast<__nv_bfloat16*>(chunk_states);
+  if (plan.state_pass == ScalarDecayStatePass::fused) {
+    scalar_decay_fused_state_kernel<Policy>
+        <<<static_cast<unsigned>(plan.fused_blocks), plan.threads, plan.fused_layout.bytes, stream>>>(plan, policy,
+                                                                                                       states, state);
+    check_launch("scalar_decay_fused_state_kernel");
+    scalar_decay_chunk_output_kernel<Policy>
+        <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_layout.bytes, stream>>>(plan, policy,
+                                                                                                        states);
+    check_launch("scalar_decay_chunk_output_kernel");
+    return;
+  }
   scalar_decay_chunk_state_kernel<Policy>
       <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_layout.bytes, stream>>>(
           plan, policy, states, chunk_log_decay);

@@ -28,7 +28,12 @@
 // column tile of S): at batch 1 (8 heads) that is 8-32 blocks on 132 SMs, 128 dependent steps at
 // L8192, where the separate prefix walks the same chain with nothing but 8 loads a step in flight
 // and kernel (1) runs every chunk in parallel. Issue 39 asks linear_attention's prefill not to be
-// slower than today at B1, so the parallel form with bf16 states is the one written.
+// slower than today at B1, so both are written (chunk_scalar_decay_fused.cuh holds the fused pass)
+// and the plan picks one (ScalarDecayStatePass): the fused pass where its grid, batch_heads x
+// (dv / column tile) blocks, is one wave that covers every SM (SMs <= blocks <= 2 x SMs: B16 H8 on
+// 132 SMs, 256 blocks of 32 columns), the three kernels elsewhere (B1 H8: at most 32 blocks; and
+// grids of several waves, each wave a whole chain of dependent steps). docs/gpu-guide.md has the
+// estimate behind the rule.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,6 +51,22 @@ inline constexpr int kScalarDecayBf16Pad = 8;
 inline constexpr int kScalarDecayFloatPad = 4;
 // Shared memory an sm_90 block may opt in to (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline constexpr std::size_t kScalarDecayMaxSharedBytes = 227 * 1024;
+
+// How the per-chunk states are made (kernels (1) and (2), or one fused pass), and what a cell asks for
+// (its state_pass option, state_pass_option.hpp): auto picks by the grid (see above).
+enum class ScalarDecayStatePass { three_kernel, fused };
+enum class ScalarDecayStatePassChoice { automatic, three_kernel, fused };
+// Column tiles of S a fused block may carry, widest first; 16 divides every supported dv. A tile
+// holds at most kScalarDecayFusedMaxTileElements of S (dk x tile): 64 columns up to dk 64, 32 above.
+inline constexpr int kScalarDecayFusedTiles[] = {64, 32, 16};
+inline constexpr int kScalarDecayFusedMaxTile = 64;
+inline constexpr int kScalarDecayFusedMaxTileElements = 4096;
+// The most accumulator fragments a warp of the fused pass carries: 4096 / (16 x 16) / 8 warps.
+inline constexpr int kScalarDecayFusedMaxFragments = 2;
+// Resident blocks per SM the fused kernel is compiled for (__launch_bounds__): at most 128 registers
+// a thread (sm_90 retnet: 106 used, no spills; 3 blocks, 80 registers, spilled 108 bytes). With four
+// fragments a warp (dk 128 x 64 columns) sm_90 spilled at 128: hence the tile cap above.
+inline constexpr int kScalarDecayFusedMinBlocksPerSm = 2;
 
 // Byte offsets of the shared-memory regions, each 128-byte aligned (wmma needs 32).
 struct ScalarDecayStateLayout {  // kernel (1)
@@ -66,6 +87,17 @@ struct ScalarDecayOutputLayout {  // kernel (3)
   std::size_t bytes = 0;
 };
 
+// The fused state pass (chunk_scalar_decay_fused.cuh). The next chunk's operands wait in registers
+// while this chunk's products read K and V here, so one buffer of each suffices; b has two (warp 0
+// scans the next chunk's while the others still read this chunk's b_last).
+struct ScalarDecayFusedLayout {
+  std::size_t k = 0;             // K_c, bf16 [C][ld_k]
+  std::size_t v = 0;             // V_c's column tile scaled by exp(b_last - b_j), bf16 [C][ld_fused_v]
+  std::size_t decay = 0;         // b of this chunk and the next, fp32 [2][C]
+  std::size_t stage = 0;         // each warp's 16 x 16 tile of the entering state, fp32 [warps][16][16]
+  std::size_t bytes = 0;
+};
+
 struct ChunkScalarDecayPlan {
   std::int64_t batch_heads = 0;
   std::int64_t tokens = 0;
@@ -83,6 +115,14 @@ struct ChunkScalarDecayPlan {
   int ld_acc = 0;  // fp32 row stride of the scores and of O
   ScalarDecayStateLayout state_layout;
   ScalarDecayOutputLayout output_layout;
+  // The state pass: fused (one block per (head, column tile of S) walking the chunks; kernels (1)
+  // and (2) are not launched and chunk_log_decay is not allocated) or the three kernels.
+  ScalarDecayStatePass state_pass = ScalarDecayStatePass::three_kernel;
+  int fused_column_tile = 0;         // value columns of S per fused block (kScalarDecayFusedTiles)
+  int fused_column_tiles = 0;        // dv / fused_column_tile
+  std::int64_t fused_blocks = 0;     // batch_heads * fused_column_tiles: block = bh * tiles + tile
+  int ld_fused_v = 0;                // bf16 row stride of the fused pass's V tile
+  ScalarDecayFusedLayout fused_layout;
   // Workspace (from the cell's allocator, as floats): U_c, then the state entering chunk c, in
   // bf16 [batch_heads][chunks][dk][dv], two to a float (workspace_state_elements floats, half the
   // state elements: the launch takes a float pointer, as its callers allocate); and each chunk's
@@ -90,26 +130,59 @@ struct ChunkScalarDecayPlan {
   std::int64_t workspace_state_elements = 0;
   std::int64_t workspace_decay_elements = 0;
   std::int64_t workspace_bytes() const { return 4 * (workspace_state_elements + workspace_decay_elements); }
+  // The shared memory of the kernels this plan launches.
   std::size_t max_shared_bytes() const {
-    return state_layout.bytes > output_layout.bytes ? state_layout.bytes : output_layout.bytes;
+    const std::size_t first = state_pass == ScalarDecayStatePass::fused ? fused_layout.bytes : state_layout.bytes;
+    return first > output_layout.bytes ? first : output_layout.bytes;
   }
 };
+
+// The fused pass's column tile: of the kScalarDecayFusedTiles dividing dv within
+// kScalarDecayFusedMaxTileElements (dk x tile), the narrowest whose grid is one wave
+// (batch_heads x dv / tile <= kScalarDecayFusedMinBlocksPerSm x multiprocessors: the most blocks,
+// each resident from the first chunk to the last), else the widest (the fewest waves); with
+// multiprocessors <= 0 the widest.
+int scalar_decay_fused_column_tile(std::int64_t batch_heads, std::int64_t dk, std::int64_t dv, int multiprocessors);
+// The state pass `choice` resolves to: automatic is fused where that tile's grid is one wave that
+// gives every SM a block (multiprocessors <= blocks <= kScalarDecayFusedMinBlocksPerSm x
+// multiprocessors), else the three kernels; with multiprocessors <= 0 (no device known) automatic
+// is the three kernels.
+ScalarDecayStatePass chunk_scalar_decay_state_pass(ScalarDecayStatePassChoice choice, std::int64_t batch_heads,
+                                                   std::int64_t dk, std::int64_t dv, int multiprocessors);
+// "fused" or "three_kernel" (the option's spelling), and the phrase a row's gpu_kernel carries:
+// "fused state pass (256 blocks of 32 columns, auto: one wave on 132 SMs)",
+// "three-kernel state pass (auto: 32 blocks < 132 SMs)", "three-kernel state pass (forced)".
+const char* scalar_decay_state_pass_name(ScalarDecayStatePass pass);
+std::string scalar_decay_state_pass_description(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
+                                                int multiprocessors);
+// What a prefill cell running `plan` records as gpu_kernel: "prefill chunkwise bf16 tensor cores, "
+// and the state pass's description.
+std::string scalar_decay_prefill_kernel_name(const ChunkScalarDecayPlan& plan, ScalarDecayStatePassChoice choice,
+                                             int multiprocessors);
 
 // Whether the tensor-core prefill takes these head sizes (dk, dv multiples of 16 in 16..128), or why not.
 bool chunk_scalar_decay_supports(std::int64_t dk, std::int64_t dv);
 
 // The plan for `batch_heads` heads of `tokens` tokens. Throws std::invalid_argument for head sizes
 // chunk_scalar_decay_supports refuses, SizeOverflow where a count does not fit.
+// `choice` and `multiprocessors` pick the state pass (chunk_scalar_decay_state_pass) and the fused
+// pass's column tile (scalar_decay_fused_column_tile); the fused fields are filled whichever pass runs.
 ChunkScalarDecayPlan plan_chunk_scalar_decay(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
-                                             std::int64_t dv);
+                                             std::int64_t dv,
+                                             ScalarDecayStatePassChoice choice = ScalarDecayStatePassChoice::three_kernel,
+                                             int multiprocessors = 0);
 
 // Why `plan` cannot launch on any device, or nullopt: a grid past 2^31 - 1 blocks, or shared memory
 // past kScalarDecayMaxSharedBytes (cell-level messages: the plan is a cell's prefill).
 std::optional<std::string> chunk_scalar_decay_unlaunchable(const ChunkScalarDecayPlan& plan);
 
 // The workspace bytes of that plan without building it (0 where the head sizes are not supported).
+// The per-chunk states are the same bytes either way (U_c and the entering state share them); the
+// fused pass needs no chunk_log_decay. A prediction made before the device is known counts
+// `automatic` as the three kernels' (the larger, exact where they run).
 std::int64_t chunk_scalar_decay_workspace_bytes(std::int64_t batch_heads, std::int64_t tokens, std::int64_t dk,
-                                                std::int64_t dv);
+                                                std::int64_t dv,
+                                                ScalarDecayStatePassChoice choice = ScalarDecayStatePassChoice::three_kernel);
 
 // Index maps shared by the kernels and the CPU tests.
 // Tokens of chunk `chunk` (C, or fewer in the last chunk).

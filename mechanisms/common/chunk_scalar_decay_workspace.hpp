@@ -23,7 +23,7 @@ struct ChunkScalarDecayWorkspace {
   void add_spans(std::vector<ByteSpan>& spans) const {
     if (!plan) return;
     spans.push_back(chunk_states.byte_span());
-    spans.push_back(chunk_log_decay.byte_span());
+    if (chunk_log_decay.size() > 0) spans.push_back(chunk_log_decay.byte_span());  // none when fused
   }
 
   std::optional<ChunkScalarDecayPlan> plan;  // set: the bf16 prefill runs chunkwise on tensor cores

@@ -3,16 +3,19 @@
 // stream (no synchronisation, allocation or copy: it is timed with events and captured in graphs),
 // check() downloads the output and compares it with the same fp64 reference.
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "mechanisms/common/cell_spans.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/linear_attention/options.hpp"
 #include "mechanisms/linear_attention/check.hpp"
 #include "mechanisms/linear_attention/cuda.hpp"
 #include "mechanisms/common/prepare_cuda_cell.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
@@ -84,7 +87,7 @@ class LinearDecodeCudaCell final : public PreparedCell {
 };
 
 template <class T>
-class LinearPrefillCudaCell final : public PreparedCell {
+class LinearPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   LinearPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
@@ -98,7 +101,11 @@ class LinearPrefillCudaCell final : public PreparedCell {
     // (linear_attention_cuda_workspace_bytes); run() allocates nothing.
     if constexpr (std::is_same_v<T, bf16>) {
       if (linear_attention_cuda_prefill_on_tensor_cores(cell)) {
-        tensor_core_ = plan_linear_attention_tensor_core_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim);
+        const int multiprocessors = cuda_.device().multiprocessors;
+        const ScalarDecayStatePassChoice choice = scalar_decay_state_pass_choice_of(cell);
+        tensor_core_ = plan_linear_attention_tensor_core_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim,
+                                                                 choice, multiprocessors);
+        name_ = scalar_decay_prefill_kernel_name(*tensor_core_, choice, multiprocessors);
         extended_state_ = Buffer<float>(backend.allocator(),
                                         static_cast<std::size_t>(linear_attention_extended_state_elements(*tensor_core_)));
         chunk_states_ = Buffer<float>(backend.allocator(), static_cast<std::size_t>(tensor_core_->workspace_state_elements));
@@ -134,9 +141,12 @@ class LinearPrefillCudaCell final : public PreparedCell {
     return check_linear_attention_prefill(inputs_, map_, io_.download_out(cuda_).data());
   }
 
+  std::string gpu_kernel() const override { return name_; }
+
   std::vector<ByteSpan> buffers() const override {
-    std::vector<ByteSpan> spans = cell_spans(
-        {state_.byte_span(), normalizer_.byte_span(), chunk_states_.byte_span(), chunk_sums_.byte_span()}, io_);
+    std::vector<ByteSpan> spans =
+        cell_spans({state_.byte_span(), normalizer_.byte_span(), chunk_states_.byte_span()}, io_);
+    if (chunk_sums_.size() > 0) spans.push_back(chunk_sums_.byte_span());  // none for the fused state pass
     if (tensor_core_) spans.push_back(extended_state_.byte_span());
     return spans;
   }
@@ -153,6 +163,7 @@ class LinearPrefillCudaCell final : public PreparedCell {
   Buffer<float> chunk_states_, chunk_sums_;
   std::optional<ChunkScalarDecayPlan> tensor_core_;  // set: the bf16 prefill runs on tensor cores
   Buffer<float> extended_state_;
+  std::string name_ = "prefill chunkwise fp32 SIMT";
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/common/tensor_core_prefill.hpp"
 
@@ -49,8 +50,10 @@ bool linear_attention_cuda_prefill_on_tensor_cores(const Cell& cell) {
 }
 
 ChunkScalarDecayPlan plan_linear_attention_tensor_core_prefill(std::int64_t batch_heads, std::int64_t tokens,
-                                                               std::int64_t head_dim) {
-  return plan_chunk_scalar_decay(batch_heads, tokens, head_dim, linear_attention_extended_value_columns(head_dim));
+                                                               std::int64_t head_dim, ScalarDecayStatePassChoice choice,
+                                                               int multiprocessors) {
+  return plan_chunk_scalar_decay(batch_heads, tokens, head_dim, linear_attention_extended_value_columns(head_dim),
+                                 choice, multiprocessors);
 }
 
 std::int64_t linear_attention_extended_state_elements(const ChunkScalarDecayPlan& plan) {
@@ -61,7 +64,8 @@ std::int64_t linear_attention_cuda_workspace_bytes(const Cell& cell) {
   if (cell.phase == Phase::decode) return 0;
   if (linear_attention_cuda_prefill_on_tensor_cores(cell)) {
     const ChunkScalarDecayPlan plan =
-        plan_linear_attention_tensor_core_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim);
+        plan_linear_attention_tensor_core_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim,
+                                                  scalar_decay_state_pass_choice_of(cell));
     return checked_add(plan.workspace_bytes(), checked_mul(linear_attention_extended_state_elements(plan), 4));
   }
   return plan_linear_attention_prefill(cell.batch_heads(), cell.sequence_length, cell.head_dim, cell.head_dim)

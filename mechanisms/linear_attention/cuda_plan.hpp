@@ -96,8 +96,10 @@ constexpr int linear_attention_extended_value_columns(std::int64_t dv) {
 bool linear_attention_cuda_prefill_on_tensor_cores(const Cell& cell);
 // The shared plan with dv + 16 value columns. Its workspace, plus the extended state
 // [batch_heads][dk][dv + 16] fp32 that (S, z) are packed into before and unpacked from after.
-ChunkScalarDecayPlan plan_linear_attention_tensor_core_prefill(std::int64_t batch_heads, std::int64_t tokens,
-                                                               std::int64_t head_dim);
+// `choice` and `multiprocessors` pick the state pass (chunk_scalar_decay_plan.hpp).
+ChunkScalarDecayPlan plan_linear_attention_tensor_core_prefill(
+    std::int64_t batch_heads, std::int64_t tokens, std::int64_t head_dim,
+    ScalarDecayStatePassChoice choice = ScalarDecayStatePassChoice::three_kernel, int multiprocessors = 0);
 std::int64_t linear_attention_extended_state_elements(const ChunkScalarDecayPlan& plan);
 
 // Device bytes a CUDA cell holds beyond inputs, outputs and (S, z): the prefill's chunk workspace

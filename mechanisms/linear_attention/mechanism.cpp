@@ -6,6 +6,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/linear_attention/check.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/inputs.hpp"
@@ -152,7 +153,9 @@ class LinearAttention final : public KernelMechanism {
     return {4 * bh * length * d * e + state, bh * length * per_token};
   }
 
-  std::vector<OptionSpec> option_specs() const override { return {linear_attention_feature_map_option()}; }
+  std::vector<OptionSpec> option_specs() const override {
+    return {linear_attention_feature_map_option(), scalar_decay_state_pass_option()};
+  }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &linear_attention_capacity(parse_feature_map(linear_attention_feature_map_option().text(options)).value_or(FeatureMap::elu_plus_one));
   }

@@ -2,12 +2,14 @@
 // and parameters, device buffers from the backend's allocator, run() only enqueues on the backend's
 // stream, check() downloads the output and compares it with the same fp64 reference. Compiled, not
 // yet run on a GPU.
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "core/backends/cuda/cuda_backend.hpp"
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
 #include "mechanisms/common/check_heads.hpp"
 #include "mechanisms/common/prepare_cuda_cell.hpp"
@@ -16,6 +18,7 @@
 #include "mechanisms/mamba2/inputs.hpp"
 #include "mechanisms/mamba2/options.hpp"
 #include "mechanisms/mamba2/reference.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 
 namespace arch_bench {
@@ -101,7 +104,7 @@ class Mamba2DecodeCudaCell final : public PreparedCell {
 };
 
 template <class T>
-class Mamba2PrefillCudaCell final : public PreparedCell {
+class Mamba2PrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   Mamba2PrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
@@ -114,12 +117,16 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
         state_(backend.allocator(), static_cast<std::size_t>(shape_.rows() * shape_.state_size * shape_.head_dim)) {
     if constexpr (std::is_same_v<T, bf16>) {
       if (mamba2_cuda_prefill_is_chunked(cell)) {  // mamba2_cuda_workspace_bytes counts the workspace
-        chunked_ = ChunkScalarDecayWorkspace(mamba2_chunked_prefill_plan(cell), backend.allocator());
+        const int multiprocessors = cuda_.device().multiprocessors;
+        chunked_ = ChunkScalarDecayWorkspace(mamba2_chunked_prefill_plan(cell, multiprocessors), backend.allocator());
         configure_mamba2_chunked_prefill(*chunked_.plan);
+        name_ = scalar_decay_prefill_kernel_name(*chunked_.plan, scalar_decay_state_pass_choice_of(cell), multiprocessors);
       }
     }
     poison(cuda_, out_.data(), out_.bytes());
   }
+
+  std::string gpu_kernel() const override { return name_; }
 
   void run() override {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
@@ -160,6 +167,7 @@ class Mamba2PrefillCudaCell final : public PreparedCell {
   Buffer<T> out_;
   Buffer<float> state_;
   ChunkScalarDecayWorkspace chunked_;  // the chunked SSD's, for a bf16 prefill on tensor cores
+  std::string name_ = "prefill recurrence (fp32 SIMT)";
 };
 
 }  // namespace

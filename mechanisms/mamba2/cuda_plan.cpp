@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/checked_size.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/cuda_launch_limits.hpp"
 #include "mechanisms/common/tensor_core_prefill.hpp"
 #include "mechanisms/mamba2/options.hpp"
@@ -29,15 +30,17 @@ bool mamba2_cuda_prefill_is_chunked(const Cell& cell) {
       cell, chunk_scalar_decay_supports(mamba2_state_size_option().integer(cell.options), cell.head_dim));
 }
 
-ChunkScalarDecayPlan mamba2_chunked_prefill_plan(const Cell& cell) {
+ChunkScalarDecayPlan mamba2_chunked_prefill_plan(const Cell& cell, int multiprocessors) {
   return plan_chunk_scalar_decay(checked_product(cell.batch, cell.heads), cell.sequence_length,
-                                 mamba2_state_size_option().integer(cell.options), cell.head_dim);
+                                 mamba2_state_size_option().integer(cell.options), cell.head_dim,
+                                 scalar_decay_state_pass_choice_of(cell), multiprocessors);
 }
 
 std::int64_t mamba2_cuda_workspace_bytes(const Cell& cell) {
   if (!mamba2_cuda_prefill_is_chunked(cell)) return 0;
   return chunk_scalar_decay_workspace_bytes(checked_product(cell.batch, cell.heads), cell.sequence_length,
-                                            mamba2_state_size_option().integer(cell.options), cell.head_dim);
+                                            mamba2_state_size_option().integer(cell.options), cell.head_dim,
+                                            scalar_decay_state_pass_choice_of(cell));
 }
 
 std::optional<std::string> mamba2_cuda_unsupported(const Cell& cell) {

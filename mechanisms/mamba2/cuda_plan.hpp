@@ -49,8 +49,9 @@ Mamba2CudaPlan plan_mamba2_cuda(const Mamba2Shape& shape, std::int64_t tokens);
 // 1e-4), other sizes and every decode step run the recurrence.
 bool mamba2_cuda_prefill_is_chunked(const Cell& cell);
 
-// The chunked prefill's plan for `cell` (mamba2_cuda_prefill_is_chunked must hold): dk = N, dv = P.
-ChunkScalarDecayPlan mamba2_chunked_prefill_plan(const Cell& cell);
+// The chunked prefill's plan for `cell` (mamba2_cuda_prefill_is_chunked must hold): dk = N, dv = P;
+// its state pass the cell's state_pass option on a device of `multiprocessors` SMs (0: none known).
+ChunkScalarDecayPlan mamba2_chunked_prefill_plan(const Cell& cell, int multiprocessors = 0);
 
 // Device workspace of the cell's CUDA kernels: the chunked prefill's per-chunk states, else 0.
 std::int64_t mamba2_cuda_workspace_bytes(const Cell& cell);

@@ -9,6 +9,7 @@
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
 #include "mechanisms/common/check_heads.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/cell_spans.hpp"
@@ -272,7 +273,7 @@ class Mamba2 final : public KernelMechanism {
   }
 
   std::vector<OptionSpec> option_specs() const override {
-    return {mamba2_state_size_option(), mamba2_groups_option(), mamba2_chunk_option()};
+    return {mamba2_state_size_option(), mamba2_groups_option(), mamba2_chunk_option(), scalar_decay_state_pass_option()};
   }
   const CapacityProbe* capacity_probe(const MechanismOptions& options) const override {
     return &mamba2_capacity(mamba2_state_size_option().integer(options));

@@ -9,11 +9,13 @@
 #include "core/backends/cuda/device_transfer.hpp"
 #include "core/errors.hpp"
 #include "mechanisms/common/cell_spans.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/chunk_scalar_decay_workspace.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/device_token_rows.hpp"
 #include "mechanisms/common/inputs.hpp"
 #include "mechanisms/common/prepare_cuda_cell.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "mechanisms/retnet/check.hpp"
 #include "mechanisms/retnet/cuda.hpp"
@@ -74,7 +76,7 @@ class RetNetDecodeCudaCell final : public PreparedCell {
 };
 
 template <class T>
-class RetNetPrefillCudaCell final : public PreparedCell {
+class RetNetPrefillCudaCell final : public PreparedCell, public NamesGpuKernel {
  public:
   RetNetPrefillCudaCell(const Cell& cell, std::uint64_t seed, Backend& backend)
       : cuda_(cuda_backend_of(backend)),
@@ -86,11 +88,15 @@ class RetNetPrefillCudaCell final : public PreparedCell {
         state_(backend.allocator(), square_state_floats(cell)) {
     if constexpr (std::is_same_v<T, bf16>) {
       if (retnet_cuda_prefill_is_chunked(cell)) {  // retnet_cuda_workspace_bytes counts the workspace
-        chunked_ = ChunkScalarDecayWorkspace(retnet_chunked_prefill_plan(cell), backend.allocator());
+        const int multiprocessors = cuda_.device().multiprocessors;
+        chunked_ = ChunkScalarDecayWorkspace(retnet_chunked_prefill_plan(cell, multiprocessors), backend.allocator());
         configure_retnet_chunked_prefill(*chunked_.plan);
+        name_ = scalar_decay_prefill_kernel_name(*chunked_.plan, scalar_decay_state_pass_choice_of(cell), multiprocessors);
       }
     }
   }
+
+  std::string gpu_kernel() const override { return name_; }
 
   void run() override {
     // A prefill starts a fresh sequence: zeroing the state is part of the timed work.
@@ -119,6 +125,7 @@ class RetNetPrefillCudaCell final : public PreparedCell {
   DeviceQkv<T> io_;  // every token's q, k, v and the output
   Buffer<float> state_;
   ChunkScalarDecayWorkspace chunked_;
+  std::string name_ = "prefill column recurrence (fp32 SIMT)";
 };
 
 }  // namespace

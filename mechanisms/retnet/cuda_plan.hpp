@@ -22,8 +22,10 @@ ColumnRecurrencePlan plan_retnet_cuda(std::int64_t batch_heads, std::int64_t tok
 // would break, and odd or wide heads) and every decode step run the column recurrence.
 bool retnet_cuda_prefill_is_chunked(const Cell& cell);
 
-// The chunkwise prefill's plan for `cell` (retnet_cuda_prefill_is_chunked must hold).
-ChunkScalarDecayPlan retnet_chunked_prefill_plan(const Cell& cell);
+// The chunkwise prefill's plan for `cell` (retnet_cuda_prefill_is_chunked must hold): its state pass
+// the cell's state_pass option (common/chunk_scalar_decay_option.hpp) on a device of
+// `multiprocessors` SMs (0: none known, auto is the three kernels).
+ChunkScalarDecayPlan retnet_chunked_prefill_plan(const Cell& cell, int multiprocessors = 0);
 
 // Device workspace of the cell's CUDA kernels: the chunkwise prefill's per-chunk states, else 0.
 std::int64_t retnet_cuda_workspace_bytes(const Cell& cell);

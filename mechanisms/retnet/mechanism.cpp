@@ -5,6 +5,7 @@
 
 #include "core/bf16.hpp"
 #include "core/checked_size.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
 #include "mechanisms/common/cost_terms.hpp"
 #include "mechanisms/common/cell_spans.hpp"
 #include "mechanisms/common/inputs.hpp"
@@ -109,6 +110,9 @@ class RetNet final : public KernelMechanism {
                          .prepare_cpu = prepare_cpu_cells<RetNetDecodeCell, RetNetPrefillCell>,
                          .conformance = retnet_conformance,
                          .capacity = retnet_capacity}) {}
+
+  // state_pass: which state pass the bf16 CUDA prefill on tensor cores runs (cuda_plan.hpp).
+  std::vector<OptionSpec> option_specs() const override { return {scalar_decay_state_pass_option()}; }
 
   std::int64_t state_bytes(const Cell& cell) const override {
     // S (dk x dv) per head, fp32 whatever the storage dtype (see cpu.hpp).

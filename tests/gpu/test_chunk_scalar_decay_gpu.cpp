@@ -3,13 +3,21 @@
 // prefill cells against the fp64 references at L around the 64-token chunk (outputs poisoned with
 // NaN before the run, batch 2, several heads, groups for mamba2), other head sizes and head counts;
 // and the chunked kernels against the recurrences: the same outputs and final state, and (retnet)
-// a prefill that continues from a carried, nonzero state. Skipped without a device.
+// a prefill that continues from a carried, nonzero state. The fused state pass (state_pass: fused,
+// chunk_scalar_decay_fused.cuh) the same way, for all three mechanisms that run it (linear_attention
+// too): the cells forced to each pass against the fp64 reference on every output row, the row's
+// gpu_kernel naming the pass, and the fused kernels against the three kernels and the recurrence
+// (outputs and final state, from a zero and from a carried state). Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu/cuda_cell_checks.hpp"
+#include "mechanisms/common/chunk_scalar_decay_option.hpp"
+#include "mechanisms/gpu_kernel_name.hpp"
+#include "mechanisms/linear_attention/cuda_plan.hpp"
 #include "mechanisms/mamba2/cuda_plan.hpp"
 #include "mechanisms/registry.hpp"
 #include "mechanisms/retnet/cuda_plan.hpp"
@@ -100,17 +108,70 @@ TEST(ChunkScalarDecayGpu, Mamba2HeadAndStateSizesAndGroupsMatchTheReference) {
   }
 }
 
+// Each mechanism's bf16 prefill cell with its state pass forced, at lengths around the chunk: every
+// output row within the fp64 reference (outputs poisoned first), and gpu_kernel naming the pass.
+using PassCase = std::tuple<std::string, std::string, std::int64_t>;  // mechanism, state_pass, L
+class ChunkScalarDecayStatePassCells : public ::testing::TestWithParam<PassCase> {};
+
+TEST_P(ChunkScalarDecayStatePassCells, Bf16PrefillMatchesTheFp64ReferenceAndNamesItsPass) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  const auto& [mechanism, pass, length] = GetParam();
+  Cell cell = mechanism == "mamba2" ? mamba2_cell(length)
+                                    : mechanism_cell(mechanism, 4, 64, length, DType::bfloat16, Phase::prefill, 2);
+  cell.options.set("state_pass", pass);
+  const std::string where = mechanism + " " + pass + " L" + std::to_string(length);
+  testing::expect_cuda_cell_matches_fp64_reference(*backend, cell, 8 * length, 47, where);
+  auto prepared = find_mechanism(mechanism)->prepare(cell, 47, *backend);
+  const auto* named = dynamic_cast<const NamesGpuKernel*>(prepared.get());
+  ASSERT_NE(named, nullptr) << where;
+  EXPECT_NE(named->gpu_kernel().find(pass == "fused" ? "fused state pass" : "three-kernel state pass"), std::string::npos)
+      << named->gpu_kernel();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Passes, ChunkScalarDecayStatePassCells,
+    ::testing::Combine(::testing::Values("retnet", "mamba2", "linear_attention"), ::testing::Values("fused", "three_kernel"),
+                       ::testing::Values<std::int64_t>(1, 63, 64, 65, 300, 1000)),
+    [](const ::testing::TestParamInfo<PassCase>& info) {
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_L" + std::to_string(std::get<2>(info.param));
+    });
+
+TEST(ChunkScalarDecayGpu, FusedPassCoversOddHeadCountsHeadSizesAndColumnTiles) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  // dim 16..128 (column tiles 16..64, one to two fragments a warp), odd head counts; mamba2 at N 128
+  // (dk 128: 32-column tiles) and N 16.
+  for (const std::int64_t dim : {16, 48, 128}) {
+    for (const std::int64_t heads : {1, 3}) {
+      for (const char* mechanism : {"retnet", "linear_attention"}) {
+        if (std::string(mechanism) == "linear_attention" && dim + 16 > 128) continue;
+        Cell cell = mechanism_cell(mechanism, heads, dim, 130, DType::bfloat16, Phase::prefill, 2);
+        cell.options.set("state_pass", std::string("fused"));
+        testing::expect_cell_matches_fp64_reference(*backend, cell, 29,
+                                                    std::string(mechanism) + " " + std::to_string(dim) + " " +
+                                                        std::to_string(heads));
+      }
+    }
+  }
+  for (const std::int64_t n : {16, 128}) {
+    Cell cell = mamba2_cell(130, 6, 64, n, 3);
+    cell.options.set("state_pass", std::string("fused"));
+    testing::expect_within_fp64_reference(run_mamba2_cell(*backend, cell), DType::bfloat16, "mamba2 N " + std::to_string(n));
+  }
+}
+
 #if ARCH_BENCH_HAVE_CUDA
 
 constexpr std::int64_t kHeads = 4;
 
-// Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernel,
-// continuing from `state` (updated in place); out poisoned first.
+// Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernels (with
+// the state pass `pass`), continuing from `state` (updated in place); out poisoned first.
 PrefillRun run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
-               Buffer<float>& state, bool chunked) {
+                      Buffer<float>& state, bool chunked,
+                      ScalarDecayStatePassChoice pass = ScalarDecayStatePassChoice::three_kernel) {
   testing::DeviceTokens<bf16> x(cuda, in, first, rows);  // out poisoned
   if (chunked) {
-    const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(in.batch_heads, rows, in.dim, in.dim);
+    const ChunkScalarDecayPlan plan =
+        plan_chunk_scalar_decay(in.batch_heads, rows, in.dim, in.dim, pass, cuda.device().multiprocessors);
     Buffer<float> chunk_states(cuda.allocator(), static_cast<std::size_t>(plan.workspace_state_elements));
     Buffer<float> chunk_log_decay(cuda.allocator(), static_cast<std::size_t>(plan.workspace_decay_elements));
     poison(cuda, chunk_states.data(), chunk_states.bytes());  // every element is written before it is read
@@ -127,11 +188,41 @@ PrefillRun run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t
   return {x.output(cuda), download<float>(cuda, state.data(), static_cast<std::int64_t>(state.size()))};
 }
 
-// run_retnet as the checks' `run` (chunk_prefill_checks.hpp).
-auto retnet_runs(CudaBackend& cuda, const AttentionInputs& in) {
-  return [&cuda, &in](std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
-    return run_retnet(cuda, in, first, rows, state, chunked);
+// run_retnet as the checks' `run` (chunk_prefill_checks.hpp), its chunked form with state pass `pass`.
+auto retnet_runs(CudaBackend& cuda, const AttentionInputs& in,
+                 ScalarDecayStatePassChoice pass = ScalarDecayStatePassChoice::three_kernel) {
+  return [&cuda, &in, pass](std::int64_t first, std::int64_t rows, Buffer<float>& state, bool chunked) {
+    return run_retnet(cuda, in, first, rows, state, chunked, pass);
   };
+}
+
+TEST(ChunkScalarDecayGpu, FusedPassEqualsTheRecurrenceAndTheThreeKernelsOutputsAndFinalState) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t length : {1, 63, 64, 65, 300, 1000}) {
+    const AttentionInputs in =
+        make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2),
+                              length, 53);
+    testing::expect_chunked_prefill_equals_recurrence(cuda, in, length,
+                                                      retnet_runs(cuda, in, ScalarDecayStatePassChoice::fused));
+    // Fused against the three kernels over the same tokens: the entering states differ only by U_c's
+    // rounding, so outputs and final state agree well inside bf16's tolerance.
+    Buffer<float> fused_state = testing::zero_state(cuda, in), three_state = testing::zero_state(cuda, in);
+    const PrefillRun fused = run_retnet(cuda, in, 0, length, fused_state, true, ScalarDecayStatePassChoice::fused);
+    const PrefillRun three = run_retnet(cuda, in, 0, length, three_state, true, ScalarDecayStatePassChoice::three_kernel);
+    const std::string where = "L=" + std::to_string(length);
+    EXPECT_LT(testing::relative_max_error(fused.out, three.out), dtype_tolerance(DType::bfloat16)) << where;
+    EXPECT_LT(testing::relative_max_error(fused.state, three.state), dtype_tolerance(DType::bfloat16)) << where;
+  }
+}
+
+TEST(ChunkScalarDecayGpu, FusedPassContinuesFromTheStateItIsGiven) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  const AttentionInputs in =
+      make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 59);
+  testing::expect_chunked_prefill_continues_from_its_state(cuda, in,
+                                                           retnet_runs(cuda, in, ScalarDecayStatePassChoice::fused));
 }
 
 TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {

@@ -6,7 +6,8 @@
 // cannot replay is the order in which a tensor core adds its fp32 products; it accumulates in
 // fp64 and rounds to fp32, an fp32-level difference far below the bf16 roundings it models. Tests
 // compare it with the fp64 references: the strongest evidence a machine without a GPU gives that
-// the kernels' precision plan meets the bf16 tolerance.
+// the kernels' precision plan meets the bf16 tolerance. replay_fused_scalar_decay (below) is the
+// fused state pass's arithmetic, with faults that its tests must catch.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -98,6 +99,102 @@ inline ScalarDecayReplay replay_chunk_scalar_decay(const ScalarDecayHead& h, std
         for (int m = 0; m <= i; ++m) o += double{p[static_cast<std::size_t>(i * kC + m)]} * v(m, j);
         for (int r = 0; r < dk; ++r) {
           o += double{scaled_q[static_cast<std::size_t>(i * dk + r)]} * to_bf16(entering[static_cast<std::size_t>(r * dv + j)]);
+        }
+        out.outputs[static_cast<std::size_t>((first + i) * dv + j)] = static_cast<float>(o);
+      }
+    }
+  }
+  out.state = std::move(state);
+  return out;
+}
+
+// The fused state pass (mechanisms/common/chunk_scalar_decay_fused.cuh) replaces kernels (1) and (2):
+// S is carried in fp32 from chunk to chunk and never rounded there; S_c, the state entering chunk c,
+// is stored in bf16 before the chunk's update, then S = exp(b_last) S (an fp32 multiply, as the
+// fragments are scaled) and S += K^T bf16(diag(exp(b_last - b)) V) (the tensor core's fp32 sum, here
+// fp64 rounded once to fp32, added in fp32). Kernel (3) is the three-kernel replay's. The faults are
+// kernels that a wrong fused pass would be, which the tests require to miss the tolerance by far:
+//   decay_after_accumulate  S = exp(b_last) (S + K^T V'): the chunk's own tokens decayed twice
+//   entering_after_update   the state stored for chunk c is S_{c+1}: chunk c sees its own tokens twice
+//   tail_padding_decayed    the short last chunk's b runs on over its padding (the last token's decay
+//                           repeated), so b_last and every weight exp(b_last - b_j) decay too far
+//   carry_not_decayed       S = S + K^T V': the carried state never decays
+enum class FusedFault { none, decay_after_accumulate, entering_after_update, tail_padding_decayed, carry_not_decayed };
+
+inline ScalarDecayReplay replay_fused_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
+                                                   FusedFault fault = FusedFault::none) {
+  constexpr int kC = kScalarDecayChunk;
+  const int dk = h.dk, dv = h.dv;
+  ScalarDecayReplay out;
+  out.outputs.assign(static_cast<std::size_t>(h.tokens * dv), 0.0f);
+  const std::int64_t chunks = (h.tokens + kC - 1) / kC;
+  std::vector<float> b(kC), scaled_v(static_cast<std::size_t>(kC * dv)), entering(state.size());
+  std::vector<double> u(state.size());
+  std::vector<float> p(static_cast<std::size_t>(kC * kC)), scaled_q(static_cast<std::size_t>(kC * dk));
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t first = c * kC;
+    const int rows = scalar_decay_chunk_rows(h.tokens, c);
+    float sum = 0.0f;
+    for (int m = 0; m < kC; ++m) {
+      if (m < rows) {
+        sum += h.log_decay[static_cast<std::size_t>(first + m)];
+      } else if (fault == FusedFault::tail_padding_decayed) {
+        sum += h.log_decay[static_cast<std::size_t>(first + rows - 1)];
+      }
+      b[static_cast<std::size_t>(m)] = sum;
+    }
+    const float b_last = b[kC - 1];
+    const auto q = [&](int m, int i) { return h.q[static_cast<std::size_t>((first + m) * dk + i)]; };
+    const auto k = [&](int m, int i) { return h.k[static_cast<std::size_t>((first + m) * dk + i)]; };
+    const auto v = [&](int m, int j) { return h.v[static_cast<std::size_t>((first + m) * dv + j)]; };
+
+    for (int m = 0; m < rows; ++m) {
+      for (int j = 0; j < dv; ++j) {
+        scaled_v[static_cast<std::size_t>(m * dv + j)] = to_bf16(v(m, j) * std::exp(b_last - b[static_cast<std::size_t>(m)]));
+      }
+    }
+    const float carry = std::exp(b_last);
+    for (int i = 0; i < dk; ++i) {
+      for (int j = 0; j < dv; ++j) {
+        double acc = 0;
+        for (int m = 0; m < rows; ++m) acc += double{k(m, i)} * scaled_v[static_cast<std::size_t>(m * dv + j)];
+        u[static_cast<std::size_t>(i * dv + j)] = acc;
+      }
+    }
+    for (std::size_t e = 0; e < state.size(); ++e) {
+      if (fault != FusedFault::entering_after_update) entering[e] = to_bf16(state[e]);
+      switch (fault) {
+        case FusedFault::decay_after_accumulate:
+          state[e] = carry * static_cast<float>(double{state[e]} + u[e]);
+          break;
+        case FusedFault::carry_not_decayed:
+          state[e] = static_cast<float>(double{state[e]} + u[e]);
+          break;
+        default:
+          state[e] = static_cast<float>(double{carry * state[e]} + u[e]);
+          break;
+      }
+      if (fault == FusedFault::entering_after_update) entering[e] = to_bf16(state[e]);
+    }
+
+    // Kernel (3), as in replay_chunk_scalar_decay.
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j <= i; ++j) {
+        double a = 0;
+        for (int r = 0; r < dk; ++r) a += double{q(i, r)} * k(j, r);
+        p[static_cast<std::size_t>(i * kC + j)] =
+            to_bf16(static_cast<float>(a) * std::exp(b[static_cast<std::size_t>(i)] - b[static_cast<std::size_t>(j)]));
+      }
+      for (int r = 0; r < dk; ++r) {
+        scaled_q[static_cast<std::size_t>(i * dk + r)] = to_bf16(q(i, r) * std::exp(b[static_cast<std::size_t>(i)]));
+      }
+    }
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < dv; ++j) {
+        double o = 0;
+        for (int m = 0; m <= i; ++m) o += double{p[static_cast<std::size_t>(i * kC + m)]} * v(m, j);
+        for (int r = 0; r < dk; ++r) {
+          o += double{scaled_q[static_cast<std::size_t>(i * dk + r)]} * entering[static_cast<std::size_t>(r * dv + j)];
         }
         out.outputs[static_cast<std::size_t>((first + i) * dv + j)] = static_cast<float>(o);
       }
