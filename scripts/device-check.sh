@@ -279,12 +279,20 @@ landscape_part() {
   # issue 41's cells: bf16 prefill at B16 H8 d64 L8192, where fla's numbers are. One length, few
   # repeats: each row's fp64 check runs on the host, O(L d^2) per head for the fixed-state mechanisms
   # (performer, O(L m d) per head, is measured at B16 in the core part and left out here).
+  # retnet, mamba2 and linear_attention run both state passes of their bf16 prefill (--state-pass
+  # fused,three_kernel: one arm each), so that these two runs decide `auto`'s rule, which is an estimate
+  # until then (fused where its grid is one wave covering the SMs: B16, not B1).
   step "landscape, every mechanism, batch 1, H 8 x 64, L 8192, decode + prefill"
   check ab run --mode landscape --device cuda --phase decode,prefill --batch 1 --sequence-lengths 8192 \
     --warmup 3 --repeats 20 --run-label "${LABEL}-landscape-b1" --workload-id arch-landscape-gpu-b1 --results-dir "$OUT"
+  step "scalar-decay bf16 prefill, both state passes, batch 1, H 8 x 64, L 8192: retnet, mamba2, linear_attention"
+  check ab run --mode landscape --candidates retnet,mamba2,linear_attention --device cuda --phase prefill --batch 1 \
+    --sequence-lengths 8192 --state-pass fused,three_kernel --warmup 3 --repeats 20 --timing cuda_events \
+    --run-label "${LABEL}-state-pass-b1" --workload-id arch-scalar-decay-state-pass-gpu-b1 --results-dir "$OUT"
   step "landscape prefill, batch 16, H 8 x 64, L 8192 (issue 41's cells)"
   check ab run --mode landscape --device cuda --phase prefill --batch 16 --sequence-lengths 8192 \
     --candidates linear_attention,mamba,mamba2,retnet,gated_deltanet,rwkv4,rwkv6,rwkv7,sliding_window \
+    --state-pass fused,three_kernel \
     --warmup 2 --repeats 10 --timing cuda_events --run-label "${LABEL}-landscape-prefill-b16" \
     --workload-id arch-landscape-gpu-prefill-b16 --results-dir "$OUT"
   # Issue 41's decode kernels (one fused step, the state read and written once) at batch 16, and RWKV-6's
