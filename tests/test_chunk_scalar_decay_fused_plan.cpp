@@ -165,36 +165,44 @@ TEST(ChunkScalarDecayFusedPlan, WarpFragmentsCoverEveryStateElementOnceAndEnteri
   }
 }
 
+// The kernel's prefetch walk (scalar_decay_pair_*, the functions PairWalk calls) over a [C][width]
+// tile in the passes its register arrays hold: every element exactly once, a pair inside one row.
+void expect_pair_walk_covers(int width, int passes) {
+  std::vector<int> seen(static_cast<std::size_t>(kC * width), 0);
+  const int rows_per_pass = scalar_decay_pair_rows_per_pass(width);
+  for (int t = 0; t < kScalarDecayThreads; ++t) {
+    const int column = scalar_decay_pair_column(width, t), first_row = scalar_decay_pair_first_row(width, t);
+    ASSERT_EQ(column % 2, 0);
+    ASSERT_LT(column + 1, width) << "a pair inside one row";
+    for (int pass = 0; pass < passes; ++pass) {
+      const int row = scalar_decay_pair_row(first_row, rows_per_pass, pass);
+      if (row < 0) continue;
+      ASSERT_LT(row, kC);
+      ++seen[static_cast<std::size_t>(row * width + column)];
+      ++seen[static_cast<std::size_t>(row * width + column + 1)];
+    }
+  }
+  for (std::size_t e = 0; e < seen.size(); ++e) ASSERT_EQ(seen[e], 1) << "width " << width << " element " << e;
+}
+
 TEST(ChunkScalarDecayFusedPlan, EachThreadsPrefetchCoversTheChunksOperands) {
-  // The kernel's register arrays: pairs of C x 128 keys and C x 64 values over 256 threads; pair r
-  // of thread t is elements 2 (t + 256 r) and the next, in one row (dk and the tile are even).
-  constexpr int kKeys = kC * kScalarDecayMaxDim / 2 / kScalarDecayThreads;
-  constexpr int kValues = kC * kScalarDecayFusedMaxTile / 2 / kScalarDecayThreads;
-  static_assert(kKeys == 16 && kValues == 8);
+  // K at every dk the kernels take (dk 96: 5 rows a pass, threads 240..255 idle, 13 passes), V at
+  // every column tile a plan can choose.
+  for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) expect_pair_walk_covers(dk, kScalarDecayFusedKeyPasses);
+  for (const int tile : kScalarDecayFusedTiles) expect_pair_walk_covers(tile, kScalarDecayFusedValuePasses);
   for (int dk = 16; dk <= kScalarDecayMaxDim; dk += 16) {
     for (int dv = 16; dv <= kScalarDecayMaxDim; dv += 16) {
       const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(1, 64, dk, dv, Choice::fused, 0);
-      std::vector<int> keys(static_cast<std::size_t>(kC * dk), 0), values(static_cast<std::size_t>(kC * plan.fused_column_tile), 0);
-      for (int t = 0; t < kScalarDecayThreads; ++t) {
-        for (int r = 0; r < kKeys; ++r) {
-          const int e = 2 * (t + r * kScalarDecayThreads);
-          if (e >= kC * dk) continue;
-          ASSERT_EQ(e / dk, (e + 1) / dk) << "a pair in one row";
-          ++keys[static_cast<std::size_t>(e)];
-          ++keys[static_cast<std::size_t>(e + 1)];
-        }
-        for (int r = 0; r < kValues; ++r) {
-          const int e = 2 * (t + r * kScalarDecayThreads);
-          if (e >= kC * plan.fused_column_tile) continue;
-          ASSERT_EQ(e / plan.fused_column_tile, (e + 1) / plan.fused_column_tile);
-          ++values[static_cast<std::size_t>(e)];
-          ++values[static_cast<std::size_t>(e + 1)];
-        }
-      }
-      for (const int n : keys) ASSERT_EQ(n, 1);
-      for (const int n : values) ASSERT_EQ(n, 1);
+      EXPECT_NE(std::find(std::begin(kScalarDecayFusedTiles), std::end(kScalarDecayFusedTiles), plan.fused_column_tile),
+                std::end(kScalarDecayFusedTiles));
     }
   }
+  // One pass fewer than the arrays hold leaves rows of the widest operands unread (the test has power).
+  const int rows_per_pass = scalar_decay_pair_rows_per_pass(kScalarDecayMaxDim);
+  EXPECT_GE(scalar_decay_pair_row(0, rows_per_pass, kScalarDecayFusedKeyPasses - 1), 0);
+  EXPECT_GE(scalar_decay_pair_row(0, scalar_decay_pair_rows_per_pass(kScalarDecayFusedMaxTile),
+                                  kScalarDecayFusedValuePasses - 1),
+            0);
 }
 
 TEST(ChunkScalarDecayFusedPlan, WorkspaceDropsTheChunkDecaysOnly) {
@@ -240,6 +248,9 @@ TEST(ChunkScalarDecayFusedPlan, GpuKernelSaysWhichStatePassRanAndWhy) {
   EXPECT_EQ(scalar_decay_state_pass_description(plan_chunk_scalar_decay(8, 64, 64, 64, Choice::fused, 132),
                                                 Choice::fused, 132),
             "fused state pass (32 blocks of 16 columns, forced)");
+  EXPECT_EQ(scalar_decay_state_pass_description(plan_chunk_scalar_decay(128, 8192, 64, 64, Choice::automatic, 0),
+                                                Choice::automatic, 0),
+            "three-kernel state pass (auto: no device known)");
   EXPECT_STREQ(scalar_decay_state_pass_name(Pass::fused), "fused");
   EXPECT_STREQ(scalar_decay_state_pass_name(Pass::three_kernel), "three_kernel");
 }

@@ -33,27 +33,23 @@ namespace scalar_decay_fused_detail {
 inline constexpr int kC = kScalarDecayChunk;
 inline constexpr int kF = chunk_wmma::kF;
 inline constexpr int kWarps = kScalarDecayThreads / 32;
-// How a thread walks a [C][width] operand tile a pair of adjacent elements at a time: the block's
-// threads cover `rows_per_pass` rows per pass, thread t taking pair `column` of row `row` (t =
-// row * pairs_per_row + column; threads past rows_per_pass rows idle), then rows row + rows_per_pass,
-// ... A thread's pairs thus share one column and step by a fixed row stride, so their addresses
+// How a thread walks a [C][width] operand tile a pair of adjacent elements at a time
+// (scalar_decay_pair_* in chunk_scalar_decay_plan.hpp, which the CPU tests walk too): its pairs share
+// one column and step by a fixed row stride, so their addresses
 // are one base plus a multiple (nothing per pair survives across chunks: an index per pair,
 // precomputed and held over the chunk loop, took ptxas past 128 registers).
 struct PairWalk {
   int pairs_per_row;
   int rows_per_pass;
-  int column;  // element 2 * column of the row, and the next
+  int column;  // the pair's first element in its row (even)
   int row;
   __device__ __forceinline__ explicit PairWalk(int width)
       : pairs_per_row(width / 2),
-        rows_per_pass(kScalarDecayThreads / (width / 2)),
-        column(2 * (static_cast<int>(threadIdx.x) % (width / 2))),
-        row(static_cast<int>(threadIdx.x) / (width / 2)) {}
+        rows_per_pass(scalar_decay_pair_rows_per_pass(width)),
+        column(scalar_decay_pair_column(width, static_cast<int>(threadIdx.x))),
+        row(scalar_decay_pair_first_row(width, static_cast<int>(threadIdx.x))) {}
   // Row of pass r, or -1 where this thread has none (idle thread, or past the chunk).
-  __device__ __forceinline__ int row_of(int r) const {
-    const int m = row + r * rows_per_pass;
-    return row < rows_per_pass && m < kC ? m : -1;
-  }
+  __device__ __forceinline__ int row_of(int r) const { return scalar_decay_pair_row(row, rows_per_pass, r); }
   // This walk with its fields hidden from the optimiser, once per chunk: otherwise it hoists every
   // pass's row, guard and address offset out of the chunk loop and holds them all (ptxas: 196
   // registers, 1 block per SM), where recomputing them is a few integer operations a pass.
@@ -63,10 +59,8 @@ struct PairWalk {
     return w;
   }
 };
-// Passes over a chunk: C / (256 / (dk / 2)) <= 16 for dk <= 128 (dk 96: 5 rows a pass, 13 passes);
-// C / (256 / (tile / 2)) <= 8 for the value tile (tile <= 64).
-inline constexpr int kKeyPasses = 16;
-inline constexpr int kValuePasses = kC * kScalarDecayFusedMaxTile / 2 / kScalarDecayThreads;
+inline constexpr int kKeyPasses = kScalarDecayFusedKeyPasses;
+inline constexpr int kValuePasses = kScalarDecayFusedValuePasses;
 static_assert(kScalarDecayFusedMaxFragments * kWarps * kF * kF >= kScalarDecayFusedMaxTileElements,
               "the warps' fragments cover the largest tile of S");
 

@@ -74,6 +74,7 @@ std::string scalar_decay_state_pass_description(const ChunkScalarDecayPlan& plan
   std::string text = fused ? "fused state pass (" + blocks + " of " + std::to_string(plan.fused_column_tile) + " columns, "
                            : std::string("three-kernel state pass (");
   if (choice != ScalarDecayStatePassChoice::automatic) return text + "forced)";
+  if (multiprocessors <= 0) return text + "auto: no device known)";
   const std::string sms = std::to_string(multiprocessors) + " SMs";
   if (fused) return text + "auto: one wave on " + sms + ")";
   if (plan.fused_blocks < multiprocessors) return text + "auto: fused would be " + blocks + " < " + sms + ")";

@@ -64,9 +64,27 @@ inline constexpr int kScalarDecayFusedMaxTileElements = 4096;
 // The most accumulator fragments a warp of the fused pass carries: 4096 / (16 x 16) / 8 warps.
 inline constexpr int kScalarDecayFusedMaxFragments = 2;
 // Resident blocks per SM the fused kernel is compiled for (__launch_bounds__): at most 128 registers
-// a thread (sm_90 retnet: 106 used, no spills; 3 blocks, 80 registers, spilled 108 bytes). With four
-// fragments a warp (dk 128 x 64 columns) sm_90 spilled at 128: hence the tile cap above.
+// a thread (the counts are in docs/gpu-guide.md; at 3 blocks, 80 registers, it spilled 108 bytes).
+// With four fragments a warp (dk 128 x 64 columns) sm_90 spilled at 128: hence the tile cap above.
 inline constexpr int kScalarDecayFusedMinBlocksPerSm = 2;
+
+// How the fused pass's threads prefetch a chunk's [C][width] operand tile (K: width dk; V: the column
+// tile), a pair of adjacent elements to a register: the block's threads cover rows_per_pass rows a
+// pass, thread t taking the pair at column 2 (t % (width / 2)) of row t / (width / 2) (threads past
+// rows_per_pass rows idle), then the rows rows_per_pass further on, one pass after another. The
+// kernel (chunk_scalar_decay_fused.cuh) and the CPU tests both walk it through these functions.
+constexpr int scalar_decay_pair_rows_per_pass(int width) { return kScalarDecayThreads / (width / 2); }
+constexpr int scalar_decay_pair_column(int width, int thread) { return 2 * (thread % (width / 2)); }
+constexpr int scalar_decay_pair_first_row(int width, int thread) { return thread / (width / 2); }
+// The row of pass `pass` for a thread whose first row is `first_row`, or -1 where it has none.
+constexpr int scalar_decay_pair_row(int first_row, int rows_per_pass, int pass) {
+  const int row = first_row + pass * rows_per_pass;
+  return first_row < rows_per_pass && row < kScalarDecayChunk ? row : -1;
+}
+// Passes the kernel's register arrays hold: enough for K at every dk (dk 96: 5 rows a pass, 13
+// passes; dk 128: 4 rows, 16) and for V at every column tile (64: 8 rows, 8 passes).
+inline constexpr int kScalarDecayFusedKeyPasses = 16;
+inline constexpr int kScalarDecayFusedValuePasses = 8;
 
 // Byte offsets of the shared-memory regions, each 128-byte aligned (wmma needs 32).
 struct ScalarDecayStateLayout {  // kernel (1)

@@ -138,8 +138,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ChunkScalarDecayGpu, FusedPassCoversOddHeadCountsHeadSizesAndColumnTiles) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  // dim 16..128 (column tiles 16..64, one to two fragments a warp), odd head counts; mamba2 at N 128
-  // (dk 128: 32-column tiles) and N 16.
+  // dim 16..128, odd head counts; mamba2 at N 128 and N 16 (with these few heads the device's plan
+  // takes 16-column tiles: the wider ones run in FusedPassAtItsWidestColumnTilesEqualsTheThreeKernels).
   for (const std::int64_t dim : {16, 48, 128}) {
     for (const std::int64_t heads : {1, 3}) {
       for (const char* mechanism : {"retnet", "linear_attention"}) {
@@ -164,14 +164,16 @@ TEST(ChunkScalarDecayGpu, FusedPassCoversOddHeadCountsHeadSizesAndColumnTiles) {
 constexpr std::int64_t kHeads = 4;
 
 // Tokens [first, first + rows) of every head through the recurrence or the chunkwise kernels (with
-// the state pass `pass`), continuing from `state` (updated in place); out poisoned first.
+// the state pass `pass`, planned for `multiprocessors` SMs: the device's by default; 0 gives the fused
+// pass its widest column tile), continuing from `state` (updated in place); out poisoned first.
 PrefillRun run_retnet(CudaBackend& cuda, const AttentionInputs& in, std::int64_t first, std::int64_t rows,
                       Buffer<float>& state, bool chunked,
-                      ScalarDecayStatePassChoice pass = ScalarDecayStatePassChoice::three_kernel) {
+                      ScalarDecayStatePassChoice pass = ScalarDecayStatePassChoice::three_kernel,
+                      int multiprocessors = -1) {
   testing::DeviceTokens<bf16> x(cuda, in, first, rows);  // out poisoned
   if (chunked) {
-    const ChunkScalarDecayPlan plan =
-        plan_chunk_scalar_decay(in.batch_heads, rows, in.dim, in.dim, pass, cuda.device().multiprocessors);
+    const ChunkScalarDecayPlan plan = plan_chunk_scalar_decay(
+        in.batch_heads, rows, in.dim, in.dim, pass, multiprocessors < 0 ? cuda.device().multiprocessors : multiprocessors);
     Buffer<float> chunk_states(cuda.allocator(), static_cast<std::size_t>(plan.workspace_state_elements));
     Buffer<float> chunk_log_decay(cuda.allocator(), static_cast<std::size_t>(plan.workspace_decay_elements));
     poison(cuda, chunk_states.data(), chunk_states.bytes());  // every element is written before it is read
@@ -214,6 +216,43 @@ TEST(ChunkScalarDecayGpu, FusedPassEqualsTheRecurrenceAndTheThreeKernelsOutputsA
     EXPECT_LT(testing::relative_max_error(fused.out, three.out), dtype_tolerance(DType::bfloat16)) << where;
     EXPECT_LT(testing::relative_max_error(fused.state, three.state), dtype_tolerance(DType::bfloat16)) << where;
   }
+}
+
+// The tests above plan for the device: with their few heads the fused pass takes 16-column tiles, one
+// fragment a warp. The tiles auto picks at B16 H8 (retnet d 64: 32 columns; mamba2 N 128: 32 columns,
+// two fragments a warp) and the widest (64 columns at d 64: two fragments a warp) run here, planned
+// as for no device (the widest tile), against the three kernels and the recurrence.
+TEST(ChunkScalarDecayGpu, FusedPassAtItsWidestColumnTilesEqualsTheThreeKernels) {
+  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
+  CudaBackend& cuda = cuda_backend_of(*backend);
+  for (const std::int64_t dim : {64, 128}) {
+    for (const std::int64_t length : {65, 1000}) {
+      const AttentionInputs in =
+          make_attention_inputs(mechanism_cell("retnet", kHeads, dim, length, DType::bfloat16, Phase::prefill, 2),
+                                length, 61);
+      const ChunkScalarDecayPlan plan =
+          plan_chunk_scalar_decay(in.batch_heads, length, dim, dim, ScalarDecayStatePassChoice::fused, 0);
+      ASSERT_EQ(plan.fused_column_tile, dim == 64 ? 64 : 32) << "the widest tile at d " << dim;
+      const std::string where = "d " + std::to_string(dim) + " L " + std::to_string(length);
+      Buffer<float> fused_state = testing::zero_state(cuda, in), three_state = testing::zero_state(cuda, in);
+      const PrefillRun fused =
+          run_retnet(cuda, in, 0, length, fused_state, true, ScalarDecayStatePassChoice::fused, 0);
+      const PrefillRun three =
+          run_retnet(cuda, in, 0, length, three_state, true, ScalarDecayStatePassChoice::three_kernel);
+      EXPECT_LT(testing::relative_max_error(fused.out, three.out), dtype_tolerance(DType::bfloat16)) << where;
+      EXPECT_LT(testing::relative_max_error(fused.state, three.state), dtype_tolerance(DType::bfloat16)) << where;
+      Buffer<float> recurrent_state = testing::zero_state(cuda, in);
+      const PrefillRun recurrent = run_retnet(cuda, in, 0, length, recurrent_state, false);
+      EXPECT_LT(testing::relative_max_error(fused.out, recurrent.out), dtype_tolerance(DType::bfloat16)) << where;
+      EXPECT_LT(testing::relative_max_error(fused.state, recurrent.state), dtype_tolerance(DType::bfloat16)) << where;
+    }
+  }
+  // mamba2 at the shape of issue 41's cell, B16 H8 N 128 P 64 (short L: the fp64 check stays cheap),
+  // forced fused: on a 132-SM device its plan is auto's, 256 blocks of 32 columns, two fragments a warp.
+  Cell cell = mamba2_cell(130, 8, 64, 128, 1);
+  cell.batch = 16;
+  cell.options.set("state_pass", std::string("fused"));
+  testing::expect_within_fp64_reference(run_mamba2_cell(*backend, cell), DType::bfloat16, "mamba2 B16 H8 N128");
 }
 
 TEST(ChunkScalarDecayGpu, FusedPassContinuesFromTheStateItIsGiven) {
