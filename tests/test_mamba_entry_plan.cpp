@@ -3,8 +3,8 @@
 // thread, the transpose-reduce leaves each lane one token's whole sum, the staging every (channel,
 // token) and (token, entry) of a tile once, the shared arrays are disjoint, aligned and fit the
 // __launch_bounds__' blocks per SM on sm_80 and sm_90, the warps' shared reads and writes are conflict-free,
-// the polynomial takes the same tokens in every lane, issue 39's cells get the segments the
-// estimate in docs/gpu-guide.md assumes, and the scan_kernel option resolves, refuses and names.
+// segments start on tile edges, issue 39's cells get the segments the estimate in
+// docs/gpu-guide.md assumes, and the scan_kernel option resolves, refuses and names.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -308,21 +308,9 @@ TEST(MambaEntryPlan, StagingCoversEveryTileElementOnce) {
   }
 }
 
-// The polynomial takes kMambaEntryPolynomialTokens of each tile's tokens, from 4, 9, 14 in that
-// order (none now: cuda_plan.hpp says why).
-TEST(MambaEntryPlan, PolynomialTokensAreTheFirstOf4_9_14) {
-  int count = 0;
-  for (int t = 0; t < kMambaEntryTile; ++t) {
-    count += mamba_entry_polynomial_token(t) ? 1 : 0;
-    if (mamba_entry_polynomial_token(t)) {
-      EXPECT_TRUE(t == 4 || t == 9 || t == 14) << t;
-    }
-  }
-  EXPECT_EQ(count, kMambaEntryPolynomialTokens);
-  EXPECT_EQ(kMambaEntryPolynomialTokens, 0);
-  // Segments start on chunk edges, multiples of the tile: a token's place in its tile is token % 16.
-  EXPECT_EQ(kMambaScanChunk % kMambaEntryTile, 0);
-}
+// Segments start on chunk edges, multiples of the tile, so a token's place in its tile (the
+// replay's tile token, as in the kernel) is token % 16.
+TEST(MambaEntryPlan, SegmentsStartOnTileEdges) { EXPECT_EQ(kMambaScanChunk % kMambaEntryTile, 0); }
 
 // Issue 39's cells on an H200: batch 16 runs unsplit (256 blocks of 32 channels, about 2 per SM,
 // the split's planning count), batch 1 splits L 8192 into 16 segments of 2 chunks.
@@ -343,11 +331,11 @@ TEST(MambaEntryPlan, Issue39CellsOnAnH200) {
   // The bound a prediction counts: 32 one-chunk segments on 256 SMs.
   EXPECT_EQ(mamba_prefill_cuda_workspace_bytes({1, 512, 16}, 8192, MambaScanKernel::entry), 512 * 32 * 17 * 4);
   // N 8: 64-thread blocks of 32 channels, the same grids.
-  const MambaPrefillPlan n8 = plan_mamba_prefill({16, 512, 8}, 8192, kH200Sms, MambaScanKernel::entry_mufu);
+  const MambaPrefillPlan n8 = plan_mamba_prefill({16, 512, 8}, 8192, kH200Sms, MambaScanKernel::entry);
   EXPECT_EQ(n8.threads, 64);
   EXPECT_EQ(n8.blocks, 256);
   EXPECT_EQ(n8.segments, 1);
-  EXPECT_EQ(plan_mamba_prefill({1, 512, 8}, 8192, kH200Sms, MambaScanKernel::entry_mufu).segments, 16);
+  EXPECT_EQ(plan_mamba_prefill({1, 512, 8}, 8192, kH200Sms, MambaScanKernel::entry).segments, 16);
   EXPECT_THROW(plan_mamba_prefill({1, 512, 17}, 8192, kH200Sms, MambaScanKernel::entry), std::invalid_argument);
 }
 
@@ -373,6 +361,8 @@ TEST(MambaEntryPlan, ScanKernelOptionResolvesRefusesAndNames) {
   const std::vector<OptionSpec> specs = mamba->option_specs();
   ASSERT_TRUE(std::any_of(specs.begin(), specs.end(), [](const OptionSpec& s) { return s.key == "scan_kernel"; }));
   EXPECT_EQ(mamba_scan_kernel_option().text(MechanismOptions{}), "auto");
+  // Three values: entry_mufu (the same kernel as entry without the polynomial exp2) is gone.
+  EXPECT_EQ(mamba_scan_kernel_option().choices, (std::vector<std::string>{"auto", "entry", "lane"}));
   // auto is the entry kernel at N 8 and 16 (cuda_plan.cpp says why), the warp scan at any other N.
   EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(16, "")), MambaScanKernel::entry);
   EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(8, "auto")), MambaScanKernel::entry);
@@ -380,7 +370,7 @@ TEST(MambaEntryPlan, ScanKernelOptionResolvesRefusesAndNames) {
   EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(17, "auto")), MambaScanKernel::lane);
   EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(64, "")), MambaScanKernel::lane);
   EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(16, "lane")), MambaScanKernel::lane);
-  EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(16, "entry_mufu")), MambaScanKernel::entry_mufu);
+  EXPECT_EQ(mamba_scan_kernel_of(mamba_cell(8, "entry")), MambaScanKernel::entry);
   EXPECT_FALSE(mamba_scan_kernel_of(mamba_cell(32, "entry")));
   EXPECT_FALSE(mamba_cuda_unsupported(mamba_cell(16, "entry")));
   EXPECT_FALSE(mamba_cuda_unsupported(mamba_cell(32, "lane")));
@@ -391,7 +381,7 @@ TEST(MambaEntryPlan, ScanKernelOptionResolvesRefusesAndNames) {
   EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(16, "entry")), "prefill entry (N 16)");
   EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(16, "")), "prefill entry (N 16)");
   EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(16, "lane")), "prefill lane (warp scan)");
-  EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(8, "entry_mufu")), "prefill entry_mufu (N 8)");
+  EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(8, "entry")), "prefill entry (N 8)");
   EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(17, "")), "prefill lane (warp scan)");
   EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(16, "lane", Phase::decode)), "decode (context prefill lane (warp scan))");
   EXPECT_EQ(mamba_gpu_kernel_name(mamba_cell(8, "", Phase::decode)), "decode (context prefill entry (N 8))");

@@ -6,10 +6,9 @@
 // the same reference at several segment counts, and replays that drop the segments' carry or
 // their decay, or decay a lane's fold by one item instead of its dt sum, must fail by at least
 // three times the tolerance. The entry kernel's replay (a thread per (channel, 4 entries),
-// cuda_entry.cu) is held to the same reference at N 16 and 8, with and without its polynomial exps,
-// split and unsplit, and replays with a wrong polynomial coefficient, an entry left out of a lane's
-// C h chain, a lane's partial dropped from the transpose-reduce, a token skipped in it or the
-// segment carry dropped must fail by more than three times the tolerance.
+// cuda_entry.cu) is held to the same reference at N 16 and 8, split and unsplit, and replays with
+// an entry left out of a lane's C h chain, a lane's partial dropped from the transpose-reduce, a
+// token skipped in it or the segment carry dropped must fail by more than three times the tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -294,11 +293,9 @@ TEST(MambaScanReplay, DroppingTheSegmentCarryOrDecayFailsTheCheck) {
 // ---------------------------------------------------------------------------------------------
 // The entry kernel (cuda_entry.cu): its replay against the same fp64 reference.
 
-constexpr MambaScanKernel kEntryKernels[] = {MambaScanKernel::entry, MambaScanKernel::entry_mufu};
+constexpr MambaScanKernel kEntry = MambaScanKernel::entry;
 
-std::string kernel_label(MambaScanKernel kernel, std::int64_t n) {
-  return mamba_scan_kernel_name(kernel) + " N " + std::to_string(n);
-}
+std::string entry_label(std::int64_t n) { return "entry N " + std::to_string(n); }
 
 template <class T>
 double entry_tolerance() {
@@ -313,15 +310,13 @@ void expect_entry_matches_the_reference_at_every_length(DType dtype) {
     const std::int64_t channels = 33;
     for (const std::int64_t length : {1, 7, 15, 16, 17, 255, 257, 1000, 5000}) {
       const MambaInputs in = make_mamba_inputs(replay_cell(dtype, channels, n, 2, length), length, 83);
-      for (const MambaScanKernel kernel : kEntryKernels) {
-        const Accuracy a = replay_against_reference<T>(in, MambaReplayFault::none, 1, kernel);
-        EXPECT_TRUE(a.output_finite) << kernel_label(kernel, n) << " L " << length;
-        EXPECT_EQ(a.rows_checked, 2 * length);
-        EXPECT_LT(a.max_rel_error, entry_tolerance<T>()) << kernel_label(kernel, n) << " L " << length;
-        if (length == 1 || length == 17 || length == 5000) {
-          std::printf("entry replay %s %s L %5ld: max_rel_error %.3g (tolerance %.3g)\n", dtype_name(dtype).c_str(),
-                      kernel_label(kernel, n).c_str(), static_cast<long>(length), a.max_rel_error, entry_tolerance<T>());
-        }
+      const Accuracy a = replay_against_reference<T>(in, MambaReplayFault::none, 1, kEntry);
+      EXPECT_TRUE(a.output_finite) << entry_label(n) << " L " << length;
+      EXPECT_EQ(a.rows_checked, 2 * length);
+      EXPECT_LT(a.max_rel_error, entry_tolerance<T>()) << entry_label(n) << " L " << length;
+      if (length == 1 || length == 17 || length == 5000) {
+        std::printf("entry replay %s %s L %5ld: max_rel_error %.3g (tolerance %.3g)\n", dtype_name(dtype).c_str(),
+                    entry_label(n).c_str(), static_cast<long>(length), a.max_rel_error, entry_tolerance<T>());
       }
     }
   }
@@ -340,30 +335,26 @@ TEST(MambaEntryReplay, MatchesTheFp64ReferenceAtEveryLengthBf16) {
 TEST(MambaEntryReplay, SplitMatchesTheFp64Reference) {
   for (const std::int64_t n : {16, 8}) {
     for (const SplitCase c : kSplitCases) {
-      for (const MambaScanKernel kernel : kEntryKernels) {
-        const MambaInputs in32 = make_mamba_inputs(replay_cell(DType::float32, 33, n, 2, c.length), c.length, 89);
-        const Accuracy a = replay_against_reference<float>(in32, MambaReplayFault::none, c.segments, kernel);
-        EXPECT_LT(a.max_rel_error, kReplayFp32Tolerance) << kernel_label(kernel, n) << " L " << c.length
-                                                         << " segments " << c.segments;
-        const MambaInputs in16 = make_mamba_inputs(replay_cell(DType::bfloat16, 33, n, 2, c.length), c.length, 97);
-        const Accuracy b = replay_against_reference<bf16>(in16, MambaReplayFault::none, c.segments, kernel);
-        EXPECT_LT(b.max_rel_error, dtype_tolerance(DType::bfloat16)) << kernel_label(kernel, n) << " L " << c.length
-                                                                     << " segments " << c.segments;
-        if (c.length == 5000 && c.segments == 20) {
-          std::printf("entry replay %s, L 5000 in 20 segments: fp32 %.3g, bf16 %.3g\n",
-                      kernel_label(kernel, n).c_str(), a.max_rel_error, b.max_rel_error);
-        }
+      const MambaInputs in32 = make_mamba_inputs(replay_cell(DType::float32, 33, n, 2, c.length), c.length, 89);
+      const Accuracy a = replay_against_reference<float>(in32, MambaReplayFault::none, c.segments, kEntry);
+      EXPECT_LT(a.max_rel_error, kReplayFp32Tolerance) << entry_label(n) << " L " << c.length
+                                                       << " segments " << c.segments;
+      const MambaInputs in16 = make_mamba_inputs(replay_cell(DType::bfloat16, 33, n, 2, c.length), c.length, 97);
+      const Accuracy b = replay_against_reference<bf16>(in16, MambaReplayFault::none, c.segments, kEntry);
+      EXPECT_LT(b.max_rel_error, dtype_tolerance(DType::bfloat16)) << entry_label(n) << " L " << c.length
+                                                                   << " segments " << c.segments;
+      if (c.length == 5000 && c.segments == 20) {
+        std::printf("entry replay %s, L 5000 in 20 segments: fp32 %.3g, bf16 %.3g\n", entry_label(n).c_str(),
+                    a.max_rel_error, b.max_rel_error);
       }
     }
   }
 }
 
 TEST(MambaEntryReplay, ContinuesFromACarriedStateSplitAndUnsplit) {
-  for (const MambaScanKernel kernel : kEntryKernels) {
-    for (const std::int64_t segments : {1, 2, 4}) {
-      expect_continues_from_a_carried_state<float>(DType::float32, segments, kernel);
-      expect_continues_from_a_carried_state<bf16>(DType::bfloat16, segments, kernel);
-    }
+  for (const std::int64_t segments : {1, 2, 4}) {
+    expect_continues_from_a_carried_state<float>(DType::float32, segments, kEntry);
+    expect_continues_from_a_carried_state<bf16>(DType::bfloat16, segments, kEntry);
   }
 }
 
@@ -375,22 +366,20 @@ TEST(MambaEntryReplay, EqualsTheLaneKernel) {
   const std::size_t states = static_cast<std::size_t>(in.rows() * in.state_size);
   std::vector<float> lane_state(states, 0.0f);
   const std::vector<float> lane = replay<float>(in, 0, length, lane_state);
-  for (const MambaScanKernel kernel : kEntryKernels) {
-    for (const std::int64_t segments : {1, 5}) {
-      std::vector<float> state(states, 0.0f);
-      const std::vector<float> entry = replay<float>(in, 0, length, state, MambaReplayFault::none, segments, kernel);
-      double diff = 0, scale = 0, state_diff = 0, state_scale = 0;
-      for (std::size_t i = 0; i < lane.size(); ++i) {
-        diff = std::fmax(diff, std::fabs(entry[i] - lane[i]));
-        scale = std::fmax(scale, std::fabs(lane[i]));
-      }
-      for (std::size_t i = 0; i < states; ++i) {
-        state_diff = std::fmax(state_diff, std::fabs(state[i] - lane_state[i]));
-        state_scale = std::fmax(state_scale, std::fabs(lane_state[i]));
-      }
-      EXPECT_LT(diff, 2e-6 * scale) << mamba_scan_kernel_name(kernel) << " segments " << segments;
-      EXPECT_LT(state_diff, 2e-6 * state_scale) << mamba_scan_kernel_name(kernel) << " segments " << segments;
+  for (const std::int64_t segments : {1, 5}) {
+    std::vector<float> state(states, 0.0f);
+    const std::vector<float> entry = replay<float>(in, 0, length, state, MambaReplayFault::none, segments, kEntry);
+    double diff = 0, scale = 0, state_diff = 0, state_scale = 0;
+    for (std::size_t i = 0; i < lane.size(); ++i) {
+      diff = std::fmax(diff, std::fabs(entry[i] - lane[i]));
+      scale = std::fmax(scale, std::fabs(lane[i]));
     }
+    for (std::size_t i = 0; i < states; ++i) {
+      state_diff = std::fmax(state_diff, std::fabs(state[i] - lane_state[i]));
+      state_scale = std::fmax(state_scale, std::fabs(lane_state[i]));
+    }
+    EXPECT_LT(diff, 2e-6 * scale) << "segments " << segments;
+    EXPECT_LT(state_diff, 2e-6 * state_scale) << "segments " << segments;
   }
 }
 
@@ -423,17 +412,6 @@ TEST(MambaEntryReplay, FaultsFailTheCheckByMoreThanThreeTimesTheTolerance) {
       EXPECT_GT(faulty.max_rel_error, 3 * tolerance) << c.what << (c.bf16 ? " bf16" : " fp32") << " N " << n;
       std::printf("entry replay N %ld %s, %s: max_rel_error %.3g (tolerance %.3g, ratio %.0f)\n", static_cast<long>(n),
                   c.bf16 ? "bf16" : "fp32", c.what, faulty.max_rel_error, tolerance, faulty.max_rel_error / tolerance);
-    }
-    // A wrong polynomial coefficient fails `entry` only where the polynomial takes tokens (none
-    // now, cuda_plan.hpp); entry_mufu never has one to get wrong.
-    for (const MambaScanKernel kernel : kEntryKernels) {
-      const double error =
-          replay_against_reference<float>(in32, MambaReplayFault::polynomial_coefficient_wrong, 1, kernel).max_rel_error;
-      if (kernel == MambaScanKernel::entry && kMambaEntryPolynomialTokens > 0) {
-        EXPECT_GT(error, 3 * kReplayFp32Tolerance) << "N " << n;
-      } else {
-        EXPECT_LT(error, kReplayFp32Tolerance) << kernel_label(kernel, n);
-      }
     }
   }
 }

@@ -1,10 +1,9 @@
 // Mamba's selective-scan prefill with one thread per (channel, 4 state entries) walking time
-// (issue 39): no lane scan; per element dt x A log2 e, one exp2 (the MUFU's ex2.approx, or the FMA
-// pipe's polynomial for kMambaEntryPolynomialTokens of each tile's tokens), du x B, the h FMA, and
-// C h folded into the thread's y partial of the token; y summed over a channel's N / 4 lanes by a
-// shuffle transpose-reduce (mamba_entry_reduce). Geometry, shared layout and the choice of
-// polynomial tokens: cuda_plan.hpp (tested on the CPU); the CPU replay of this arithmetic, operation
-// for operation: cuda_replay.cpp (entry_pass). The time split (map pass, combine kernel in cuda.cu,
+// (issue 39): no lane scan; per element dt x A log2 e, one exp2 (the MUFU's ex2.approx), du x B,
+// the h FMA, and C h folded into the thread's y partial of the token; y summed over a channel's
+// N / 4 lanes by a shuffle transpose-reduce (mamba_entry_reduce). Geometry and shared layout:
+// cuda_plan.hpp (tested on the CPU); the CPU replay of this arithmetic, operation for operation:
+// cuda_replay.cpp (entry_pass). The time split (map pass, combine kernel in cuda.cu,
 // outputs pass) is the lane kernel's.
 // Compiled, not yet run on a GPU.
 #include <cstdint>
@@ -18,7 +17,6 @@
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/mamba/cuda_entry.hpp"
 #include "mechanisms/mamba/entry_activations.hpp"
-#include "mechanisms/mamba/exp2_poly.hpp"
 
 namespace arch_bench {
 
@@ -165,8 +163,8 @@ __device__ __forceinline__ void raw_row(const S* p, float (&v)[K]) {
 // {D u, silu(z)}, computed once per (token, channel) with the MUFU-based activations of
 // entry_activations.hpp, by the channel's own lanes (lane j: tokens K j .. K j + K - 1, K = 16 / L),
 // stored as 16-byte vectors of 2 tokens; B and C widened, 4 elements a thread. Past the segment
-// (token >= left) dt = 0 and u = 0 (zeros in the raw tile): the identity step (exp2(0) = 1 on
-// both pipes, dt u B = 0), and nothing added to the dt sum.
+// (token >= left) dt = 0 and u = 0 (zeros in the raw tile): the identity step (ex2.approx(0) = 1
+// exactly, dt u B = 0), and nothing added to the dt sum.
 template <int N, bool kOutputs, class S>
 __device__ __forceinline__ void stage_tile(const S* raw, float* smem, int ch, int j, int left, float bias,
                                            float skip_d) {
@@ -223,7 +221,7 @@ __device__ __forceinline__ float entry_reduce(float (&part)[L], int lane) {
 
 // One pass over one segment per (channel, 4 entries) thread. grid: batch x segments-in-grid x
 // channel groups blocks (mamba_scan_run with the entry kernel's 32 channels per block).
-template <int N, class S, bool kOutputs, bool kPolynomial, bool kVector>
+template <int N, class S, bool kOutputs, bool kVector>
 __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks_per_sm(N))
     mamba_entry_scan_kernel(const float* __restrict__ A, const float* __restrict__ dt_bias,
                             const float* __restrict__ D, const S* __restrict__ u, const S* __restrict__ dt_raw,
@@ -310,8 +308,7 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
 #pragma unroll
           for (int i = 0; i < kEntries; ++i) {
             const float x = dtv[r] * a2[i];
-            const float a = kPolynomial && mamba_entry_polynomial_token(t) ? mamba_exp2_poly(x) : entry_exp2(x);
-            h[i] = fmaf(a, h[i], duv[r] * bv[i]);
+            h[i] = fmaf(entry_exp2(x), h[i], duv[r] * bv[i]);
           }
           if constexpr (kOutputs) {
             const float4 c4 = *reinterpret_cast<const float4*>(smem + mamba_entry_bc_index(N, 1, t, s0));
@@ -347,17 +344,17 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   }
 }
 
-template <int N, class S, bool kOutputs, bool kPolynomial, bool kVector>
+template <int N, class S, bool kOutputs, bool kVector>
 void launch_pass(const MambaPrefillPlan& plan, const MambaParameters& params, const S* u, const S* dt_raw, const S* z,
                  const S* B, const S* C, const float* entering, float* state, float* workspace, S* out,
                  std::int64_t blocks, std::int64_t grid_segments, CUstream_st* stream) {
-  mamba_entry_scan_kernel<N, S, kOutputs, kPolynomial, kVector>
+  mamba_entry_scan_kernel<N, S, kOutputs, kVector>
       <<<static_cast<unsigned>(blocks), mamba_entry_threads(N), mamba_entry_shared_bytes(N, static_cast<int>(sizeof(S))), stream>>>(
           params.A, params.dt_bias, params.D, u, dt_raw, z, B, C, entering, state, workspace, out, plan, grid_segments);
   check_launch(kOutputs ? "mamba_entry_scan_kernel" : "mamba_entry_scan_kernel (segment maps)");
 }
 
-template <int N, class S, bool kOutputs, bool kPolynomial>
+template <int N, class S, bool kOutputs>
 void launch_aligned_or_not(const MambaPrefillPlan& plan, const MambaParameters& params, const S* u, const S* dt_raw,
                            const S* z, const S* B, const S* C, const float* entering, float* state, float* workspace,
                            S* out, std::int64_t blocks, std::int64_t grid_segments, CUstream_st* stream) {
@@ -368,11 +365,11 @@ void launch_aligned_or_not(const MambaPrefillPlan& plan, const MambaParameters& 
   const bool vector = plan.tokens % (16 / static_cast<std::int64_t>(sizeof(S))) == 0 && aligned(u) &&
                       aligned(dt_raw) && aligned(z) && aligned(B) && aligned(C);
   if (vector) {
-    launch_pass<N, S, kOutputs, kPolynomial, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
-                                                   blocks, grid_segments, stream);
+    launch_pass<N, S, kOutputs, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                      grid_segments, stream);
   } else {
-    launch_pass<N, S, kOutputs, kPolynomial, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
-                                                    blocks, grid_segments, stream);
+    launch_pass<N, S, kOutputs, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                       grid_segments, stream);
   }
 }
 
@@ -382,26 +379,12 @@ void launch_for_state_size(const MambaPrefillPlan& plan, const MambaParameters& 
                            S* out, bool outputs, CUstream_st* stream) {
   const std::int64_t blocks = outputs ? plan.blocks : plan.map_blocks;
   const std::int64_t segments = outputs ? plan.segments : plan.segments - 1;
-  // The polynomial form only where it takes some tokens (none now: `entry` is then `entry_mufu`,
-  // and the kPolynomial kernels are not instantiated).
-  if constexpr (kMambaEntryPolynomialTokens > 0) {
-    if (plan.kernel == MambaScanKernel::entry) {
-      if (outputs) {
-        launch_aligned_or_not<N, S, true, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
-                                                blocks, segments, stream);
-      } else {
-        launch_aligned_or_not<N, S, false, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
-                                                 blocks, segments, stream);
-      }
-      return;
-    }
-  }
   if (outputs) {
-    launch_aligned_or_not<N, S, true, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
-                                             segments, stream);
+    launch_aligned_or_not<N, S, true>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                      segments, stream);
   } else {
-    launch_aligned_or_not<N, S, false, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out,
-                                              blocks, segments, stream);
+    launch_aligned_or_not<N, S, false>(plan, params, u, dt_raw, z, B, C, entering, state, workspace, out, blocks,
+                                       segments, stream);
   }
 }
 

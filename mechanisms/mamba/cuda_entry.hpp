@@ -1,6 +1,6 @@
 #pragma once
 // The per-(channel, state entry) prefill kernel's passes (cuda_entry.cu), launched by
-// launch_mamba_prefill (cuda.cu) for a plan whose kernel is entry or entry_mufu; cuda_plan.hpp
+// launch_mamba_prefill (cuda.cu) for a plan whose kernel is entry; cuda_plan.hpp
 // describes the geometry. Internal to the mamba CUDA sources.
 #include "mechanisms/common/cuda_declarations.hpp"
 #include "mechanisms/mamba/cuda_plan.hpp"

@@ -97,15 +97,13 @@ std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell) {
   // yet; `--scan-kernel entry,lane` measures both, and the measurement decides.
   if (choice == "auto") return applies ? MambaScanKernel::entry : MambaScanKernel::lane;
   if (!applies) return std::nullopt;
-  return choice == "entry_mufu" ? MambaScanKernel::entry_mufu : MambaScanKernel::entry;
+  return MambaScanKernel::entry;
 }
 
 std::string mamba_scan_kernel_name(MambaScanKernel kernel) {
   switch (kernel) {
     case MambaScanKernel::entry:
       return "entry";
-    case MambaScanKernel::entry_mufu:
-      return "entry_mufu";
     case MambaScanKernel::lane:
       break;
   }
@@ -117,10 +115,7 @@ std::string mamba_gpu_kernel_name(const Cell& cell) {
   if (!kernel) return "none (" + mamba_scan_kernel_option().text(cell.options) + " does not take this N)";
   std::string name = "prefill " + mamba_scan_kernel_name(*kernel);
   const std::string n = std::to_string(mamba_state_size_option().integer(cell.options));
-  if (*kernel == MambaScanKernel::entry && kMambaEntryPolynomialTokens > 0) {
-    name += " (N " + n + ", exp2 " + std::to_string(kMambaEntryPolynomialTokens) + "/" +
-            std::to_string(kMambaEntryTile) + " polynomial)";
-  } else if (*kernel != MambaScanKernel::lane) {
+  if (*kernel == MambaScanKernel::entry) {
     name += " (N " + n + ")";
   } else {
     name += " (warp scan)";

@@ -96,14 +96,13 @@ constexpr std::size_t mamba_scan_shared_bytes(int element_bytes, int state_size)
 // transpose-reduce over groups of L tokens (cuda_entry.cu, entry_reduce): log2 L shuffle steps, at each of
 // which a lane keeps half of its group's tokens and sends the other half to its partner, so that
 // lane j ends with token j of the group, summed as (p_0 + p_2) + (p_1 + p_3) at L 4 and p_0 + p_1
-// at L 2 (p_l: lane l's partial). `entry` may run a fraction of the exps (tokens
-// mamba_entry_polynomial_token of each tile) on the FMA pipe (exp2_poly.hpp); none now (below). The
-// time split of the lane kernel (segments, map pass, combine, workspace) carries over unchanged.
+// at L 2 (p_l: lane l's partial). Every exp is one ex2.approx on the MUFU (docs/gpu-guide.md says
+// why a polynomial exp2 on the FMA pipe does not pay at this issue count). The time split of the
+// lane kernel (segments, map pass, combine, workspace) carries over unchanged.
 // Instantiated for N in {8, 16} (mamba_entry_applies); other N run the lane kernel.
 enum class MambaScanKernel {
   lane,        // mamba_warp_scan_kernel: a warp per channel, shuffle scan over lanes of 8 tokens
-  entry,       // mamba_entry_scan_kernel with the polynomial exp2 on kMambaEntryPolynomialTokens a tile (none now)
-  entry_mufu,  // the same kernel, every exp on the MUFU (ex2.approx)
+  entry,       // mamba_entry_scan_kernel: a thread per (channel, 4 state entries), every exp on ex2.approx
 };
 inline constexpr int kMambaEntryEntriesPerThread = 4;
 inline constexpr int kMambaEntryChannelsPerBlock = 32;
@@ -136,17 +135,6 @@ constexpr MambaEntrySlot mamba_entry_slot(int n, int thread) {
 // The tile token whose y lane j of a channel stores after the transpose-reduce of group g (tokens
 // g L .. g L + L - 1).
 constexpr int mamba_entry_owned_token(int n, int lane, int group) { return group * mamba_entry_lanes_per_channel(n) + lane; }
-// The tile tokens whose exps the polynomial takes: the first kMambaEntryPolynomialTokens of 4, 9,
-// 14 (the same for every lane, so no lane diverges). None: with 4 entries a thread the kernel's
-// issue (10.2 slots per element) and MUFU (1.25 per element, 10 slots' worth at 16 MUFU results
-// per SM and clock) are balanced, and each polynomial exp trades 8 slots' worth of MUFU for about
-// 10 issue slots (docs/gpu-guide.md), so `entry` runs every exp on ex2.approx, as `entry_mufu`
-// does. The machinery (the kernel's kPolynomial form, the replay's polynomial tokens) stays for a
-// kernel whose issue count falls under its MUFU's.
-inline constexpr int kMambaEntryPolynomialTokens = 0;
-constexpr bool mamba_entry_polynomial_token(int tile_token) {
-  return tile_token % 5 == 4 && tile_token / 5 < kMambaEntryPolynomialTokens;
-}
 // Shared memory (floats), per block: the B and C tiles [2][tile][N] (a tile's B is 16 N contiguous
 // elements in global memory, so the staging writes are contiguous and a lane's 4 entries are one
 // 16-byte read); per channel of the block the tile's {dt, dt u} pairs [channels][stride] and
@@ -317,12 +305,11 @@ MambaPrefillPlan plan_mamba_prefill(const MambaShape& shape, std::int64_t tokens
 MambaPrefillPlan split_mamba_prefill(MambaPrefillPlan plan, std::int64_t segments);
 
 // The prefill kernel a cell runs: its `scan_kernel` option (options.hpp), `auto` resolved to
-// `entry` where mamba_entry_applies(N) (N 8, 16), else `lane`; nullopt where `entry`/`entry_mufu` is asked
+// `entry` where mamba_entry_applies(N) (N 8, 16), else `lane`; nullopt where `entry` is asked
 // for an N it does not take (mamba_cuda_unsupported says why).
 std::optional<MambaScanKernel> mamba_scan_kernel_of(const Cell& cell);
-// Its name: "lane", "entry" or "entry_mufu"; and what a CUDA cell records as gpu_kernel:
-// "prefill entry (N 16)" ("prefill entry (N 16, exp2 3/16 polynomial)" with polynomial tokens),
-// "prefill entry_mufu (N 16)", "prefill lane (warp scan)", "decode (context prefill entry ...)".
+// Its name: "lane" or "entry"; and what a CUDA cell records as gpu_kernel: "prefill entry (N 16)",
+// "prefill lane (warp scan)", "decode (context prefill entry ...)".
 std::string mamba_scan_kernel_name(MambaScanKernel kernel);
 std::string mamba_gpu_kernel_name(const Cell& cell);
 

@@ -8,7 +8,6 @@
 #include "core/bf16.hpp"
 #include "mechanisms/common/ssm_activations.hpp"
 #include "mechanisms/mamba/entry_activations.hpp"
-#include "mechanisms/mamba/exp2_poly.hpp"
 
 namespace arch_bench {
 
@@ -221,15 +220,6 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
                 std::int64_t segments, MambaReplayFault fault) {
   const int n = plan.state_size, lanes = mamba_entry_lanes_per_channel(n), per_lane = kMambaEntryEntriesPerThread;
   const std::int64_t tokens = plan.tokens;
-  const bool polynomial = plan.kernel == MambaScanKernel::entry;
-  auto exp2_of = [&](float v, int tile_token) {
-    if (!polynomial || !mamba_entry_polynomial_token(tile_token)) return std::exp2(v);
-    if (fault == MambaReplayFault::polynomial_coefficient_wrong) {
-      return mamba_exp2_poly_eval(v, kMambaExp2PolyC0, kMambaExp2PolyC1, kMambaExp2PolyC2 * 1.01f, kMambaExp2PolyC3,
-                                  kMambaExp2PolyC4, kMambaExp2PolyC5);
-    }
-    return mamba_exp2_poly(v);
-  };
   // The entries of a lane's C h chain (chain_entry_dropped: its last is left out).
   const int chained = fault == MambaReplayFault::chain_entry_dropped ? per_lane - 1 : per_lane;
   std::vector<float> h(static_cast<std::size_t>(n)), a2(h.size());
@@ -261,7 +251,7 @@ void entry_pass(const MambaPrefillPlan& plan, const MambaParameters& params, con
               const int s = per_lane * lane + i;
               const std::int64_t at = (b * tokens + token) * n + s;
               const float bv = inside ? to_float(x.B[at]) : 0.0f, cv = inside ? to_float(x.C[at]) : 0.0f;
-              const float a = exp2_of(dt * a2[s], t);
+              const float a = std::exp2(dt * a2[s]);  // ex2.approx
               h[s] = std::fma(a, h[s], du * bv);
               // The lane's y partial: C h of its first entry, then an FMA per further entry.
               if (i == 0) {

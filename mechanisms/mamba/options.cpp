@@ -20,11 +20,10 @@ const OptionSpec& mamba_scan_kernel_option() {
                                .default_value = std::string("auto"),
                                .help = "mamba (CUDA prefill): auto (default: entry at state_size 8 and 16, "
                                        "estimated the fastest until a GPU run measures them; lane at any other), "
-                                       "entry (a thread per channel and 4 state entries; no exps on a polynomial "
-                                       "now, so the same kernel as entry_mufu), entry_mufu (every exp on "
+                                       "entry (a thread per channel and 4 state entries, every exp on "
                                        "ex2.approx) or lane (the warp scan); the row's gpu_kernel names the one "
                                        "that ran. On `run`, a comma-separated list: one arm per value",
-                               .choices = {"auto", "entry", "entry_mufu", "lane"},
+                               .choices = {"auto", "entry", "lane"},
                                .axis = true,
                                .every_mode_axis = true};
   return spec;

@@ -10,7 +10,7 @@ namespace arch_bench {
 const OptionSpec& mamba_state_size_option();
 
 // scan_kernel: which CUDA prefill kernel runs (cuda_plan.hpp, MambaScanKernel): auto (default: entry
-// where N is 8 or 16, else lane), entry, entry_mufu or lane. The CPU ignores it.
+// where N is 8 or 16, else lane), entry or lane. The CPU ignores it.
 const OptionSpec& mamba_scan_kernel_option();
 
 // The kernels' shape of a cell: d_inner = heads * head_dim channels per batch element, N from the

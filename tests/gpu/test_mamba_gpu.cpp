@@ -5,10 +5,9 @@
 // the h it is given. The split prefill (segments scanned by separate blocks, cuda_plan.hpp) equals
 // the unsplit one and its CPU replay, continues from a carried h, and is what a batch-1 cell runs.
 // The entry kernel (a thread per (channel, 4 state entries), cuda_entry.cu; `--scan-kernel entry`
-// or entry_mufu at N 8 or 16, and auto there) against its replay (its 16-byte and element copies),
-// the reference and the lane kernel, and the cells with each
-// scan_kernel value naming the kernel that ran. Every output is poisoned with NaN before the run.
-// Skipped without a device.
+// at N 8 or 16, and auto there) against its replay (its 16-byte and element copies), the reference
+// and the lane kernel, and the cells with each scan_kernel value naming the kernel that ran. Every
+// output is poisoned with NaN before the run. Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -292,7 +291,7 @@ TEST(MambaGpu, Batch1CellRunsTheSplitPrefill) {
 // ---------------------------------------------------------------------------------------------
 // The entry kernel (cuda_entry.cu: a thread per (channel, 4 state entries)).
 
-constexpr MambaScanKernel kEntryKernels[] = {MambaScanKernel::entry, MambaScanKernel::entry_mufu};
+constexpr MambaScanKernel kEntry = MambaScanKernel::entry;
 
 // HostSequence in storage T (the replay reads what the device reads).
 template <class T>
@@ -307,8 +306,8 @@ struct HostStored {
 };
 
 // Device against its CPU replay (exp2f for ex2.approx) and against the fp64 reference: N 8 and 16,
-// both option values, fp32 and bf16, lengths inside a tile, across tiles and chunks, from a
-// non-zero h (the first 100 tokens' state), unsplit and in 3 segments. 33 channels: a full block of
+// fp32 and bf16, lengths inside a tile, across tiles and chunks, from a non-zero h (the first 100
+// tokens' state), unsplit and in 3 segments. 33 channels: a full block of
 // 32 and a block of one channel. L 1304 (a multiple of 8) takes the 16-byte cp.async copies in
 // both dtypes, 1300 in fp32 only, 1 and 17 the element-by-element copies (launch_aligned_or_not).
 template <class T>
@@ -316,33 +315,30 @@ void expect_entry_matches_replay_and_reference(CudaBackend& cuda, DType dtype) {
   const double outputs_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-2;  // one bf16 rounding apart at most
   for (const std::int64_t n : {16, 8}) {
     const std::int64_t channels = 33;
-    for (const MambaScanKernel kernel : kEntryKernels) {
-      for (const std::int64_t length : {1, 17, 1300, 1304}) {
-        for (const std::int64_t segments : {1, 3}) {
-          if (segments > (length + kMambaScanChunk - 1) / kMambaScanChunk) continue;
-          const std::string where = dtype_name(dtype) + " " + mamba_scan_kernel_name(kernel) + " N " +
-                                    std::to_string(n) + " L " + std::to_string(length) + " segments " +
-                                    std::to_string(segments);
-          const MambaInputs in =
-              make_mamba_inputs(mamba_cell(Phase::prefill, length + 100, dtype, 1, channels, n, 2), length + 100, 107);
-          DeviceLayer layer(cuda, in);
-          prefill<T>(cuda, in, 0, 100, layer, 1, kernel);
-          std::vector<float> state = layer.state_values(cuda);
-          const std::vector<float> device = prefill<T>(cuda, in, 100, length, layer, segments, kernel);
-          const HostStored<T> x(HostSequence(in, 100, length));
-          const std::vector<float> A = in.A();
-          std::vector<T> replayed(device.size());
-          replay_mamba_prefill<T>(prefill_plan(in, length, segments, kernel), {A.data(), in.dt_bias.data(), in.D.data()},
-                                  x.view(), state.data(), replayed.data());
-          std::vector<float> replayed_float;
-          for (const T v : replayed) replayed_float.push_back(to_float(v));
-          EXPECT_LT(testing::relative_max_error(device, replayed_float), outputs_tolerance) << where;
-          EXPECT_LT(testing::relative_max_error(layer.state_values(cuda), state), 1e-5) << where;
-          // The whole sequence from h = 0 against the fp64 reference.
-          DeviceLayer fresh(cuda, in);
-          const std::vector<float> whole = prefill<T>(cuda, in, 0, length + 100, fresh, segments, kernel);
-          testing::expect_within_fp64_reference(check_mamba_prefill<float>(in, whole.data()), dtype, where);
-        }
+    for (const std::int64_t length : {1, 17, 1300, 1304}) {
+      for (const std::int64_t segments : {1, 3}) {
+        if (segments > (length + kMambaScanChunk - 1) / kMambaScanChunk) continue;
+        const std::string where = dtype_name(dtype) + " entry N " + std::to_string(n) + " L " +
+                                  std::to_string(length) + " segments " + std::to_string(segments);
+        const MambaInputs in =
+            make_mamba_inputs(mamba_cell(Phase::prefill, length + 100, dtype, 1, channels, n, 2), length + 100, 107);
+        DeviceLayer layer(cuda, in);
+        prefill<T>(cuda, in, 0, 100, layer, 1, kEntry);
+        std::vector<float> state = layer.state_values(cuda);
+        const std::vector<float> device = prefill<T>(cuda, in, 100, length, layer, segments, kEntry);
+        const HostStored<T> x(HostSequence(in, 100, length));
+        const std::vector<float> A = in.A();
+        std::vector<T> replayed(device.size());
+        replay_mamba_prefill<T>(prefill_plan(in, length, segments, kEntry), {A.data(), in.dt_bias.data(), in.D.data()},
+                                x.view(), state.data(), replayed.data());
+        std::vector<float> replayed_float;
+        for (const T v : replayed) replayed_float.push_back(to_float(v));
+        EXPECT_LT(testing::relative_max_error(device, replayed_float), outputs_tolerance) << where;
+        EXPECT_LT(testing::relative_max_error(layer.state_values(cuda), state), 1e-5) << where;
+        // The whole sequence from h = 0 against the fp64 reference.
+        DeviceLayer fresh(cuda, in);
+        const std::vector<float> whole = prefill<T>(cuda, in, 0, length + 100, fresh, segments, kEntry);
+        testing::expect_within_fp64_reference(check_mamba_prefill<float>(in, whole.data()), dtype, where);
       }
     }
   }
@@ -365,14 +361,12 @@ TEST(MambaGpu, EntryKernelEqualsTheLaneKernel) {
   const MambaInputs in = make_mamba_inputs(mamba_cell(Phase::prefill, 3000, DType::float32, 1, 40, 16, 2), 3000, 109);
   DeviceLayer lane(cuda, in);
   const std::vector<float> lane_out = prefill<float>(cuda, in, 0, 3000, lane);
-  for (const MambaScanKernel kernel : kEntryKernels) {
-    for (const std::int64_t segments : {1, 4}) {
-      DeviceLayer entry(cuda, in);
-      const std::vector<float> out = prefill<float>(cuda, in, 0, 3000, entry, segments, kernel);
-      EXPECT_LT(testing::relative_max_error(out, lane_out), 1e-5) << mamba_scan_kernel_name(kernel) << " " << segments;
-      EXPECT_LT(testing::relative_max_error(entry.state_values(cuda), lane.state_values(cuda)), 1e-5)
-          << mamba_scan_kernel_name(kernel) << " " << segments;
-    }
+  for (const std::int64_t segments : {1, 4}) {
+    DeviceLayer entry(cuda, in);
+    const std::vector<float> out = prefill<float>(cuda, in, 0, 3000, entry, segments, kEntry);
+    EXPECT_LT(testing::relative_max_error(out, lane_out), 1e-5) << "segments " << segments;
+    EXPECT_LT(testing::relative_max_error(entry.state_values(cuda), lane.state_values(cuda)), 1e-5)
+        << "segments " << segments;
   }
 }
 
@@ -383,7 +377,7 @@ TEST(MambaGpu, CellsRunTheScanKernelTheOptionPicks) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   const Mechanism* mamba = find_mechanism("mamba");
   ASSERT_NE(mamba, nullptr);
-  for (const char* choice : {"auto", "entry", "entry_mufu", "lane"}) {
+  for (const char* choice : {"auto", "entry", "lane"}) {
     for (const DType dtype : {DType::float32, DType::bfloat16}) {
       Cell cell = mamba_cell(Phase::prefill, 2048, dtype, 8, 64, 16, 1);
       cell.options.set("scan_kernel", std::string(choice));
