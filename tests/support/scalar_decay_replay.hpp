@@ -39,70 +39,113 @@ struct ScalarDecayReplay {
 
 inline float to_bf16(float x) { return round_through<bf16>(x); }
 
+// The pieces every replay of a chunk shares (the three kernels' and the fused pass's), for the chunk
+// of h's tokens [first, first + rows).
+namespace scalar_decay_chunk {
+
+inline constexpr int kC = kScalarDecayChunk;
+
+// b: the inclusive cumulative log-decay over the chunk in fp32, flat over the padding (or, for a
+// faulty replay, running on with the last token's decay repeated over it).
+inline void cumulative_decay(const ScalarDecayHead& h, std::int64_t first, int rows, std::vector<float>& b,
+                             bool padding_decays = false) {
+  float sum = 0.0f;
+  for (int m = 0; m < kC; ++m) {
+    if (m < rows) {
+      sum += h.log_decay[static_cast<std::size_t>(first + m)];
+    } else if (padding_decays) {
+      sum += h.log_decay[static_cast<std::size_t>(first + rows - 1)];
+    }
+    b[static_cast<std::size_t>(m)] = sum;
+  }
+}
+
+inline float q_at(const ScalarDecayHead& h, std::int64_t first, int m, int i) {
+  return h.q[static_cast<std::size_t>((first + m) * h.dk + i)];
+}
+inline float k_at(const ScalarDecayHead& h, std::int64_t first, int m, int i) {
+  return h.k[static_cast<std::size_t>((first + m) * h.dk + i)];
+}
+inline float v_at(const ScalarDecayHead& h, std::int64_t first, int m, int j) {
+  return h.v[static_cast<std::size_t>((first + m) * h.dv + j)];
+}
+
+// The chunk's own state U_c = K^T bf16(diag(exp(b_last - b)) V) [dk][dv], each element the tensor
+// core's fp32 sum (here fp64, which the callers round once to fp32).
+inline void own_state(const ScalarDecayHead& h, std::int64_t first, int rows, const std::vector<float>& b,
+                      std::vector<double>& u) {
+  const int dk = h.dk, dv = h.dv;
+  const float b_last = b[kC - 1];
+  std::vector<float> scaled_v(static_cast<std::size_t>(rows * dv));
+  for (int m = 0; m < rows; ++m) {
+    for (int j = 0; j < dv; ++j) {
+      scaled_v[static_cast<std::size_t>(m * dv + j)] =
+          to_bf16(v_at(h, first, m, j) * std::exp(b_last - b[static_cast<std::size_t>(m)]));
+    }
+  }
+  for (int i = 0; i < dk; ++i) {
+    for (int j = 0; j < dv; ++j) {
+      double acc = 0;
+      for (int m = 0; m < rows; ++m) acc += double{k_at(h, first, m, i)} * scaled_v[static_cast<std::size_t>(m * dv + j)];
+      u[static_cast<std::size_t>(i * dv + j)] = acc;
+    }
+  }
+}
+
+// Kernel (3): O = bf16((Q K^T) . M) V + bf16(diag(exp(b)) Q) bf16(S_c), S_c the state entering the
+// chunk (`entering`, [dk][dv], rounded to bf16 here as the kernel reads it), into outputs [tokens][dv].
+inline void outputs(const ScalarDecayHead& h, std::int64_t first, int rows, const std::vector<float>& b,
+                    const std::vector<float>& entering, std::vector<float>& out) {
+  const int dk = h.dk, dv = h.dv;
+  std::vector<float> p(static_cast<std::size_t>(kC * kC)), scaled_q(static_cast<std::size_t>(kC * dk));
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      double a = 0;
+      for (int r = 0; r < dk; ++r) a += double{q_at(h, first, i, r)} * k_at(h, first, j, r);
+      p[static_cast<std::size_t>(i * kC + j)] =
+          to_bf16(static_cast<float>(a) * std::exp(b[static_cast<std::size_t>(i)] - b[static_cast<std::size_t>(j)]));
+    }
+    for (int r = 0; r < dk; ++r) {
+      scaled_q[static_cast<std::size_t>(i * dk + r)] = to_bf16(q_at(h, first, i, r) * std::exp(b[static_cast<std::size_t>(i)]));
+    }
+  }
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < dv; ++j) {
+      double o = 0;
+      for (int m = 0; m <= i; ++m) o += double{p[static_cast<std::size_t>(i * kC + m)]} * v_at(h, first, m, j);
+      for (int r = 0; r < dk; ++r) {
+        o += double{scaled_q[static_cast<std::size_t>(i * dk + r)]} * to_bf16(entering[static_cast<std::size_t>(r * dv + j)]);
+      }
+      out[static_cast<std::size_t>((first + i) * dv + j)] = static_cast<float>(o);
+    }
+  }
+}
+
+}  // namespace scalar_decay_chunk
+
 // `state` [dk][dv]: S before the first token (a prefill continues from it).
 inline ScalarDecayReplay replay_chunk_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
                                                    ChunkStateStorage storage) {
-  constexpr int kC = kScalarDecayChunk;
-  const int dk = h.dk, dv = h.dv;
+  using namespace scalar_decay_chunk;
   const auto stored = [&](float x) { return storage == ChunkStateStorage::bf16 ? to_bf16(x) : x; };
   ScalarDecayReplay out;
-  out.outputs.assign(static_cast<std::size_t>(h.tokens * dv), 0.0f);
+  out.outputs.assign(static_cast<std::size_t>(h.tokens * h.dv), 0.0f);
   const std::int64_t chunks = (h.tokens + kC - 1) / kC;
-  std::vector<float> b(kC), scaled_v(static_cast<std::size_t>(kC * dv)), entering(state.size());
-  std::vector<float> p(static_cast<std::size_t>(kC * kC)), scaled_q(static_cast<std::size_t>(kC * dk));
+  std::vector<float> b(kC), entering(state.size());
+  std::vector<double> u(state.size());
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t first = c * kC;
     const int rows = scalar_decay_chunk_rows(h.tokens, c);
-    float sum = 0.0f;  // b: inclusive, flat over the padding
-    for (int m = 0; m < kC; ++m) {
-      if (m < rows) sum += h.log_decay[static_cast<std::size_t>(first + m)];
-      b[static_cast<std::size_t>(m)] = sum;
+    cumulative_decay(h, first, rows, b);
+    // Kernel (1): U_c. Kernel (2): S_{c+1} = exp(b_last) S_c + U_c, the state entering chunk c kept
+    // as the workspace stores it, and U_c too.
+    own_state(h, first, rows, b, u);
+    const float carry = std::exp(b[kC - 1]);
+    for (std::size_t e = 0; e < state.size(); ++e) {
+      entering[e] = stored(state[e]);
+      state[e] = std::fma(carry, state[e], stored(static_cast<float>(u[e])));
     }
-    const float b_last = b[kC - 1];
-    const auto q = [&](int m, int i) { return h.q[static_cast<std::size_t>((first + m) * dk + i)]; };
-    const auto k = [&](int m, int i) { return h.k[static_cast<std::size_t>((first + m) * dk + i)]; };
-    const auto v = [&](int m, int j) { return h.v[static_cast<std::size_t>((first + m) * dv + j)]; };
-
-    // Kernel (1): U_c = K^T bf16(diag(exp(b_last - b)) V). Kernel (2): S_{c+1} = exp(b_last) S_c + U_c,
-    // the state entering chunk c kept as the workspace stores it.
-    for (int m = 0; m < rows; ++m) {
-      for (int j = 0; j < dv; ++j) {
-        scaled_v[static_cast<std::size_t>(m * dv + j)] = to_bf16(v(m, j) * std::exp(b_last - b[static_cast<std::size_t>(m)]));
-      }
-    }
-    const float carry = std::exp(b_last);
-    for (int i = 0; i < dk; ++i) {
-      for (int j = 0; j < dv; ++j) {
-        double u = 0;
-        for (int m = 0; m < rows; ++m) u += double{k(m, i)} * scaled_v[static_cast<std::size_t>(m * dv + j)];
-        const std::size_t e = static_cast<std::size_t>(i * dv + j);
-        entering[e] = stored(state[e]);
-        state[e] = std::fma(carry, state[e], stored(static_cast<float>(u)));
-      }
-    }
-
-    // Kernel (3): O = bf16((Q K^T) . M) V + bf16(diag(exp(b)) Q) bf16(S_c).
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j <= i; ++j) {
-        double a = 0;
-        for (int r = 0; r < dk; ++r) a += double{q(i, r)} * k(j, r);
-        p[static_cast<std::size_t>(i * kC + j)] =
-            to_bf16(static_cast<float>(a) * std::exp(b[static_cast<std::size_t>(i)] - b[static_cast<std::size_t>(j)]));
-      }
-      for (int r = 0; r < dk; ++r) {
-        scaled_q[static_cast<std::size_t>(i * dk + r)] = to_bf16(q(i, r) * std::exp(b[static_cast<std::size_t>(i)]));
-      }
-    }
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < dv; ++j) {
-        double o = 0;
-        for (int m = 0; m <= i; ++m) o += double{p[static_cast<std::size_t>(i * kC + m)]} * v(m, j);
-        for (int r = 0; r < dk; ++r) {
-          o += double{scaled_q[static_cast<std::size_t>(i * dk + r)]} * to_bf16(entering[static_cast<std::size_t>(r * dv + j)]);
-        }
-        out.outputs[static_cast<std::size_t>((first + i) * dv + j)] = static_cast<float>(o);
-      }
-    }
+    outputs(h, first, rows, b, entering, out.outputs);
   }
   out.state = std::move(state);
   return out;
@@ -123,44 +166,18 @@ enum class FusedFault { none, decay_after_accumulate, entering_after_update, tai
 
 inline ScalarDecayReplay replay_fused_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
                                                    FusedFault fault = FusedFault::none) {
-  constexpr int kC = kScalarDecayChunk;
-  const int dk = h.dk, dv = h.dv;
+  using namespace scalar_decay_chunk;
   ScalarDecayReplay out;
-  out.outputs.assign(static_cast<std::size_t>(h.tokens * dv), 0.0f);
+  out.outputs.assign(static_cast<std::size_t>(h.tokens * h.dv), 0.0f);
   const std::int64_t chunks = (h.tokens + kC - 1) / kC;
-  std::vector<float> b(kC), scaled_v(static_cast<std::size_t>(kC * dv)), entering(state.size());
+  std::vector<float> b(kC), entering(state.size());
   std::vector<double> u(state.size());
-  std::vector<float> p(static_cast<std::size_t>(kC * kC)), scaled_q(static_cast<std::size_t>(kC * dk));
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t first = c * kC;
     const int rows = scalar_decay_chunk_rows(h.tokens, c);
-    float sum = 0.0f;
-    for (int m = 0; m < kC; ++m) {
-      if (m < rows) {
-        sum += h.log_decay[static_cast<std::size_t>(first + m)];
-      } else if (fault == FusedFault::tail_padding_decayed) {
-        sum += h.log_decay[static_cast<std::size_t>(first + rows - 1)];
-      }
-      b[static_cast<std::size_t>(m)] = sum;
-    }
-    const float b_last = b[kC - 1];
-    const auto q = [&](int m, int i) { return h.q[static_cast<std::size_t>((first + m) * dk + i)]; };
-    const auto k = [&](int m, int i) { return h.k[static_cast<std::size_t>((first + m) * dk + i)]; };
-    const auto v = [&](int m, int j) { return h.v[static_cast<std::size_t>((first + m) * dv + j)]; };
-
-    for (int m = 0; m < rows; ++m) {
-      for (int j = 0; j < dv; ++j) {
-        scaled_v[static_cast<std::size_t>(m * dv + j)] = to_bf16(v(m, j) * std::exp(b_last - b[static_cast<std::size_t>(m)]));
-      }
-    }
-    const float carry = std::exp(b_last);
-    for (int i = 0; i < dk; ++i) {
-      for (int j = 0; j < dv; ++j) {
-        double acc = 0;
-        for (int m = 0; m < rows; ++m) acc += double{k(m, i)} * scaled_v[static_cast<std::size_t>(m * dv + j)];
-        u[static_cast<std::size_t>(i * dv + j)] = acc;
-      }
-    }
+    cumulative_decay(h, first, rows, b, fault == FusedFault::tail_padding_decayed);
+    own_state(h, first, rows, b, u);
+    const float carry = std::exp(b[kC - 1]);
     for (std::size_t e = 0; e < state.size(); ++e) {
       if (fault != FusedFault::entering_after_update) entering[e] = to_bf16(state[e]);
       switch (fault) {
@@ -176,29 +193,7 @@ inline ScalarDecayReplay replay_fused_scalar_decay(const ScalarDecayHead& h, std
       }
       if (fault == FusedFault::entering_after_update) entering[e] = to_bf16(state[e]);
     }
-
-    // Kernel (3), as in replay_chunk_scalar_decay.
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j <= i; ++j) {
-        double a = 0;
-        for (int r = 0; r < dk; ++r) a += double{q(i, r)} * k(j, r);
-        p[static_cast<std::size_t>(i * kC + j)] =
-            to_bf16(static_cast<float>(a) * std::exp(b[static_cast<std::size_t>(i)] - b[static_cast<std::size_t>(j)]));
-      }
-      for (int r = 0; r < dk; ++r) {
-        scaled_q[static_cast<std::size_t>(i * dk + r)] = to_bf16(q(i, r) * std::exp(b[static_cast<std::size_t>(i)]));
-      }
-    }
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < dv; ++j) {
-        double o = 0;
-        for (int m = 0; m <= i; ++m) o += double{p[static_cast<std::size_t>(i * kC + m)]} * v(m, j);
-        for (int r = 0; r < dk; ++r) {
-          o += double{scaled_q[static_cast<std::size_t>(i * dk + r)]} * entering[static_cast<std::size_t>(r * dv + j)];
-        }
-        out.outputs[static_cast<std::size_t>((first + i) * dv + j)] = static_cast<float>(o);
-      }
-    }
+    outputs(h, first, rows, b, entering, out.outputs);  // kernel (3)
   }
   out.state = std::move(state);
   return out;
