@@ -198,15 +198,17 @@ auto retnet_runs(CudaBackend& cuda, const AttentionInputs& in,
   };
 }
 
-TEST(ChunkScalarDecayGpu, FusedPassEqualsTheRecurrenceAndTheThreeKernelsOutputsAndFinalState) {
+TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceAndTheFusedPassTheThreeKernels) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
   for (const std::int64_t length : {1, 63, 64, 65, 300, 1000}) {
     const AttentionInputs in =
         make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2),
                               length, 53);
-    testing::expect_chunked_prefill_equals_recurrence(cuda, in, length,
-                                                      retnet_runs(cuda, in, ScalarDecayStatePassChoice::fused));
+    for (const ScalarDecayStatePassChoice pass :
+         {ScalarDecayStatePassChoice::three_kernel, ScalarDecayStatePassChoice::fused}) {
+      testing::expect_chunked_prefill_equals_recurrence(cuda, in, length, retnet_runs(cuda, in, pass));
+    }
     // Fused against the three kernels over the same tokens: the entering states differ only by U_c's
     // rounding, so outputs and final state agree well inside bf16's tolerance.
     Buffer<float> fused_state = testing::zero_state(cuda, in), three_state = testing::zero_state(cuda, in);
@@ -255,32 +257,15 @@ TEST(ChunkScalarDecayGpu, FusedPassAtItsWidestColumnTilesEqualsTheThreeKernels) 
   testing::expect_within_fp64_reference(run_mamba2_cell(*backend, cell), DType::bfloat16, "mamba2 B16 H8 N128");
 }
 
-TEST(ChunkScalarDecayGpu, FusedPassContinuesFromTheStateItIsGiven) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  const AttentionInputs in =
-      make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 59);
-  testing::expect_chunked_prefill_continues_from_its_state(cuda, in,
-                                                           retnet_runs(cuda, in, ScalarDecayStatePassChoice::fused));
-}
-
-TEST(ChunkScalarDecayGpu, ChunkedPrefillEqualsTheRecurrenceOutputsAndFinalState) {
-  ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
-  CudaBackend& cuda = cuda_backend_of(*backend);
-  for (const std::int64_t length : {1, 63, 64, 65, 300, 1000}) {
-    const AttentionInputs in =
-        make_attention_inputs(mechanism_cell("retnet", kHeads, 64, length, DType::bfloat16, Phase::prefill, 2),
-                              length, 31);
-    testing::expect_chunked_prefill_equals_recurrence(cuda, in, length, retnet_runs(cuda, in));
-  }
-}
-
 TEST(ChunkScalarDecayGpu, ChunkedPrefillContinuesFromTheStateItIsGiven) {
   ARCH_BENCH_CUDA_BACKEND_OR_SKIP(backend);
   CudaBackend& cuda = cuda_backend_of(*backend);
   const AttentionInputs in =
-      make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 37);
-  testing::expect_chunked_prefill_continues_from_its_state(cuda, in, retnet_runs(cuda, in));
+      make_attention_inputs(mechanism_cell("retnet", kHeads, 64, 0, DType::bfloat16, Phase::prefill, 2), 230, 59);
+  for (const ScalarDecayStatePassChoice pass :
+       {ScalarDecayStatePassChoice::three_kernel, ScalarDecayStatePassChoice::fused}) {
+    testing::expect_chunked_prefill_continues_from_its_state(cuda, in, retnet_runs(cuda, in, pass));
+  }
 }
 
 // mamba2: the chunked SSD and the recurrence over the same bf16 tokens from a zero state.
