@@ -121,13 +121,12 @@ inline void outputs(const ScalarDecayHead& h, std::int64_t first, int rows, cons
   }
 }
 
-}  // namespace scalar_decay_chunk
-
-// `state` [dk][dv]: S before the first token (a prefill continues from it).
-inline ScalarDecayReplay replay_chunk_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
-                                                   ChunkStateStorage storage) {
-  using namespace scalar_decay_chunk;
-  const auto stored = [&](float x) { return storage == ChunkStateStorage::bf16 ? to_bf16(x) : x; };
+// The chunks of h in order from S = `state`: each chunk's decays and own state U_c, then
+// update(state, u, carry, entering) (how a replay makes S_{c+1} and the state entering chunk c from
+// S_c, U_c and exp(b_last)), then the chunk's outputs from `entering`.
+template <class Update>
+ScalarDecayReplay replay_chunks(const ScalarDecayHead& h, std::vector<float> state, bool padding_decays,
+                                const Update& update) {
   ScalarDecayReplay out;
   out.outputs.assign(static_cast<std::size_t>(h.tokens * h.dv), 0.0f);
   const std::int64_t chunks = (h.tokens + kC - 1) / kC;
@@ -136,19 +135,31 @@ inline ScalarDecayReplay replay_chunk_scalar_decay(const ScalarDecayHead& h, std
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t first = c * kC;
     const int rows = scalar_decay_chunk_rows(h.tokens, c);
-    cumulative_decay(h, first, rows, b);
-    // Kernel (1): U_c. Kernel (2): S_{c+1} = exp(b_last) S_c + U_c, the state entering chunk c kept
-    // as the workspace stores it, and U_c too.
+    cumulative_decay(h, first, rows, b, padding_decays);
     own_state(h, first, rows, b, u);
-    const float carry = std::exp(b[kC - 1]);
-    for (std::size_t e = 0; e < state.size(); ++e) {
-      entering[e] = stored(state[e]);
-      state[e] = std::fma(carry, state[e], stored(static_cast<float>(u[e])));
-    }
+    update(state, u, std::exp(b[kC - 1]), entering);
     outputs(h, first, rows, b, entering, out.outputs);
   }
   out.state = std::move(state);
   return out;
+}
+
+}  // namespace scalar_decay_chunk
+
+// `state` [dk][dv]: S before the first token (a prefill continues from it). Kernel (1) makes U_c,
+// kernel (2) S_{c+1} = exp(b_last) S_c + U_c, the state entering chunk c kept as the workspace
+// stores it, and U_c too; kernel (3) the outputs.
+inline ScalarDecayReplay replay_chunk_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
+                                                   ChunkStateStorage storage) {
+  const auto stored = [&](float x) { return storage == ChunkStateStorage::bf16 ? to_bf16(x) : x; };
+  return scalar_decay_chunk::replay_chunks(
+      h, std::move(state), false,
+      [&](std::vector<float>& s, const std::vector<double>& u, float carry, std::vector<float>& entering) {
+        for (std::size_t e = 0; e < s.size(); ++e) {
+          entering[e] = stored(s[e]);
+          s[e] = std::fma(carry, s[e], stored(static_cast<float>(u[e])));
+        }
+      });
 }
 
 // The fused state pass (mechanisms/common/chunk_scalar_decay_fused.cuh) replaces kernels (1) and (2):
@@ -166,37 +177,25 @@ enum class FusedFault { none, decay_after_accumulate, entering_after_update, tai
 
 inline ScalarDecayReplay replay_fused_scalar_decay(const ScalarDecayHead& h, std::vector<float> state,
                                                    FusedFault fault = FusedFault::none) {
-  using namespace scalar_decay_chunk;
-  ScalarDecayReplay out;
-  out.outputs.assign(static_cast<std::size_t>(h.tokens * h.dv), 0.0f);
-  const std::int64_t chunks = (h.tokens + kC - 1) / kC;
-  std::vector<float> b(kC), entering(state.size());
-  std::vector<double> u(state.size());
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t first = c * kC;
-    const int rows = scalar_decay_chunk_rows(h.tokens, c);
-    cumulative_decay(h, first, rows, b, fault == FusedFault::tail_padding_decayed);
-    own_state(h, first, rows, b, u);
-    const float carry = std::exp(b[kC - 1]);
-    for (std::size_t e = 0; e < state.size(); ++e) {
-      if (fault != FusedFault::entering_after_update) entering[e] = to_bf16(state[e]);
-      switch (fault) {
-        case FusedFault::decay_after_accumulate:
-          state[e] = carry * static_cast<float>(double{state[e]} + u[e]);
-          break;
-        case FusedFault::carry_not_decayed:
-          state[e] = static_cast<float>(double{state[e]} + u[e]);
-          break;
-        default:
-          state[e] = static_cast<float>(double{carry * state[e]} + u[e]);
-          break;
-      }
-      if (fault == FusedFault::entering_after_update) entering[e] = to_bf16(state[e]);
-    }
-    outputs(h, first, rows, b, entering, out.outputs);  // kernel (3)
-  }
-  out.state = std::move(state);
-  return out;
+  return scalar_decay_chunk::replay_chunks(
+      h, std::move(state), fault == FusedFault::tail_padding_decayed,
+      [&](std::vector<float>& s, const std::vector<double>& u, float carry, std::vector<float>& entering) {
+        for (std::size_t e = 0; e < s.size(); ++e) {
+          if (fault != FusedFault::entering_after_update) entering[e] = to_bf16(s[e]);
+          switch (fault) {
+            case FusedFault::decay_after_accumulate:
+              s[e] = carry * static_cast<float>(double{s[e]} + u[e]);
+              break;
+            case FusedFault::carry_not_decayed:
+              s[e] = static_cast<float>(double{s[e]} + u[e]);
+              break;
+            default:
+              s[e] = static_cast<float>(double{carry * s[e]} + u[e]);
+              break;
+          }
+          if (fault == FusedFault::entering_after_update) entering[e] = to_bf16(s[e]);
+        }
+      });
 }
 
 }  // namespace arch_bench::testing
