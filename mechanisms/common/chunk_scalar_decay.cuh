@@ -249,19 +249,15 @@ void launch_chunk_scalar_decay(const ChunkScalarDecayPlan& plan, const Policy& p
         <<<static_cast<unsigned>(plan.fused_blocks), plan.threads, plan.fused_layout.bytes, stream>>>(plan, policy,
                                                                                                        states, state);
     check_launch("scalar_decay_fused_state_kernel");
-    scalar_decay_chunk_output_kernel<Policy>
-        <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_layout.bytes, stream>>>(plan, policy,
-                                                                                                        states);
-    check_launch("scalar_decay_chunk_output_kernel");
-    return;
+  } else {
+    scalar_decay_chunk_state_kernel<Policy>
+        <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_layout.bytes, stream>>>(
+            plan, policy, states, chunk_log_decay);
+    check_launch("scalar_decay_chunk_state_kernel");
+    scalar_decay_chunk_prefix_kernel<><<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
+        plan, reinterpret_cast<__nv_bfloat162*>(states), chunk_log_decay, state);
+    check_launch("scalar_decay_chunk_prefix_kernel");
   }
-  scalar_decay_chunk_state_kernel<Policy>
-      <<<static_cast<unsigned>(plan.state_blocks), plan.threads, plan.state_layout.bytes, stream>>>(
-          plan, policy, states, chunk_log_decay);
-  check_launch("scalar_decay_chunk_state_kernel");
-  scalar_decay_chunk_prefix_kernel<><<<static_cast<unsigned>(plan.prefix_blocks), plan.threads, 0, stream>>>(
-      plan, reinterpret_cast<__nv_bfloat162*>(states), chunk_log_decay, state);
-  check_launch("scalar_decay_chunk_prefix_kernel");
   scalar_decay_chunk_output_kernel<Policy>
       <<<static_cast<unsigned>(plan.output_blocks), plan.threads, plan.output_layout.bytes, stream>>>(
           plan, policy, states);
