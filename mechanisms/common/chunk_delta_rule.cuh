@@ -107,9 +107,9 @@ __global__ void __launch_bounds__(kDeltaRulePrepareThreads)
     chunk_async::copy_rows_async(k_tile, plan.ld_k, policy.k_row(bh, first), dk, rows, dk);
     chunk_async::copy_rows_async(v_tile, plan.ld_v, policy.v_row(bh, first), dv, rows, dv);
   }
-  chunk_async::commit_copies();
+  cp_async::commit();
   chunk_gates(policy, b, beta, bh, first, rows);
-  chunk_async::wait_copies<0>();
+  cp_async::wait<0>();
   __syncthreads();
   const float b_last = b[kC - 1];
 
@@ -247,7 +247,7 @@ __device__ __forceinline__ void issue_pass_operands(const ChunkDeltaRulePlan& pl
   copy_rows_async(shared_region<__nv_bfloat16>(stage + at.u), plan.ld_n,
                   workspace + plan.u_offset() + delta_rule_chunk_offset(plan, bh, chunk, dv) + j0, dv, kC,
                   plan.value_tile);
-  chunk_async::commit_copies();
+  cp_async::commit();
 }
 
 // (2) One block per (head, value tile): the block's columns of S (fp32, in shared memory) walk the
@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads, chunk_pass_blocks_by_re
       issue_pass_operands(plan, workspace, plan.pass_stage(chunk + 1), bh, chunk + 1, j0);
       next_log_decay = head_log_decay[chunk + 1];
     } else {
-      chunk_async::commit_copies();
+      cp_async::commit();
     }
     const std::size_t stage = plan.pass_stage(chunk);
     const auto* w_tile = shared_region<__nv_bfloat16>(stage + plan.pass_operands.w);
@@ -306,7 +306,7 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads, chunk_pass_blocks_by_re
       s_operand[i * plan.ld_n + j] = __float2bfloat16_rn(s[i * plan.ld_s + j]);
     }
     const float carry = expf(log_decay);
-    chunk_async::wait_copies<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
+    cp_async::wait<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
     __syncthreads();                // everyone's: chunk c's operands and S_c's bf16 copy are in place
 
     // W S_c into acc_tile.
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(kDeltaRulePassThreads, chunk_pass_blocks_by_re
     // The next chunk writes S's bf16 copy (read before the barrier above) and issues its copies
     // into this chunk's stage (likewise); acc_tile is next written after its barrier.
   }
-  chunk_async::wait_copies<0>();  // no copy outlives the block (the last group is empty)
+  cp_async::wait<0>();  // no copy outlives the block (the last group is empty)
 
   store_state_columns(head_state, dv, j0, s, plan.ld_s, dk, n);
 }

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "core/backends/cuda/cuda_check.hpp"
+#include "mechanisms/common/cp_async.cuh"
 #include "mechanisms/common/cuda_storage.cuh"
 #include "mechanisms/mamba/cuda_entry.hpp"
 #include "mechanisms/mamba/entry_activations.hpp"
@@ -27,19 +28,6 @@ constexpr int kEntries = kMambaEntryEntriesPerThread;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 // ---- The raw tile: global -> shared, one tile ahead ----------------------------------------------
-
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared bypassing L1 (.cg); only the first `source_bytes` are read, the rest of
-// the 16 are zeroed (PTX ISA, cp.async's src-size), so a tile's tokens past the segment are zeros.
-__device__ __forceinline__ void copy_async_16(std::uint32_t shared, const void* global, int source_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(global), "r"(source_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Until at most one of this thread's committed groups (the next tile's) is in flight.
-__device__ __forceinline__ void copy_async_wait_all_but_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
 template <class S>
 __device__ __forceinline__ S zero_of() {
@@ -99,7 +87,7 @@ struct TileCopies {
       const int v = static_cast<int>(threadIdx.x) + kThreads * i;
       if (kVectors % kThreads == 0 || v < kVectors) {
         const int valid = min(max(left * mult[i] - off[i], 0), kPerVector);
-        copy_async_16(stage + 16u * static_cast<unsigned>(v), valid > 0 ? source[i] : somewhere,
+        cp_async::copy_16_partial(stage + 16u * static_cast<unsigned>(v), valid > 0 ? source[i] : somewhere,
                       valid * static_cast<int>(sizeof(S)));
         source[i] += kTile * mult[i];
       }
@@ -268,20 +256,20 @@ __global__ void __launch_bounds__(mamba_entry_threads(N), mamba_entry_min_blocks
   TileCopies<N, S, kOutputs> copies(u, dt_raw, z, B, C, first_row, run.batch, tokens, begin, channels_here);
   auto copy_tile = [&](std::int64_t first, int buffer) {
     if constexpr (kVector) {
-      copies.issue(shared_address(raw(buffer)), left_of(first), u);
+      copies.issue(cp_async::shared_address(raw(buffer)), left_of(first), u);
     } else {
       copy_tile_elements<N, S, kOutputs>(raw(buffer), u, dt_raw, z, B, C, first_row, run.batch, tokens, first,
                                          left_of(first), channels_here);
     }
   };
   if (begin < end) copy_tile(begin, 0);
-  if constexpr (kVector) copy_async_commit();
+  if constexpr (kVector) cp_async::commit();
   int buffer = 0;
   for (std::int64_t first = begin; first < end; first += kTile, buffer ^= 1) {
     if (first + kTile < end) copy_tile(first + kTile, buffer ^ 1);
     if constexpr (kVector) {
-      copy_async_commit();  // an empty group on the last tile keeps the count: the wait leaves one
-      copy_async_wait_all_but_one();
+      cp_async::commit();  // an empty group on the last tile keeps the count: the wait leaves one
+      cp_async::wait<1>();
     }
     // This tile's raw values are in (every thread's copies); every warp is done with the tile
     // before's fp32 arrays and raw stage (which the copies above now refill).

@@ -1,6 +1,7 @@
 #pragma once
 // Inline-PTX wrappers of the sm_80+ warp-level instructions the mma prefill (cuda_prefill_mma.cu)
-// is built from: mma.sync m16n8k16 bf16 -> fp32, ldmatrix (plain and transposed) and cp.async.
+// is built from: mma.sync m16n8k16 bf16 -> fp32 and ldmatrix (plain and transposed); its cp.async
+// copies are common/cp_async.cuh's.
 // Fragment layouts are the PTX ISA's ("Matrix Fragments for mma.m16n8k16 with floating point type"):
 // with g = lane / 4 and t = lane % 4,
 //   A (16 x 16, row major), 4 registers of 2 bf16: a0 = (row g, cols 2t, 2t+1), a1 = (row g + 8, cols
@@ -15,11 +16,11 @@
 
 #include <cstdint>
 
+#include "mechanisms/common/cp_async.cuh"
+
 namespace arch_bench::mma_ptx {
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer));
-}
+using cp_async::shared_address;
 
 // d = a b + d on one m16n8k16 tile.
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
@@ -41,23 +42,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const v
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(shared_address(row)));
-}
-
-// 16 bytes global -> shared, bypassing L1 (.cg); with `fill` false nothing is read and the 16 bytes
-// are zeroed (src-size 0), so a tile's rows past the last token are zeros, never garbage.
-__device__ __forceinline__ void cp_async_16(void* shared, const void* global, bool fill) {
-  const int source_bytes = fill ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
-               "r"(source_bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Waits until at most `kPending` of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // Two floats rounded to nearest even into one bf16x2 register (lo: the lower column).

@@ -68,7 +68,7 @@ __device__ __forceinline__ void copy_tile_async(__nv_bfloat16* tile, int ld, con
     const bool inside = row0 + r < tokens;
     // Outside: a valid address that is not read (src-size 0).
     const __nv_bfloat16* source = head + static_cast<std::size_t>(inside ? row0 + r : 0) * kDim + c * kVectorElems;
-    cp_async_16(tile + r * ld + c * kVectorElems, source, inside);
+    cp_async::copy_16_or_zeros(tile + r * ld + c * kVectorElems, source, inside);
   }
 }
 
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kPrefillThreads, prefill_mma_min_blocks(kDim))
   copy_tile_async<kDim>(q_tile, g.ld, q + head, q0, tokens);
   copy_tile_async<kDim>(k_stage(0), g.ld, k_head, first_key_tile * kTile, tokens);
   copy_tile_async<kDim>(v_stage(0), g.ld, v_head, first_key_tile * kTile, tokens);
-  cp_async_commit();
+  cp_async::commit();
 
   std::uint32_t q_frag[kSteps][4];
   float o[kDimBlocks][4];
@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(kPrefillThreads, prefill_mma_min_blocks(kDim))
       copy_tile_async<kDim>(k_stage(stage ^ 1), g.ld, k_head, (key_tile + 1) * kTile, tokens);
       copy_tile_async<kDim>(v_stage(stage ^ 1), g.ld, v_head, (key_tile + 1) * kTile, tokens);
     }
-    cp_async_commit();  // an empty group on the last tile keeps the wait below uniform
-    cp_async_wait<1>();  // everything but the group just committed: this tile (and Q) landed
+    cp_async::commit();  // an empty group on the last tile keeps the wait below uniform
+    cp_async::wait<1>();  // everything but the group just committed: this tile (and Q) landed
     __syncthreads();
     if (key_tile == first_key_tile) {
       // Q rows warp * 16.. as A fragments: matrix i = lane / 8 is (rows +8 if i odd, cols +8 if i >= 2).

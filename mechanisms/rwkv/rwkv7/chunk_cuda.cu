@@ -84,8 +84,8 @@ __global__ void __launch_bounds__(kRwkv7ChunkPrepareThreads)
   chunk_async::copy_rows_async(k_tile, ld, x.k + first, dim, rows, dim);
   chunk_async::copy_rows_async(a_tile, ld, x.kappa + first, dim, rows, dim);
   chunk_async::copy_rows_async(b_tile, ld, x.iclr + first, dim, rows, dim);
-  chunk_async::commit_copies();
-  chunk_async::wait_copies<0>();
+  cp_async::commit();
+  cp_async::wait<0>();
   __syncthreads();
 
   // e_t: the running product of w over the chunk's tokens, by the channel's thread in token order
@@ -223,12 +223,12 @@ __device__ __forceinline__ void issue_pass_operands(const Rwkv7ChunkPlan& plan, 
   for (int e = threadIdx.x; e < kC * (n / 8); e += blockDim.x) {
     const int m = e / (n / 8), c = e % (n / 8);
     const bool live = m < rows;
-    chunk_async::copy_16_bytes_or_zeros(v_tile + m * plan.ld_n + c * 8,
+    cp_async::copy_16_or_zeros(v_tile + m * plan.ld_n + c * 8,
                                         v + (first_row + (live ? m : 0)) * dim + j0 + c * 8, live);
   }
   chunk_async::copy_floats_async(shared_region<float>(stage + at.decay),
                                  chunk_decay + rwkv7_chunk_decay_offset(plan, bh, chunk), dim);
-  chunk_async::commit_copies();
+  cp_async::commit();
 }
 
 // (2) One block per (head, value tile): the block's columns of H (fp32, shared memory) walk the
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads, chunk_pass_blocks_by_r
     if (chunk + 1 < plan.chunks) {
       issue_pass_operands(plan, v, workspace, chunk_decay, plan.pass_stage(chunk + 1), bh, chunk + 1, j0);
     } else {
-      chunk_async::commit_copies();
+      cp_async::commit();
     }
     const std::size_t stage = plan.pass_stage(chunk);
     const auto* w_tile = shared_region<nv_bf16>(stage + op.w);
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads, chunk_pass_blocks_by_r
     const auto* p_rk = shared_region<nv_bf16>(stage + op.p_rk);
     const auto* v_tile = shared_region<nv_bf16>(stage + op.v);
     const auto* carry = shared_region<float>(stage + op.decay);
-    chunk_async::wait_copies<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
+    cp_async::wait<1>();  // this thread's copies of chunk c (only chunk c + 1's may be in flight)
     __syncthreads();                // everyone's: chunk c's operands (e_last among them) and H are in place
 
     // H_0 as the bf16 operand, and H scaled by the chunk's decay in place (row i = key channel i):
@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(kRwkv7ChunkPassThreads, chunk_pass_blocks_by_r
       out[(first_row + m) * dim + j0 + j] = __float2bfloat16_rn(acc_tile[m * lds + j]);
     }
   }
-  chunk_async::wait_copies<0>();  // no copy outlives the block (the last group is empty)
+  cp_async::wait<0>();  // no copy outlives the block (the last group is empty)
 
   store_state_columns(head_state, dim, j0, s, lds, dim, n);
 }
